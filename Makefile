@@ -1,0 +1,24 @@
+# The README's two commands: `make run` and `make test`.
+SWIFT ?= swift
+PORT ?= 8080
+SANDBOX ?= .sandbox
+STORE ?= .data/orders.sqlite
+
+.PHONY: setup build run test clean
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	$(SWIFT) build -c release
+
+# The main job: the merchant server in sandbox mode on an embedded SQLite store.
+run: build
+	@scripts/run.sh "$(SANDBOX)" "$(STORE)" "$(PORT)"
+
+test: setup
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+clean:
+	rm -rf .build

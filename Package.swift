@@ -1,0 +1,72 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Apple Pay for the merchant side, on Linux. See docs/ARCHITECTURE.md for the map.
+let package = Package(
+    name: "ApplePayServer",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "applepay", targets: ["applepay"]),
+        .library(name: "ApplePay", targets: ["ApplePay"]),
+        .library(name: "PaymentToken", targets: ["PaymentToken"]),
+        .library(name: "Sandbox", targets: ["Sandbox"]),
+        .library(name: "PaymentSheet", targets: ["PaymentSheet"]),
+        .library(name: "MerchantServer", targets: ["MerchantServer"]),
+    ],
+    targets: [
+        // C libraries from Debian, each behind a thin system-library target.
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+
+        // Swift wrappers: the only modules that import C.
+        .target(name: "Cryptography", dependencies: ["COpenSSL"]),
+        .target(name: "SQLite", dependencies: ["CSQLite"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl"]),
+
+        // The domain.
+        .target(name: "ApplePay"),
+        .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography"]),
+        .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography", "PaymentToken"]),
+        .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
+        .target(
+            name: "MerchantServer",
+            dependencies: ["ApplePay", "PaymentToken", "Sandbox", "SQLite", "HTTPServer", "HTTPClient"]),
+
+        // The command-line tool.
+        .executableTarget(
+            name: "applepay",
+            dependencies: ["ApplePay", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer"]),
+
+        // Tests.
+        .target(name: "TestSupport", path: "Tests/Support"),
+        .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
+        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
+        .testTarget(name: "PaymentTokenTests", dependencies: ["PaymentToken", "TestSupport"]),
+        .testTarget(name: "SandboxTests", dependencies: ["Sandbox", "PaymentToken", "TestSupport"]),
+        .testTarget(name: "PaymentSheetTests", dependencies: ["PaymentSheet", "Sandbox", "TestSupport"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
+        .testTarget(
+            name: "MerchantServerTests",
+            dependencies: ["MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport"]),
+        .testTarget(name: "CommandLineTests", dependencies: ["applepay", "TestSupport"]),
+    ]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("MemberImportVisibility"), .enableUpcomingFeature("ExistentialAny"),
+        ]
+}

@@ -1,0 +1,1 @@
+// The HTTPClient module: see docs/ARCHITECTURE.md. Its code arrives with its issue.

@@ -1,0 +1,1 @@
+// The MerchantServer module: see docs/ARCHITECTURE.md. Its code arrives with its issue.

@@ -1,0 +1,15 @@
+import Foundation
+
+/// The `applepay` tool: every command a merchant needs, from request validation to the server.
+struct ApplePayCommand: Command {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+        name: "applepay",
+        abstract: "Apple Pay for the merchant side: requests, tokens, a sandbox, a payment sheet and a server.",
+        subcommands: [
+            RequestCommand.self,
+        ])
+    }
+}
+
+exit(await CommandRunner.main(root: ApplePayCommand.self, arguments: Array(CommandLine.arguments.dropFirst())))

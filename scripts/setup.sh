@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything the project needs on Debian 12; does nothing when it is all present.
+set -euo pipefail
+
+DEBIAN_PACKAGES=(
+    pkg-config
+    openssl libssl-dev          # all cryptography, X.509 and CMS
+    sqlite3 libsqlite3-dev      # the embedded order store
+    libmicrohttpd-dev           # the HTTP server
+    libcurl4-openssl-dev curl   # outgoing TLS with a client certificate (merchant validation)
+)
+PYTHON_PACKAGES=(cryptography)  # tests only: an independent implementation to check against
+
+missing=()
+for package in "${DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup: installing ${missing[*]}" >&2
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PYTHON="${PYTHON:-python3}"
+for package in "${PYTHON_PACKAGES[@]}"; do
+    if ! "$PYTHON" -c "import $package" 2>/dev/null; then
+        echo "setup: installing Python package $package (tests only)" >&2
+        "$PYTHON" -m pip install -q "$package"
+    fi
+done
