@@ -20,4 +20,8 @@
 static inline void COpenSSL_free(void *p) { OPENSSL_free(p); }
 static inline long COpenSSL_BIO_get_mem_data(BIO *bio, char **out) { return BIO_get_mem_data(bio, out); }
 
+/* Cryptography core (token): one-shot SHA-2 and X.509 verification. */
+#include <openssl/sha.h>
+#include <openssl/x509_vfy.h>
+
 #endif

@@ -1,0 +1,80 @@
+internal import COpenSSL
+import Foundation
+
+/// An error from the cryptography layer: a stable `code` a caller can switch on and a message a person can act on.
+///
+/// Messages may quote OpenSSL's error queue, which names algorithms and parsing failures; they never contain key,
+/// plaintext or other secret bytes. Two errors are equal when their codes are equal.
+public struct CryptographyError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable identifier of a kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code as a string, e.g. `"invalidKey"`.
+        public let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A key could not be parsed, generated, or is of an unsupported kind.
+        public static let invalidKey = Code("invalidKey")
+        /// A certificate could not be parsed.
+        public static let invalidCertificate = Code("invalidCertificate")
+        /// A signature did not verify or is malformed.
+        public static let invalidSignature = Code("invalidSignature")
+        /// Input (DER, PEM, CMS, a length) is malformed.
+        public static let malformedInput = Code("malformedInput")
+        /// An algorithm or parameter is not supported.
+        public static let unsupportedAlgorithm = Code("unsupportedAlgorithm")
+        /// A certificate chain does not lead to a trusted root, or a certificate is not valid at the time checked.
+        public static let untrustedCertificateChain = Code("untrustedCertificateChain")
+        /// Decryption or authentication of ciphertext failed.
+        public static let decryptionFailed = Code("decryptionFailed")
+        /// OpenSSL failed where it should not (allocation, an unexpected internal state).
+        public static let internalError = Code("internalError")
+
+        /// Lets a code match any error in a `catch` or `switch`: `catch CryptographyError.Code.invalidKey`.
+        public static func ~= (pattern: Code, error: any Error) -> Bool {
+            (error as? CryptographyError)?.code == pattern
+        }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What went wrong and what to check. Never contains secret bytes.
+    public let message: String
+
+    /// Creates an error with a code and a message.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    public static func == (lhs: CryptographyError, rhs: CryptographyError) -> Bool { lhs.code == rhs.code }
+
+    /// An error whose message ends with the text of OpenSSL's error queue (which this drains).
+    static func openSSL(_ code: Code, _ message: String) -> CryptographyError {
+        let queue = OpenSSLErrorQueue.drain()
+        return CryptographyError(code, queue.isEmpty ? message : "\(message) (OpenSSL: \(queue))")
+    }
+}
+
+/// OpenSSL's per-thread error queue.
+enum OpenSSLErrorQueue {
+    /// Reads and clears the queue, returning its entries joined by "; " (at most a few, to keep messages short).
+    static func drain() -> String {
+        var entries: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            if entries.count < 4 {
+                var buffer = [CChar](repeating: 0, count: 256)
+                ERR_error_string_n(code, &buffer, buffer.count)
+                entries.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            }
+        }
+        return entries.joined(separator: "; ")
+    }
+
+    /// Clears anything a previous call left behind.
+    static func clear() { ERR_clear_error() }
+}

@@ -1,0 +1,88 @@
+internal import COpenSSL
+import Foundation
+
+/// Small helpers shared by the wrapper types. Nothing here is public.
+enum OpenSSLSupport {
+    /// Runs `body` with a read-only memory BIO over `bytes`; the BIO never outlives the call.
+    static func withReadBIO<R>(_ bytes: some DataProtocol, _ body: (OpaquePointer) throws -> R) throws -> R {
+        let array = Array(bytes)
+        return try array.withUnsafeBytes { raw -> R in
+            guard array.count <= Int(Int32.max),
+                let bio = BIO_new_mem_buf(raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(array.count))
+            else {
+                throw CryptographyError.openSSL(.internalError, "could not create a memory buffer")
+            }
+            defer { BIO_free(bio) }
+            return try body(bio)
+        }
+    }
+
+    /// Runs `body` with a writable memory BIO and returns what it wrote.
+    static func writtenBytes(_ body: (OpaquePointer) throws -> Bool, failure: @autoclosure () -> CryptographyError)
+        throws -> Data
+    {
+        guard let bio = BIO_new(BIO_s_mem()) else {
+            throw CryptographyError.openSSL(.internalError, "could not create a memory buffer")
+        }
+        defer { BIO_free(bio) }
+        guard try body(bio) else { throw failure() }
+        var pointer: UnsafeMutablePointer<CChar>? = nil
+        let length = COpenSSL_BIO_get_mem_data(bio, &pointer)
+        guard length > 0, let pointer else { return Data() }
+        return Data(bytes: pointer, count: Int(length))
+    }
+
+    /// The DER encoding produced by an `i2d_*` function, called twice (length, then bytes).
+    static func der(_ encode: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> Data? {
+        let length = encode(nil)
+        guard length > 0 else { return nil }
+        var data = Data(count: Int(length))
+        let written = data.withUnsafeMutableBytes { raw -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            return encode(&cursor)
+        }
+        guard written == length else { return nil }
+        return data
+    }
+
+    /// Calls a `d2i_*`-style parser over the bytes; returns nil when it fails or does not consume all of them.
+    static func parseDER<T>(
+        _ bytes: some DataProtocol,
+        requireAllConsumed: Bool = true,
+        _ parse: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> T?
+    ) -> T? {
+        let array = Array(bytes)
+        guard !array.isEmpty else { return nil }
+        return array.withUnsafeBufferPointer { buffer -> T? in
+            guard let base = buffer.baseAddress else { return nil }
+            var cursor: UnsafePointer<UInt8>? = base
+            let value = parse(&cursor, buffer.count)
+            if requireAllConsumed, value != nil, let cursor, cursor != base + buffer.count { return nil }
+            return value
+        }
+    }
+
+    /// A PEM block with the given label around DER bytes (64-column lines, LF endings).
+    static func pem(label: String, der: Data) -> String {
+        let body = der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return "-----BEGIN \(label)-----\n\(body)\n-----END \(label)-----\n"
+    }
+
+    /// A password callback that refuses: encrypted PEM keys fail instead of prompting on the terminal.
+    static let refusePassword: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?)
+        -> Int32 = { _, _, _, _ in -1 }
+}
+
+extension Data {
+    /// Lowercase hexadecimal.
+    var lowercaseHex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(count * 2)
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

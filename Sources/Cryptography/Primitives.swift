@@ -1,0 +1,267 @@
+internal import COpenSSL
+import Foundation
+
+/// SHA-2 digests.
+public enum Digest {
+    /// SHA-256 of the bytes (32 bytes).
+    public static func sha256(_ data: some DataProtocol) -> Data {
+        var output = Data(count: Int(SHA256_DIGEST_LENGTH))
+        withContiguousBytes(data) { input in
+            output.withUnsafeMutableBytes { out in
+                _ = SHA256(input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
+                    out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        return output
+    }
+
+    /// SHA-384 of the bytes (48 bytes).
+    public static func sha384(_ data: some DataProtocol) -> Data {
+        var output = Data(count: Int(SHA384_DIGEST_LENGTH))
+        withContiguousBytes(data) { input in
+            output.withUnsafeMutableBytes { out in
+                _ = SHA384(input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
+                    out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        return output
+    }
+
+    /// Calls `body` with the bytes as one contiguous buffer (copying only when they are not contiguous already).
+    static func withContiguousBytes<R>(_ data: some DataProtocol, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        if let data = data as? Data { return data.withUnsafeBytes(body) }
+        if let result = data.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) { return result }
+        return Array(data).withUnsafeBytes(body)
+    }
+}
+
+/// Cryptographically secure random bytes.
+public enum SecureRandom {
+    /// `count` random bytes from OpenSSL's DRBG (the system generator if OpenSSL ever fails).
+    public static func bytes(_ count: Int) -> Data {
+        guard count > 0 else { return Data() }
+        var data = Data(count: count)
+        let ok = data.withUnsafeMutableBytes { raw -> Bool in
+            guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return false }
+            var offset = 0
+            while offset < count {
+                let chunk = min(count - offset, Int(Int32.max))
+                guard RAND_bytes(base + offset, Int32(chunk)) == 1 else { return false }
+                offset += chunk
+            }
+            return true
+        }
+        if !ok {
+            OpenSSLErrorQueue.clear()
+            var generator = SystemRandomNumberGenerator()
+            data = Data((0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        }
+        return data
+    }
+}
+
+/// Elliptic-curve Diffie-Hellman.
+public enum ECDH {
+    /// The shared secret Z (the x coordinate, 32 bytes for P-256) between a private key and a peer's public key.
+    /// - Throws: `CryptographyError` with code `invalidKey` when the keys are not on the same curve or not EC.
+    public static func sharedSecret(privateKey: PrivateKey, publicKey: PublicKey) throws -> Data {
+        guard privateKey.kind == publicKey.kind, privateKey.kind == .p256 || privateKey.kind == .p384 else {
+            throw CryptographyError(.invalidKey, "ECDH needs two EC keys on the same curve (got \(privateKey.kind) and \(publicKey.kind))")
+        }
+        OpenSSLErrorQueue.clear()
+        guard let context = EVP_PKEY_CTX_new(privateKey.pkey, nil) else {
+            throw CryptographyError.openSSL(.internalError, "could not create a key-agreement context")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer(context, publicKey.pkey) == 1 else {
+            throw CryptographyError.openSSL(.invalidKey, "the peer public key cannot be used for ECDH")
+        }
+        var length = 0
+        guard EVP_PKEY_derive(context, nil, &length) == 1, length > 0 else {
+            throw CryptographyError.openSSL(.internalError, "ECDH failed")
+        }
+        var secret = Data(count: length)
+        let ok = secret.withUnsafeMutableBytes { raw in
+            EVP_PKEY_derive(context, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), &length) == 1
+        }
+        guard ok else { throw CryptographyError.openSSL(.invalidKey, "ECDH failed") }
+        return secret.prefix(length)
+    }
+}
+
+/// A cipher fetched once from the default provider and shared (an `EVP_CIPHER` is immutable and reference-counted).
+struct FetchedCipher: @unchecked Sendable {
+    let pointer: OpaquePointer?
+    init(_ name: String) { pointer = EVP_CIPHER_fetch(nil, name, nil) }
+
+    static let aes128GCM = FetchedCipher("AES-128-GCM")
+    static let aes256GCM = FetchedCipher("AES-256-GCM")
+}
+
+/// AES in Galois/Counter Mode, no associated data, 16-byte tag appended to the ciphertext.
+public enum AESGCM {
+    /// The length of the authentication tag.
+    public static let tagLength = 16
+
+    /// Encrypts; returns ciphertext ‖ 16-byte tag.
+    /// - Parameters:
+    ///   - key: 16 bytes (AES-128) or 32 bytes (AES-256).
+    ///   - iv: any non-empty length; Apple Pay uses 16 zero bytes.
+    /// - Throws: `CryptographyError` with code `invalidKey` for a bad key length, `malformedInput` for a bad IV.
+    public static func seal(_ plaintext: Data, key: Data, iv: Data) throws -> Data {
+        try run(encrypt: true, input: plaintext, tag: nil, key: key, iv: iv)
+    }
+
+    /// Decrypts and authenticates ciphertext ‖ 16-byte tag.
+    /// - Throws: `CryptographyError` with code `decryptionFailed` when the tag does not match or the input is too
+    ///   short; `invalidKey` for a bad key length.
+    public static func open(_ combined: Data, key: Data, iv: Data) throws -> Data {
+        guard combined.count >= tagLength else {
+            throw CryptographyError(.decryptionFailed, "ciphertext is shorter than the 16-byte GCM tag")
+        }
+        let tag = combined.suffix(tagLength)
+        return try run(encrypt: false, input: combined.prefix(combined.count - tagLength), tag: Data(tag), key: key, iv: iv)
+    }
+
+    private static func run(encrypt: Bool, input: Data, tag: Data?, key: Data, iv: Data) throws -> Data {
+        let cipher: FetchedCipher
+        switch key.count {
+        case 16: cipher = .aes128GCM
+        case 32: cipher = .aes256GCM
+        default: throw CryptographyError(.invalidKey, "AES-GCM key must be 16 or 32 bytes, not \(key.count)")
+        }
+        guard !iv.isEmpty, iv.count <= 128 else {
+            throw CryptographyError(.malformedInput, "AES-GCM IV must be 1 to 128 bytes, not \(iv.count)")
+        }
+        guard input.count < Int(Int32.max) - 32 else {
+            throw CryptographyError(.malformedInput, "input too large for AES-GCM in one call")
+        }
+        OpenSSLErrorQueue.clear()
+        guard let algorithm = cipher.pointer, let context = EVP_CIPHER_CTX_new() else {
+            throw CryptographyError.openSSL(.internalError, "AES-GCM is not available")
+        }
+        defer { EVP_CIPHER_CTX_free(context) }
+        let initialise = encrypt ? EVP_EncryptInit_ex : EVP_DecryptInit_ex
+        guard initialise(context, algorithm, nil, nil, nil) == 1,
+            EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(iv.count), nil) == 1
+        else {
+            throw CryptographyError.openSSL(.internalError, "could not set up AES-GCM")
+        }
+        let keyed = key.withUnsafeBytes { k in
+            iv.withUnsafeBytes { v in
+                initialise(context, nil, nil, k.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    v.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+            }
+        }
+        guard keyed else { throw CryptographyError.openSSL(.internalError, "could not key AES-GCM") }
+        var output = Data(count: input.count + (encrypt ? tagLength : 0))
+        var failed = false
+        output.withUnsafeMutableBytes { out in
+            guard let outBase = out.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+                failed = true
+                return
+            }
+            var written: Int32 = 0
+            if !input.isEmpty {
+                let ok = input.withUnsafeBytes { inp in
+                    encrypt
+                        ? EVP_EncryptUpdate(context, outBase, &written, inp.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(input.count))
+                        : EVP_DecryptUpdate(context, outBase, &written, inp.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(input.count))
+                }
+                guard ok == 1, Int(written) == input.count else {
+                    failed = true
+                    return
+                }
+            }
+            if let tag {
+                var tagBytes = Array(tag)
+                guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, Int32(tagLength), &tagBytes) == 1 else {
+                    failed = true
+                    return
+                }
+            }
+            var finalLength: Int32 = 0
+            var scratch = [UInt8](repeating: 0, count: 32)
+            let finished =
+                encrypt ? EVP_EncryptFinal_ex(context, &scratch, &finalLength) : EVP_DecryptFinal_ex(context, &scratch, &finalLength)
+            guard finished == 1, finalLength == 0 else {
+                failed = true
+                return
+            }
+            if encrypt {
+                guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, Int32(tagLength), outBase + input.count) == 1
+                else {
+                    failed = true
+                    return
+                }
+            }
+        }
+        if failed {
+            // Wipe whatever partial plaintext was written before reporting.
+            output.resetBytes(in: 0..<output.count)
+            if encrypt { throw CryptographyError.openSSL(.internalError, "AES-GCM encryption failed") }
+            OpenSSLErrorQueue.clear()
+            throw CryptographyError(.decryptionFailed, "AES-GCM authentication failed: wrong key, or the ciphertext or tag was altered")
+        }
+        return output
+    }
+}
+
+/// RSA-OAEP with SHA-256 and MGF1-SHA-256 (Apple Pay RSA_v1).
+public enum RSAOAEP {
+    /// Encrypts a short message (at most modulus length − 66 bytes).
+    /// - Throws: `CryptographyError` with code `invalidKey` for a non-RSA key, `malformedInput` when too long.
+    public static func encrypt(_ plaintext: Data, publicKey: PublicKey) throws -> Data {
+        guard case .rsa = publicKey.kind else {
+            throw CryptographyError(.invalidKey, "RSA-OAEP needs an RSA public key, not \(publicKey.kind)")
+        }
+        return try run(pkey: publicKey.pkey, encrypt: true, input: plaintext)
+    }
+
+    /// Decrypts.
+    /// - Throws: `CryptographyError` with code `decryptionFailed` when the padding does not check (wrong key or
+    ///   altered ciphertext), `invalidKey` for a non-RSA key.
+    public static func decrypt(_ ciphertext: Data, privateKey: PrivateKey) throws -> Data {
+        guard case .rsa = privateKey.kind else {
+            throw CryptographyError(.invalidKey, "RSA-OAEP needs an RSA private key, not \(privateKey.kind)")
+        }
+        return try run(pkey: privateKey.pkey, encrypt: false, input: ciphertext)
+    }
+
+    private static func run(pkey: OpaquePointer, encrypt: Bool, input: Data) throws -> Data {
+        OpenSSLErrorQueue.clear()
+        guard let context = EVP_PKEY_CTX_new(pkey, nil) else {
+            throw CryptographyError.openSSL(.internalError, "could not create an RSA context")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard (encrypt ? EVP_PKEY_encrypt_init(context) : EVP_PKEY_decrypt_init(context)) == 1,
+            EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_OAEP_PADDING) == 1,
+            EVP_PKEY_CTX_set_rsa_oaep_md_name(context, "SHA256", nil) == 1,
+            EVP_PKEY_CTX_set_rsa_mgf1_md_name(context, "SHA256", nil) == 1
+        else {
+            throw CryptographyError.openSSL(.internalError, "could not set up RSA-OAEP with SHA-256")
+        }
+        let bytes = Array(input)
+        var length = 0
+        let sized = bytes.withUnsafeBufferPointer { inp in
+            encrypt
+                ? EVP_PKEY_encrypt(context, nil, &length, inp.baseAddress, inp.count)
+                : EVP_PKEY_decrypt(context, nil, &length, inp.baseAddress, inp.count)
+        }
+        guard sized == 1, length > 0 else {
+            throw CryptographyError.openSSL(encrypt ? .malformedInput : .decryptionFailed, "RSA-OAEP could not size its output")
+        }
+        var output = [UInt8](repeating: 0, count: length)
+        let done = bytes.withUnsafeBufferPointer { inp in
+            encrypt
+                ? EVP_PKEY_encrypt(context, &output, &length, inp.baseAddress, inp.count)
+                : EVP_PKEY_decrypt(context, &output, &length, inp.baseAddress, inp.count)
+        }
+        guard done == 1 else {
+            if encrypt { throw CryptographyError.openSSL(.malformedInput, "RSA-OAEP encryption failed (message too long for the key?)") }
+            OpenSSLErrorQueue.clear()
+            throw CryptographyError(.decryptionFailed, "RSA-OAEP decryption failed: wrong key, or the ciphertext was altered")
+        }
+        return Data(output.prefix(length))
+    }
+}
