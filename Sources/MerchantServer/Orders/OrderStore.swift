@@ -1,0 +1,345 @@
+import Foundation
+
+/// Where checkouts, orders, payments and the event log live. ``SQLiteOrderStore`` is the embedded default; a
+/// PostgreSQL store can implement the same protocol (all SQL stays behind it).
+///
+/// Idempotency contract (the token's `transactionId` is unique across payments):
+/// 1. ``beginPayment(_:)`` writes a `pending` order and a `pending` payment keyed by the transaction id in one
+///    transaction **before** any processor is called. If that transaction id was seen before, nothing is written
+///    and the existing order comes back (`.existing`); two simultaneous calls with the same id therefore produce
+///    exactly one `.started`, and the loser gets `.existing` (possibly still `pending`: wait for it with
+///    ``order(transactionID:)``, as ``PaymentService`` does).
+/// 2. After the processor answers, ``completePayment(orderID:outcome:)`` moves the order to `paid` or `failed`
+///    and the payment to `approved`, `declined` or `error`, in one transaction.
+/// A checkout has at most one live (pending or paid) order: paying a paid checkout again with another token
+/// gives `.checkoutAlreadyPaid`; after a failed payment a new token may try again.
+///
+/// Every write appends to the event log in the same transaction; a failed write leaves nothing behind.
+public protocol OrderStore: Sendable {
+    /// Stores a new checkout. - Throws: ``OrderStoreError`` `conflict` if the id exists.
+    func insertCheckout(_ checkout: Checkout) async throws(OrderStoreError)
+    /// The checkout with this id, or `nil`.
+    func checkout(id: String) async throws(OrderStoreError) -> Checkout?
+    /// Replaces a checkout's state. - Throws: ``OrderStoreError`` `notFound`.
+    func updateCheckout(_ checkout: Checkout) async throws(OrderStoreError)
+    /// Records the intent to charge (see the type's documentation).
+    /// - Throws: ``OrderStoreError`` `notFound` for an unknown checkout.
+    func beginPayment(_ order: NewOrder) async throws(OrderStoreError) -> PaymentStart
+    /// Records the processor's answer for a pending order and returns the final order.
+    /// - Throws: ``OrderStoreError`` `notFound`, or `conflict` if the order is not pending any more.
+    func completePayment(orderID: String, outcome: ChargeOutcome) async throws(OrderStoreError) -> Order
+    /// The order with this id, or `nil`.
+    func order(id: String) async throws(OrderStoreError) -> Order?
+    /// The order whose payment carries this token transaction id, or `nil`.
+    func order(transactionID: String) async throws(OrderStoreError) -> Order?
+    /// The event log entries about a checkout (and its orders), oldest first.
+    func events(checkoutID: String) async throws(OrderStoreError) -> [StoreEvent]
+}
+
+/// The answer of ``OrderStore/beginPayment(_:)``.
+public enum PaymentStart: Sendable, Equatable {
+    /// New: a pending order and payment were written; the caller charges now.
+    case started(Order)
+    /// The transaction id was seen before: this is its order (pending, paid or failed). Do not charge.
+    case existing(Order)
+    /// The checkout already has a paid (or pending) order under another transaction id. Do not charge.
+    case checkoutAlreadyPaid(Order)
+}
+
+/// The status of an order.
+public enum OrderStatus: String, Codable, Sendable {
+    /// Written before the processor call; the outcome is not known yet.
+    case pending
+    /// The processor approved and captured the payment.
+    case paid
+    /// Declined, processor error or timeout: nothing was captured.
+    case failed
+}
+
+/// The status of a payment row.
+public enum PaymentStatus: String, Codable, Sendable {
+    case pending, approved, declined, error
+}
+
+/// A contact as Apple Pay JS sends it after authorization (`ApplePayPaymentContact`). Stored with the order as
+/// JSON; it holds nothing secret.
+public struct OrderContact: Codable, Sendable, Equatable {
+    public var givenName: String?
+    public var familyName: String?
+    public var phoneticGivenName: String?
+    public var phoneticFamilyName: String?
+    public var emailAddress: String?
+    public var phoneNumber: String?
+    public var addressLines: [String]?
+    public var subLocality: String?
+    public var locality: String?
+    public var subAdministrativeArea: String?
+    public var administrativeArea: String?
+    public var postalCode: String?
+    public var country: String?
+    public var countryCode: String?
+
+    public init(
+        givenName: String? = nil, familyName: String? = nil, phoneticGivenName: String? = nil,
+        phoneticFamilyName: String? = nil, emailAddress: String? = nil, phoneNumber: String? = nil,
+        addressLines: [String]? = nil, subLocality: String? = nil, locality: String? = nil,
+        subAdministrativeArea: String? = nil, administrativeArea: String? = nil, postalCode: String? = nil,
+        country: String? = nil, countryCode: String? = nil
+    ) {
+        self.givenName = givenName
+        self.familyName = familyName
+        self.phoneticGivenName = phoneticGivenName
+        self.phoneticFamilyName = phoneticFamilyName
+        self.emailAddress = emailAddress
+        self.phoneNumber = phoneNumber
+        self.addressLines = addressLines
+        self.subLocality = subLocality
+        self.locality = locality
+        self.subAdministrativeArea = subAdministrativeArea
+        self.administrativeArea = administrativeArea
+        self.postalCode = postalCode
+        self.country = country
+        self.countryCode = countryCode
+    }
+}
+
+/// An order line: what was bought, at what unit price (minor units).
+public struct OrderLine: Codable, Sendable, Equatable {
+    public var sku: String
+    public var name: String
+    public var quantity: Int
+    public var unitPrice: Int64
+    public var amount: Int64
+
+    public init(sku: String, name: String, quantity: Int, unitPrice: Int64, amount: Int64) {
+        self.sku = sku
+        self.name = name
+        self.quantity = quantity
+        self.unitPrice = unitPrice
+        self.amount = amount
+    }
+}
+
+/// The order's money, in minor units of its currency.
+public struct OrderTotals: Codable, Sendable, Equatable {
+    public var subtotal: Int64
+    public var discount: Int64
+    public var shipping: Int64
+    public var tax: Int64
+    public var total: Int64
+
+    public init(subtotal: Int64, discount: Int64, shipping: Int64, tax: Int64, total: Int64) {
+        self.subtotal = subtotal
+        self.discount = discount
+        self.shipping = shipping
+        self.tax = tax
+        self.total = total
+    }
+}
+
+/// The shipping method an order ships with.
+public struct OrderShippingMethod: Codable, Sendable, Equatable {
+    public var identifier: String
+    public var label: String
+    /// Minor units.
+    public var amount: Int64
+
+    public init(identifier: String, label: String, amount: Int64) {
+        self.identifier = identifier
+        self.label = label
+        self.amount = amount
+    }
+}
+
+/// What the caller knows about an order before charging: input of ``OrderStore/beginPayment(_:)``.
+public struct NewOrder: Sendable, Equatable {
+    public var checkoutID: String
+    /// The token header's `transactionId` (hex): the idempotency key.
+    public var transactionID: String
+    public var currencyCode: String
+    public var lines: [OrderLine]
+    public var totals: OrderTotals
+    public var shippingMethod: OrderShippingMethod?
+    public var couponCode: String?
+    public var shippingContact: OrderContact?
+    public var billingContact: OrderContact?
+    /// The card network (`Visa`, ...), from the token's payment method.
+    public var paymentNetwork: String?
+    /// Last four digits of the device PAN; never more.
+    public var panLastFour: String?
+
+    public init(
+        checkoutID: String, transactionID: String, currencyCode: String, lines: [OrderLine], totals: OrderTotals,
+        shippingMethod: OrderShippingMethod? = nil, couponCode: String? = nil, shippingContact: OrderContact? = nil,
+        billingContact: OrderContact? = nil, paymentNetwork: String? = nil, panLastFour: String? = nil
+    ) {
+        self.checkoutID = checkoutID
+        self.transactionID = transactionID
+        self.currencyCode = currencyCode
+        self.lines = lines
+        self.totals = totals
+        self.shippingMethod = shippingMethod
+        self.couponCode = couponCode
+        self.shippingContact = shippingContact
+        self.billingContact = billingContact
+        self.paymentNetwork = paymentNetwork
+        self.panLastFour = panLastFour
+    }
+
+    /// The order for a priced checkout paid with a token.
+    /// - Parameters:
+    ///   - checkout: the checkout being paid.
+    ///   - breakdown: its current price (``CheckoutPricing/price(_:)``), which the token's amount matched.
+    ///   - transactionID: the token header's `transactionId`.
+    ///   - token: the decrypted token: only its network and last four digits are kept.
+    ///   - shippingContact: the full shipping contact from the authorized payment.
+    ///   - billingContact: the billing contact from the authorized payment.
+    public init(
+        checkout: Checkout, breakdown: PriceBreakdown, transactionID: String, token: NetworkToken?,
+        shippingContact: OrderContact?, billingContact: OrderContact?, configuration: StoreConfiguration
+    ) {
+        let lines = breakdown.lines.filter { $0.kind == .item }.map { line in
+            let quantity = line.quantity ?? 1
+            let name = configuration.product(sku: line.sku ?? "")?.name ?? line.label
+            return OrderLine(
+                sku: line.sku ?? "", name: name, quantity: quantity,
+                unitPrice: quantity == 0 ? line.amount : line.amount / Int64(quantity), amount: line.amount)
+        }
+        self.init(
+            checkoutID: checkout.id, transactionID: transactionID, currencyCode: breakdown.currencyCode,
+            lines: lines,
+            totals: OrderTotals(
+                subtotal: breakdown.subtotal, discount: breakdown.discount, shipping: breakdown.shipping,
+                tax: breakdown.tax, total: breakdown.total),
+            shippingMethod: breakdown.selectedShippingMethod.map {
+                OrderShippingMethod(identifier: $0.identifier, label: $0.label, amount: breakdown.shipping)
+            },
+            couponCode: breakdown.appliedCoupon?.code, shippingContact: shippingContact,
+            billingContact: billingContact, paymentNetwork: token?.network ?? checkout.paymentMethodNetwork,
+            panLastFour: token?.lastFour)
+    }
+}
+
+/// The payment attached to an order.
+public struct PaymentRecord: Sendable, Equatable {
+    public var id: String
+    public var transactionID: String
+    public var status: PaymentStatus
+    public var amount: Int64
+    public var currencyCode: String
+    /// The processor's reference when approved.
+    public var processorReference: String?
+    /// Stable code when declined or failed (`insufficientFunds`, `lostCard`, `processorError`, `processorTimeout`).
+    public var failureCode: String?
+    public var failureMessage: String?
+}
+
+/// A stored order. Encodes to the `GET /v1/orders/{id}` shape: amounts as Apple Pay JS decimal strings.
+public struct Order: Sendable, Equatable, Encodable {
+    /// `ord_` followed by 24 hexadecimal digits.
+    public var id: String
+    public var checkoutID: String
+    public var status: OrderStatus
+    public var currencyCode: String
+    public var lines: [OrderLine]
+    public var totals: OrderTotals
+    public var shippingMethod: OrderShippingMethod?
+    public var couponCode: String?
+    public var shippingContact: OrderContact?
+    public var billingContact: OrderContact?
+    public var paymentNetwork: String?
+    public var panLastFour: String?
+    public var payment: PaymentRecord
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    private enum CodingKeys: String, CodingKey {
+        case id, checkoutId, status, currencyCode, items, totals, shippingMethod, couponCode, shippingContact
+        case billingContact, payment, createdAt, updatedAt
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        func money(_ minor: Int64) -> String { Money.string(minorUnits: minor, currencyCode: currencyCode) }
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(checkoutID, forKey: .checkoutId)
+        try c.encode(status, forKey: .status)
+        try c.encode(currencyCode, forKey: .currencyCode)
+        try c.encode(
+            lines.map {
+                ["sku": $0.sku, "name": $0.name, "quantity": String($0.quantity), "unitPrice": money($0.unitPrice),
+                 "amount": money($0.amount)]
+            }, forKey: .items)
+        try c.encode(
+            ["subtotal": money(totals.subtotal), "discount": money(totals.discount), "shipping": money(totals.shipping),
+             "tax": money(totals.tax), "total": money(totals.total)], forKey: .totals)
+        if let shippingMethod {
+            try c.encode(
+                ["identifier": shippingMethod.identifier, "label": shippingMethod.label,
+                 "amount": money(shippingMethod.amount)], forKey: .shippingMethod)
+        }
+        try c.encodeIfPresent(couponCode, forKey: .couponCode)
+        try c.encodeIfPresent(shippingContact, forKey: .shippingContact)
+        try c.encodeIfPresent(billingContact, forKey: .billingContact)
+        var payment = [
+            "status": self.payment.status.rawValue, "transactionId": self.payment.transactionID,
+            "amount": money(self.payment.amount),
+        ]
+        payment["network"] = paymentNetwork
+        payment["lastFour"] = panLastFour
+        payment["processorReference"] = self.payment.processorReference
+        payment["failureCode"] = self.payment.failureCode
+        try c.encode(payment, forKey: .payment)
+        let formatter = ISO8601DateFormatter()
+        try c.encode(formatter.string(from: createdAt), forKey: .createdAt)
+        try c.encode(formatter.string(from: updatedAt), forKey: .updatedAt)
+    }
+}
+
+/// One entry of the append-only event log.
+public struct StoreEvent: Sendable, Equatable {
+    /// Increasing sequence number.
+    public var sequence: Int64
+    public var at: Date
+    /// `checkoutCreated`, `checkoutUpdated`, `paymentStarted`, `paymentApproved`, `paymentDeclined`, `paymentFailed`.
+    public var kind: String
+    public var checkoutID: String?
+    public var orderID: String?
+    /// A small JSON object with non-secret details.
+    public var detail: String
+}
+
+/// A store failure with a stable ``code``.
+public struct OrderStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Stable error codes.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Lets `catch OrderStoreError.Code.x` match a thrown error by code.
+        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? OrderStoreError)?.code == pattern }
+
+        /// No such checkout or order.
+        public static let notFound = Code("notFound")
+        /// The write contradicts what is stored (duplicate id, order no longer pending).
+        public static let conflict = Code("conflict")
+        /// The database failed (I/O, busy beyond the timeout, ...); nothing was written.
+        public static let storage = Code("storage")
+        /// A stored row could not be read back (corrupt JSON, unknown status).
+        public static let corrupt = Code("corrupt")
+        /// The store location is invalid (`--store` value).
+        public static let invalidLocation = Code("invalidLocation")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+}

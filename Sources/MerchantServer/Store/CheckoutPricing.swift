@@ -1,0 +1,383 @@
+import Foundation
+
+/// Prices a ``Checkout`` against a ``StoreConfiguration``: line items, shipping methods for the address, discount,
+/// tax, total, and the Apple Pay JS errors the sheet must show.
+///
+/// The rules, in order:
+/// 1. Items subtotal = Σ unit price × quantity.
+/// 2. Zone: the first zone covering the shipping address; before the sheet sends an address, the store's
+///    *home zone* (the first zone covering the store's country with no state or postal-code restriction), and
+///    the tax line is then labelled "Estimated tax". An address no zone covers gets `addressUnserviceable`
+///    (contact field `postalAddress`), no shipping methods, no shipping and no tax.
+/// 3. Shipping: the selected method, else the zone's first.
+/// 4. Coupon (ignoring case): unknown → `couponCodeInvalid`; past `expiresAt` by the injected clock →
+///    `couponCodeExpired`; subtotal below `minimumTotal` → `couponCodeInvalid`. A percent coupon takes
+///    round(subtotal × percent / 100); a fixed one at most the subtotal. Shown as a negative line item.
+/// 5. Tax = round(taxable × zone rate) with taxable = subtotal − discount + shipping.
+/// 6. Total = taxable + tax, labelled with the store name.
+///
+/// Arithmetic is in `Int64` minor units of the store currency; "round" is **half-up** (half away from zero)
+/// to the currency's minor unit (0, 2 or 3 decimals). Nothing uses `Double`.
+public struct CheckoutPricing: Sendable {
+    /// The store being priced.
+    public let configuration: StoreConfiguration
+    /// The clock for coupon expiry and delivery dates; injectable for tests.
+    public let clock: @Sendable () -> Date
+
+    /// - Parameters:
+    ///   - configuration: the store.
+    ///   - clock: returns "now"; defaults to the system clock.
+    public init(configuration: StoreConfiguration, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.configuration = configuration
+        self.clock = clock
+    }
+
+    /// The store's home zone: the first covering its own country with no state or postal restriction.
+    public var homeZone: ShippingZone? {
+        configuration.shippingZones.first {
+            $0.administrativeAreas.isEmpty && $0.postalCodePrefixes.isEmpty
+                && $0.countries.contains { $0.uppercased() == configuration.countryCode.uppercased() }
+        }
+    }
+
+    /// The zone that applies: the address's zone, the home zone before an address is known, `nil` when the
+    /// address is unserviceable.
+    public func zone(for checkout: Checkout) -> ShippingZone? {
+        guard let address = checkout.shippingAddress else { return homeZone }
+        return configuration.shippingZones.first { $0.covers(address) }
+    }
+
+    /// Prices the checkout.
+    /// - Throws: ``CheckoutError`` `unknownProduct` if the catalog lost one of its SKUs, `amountOverflow` if a
+    ///   sum does not fit in 64-bit minor units.
+    public func price(_ checkout: Checkout) throws(CheckoutError) -> PriceBreakdown {
+        let currency = configuration.currencyCode
+        func minor(_ amount: Decimal) throws(CheckoutError) -> Int64 {
+            guard let value = Money.minorUnits(rounding: amount, currencyCode: currency) else {
+                throw CheckoutError(.amountOverflow, "an amount does not fit in 64-bit minor units")
+            }
+            return value
+        }
+        func add(_ a: Int64, _ b: Int64) throws(CheckoutError) -> Int64 {
+            let (sum, overflow) = a.addingReportingOverflow(b)
+            if overflow { throw CheckoutError(.amountOverflow, "the total does not fit in 64-bit minor units") }
+            return sum
+        }
+
+        var lines: [PricedLine] = []
+        var subtotal: Int64 = 0
+        for item in checkout.items {
+            guard let product = configuration.product(sku: item.sku) else {
+                throw CheckoutError(.unknownProduct, "no product with SKU \"\(item.sku)\"")
+            }
+            let (amount, overflow) = try minor(product.price).multipliedReportingOverflow(by: Int64(item.quantity))
+            if overflow { throw CheckoutError(.amountOverflow, "the amount of \(item.sku) does not fit") }
+            let label = item.quantity == 1 ? product.name : "\(product.name) × \(item.quantity)"
+            lines.append(PricedLine(kind: .item, label: label, amount: amount, sku: item.sku, quantity: item.quantity))
+            subtotal = try add(subtotal, amount)
+        }
+
+        var errors: [ApplePayJSError] = []
+        let zone = zone(for: checkout)
+        if checkout.shippingAddress != nil, zone == nil {
+            errors.append(
+                ApplePayJSError(
+                    code: .addressUnserviceable, contactField: "postalAddress",
+                    message: "We do not ship to this address."))
+        }
+
+        var discount: Int64 = 0
+        var appliedCoupon: Coupon?
+        if let code = checkout.couponCode {
+            let coupon = configuration.coupons.first { $0.code.uppercased() == code.uppercased() }
+            if let coupon {
+                let minimum = try coupon.minimumTotal.map { value throws(CheckoutError) in try minor(value) }
+                if let expiry = coupon.expiresAt, clock() > expiry {
+                    errors.append(ApplePayJSError(code: .couponCodeExpired, message: "The coupon \(coupon.code) has expired."))
+                } else if let minimum, subtotal < minimum {
+                    errors.append(
+                        ApplePayJSError(
+                            code: .couponCodeInvalid,
+                            message: "The coupon \(coupon.code) needs an order of at least \(Money.string(minorUnits: minimum, currencyCode: currency)) \(currency)."))
+                } else {
+                    switch coupon.discount {
+                    case .percent(let percent):
+                        guard let value = Money.multiply(subtotal, by: percent / 100) else {
+                            throw CheckoutError(.amountOverflow, "the discount does not fit")
+                        }
+                        discount = min(value, subtotal)
+                    case .fixed(let amount):
+                        discount = min(try minor(amount), subtotal)
+                    }
+                    appliedCoupon = coupon
+                }
+            } else {
+                errors.append(ApplePayJSError(code: .couponCodeInvalid, message: "The coupon \(code) is not valid."))
+            }
+        }
+        if let appliedCoupon, discount > 0 {
+            lines.append(PricedLine(kind: .discount, label: appliedCoupon.label, amount: -discount))
+        }
+
+        var methods: [ShippingRate] = []
+        var selected: ShippingRate?
+        var shipping: Int64 = 0
+        if let zone {
+            selected = zone.methods.first { $0.identifier == checkout.shippingMethodIdentifier } ?? zone.methods.first
+            if let selected {
+                methods = [selected] + zone.methods.filter { $0.identifier != selected.identifier }
+                shipping = try minor(selected.amount)
+                lines.append(PricedLine(kind: .shipping, label: "Shipping: \(selected.label)", amount: shipping))
+            }
+        }
+
+        let taxable = try add(subtotal - discount, shipping)
+        var tax: Int64 = 0
+        if let zone, zone.taxRate > 0 {
+            guard let value = Money.multiply(taxable, by: zone.taxRate) else {
+                throw CheckoutError(.amountOverflow, "the tax does not fit")
+            }
+            tax = value
+            lines.append(
+                PricedLine(kind: .tax, label: checkout.shippingAddress == nil ? "Estimated tax" : "Tax", amount: tax))
+        }
+        let total = try add(taxable, tax)
+
+        return PriceBreakdown(
+            currencyCode: currency, totalLabel: configuration.storeName, lines: lines, subtotal: subtotal,
+            discount: discount, shipping: shipping, tax: tax, total: total, zone: zone, shippingMethods: methods,
+            selectedShippingMethod: selected, appliedCoupon: appliedCoupon, errors: errors, pricedAt: clock())
+    }
+
+    /// The Apple Pay JS `ApplePayPaymentRequest` for the checkout (the `paymentRequest` of `POST /v1/checkouts`).
+    ///
+    /// `merchantCapabilities` always contains `supports3DS`; `supportsCouponCode` is true when the store has
+    /// coupons; a coupon already on the checkout is sent as `couponCode` and is already applied to the totals.
+    /// - Throws: ``CheckoutError`` as ``price(_:)``.
+    public func paymentRequest(for checkout: Checkout) throws(CheckoutError) -> WebPaymentRequest {
+        let breakdown = try price(checkout)
+        var capabilities = configuration.merchantCapabilities
+        if !capabilities.contains("supports3DS") { capabilities.insert("supports3DS", at: 0) }
+        return WebPaymentRequest(
+            countryCode: configuration.countryCode, currencyCode: configuration.currencyCode,
+            supportedNetworks: configuration.supportedNetworks, merchantCapabilities: capabilities,
+            total: breakdown.webTotal, lineItems: breakdown.webLineItems,
+            shippingMethods: breakdown.webShippingMethods, shippingType: "shipping",
+            requiredShippingContactFields: configuration.requiredShippingContactFields,
+            requiredBillingContactFields: configuration.requiredBillingContactFields,
+            applicationData: checkout.applicationData,
+            supportsCouponCode: configuration.coupons.isEmpty ? nil : true, couponCode: checkout.couponCode)
+    }
+
+    /// The Apple Pay JS update dictionary answering a sheet event for the (already updated) checkout.
+    ///
+    /// `shippingContact` and `couponCode` answers carry `newShippingMethods` and `errors`; `paymentMethod`
+    /// answers carry `errors`; `shippingMethod` answers carry only the totals.
+    /// - Throws: ``CheckoutError`` as ``price(_:)``.
+    public func update(for checkout: Checkout, after event: SheetEvent) throws(CheckoutError) -> WebPaymentUpdate {
+        let breakdown = try price(checkout)
+        switch event {
+        case .shippingContact, .couponCode:
+            return WebPaymentUpdate(
+                newTotal: breakdown.webTotal, newLineItems: breakdown.webLineItems,
+                newShippingMethods: breakdown.webShippingMethods, errors: breakdown.errors)
+        case .paymentMethod:
+            return WebPaymentUpdate(
+                newTotal: breakdown.webTotal, newLineItems: breakdown.webLineItems, newShippingMethods: nil,
+                errors: breakdown.errors)
+        case .shippingMethod:
+            return WebPaymentUpdate(
+                newTotal: breakdown.webTotal, newLineItems: breakdown.webLineItems, newShippingMethods: nil,
+                errors: nil)
+        }
+    }
+}
+
+/// The sheet events a checkout answers with an update dictionary.
+public enum SheetEvent: String, Sendable, CaseIterable {
+    case shippingContact, shippingMethod, paymentMethod, couponCode
+}
+
+/// One line of a priced checkout, in minor units.
+public struct PricedLine: Sendable, Equatable, Codable {
+    public enum Kind: String, Sendable, Codable { case item, discount, shipping, tax }
+    public var kind: Kind
+    public var label: String
+    /// Minor units; negative for the discount.
+    public var amount: Int64
+    /// For items: the product and quantity.
+    public var sku: String?
+    public var quantity: Int?
+
+    public init(kind: Kind, label: String, amount: Int64, sku: String? = nil, quantity: Int? = nil) {
+        self.kind = kind
+        self.label = label
+        self.amount = amount
+        self.sku = sku
+        self.quantity = quantity
+    }
+}
+
+/// The result of pricing a checkout. All amounts are minor units of ``currencyCode``.
+public struct PriceBreakdown: Sendable, Equatable {
+    public var currencyCode: String
+    /// The store name: label of the total.
+    public var totalLabel: String
+    /// Items, then the discount, shipping and tax lines (Apple Pay JS `lineItems` order).
+    public var lines: [PricedLine]
+    public var subtotal: Int64
+    /// Positive amount taken off (shown as a negative line).
+    public var discount: Int64
+    public var shipping: Int64
+    public var tax: Int64
+    public var total: Int64
+    /// The zone applied; `nil` when unserviceable (or the store has no home zone and no address yet).
+    public var zone: ShippingZone?
+    /// Methods offered, the selected one first (Apple Pay JS treats the first as the default).
+    public var shippingMethods: [ShippingRate]
+    public var selectedShippingMethod: ShippingRate?
+    public var appliedCoupon: Coupon?
+    /// Errors for the sheet, most severe first; a checkout with errors must not be paid.
+    public var errors: [ApplePayJSError]
+    /// The clock reading used (delivery dates count from it).
+    public var pricedAt: Date
+
+    /// Whether the checkout can be paid as priced: no errors and a serviceable zone.
+    public var isPayable: Bool { errors.isEmpty && zone != nil }
+
+    /// The Apple Pay JS `total` (`{label, amount, type: "final"}`).
+    public var webTotal: WebLineItem {
+        WebLineItem(label: totalLabel, amount: Money.string(minorUnits: total, currencyCode: currencyCode))
+    }
+
+    /// The Apple Pay JS `lineItems`.
+    public var webLineItems: [WebLineItem] {
+        lines.map { WebLineItem(label: $0.label, amount: Money.string(minorUnits: $0.amount, currencyCode: currencyCode)) }
+    }
+
+    /// The Apple Pay JS `shippingMethods`, with `dateComponentsRange` counted from ``pricedAt`` (UTC days).
+    public var webShippingMethods: [WebShippingMethod] {
+        shippingMethods.map { method in
+            WebShippingMethod(
+                label: method.label, detail: method.detail,
+                amount: Money.string(
+                    minorUnits: Money.minorUnits(rounding: method.amount, currencyCode: currencyCode) ?? 0,
+                    currencyCode: currencyCode),
+                identifier: method.identifier,
+                dateComponentsRange: method.deliveryEstimate.map {
+                    WebDateComponentsRange(
+                        startDateComponents: .init(date: pricedAt, addingDays: $0.minimumDays),
+                        endDateComponents: .init(date: pricedAt, addingDays: $0.maximumDays))
+                })
+        }
+    }
+}
+
+/// An Apple Pay JS error (`ApplePayError`): `{"code", "contactField"?, "message"}`.
+public struct ApplePayJSError: Codable, Sendable, Equatable {
+    /// Apple Pay JS error codes.
+    public struct Code: RawRepresentable, Codable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let shippingContactInvalid = Code(rawValue: "shippingContactInvalid")
+        public static let billingContactInvalid = Code(rawValue: "billingContactInvalid")
+        public static let addressUnserviceable = Code(rawValue: "addressUnserviceable")
+        public static let couponCodeInvalid = Code(rawValue: "couponCodeInvalid")
+        public static let couponCodeExpired = Code(rawValue: "couponCodeExpired")
+        public static let unknown = Code(rawValue: "unknown")
+
+        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.singleValueContainer()
+            try c.encode(rawValue)
+        }
+    }
+
+    public var code: Code
+    /// `postalAddress`, `name`, `emailAddress`, ... when the error is about a contact field.
+    public var contactField: String?
+    public var message: String
+
+    public init(code: Code, contactField: String? = nil, message: String) {
+        self.code = code
+        self.contactField = contactField
+        self.message = message
+    }
+}
+
+/// Apple Pay JS `ApplePayLineItem` (`type` is always `final` here).
+public struct WebLineItem: Codable, Sendable, Equatable {
+    public var label: String
+    public var amount: String
+    public var type: String = "final"
+
+    public init(label: String, amount: String, type: String = "final") {
+        self.label = label
+        self.amount = amount
+        self.type = type
+    }
+}
+
+/// Apple Pay JS `ApplePayShippingMethod`.
+public struct WebShippingMethod: Codable, Sendable, Equatable {
+    public var label: String
+    public var detail: String
+    public var amount: String
+    public var identifier: String
+    public var dateComponentsRange: WebDateComponentsRange?
+}
+
+/// Apple Pay JS `ApplePayDateComponentsRange`.
+public struct WebDateComponentsRange: Codable, Sendable, Equatable {
+    public var startDateComponents: WebDateComponents
+    public var endDateComponents: WebDateComponents
+}
+
+/// Apple Pay JS `ApplePayDateComponents` (a calendar day, UTC).
+public struct WebDateComponents: Codable, Sendable, Equatable {
+    public var years: Int
+    public var months: Int
+    public var days: Int
+
+    public init(years: Int, months: Int, days: Int) {
+        self.years = years
+        self.months = months
+        self.days = days
+    }
+
+    /// The UTC calendar day `days` after `date`.
+    public init(date: Date, addingDays days: Int) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let day = calendar.date(byAdding: .day, value: days, to: date) ?? date
+        let parts = calendar.dateComponents([.year, .month, .day], from: day)
+        self.init(years: parts.year ?? 1970, months: parts.month ?? 1, days: parts.day ?? 1)
+    }
+}
+
+/// Apple Pay JS `ApplePayPaymentRequest`, as returned by `POST /v1/checkouts`.
+public struct WebPaymentRequest: Codable, Sendable, Equatable {
+    public var countryCode: String
+    public var currencyCode: String
+    public var supportedNetworks: [String]
+    public var merchantCapabilities: [String]
+    public var total: WebLineItem
+    public var lineItems: [WebLineItem]
+    public var shippingMethods: [WebShippingMethod]
+    public var shippingType: String
+    public var requiredShippingContactFields: [String]
+    public var requiredBillingContactFields: [String]
+    /// Base64; binds the token to the checkout.
+    public var applicationData: String
+    public var supportsCouponCode: Bool?
+    public var couponCode: String?
+}
+
+/// Apple Pay JS update dictionary (`ApplePayShippingContactUpdate`, `ApplePayShippingMethodUpdate`,
+/// `ApplePayPaymentMethodUpdate`, `ApplePayCouponCodeUpdate`): fields absent where the event has none.
+public struct WebPaymentUpdate: Codable, Sendable, Equatable {
+    public var newTotal: WebLineItem
+    public var newLineItems: [WebLineItem]
+    public var newShippingMethods: [WebShippingMethod]?
+    public var errors: [ApplePayJSError]?
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// Money arithmetic for the store: amounts are `Int64` minor units of one currency, converted from and to
+/// `Decimal` at the edges. Never `Double`.
+///
+/// Rounding rule (used for percentage discounts and tax): **half-up**, i.e. half away from zero
+/// (`NSDecimalNumber.RoundingMode.plain`): 0.5 minor units become 1, −0.5 become −1.
+public enum Money {
+    /// Number of minor-unit digits of an ISO 4217 currency: 0 (JPY, KRW, ...), 3 (BHD, KWD, ...), else 2.
+    ///
+    /// The table covers the currencies whose exponent is not 2; every other alphabetic code is treated as 2.
+    public static func minorUnitDigits(of currencyCode: String) -> Int {
+        let code = currencyCode.uppercased()
+        if zeroDigitCurrencies.contains(code) { return 0 }
+        if threeDigitCurrencies.contains(code) { return 3 }
+        if code == "CLF" || code == "UYW" { return 4 }
+        return 2
+    }
+
+    private static let zeroDigitCurrencies: Set<String> = [
+        "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV", "XAF",
+        "XOF", "XPF",
+    ]
+    private static let threeDigitCurrencies: Set<String> = ["BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"]
+
+    /// Converts a decimal amount to minor units, failing when it has more fractional digits than the currency
+    /// allows (for example `1.005` USD) or does not fit in `Int64`.
+    public static func minorUnits(exactly amount: Decimal, currencyCode: String) -> Int64? {
+        let scaled = amount * power(of: minorUnitDigits(of: currencyCode))
+        guard rounded(scaled) == scaled else { return nil }
+        return int64(scaled)
+    }
+
+    /// Converts a decimal amount to minor units, rounding half-up (away from zero) when it has more digits.
+    public static func minorUnits(rounding amount: Decimal, currencyCode: String) -> Int64? {
+        int64(rounded(amount * power(of: minorUnitDigits(of: currencyCode))))
+    }
+
+    /// The decimal value of an amount in minor units (`1250` USD → `12.5`).
+    public static func decimal(minorUnits: Int64, currencyCode: String) -> Decimal {
+        Decimal(minorUnits) / power(of: minorUnitDigits(of: currencyCode))
+    }
+
+    /// The Apple Pay JS amount string: exactly the currency's digits, `-` for negatives (`1250` USD → `"12.50"`,
+    /// `1250` JPY → `"1250"`, `1250` KWD → `"1.250"`).
+    public static func string(minorUnits: Int64, currencyCode: String) -> String {
+        let digits = minorUnitDigits(of: currencyCode)
+        let negative = minorUnits < 0
+        let magnitude = minorUnits.magnitude
+        guard digits > 0 else { return (negative ? "-" : "") + String(magnitude) }
+        var divisor: UInt64 = 1
+        for _ in 0..<digits { divisor *= 10 }
+        let whole = magnitude / divisor
+        var fraction = String(magnitude % divisor)
+        fraction = String(repeating: "0", count: digits - fraction.count) + fraction
+        return (negative ? "-" : "") + "\(whole).\(fraction)"
+    }
+
+    /// Multiplies minor units by a decimal factor (a tax rate, a percentage / 100) and rounds half-up.
+    public static func multiply(_ minorUnits: Int64, by factor: Decimal) -> Int64? {
+        int64(rounded(Decimal(minorUnits) * factor))
+    }
+
+    /// Parses a decimal string such as `"19.99"` or `"-2"` with the POSIX locale; `nil` when it is not a plain
+    /// decimal number.
+    public static func parseDecimal(_ text: String) -> Decimal? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty,
+            trimmed.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }),
+            let value = Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX"))
+        else { return nil }
+        return value
+    }
+
+    static func power(of digits: Int) -> Decimal {
+        var result = Decimal(1)
+        for _ in 0..<max(digits, 0) { result *= 10 }
+        return result
+    }
+
+    static func rounded(_ value: Decimal) -> Decimal {
+        var input = value
+        var output = Decimal()
+        NSDecimalRound(&output, &input, 0, .plain)
+        return output
+    }
+
+    static func int64(_ integral: Decimal) -> Int64? {
+        guard integral.isFinite, !integral.isNaN else { return nil }
+        let text = "\(integral)"
+        return Int64(text)
+    }
+}

@@ -1,0 +1,576 @@
+import Foundation
+
+/// Everything a store sells and how it charges, decoded from the server's JSON configuration file.
+///
+/// Money in the file is written as decimal strings (`"19.99"`; JSON numbers are accepted too) in the store's
+/// currency; rates and percentages likewise (`"0.0825"`, `"10"`). Field names follow Apple Pay JS where one
+/// exists (`countryCode`, `supportedNetworks`, `merchantCapabilities`, `requiredShippingContactFields`).
+/// Load a file with ``load(from:)``; ``validate()`` runs on every load and reports the first problem with a
+/// stable code. ``demo`` is the built-in configuration used when `applepay serve` gets no file.
+public struct StoreConfiguration: Codable, Sendable, Equatable {
+    /// The business name: the label of the total line on the sheet and the merchant-validation display name.
+    public var storeName: String
+    /// The Apple Pay merchant identifier (`merchant.com.example`).
+    public var merchantIdentifier: String
+    /// ISO 3166-1 alpha-2 code of the merchant's principal place of business.
+    public var countryCode: String
+    /// ISO 4217 alphabetic code of the one currency the store sells in.
+    public var currencyCode: String
+    /// Apple Pay JS network names in order of preference (`visa`, `masterCard`, `amex`, ...).
+    public var supportedNetworks: [String]
+    /// Apple Pay JS capabilities; `supports3DS` is always added to the payment request even if missing here.
+    public var merchantCapabilities: [String]
+    /// Contact fields asked for the shipping contact (`postalAddress`, `name`, `email`, `phone`).
+    public var requiredShippingContactFields: [String]
+    /// Contact fields asked for the billing contact (usually `postalAddress`).
+    public var requiredBillingContactFields: [String]
+    /// The catalog.
+    public var products: [Product]
+    /// Shipping zones, first match wins: list the specific ones (a state, a postal prefix) before the broad ones.
+    public var shippingZones: [ShippingZone]
+    /// Coupon codes the sheet accepts.
+    public var coupons: [Coupon]
+    /// Contents of `/.well-known/apple-developer-merchantid-domain-association`, when the store serves it.
+    public var domainAssociation: String?
+    /// Merchant validation against Apple's payment session endpoint (Apple Pay on the web).
+    public var merchantValidation: MerchantValidationSettings
+    /// How payments are sent to the processor.
+    public var processor: ProcessorSettings
+
+    /// Creates a configuration; see the property documentation for each field.
+    public init(
+        storeName: String, merchantIdentifier: String, countryCode: String, currencyCode: String,
+        supportedNetworks: [String], merchantCapabilities: [String] = ["supports3DS"],
+        requiredShippingContactFields: [String] = ["postalAddress", "name", "email"],
+        requiredBillingContactFields: [String] = ["postalAddress"], products: [Product],
+        shippingZones: [ShippingZone], coupons: [Coupon] = [], domainAssociation: String? = nil,
+        merchantValidation: MerchantValidationSettings = MerchantValidationSettings(),
+        processor: ProcessorSettings = ProcessorSettings()
+    ) {
+        self.storeName = storeName
+        self.merchantIdentifier = merchantIdentifier
+        self.countryCode = countryCode
+        self.currencyCode = currencyCode
+        self.supportedNetworks = supportedNetworks
+        self.merchantCapabilities = merchantCapabilities
+        self.requiredShippingContactFields = requiredShippingContactFields
+        self.requiredBillingContactFields = requiredBillingContactFields
+        self.products = products
+        self.shippingZones = shippingZones
+        self.coupons = coupons
+        self.domainAssociation = domainAssociation
+        self.merchantValidation = merchantValidation
+        self.processor = processor
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case storeName, merchantIdentifier, countryCode, currencyCode, supportedNetworks, merchantCapabilities
+        case requiredShippingContactFields, requiredBillingContactFields, products, shippingZones, coupons
+        case domainAssociation, merchantValidation, processor
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        storeName = try c.decode(String.self, forKey: .storeName)
+        merchantIdentifier = try c.decode(String.self, forKey: .merchantIdentifier)
+        countryCode = try c.decode(String.self, forKey: .countryCode)
+        currencyCode = try c.decode(String.self, forKey: .currencyCode)
+        supportedNetworks = try c.decode([String].self, forKey: .supportedNetworks)
+        merchantCapabilities = try c.decodeIfPresent([String].self, forKey: .merchantCapabilities) ?? ["supports3DS"]
+        requiredShippingContactFields =
+            try c.decodeIfPresent([String].self, forKey: .requiredShippingContactFields)
+            ?? ["postalAddress", "name", "email"]
+        requiredBillingContactFields =
+            try c.decodeIfPresent([String].self, forKey: .requiredBillingContactFields) ?? ["postalAddress"]
+        products = try c.decode([Product].self, forKey: .products)
+        shippingZones = try c.decodeIfPresent([ShippingZone].self, forKey: .shippingZones) ?? []
+        coupons = try c.decodeIfPresent([Coupon].self, forKey: .coupons) ?? []
+        domainAssociation = try c.decodeIfPresent(String.self, forKey: .domainAssociation)
+        merchantValidation =
+            try c.decodeIfPresent(MerchantValidationSettings.self, forKey: .merchantValidation)
+            ?? MerchantValidationSettings()
+        processor = try c.decodeIfPresent(ProcessorSettings.self, forKey: .processor) ?? ProcessorSettings()
+    }
+
+    /// Reads, decodes and validates a configuration file.
+    /// - Throws: ``StoreConfigurationError`` with code `unreadable`, `malformed` or one of the validation codes.
+    public static func load(from url: URL) throws(StoreConfigurationError) -> StoreConfiguration {
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw StoreConfigurationError(.unreadable, "cannot read the configuration file \(url.path)")
+        }
+        return try decode(data)
+    }
+
+    /// Decodes and validates a configuration from JSON bytes.
+    /// - Throws: ``StoreConfigurationError``.
+    public static func decode(_ data: Data) throws(StoreConfigurationError) -> StoreConfiguration {
+        let configuration: StoreConfiguration
+        do {
+            configuration = try JSONDecoder().decode(StoreConfiguration.self, from: data)
+        } catch let error as StoreConfigurationError {
+            throw error
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw StoreConfigurationError(
+                .malformed, "missing field \(pathText(context.codingPath + [key]))")
+        } catch let DecodingError.typeMismatch(_, context) {
+            throw StoreConfigurationError(.malformed, "wrong type at \(pathText(context.codingPath))")
+        } catch let DecodingError.dataCorrupted(context) {
+            throw StoreConfigurationError(
+                .malformed, "invalid value at \(pathText(context.codingPath)): \(context.debugDescription)")
+        } catch {
+            throw StoreConfigurationError(.malformed, "the configuration is not valid JSON of the expected shape")
+        }
+        try configuration.validate()
+        return configuration
+    }
+
+    private static func pathText(_ path: [any CodingKey]) -> String {
+        path.isEmpty ? "(top level)" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+
+    /// The product with this SKU, if the catalog has it.
+    public func product(sku: String) -> Product? { products.first { $0.sku == sku } }
+
+    /// Checks the rules that JSON decoding cannot: one currency, amounts exact in its minor units, unique SKUs,
+    /// zone and method identifiers and coupon codes, non-negative prices, rates between 0 and 1.
+    /// - Throws: ``StoreConfigurationError`` naming the first problem.
+    public func validate() throws(StoreConfigurationError) {
+        func fail(_ code: StoreConfigurationError.Code, _ message: String) -> StoreConfigurationError {
+            StoreConfigurationError(code, message)
+        }
+        if storeName.trimmingCharacters(in: .whitespaces).isEmpty || storeName.count > 64 {
+            throw fail(.invalidStoreName, "storeName must be 1 to 64 characters (Apple's display-name limit)")
+        }
+        if merchantIdentifier.isEmpty { throw fail(.invalidMerchantIdentifier, "merchantIdentifier is empty") }
+        if countryCode.count != 2 || !countryCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
+            throw fail(.invalidCountryCode, "countryCode must be an ISO 3166-1 alpha-2 code such as \"US\"")
+        }
+        if currencyCode.count != 3 || !currencyCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
+            throw fail(.invalidCurrencyCode, "currencyCode must be an ISO 4217 code such as \"USD\"")
+        }
+        if supportedNetworks.isEmpty { throw fail(.noNetworks, "supportedNetworks must not be empty") }
+        if products.isEmpty { throw fail(.emptyCatalog, "the catalog has no products") }
+        var skus = Set<String>()
+        for product in products {
+            if product.sku.isEmpty || !skus.insert(product.sku).inserted {
+                throw fail(.duplicateSKU, "product SKU \"\(product.sku)\" is empty or appears twice")
+            }
+            if product.currencyCode != currencyCode {
+                throw fail(.currencyMismatch, "product \(product.sku) is priced in \(product.currencyCode), the store sells in \(currencyCode)")
+            }
+            try checkAmount(product.price, "price of product \(product.sku)")
+        }
+        var zoneIDs = Set<String>()
+        for zone in shippingZones {
+            if zone.identifier.isEmpty || !zoneIDs.insert(zone.identifier).inserted {
+                throw fail(.duplicateIdentifier, "shipping zone identifier \"\(zone.identifier)\" is empty or appears twice")
+            }
+            if zone.countries.isEmpty { throw fail(.invalidZone, "shipping zone \(zone.identifier) lists no countries") }
+            if zone.methods.isEmpty { throw fail(.invalidZone, "shipping zone \(zone.identifier) has no methods") }
+            if zone.taxRate < 0 || zone.taxRate > 1 {
+                throw fail(.invalidRate, "taxRate of zone \(zone.identifier) must be between 0 and 1 (\"0.0825\" for 8.25%)")
+            }
+            var methodIDs = Set<String>()
+            for method in zone.methods {
+                if method.identifier.isEmpty || !methodIDs.insert(method.identifier).inserted {
+                    throw fail(.duplicateIdentifier, "method \"\(method.identifier)\" in zone \(zone.identifier) is empty or appears twice")
+                }
+                try checkAmount(method.amount, "amount of method \(method.identifier) in zone \(zone.identifier)")
+                if let estimate = method.deliveryEstimate,
+                    estimate.minimumDays < 0 || estimate.maximumDays < estimate.minimumDays
+                {
+                    throw fail(.invalidZone, "deliveryEstimate of method \(method.identifier) must have 0 ≤ minimumDays ≤ maximumDays")
+                }
+            }
+        }
+        var codes = Set<String>()
+        for coupon in coupons {
+            if coupon.code.isEmpty || !codes.insert(coupon.code.uppercased()).inserted {
+                throw fail(.duplicateIdentifier, "coupon code \"\(coupon.code)\" is empty or appears twice")
+            }
+            switch coupon.discount {
+            case .percent(let percent):
+                if percent <= 0 || percent > 100 {
+                    throw fail(.invalidRate, "coupon \(coupon.code): percent must be in (0, 100]")
+                }
+            case .fixed(let amount):
+                try checkAmount(amount, "amount of coupon \(coupon.code)")
+            }
+            if let minimum = coupon.minimumTotal { try checkAmount(minimum, "minimumTotal of coupon \(coupon.code)") }
+        }
+        if processor.timeoutSeconds <= 0 || processor.timeoutSeconds > 30 {
+            throw fail(.invalidProcessor, "processor.timeoutSeconds must be in (0, 30]: the sheet gives up after 30 s")
+        }
+    }
+
+    private func checkAmount(_ amount: Decimal, _ what: String) throws(StoreConfigurationError) {
+        if amount < 0 { throw StoreConfigurationError(.invalidAmount, "\(what) is negative") }
+        if Money.minorUnits(exactly: amount, currencyCode: currencyCode) == nil {
+            throw StoreConfigurationError(
+                .invalidAmount,
+                "\(what) (\(amount)) has more than \(Money.minorUnitDigits(of: currencyCode)) decimals for \(currencyCode)")
+        }
+    }
+}
+
+/// A product in the catalog.
+public struct Product: Codable, Sendable, Equatable {
+    /// Stock-keeping unit: the identifier checkouts refer to.
+    public var sku: String
+    /// The name shown as the line item's label.
+    public var name: String
+    /// Unit price in ``currencyCode``.
+    public var price: Decimal
+    /// ISO 4217 code; must be the store's currency.
+    public var currencyCode: String
+
+    public init(sku: String, name: String, price: Decimal, currencyCode: String) {
+        self.sku = sku
+        self.name = name
+        self.price = price
+        self.currencyCode = currencyCode
+    }
+
+    private enum CodingKeys: String, CodingKey { case sku, name, price, currencyCode }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        sku = try c.decode(String.self, forKey: .sku)
+        name = try c.decode(String.self, forKey: .name)
+        price = try decodeDecimal(c, .price)
+        currencyCode = try c.decode(String.self, forKey: .currencyCode)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(sku, forKey: .sku)
+        try c.encode(name, forKey: .name)
+        try c.encode(Money.string(
+            minorUnits: Money.minorUnits(rounding: price, currencyCode: currencyCode) ?? 0, currencyCode: currencyCode),
+            forKey: .price)
+        try c.encode(currencyCode, forKey: .currencyCode)
+    }
+}
+
+/// A region served by the same shipping methods and taxed at the same rate.
+///
+/// An address is in the zone when its country code is in ``countries`` and, if given, its administrative area
+/// (state) is in ``administrativeAreas`` and its postal code (upper-cased, spaces removed) starts with one of
+/// ``postalCodePrefixes``. Comparisons ignore case.
+public struct ShippingZone: Codable, Sendable, Equatable {
+    /// Stable identifier of the zone.
+    public var identifier: String
+    /// Human name, for logs and the configuration author.
+    public var name: String
+    /// ISO 3166-1 alpha-2 codes.
+    public var countries: [String]
+    /// States or provinces (`CA`, `NY`); empty means any.
+    public var administrativeAreas: [String]
+    /// Postal-code prefixes (`94`, `SW1`); empty means any.
+    public var postalCodePrefixes: [String]
+    /// Methods offered in this zone; the first is the default selection.
+    public var methods: [ShippingRate]
+    /// Sales tax rate for the zone, a fraction (`0.0825` is 8.25%).
+    public var taxRate: Decimal
+
+    public init(
+        identifier: String, name: String, countries: [String], administrativeAreas: [String] = [],
+        postalCodePrefixes: [String] = [], methods: [ShippingRate], taxRate: Decimal = 0
+    ) {
+        self.identifier = identifier
+        self.name = name
+        self.countries = countries
+        self.administrativeAreas = administrativeAreas
+        self.postalCodePrefixes = postalCodePrefixes
+        self.methods = methods
+        self.taxRate = taxRate
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case identifier, name, countries, administrativeAreas, postalCodePrefixes, methods, taxRate
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        identifier = try c.decode(String.self, forKey: .identifier)
+        name = try c.decodeIfPresent(String.self, forKey: .name) ?? identifier
+        countries = try c.decode([String].self, forKey: .countries)
+        administrativeAreas = try c.decodeIfPresent([String].self, forKey: .administrativeAreas) ?? []
+        postalCodePrefixes = try c.decodeIfPresent([String].self, forKey: .postalCodePrefixes) ?? []
+        methods = try c.decode([ShippingRate].self, forKey: .methods)
+        taxRate = c.contains(.taxRate) ? try decodeDecimal(c, .taxRate) : 0
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(identifier, forKey: .identifier)
+        try c.encode(name, forKey: .name)
+        try c.encode(countries, forKey: .countries)
+        try c.encode(administrativeAreas, forKey: .administrativeAreas)
+        try c.encode(postalCodePrefixes, forKey: .postalCodePrefixes)
+        try c.encode(methods, forKey: .methods)
+        try c.encode("\(taxRate)", forKey: .taxRate)
+    }
+
+    /// Whether the (possibly redacted) address lies in this zone.
+    public func covers(_ address: ShippingAddress) -> Bool {
+        guard let country = address.countryCode?.uppercased(),
+            countries.contains(where: { $0.uppercased() == country })
+        else { return false }
+        if !administrativeAreas.isEmpty {
+            guard let area = address.administrativeArea?.trimmingCharacters(in: .whitespaces).uppercased(),
+                administrativeAreas.contains(where: { $0.uppercased() == area })
+            else { return false }
+        }
+        if !postalCodePrefixes.isEmpty {
+            guard let postal = address.postalCode?.uppercased().filter({ $0 != " " }),
+                postalCodePrefixes.contains(where: { postal.hasPrefix($0.uppercased().filter { $0 != " " }) })
+            else { return false }
+        }
+        return true
+    }
+}
+
+/// One shipping method of a zone.
+public struct ShippingRate: Codable, Sendable, Equatable {
+    /// Unique within the zone; the sheet sends it back when the customer picks the method.
+    public var identifier: String
+    /// Shown on the sheet (`Standard`).
+    public var label: String
+    /// Shown under the label (`Arrives in 3–5 days`).
+    public var detail: String
+    /// Price in the store's currency.
+    public var amount: Decimal
+    /// Delivery window, becomes Apple Pay JS `dateComponentsRange`.
+    public var deliveryEstimate: DeliveryEstimate?
+
+    public init(identifier: String, label: String, detail: String, amount: Decimal, deliveryEstimate: DeliveryEstimate? = nil) {
+        self.identifier = identifier
+        self.label = label
+        self.detail = detail
+        self.amount = amount
+        self.deliveryEstimate = deliveryEstimate
+    }
+
+    private enum CodingKeys: String, CodingKey { case identifier, label, detail, amount, deliveryEstimate }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        identifier = try c.decode(String.self, forKey: .identifier)
+        label = try c.decode(String.self, forKey: .label)
+        detail = try c.decodeIfPresent(String.self, forKey: .detail) ?? ""
+        amount = try decodeDecimal(c, .amount)
+        deliveryEstimate = try c.decodeIfPresent(DeliveryEstimate.self, forKey: .deliveryEstimate)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(identifier, forKey: .identifier)
+        try c.encode(label, forKey: .label)
+        try c.encode(detail, forKey: .detail)
+        try c.encode("\(amount)", forKey: .amount)
+        try c.encodeIfPresent(deliveryEstimate, forKey: .deliveryEstimate)
+    }
+}
+
+/// A delivery window in whole days from the day of the checkout.
+public struct DeliveryEstimate: Codable, Sendable, Equatable {
+    public var minimumDays: Int
+    public var maximumDays: Int
+
+    public init(minimumDays: Int, maximumDays: Int) {
+        self.minimumDays = minimumDays
+        self.maximumDays = maximumDays
+    }
+}
+
+/// A coupon code: a percentage or a fixed amount off the items, optionally expiring and with a minimum.
+public struct Coupon: Codable, Sendable, Equatable {
+    /// The discount a coupon gives.
+    public enum Discount: Sendable, Equatable {
+        /// Percent of the items subtotal, in (0, 100].
+        case percent(Decimal)
+        /// A fixed amount in the store's currency, capped at the items subtotal.
+        case fixed(Decimal)
+    }
+
+    /// The code the customer types; matched ignoring case.
+    public var code: String
+    /// Label of the negative line item (`Coupon WELCOME10`).
+    public var label: String
+    public var discount: Discount
+    /// After this instant the code answers `couponCodeExpired`.
+    public var expiresAt: Date?
+    /// Minimum items subtotal for the coupon to apply; below it the code answers `couponCodeInvalid`.
+    public var minimumTotal: Decimal?
+
+    public init(code: String, label: String? = nil, discount: Discount, expiresAt: Date? = nil, minimumTotal: Decimal? = nil) {
+        self.code = code
+        self.label = label ?? "Coupon \(code)"
+        self.discount = discount
+        self.expiresAt = expiresAt
+        self.minimumTotal = minimumTotal
+    }
+
+    private enum CodingKeys: String, CodingKey { case code, label, kind, value, expiresAt, minimumTotal }
+
+    /// JSON: `{"code", "label"?, "kind": "percent"|"fixed", "value": "10", "expiresAt"?: ISO 8601, "minimumTotal"?}`.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        code = try c.decode(String.self, forKey: .code)
+        label = try c.decodeIfPresent(String.self, forKey: .label) ?? "Coupon \(code)"
+        let value = try decodeDecimal(c, .value)
+        switch try c.decode(String.self, forKey: .kind) {
+        case "percent": discount = .percent(value)
+        case "fixed": discount = .fixed(value)
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .kind, in: c, debugDescription: "kind must be \"percent\" or \"fixed\"")
+        }
+        if let text = try c.decodeIfPresent(String.self, forKey: .expiresAt) {
+            guard let date = ISO8601DateFormatter().date(from: text) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .expiresAt, in: c, debugDescription: "expiresAt must be ISO 8601, e.g. 2030-01-31T23:59:59Z")
+            }
+            expiresAt = date
+        } else {
+            expiresAt = nil
+        }
+        minimumTotal = c.contains(.minimumTotal) ? try decodeDecimal(c, .minimumTotal) : nil
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(code, forKey: .code)
+        try c.encode(label, forKey: .label)
+        switch discount {
+        case .percent(let value):
+            try c.encode("percent", forKey: .kind)
+            try c.encode("\(value)", forKey: .value)
+        case .fixed(let value):
+            try c.encode("fixed", forKey: .kind)
+            try c.encode("\(value)", forKey: .value)
+        }
+        try c.encodeIfPresent(expiresAt.map { ISO8601DateFormatter().string(from: $0) }, forKey: .expiresAt)
+        try c.encodeIfPresent(minimumTotal.map { "\($0)" }, forKey: .minimumTotal)
+    }
+}
+
+/// Merchant validation settings (Apple Pay on the web). The HTTP layer owns the request itself.
+public struct MerchantValidationSettings: Codable, Sendable, Equatable {
+    /// Base URL of Apple's gateway; tests point it at a local TLS server.
+    /// Default: `https://apple-pay-gateway.apple.com`.
+    public var gatewayBaseURL: String
+    /// The domain sent as `initiativeContext` (the site the button is on), e.g. `shop.example.com`.
+    public var domain: String?
+    /// `displayName` sent to Apple (≤ 64 characters); defaults to the store name.
+    public var displayName: String?
+    /// Path of the Merchant Identity certificate (PEM) used as TLS client certificate.
+    public var identityCertificatePath: String?
+    /// Path of its private key (PEM, mode 0600).
+    public var identityKeyPath: String?
+
+    public init(
+        gatewayBaseURL: String = "https://apple-pay-gateway.apple.com", domain: String? = nil,
+        displayName: String? = nil, identityCertificatePath: String? = nil, identityKeyPath: String? = nil
+    ) {
+        self.gatewayBaseURL = gatewayBaseURL
+        self.domain = domain
+        self.displayName = displayName
+        self.identityCertificatePath = identityCertificatePath
+        self.identityKeyPath = identityKeyPath
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case gatewayBaseURL, domain, displayName, identityCertificatePath, identityKeyPath
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        gatewayBaseURL =
+            try c.decodeIfPresent(String.self, forKey: .gatewayBaseURL) ?? "https://apple-pay-gateway.apple.com"
+        domain = try c.decodeIfPresent(String.self, forKey: .domain)
+        displayName = try c.decodeIfPresent(String.self, forKey: .displayName)
+        identityCertificatePath = try c.decodeIfPresent(String.self, forKey: .identityCertificatePath)
+        identityKeyPath = try c.decodeIfPresent(String.self, forKey: .identityKeyPath)
+    }
+}
+
+/// Which processor receives payments, and how long a call may take.
+public struct ProcessorSettings: Codable, Sendable, Equatable {
+    /// `sandbox` (the built-in ``SandboxProcessor``) is the only kind so far.
+    public var kind: String
+    /// Upper bound for one processor call; on timeout the order ends `failed`. In (0, 30].
+    public var timeoutSeconds: Double
+
+    public init(kind: String = "sandbox", timeoutSeconds: Double = 10) {
+        self.kind = kind
+        self.timeoutSeconds = timeoutSeconds
+    }
+
+    private enum CodingKeys: String, CodingKey { case kind, timeoutSeconds }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try c.decodeIfPresent(String.self, forKey: .kind) ?? "sandbox"
+        timeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .timeoutSeconds) ?? 10
+    }
+
+    /// ``timeoutSeconds`` as a `Duration`.
+    public var timeout: Duration { .milliseconds(Int64((timeoutSeconds * 1000).rounded())) }
+}
+
+/// A configuration file that cannot be used, with a stable ``code`` and a message naming the field.
+public struct StoreConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Stable error codes.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Lets `catch StoreConfigurationError.Code.x` match a thrown error by code.
+        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? StoreConfigurationError)?.code == pattern }
+
+        public static let unreadable = Code("unreadable")
+        public static let malformed = Code("malformed")
+        public static let invalidStoreName = Code("invalidStoreName")
+        public static let invalidMerchantIdentifier = Code("invalidMerchantIdentifier")
+        public static let invalidCountryCode = Code("invalidCountryCode")
+        public static let invalidCurrencyCode = Code("invalidCurrencyCode")
+        public static let noNetworks = Code("noNetworks")
+        public static let emptyCatalog = Code("emptyCatalog")
+        public static let duplicateSKU = Code("duplicateSKU")
+        public static let duplicateIdentifier = Code("duplicateIdentifier")
+        public static let currencyMismatch = Code("currencyMismatch")
+        public static let invalidAmount = Code("invalidAmount")
+        public static let invalidZone = Code("invalidZone")
+        public static let invalidRate = Code("invalidRate")
+        public static let invalidProcessor = Code("invalidProcessor")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+}
+
+/// Decodes a decimal written as a string (`"19.99"`, preferred: exact) or a JSON number.
+func decodeDecimal<K: CodingKey>(_ container: KeyedDecodingContainer<K>, _ key: K) throws -> Decimal {
+    if let text = try? container.decode(String.self, forKey: key) {
+        guard let value = Money.parseDecimal(text) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: container, debugDescription: "\"\(text)\" is not a decimal number")
+        }
+        return value
+    }
+    return try container.decode(Decimal.self, forKey: key)
+}
