@@ -1,0 +1,527 @@
+import Foundation
+
+extension PaymentRequest {
+    /// Every way the request breaks Apple's rules, all at once, in field order. Empty (or warnings only) means
+    /// Apple Pay will accept it.
+    ///
+    /// To check a merchant's answer to a sheet event, validate `request.applying(update)`.
+    public func validate() -> [ValidationProblem] {
+        var check = Checker(currency: Currency(code: currencyCode))
+        check.codes(self)
+        check.capabilities(self)
+        check.item(total, at: "total", isTotal: true)
+        for (index, item) in (lineItems ?? []).enumerated() { check.item(item, at: "lineItems[\(index)]") }
+        check.contacts(self)
+        check.shipping(self)
+        check.specialPayments(self)
+        check.otherFields(self)
+        return check.problems
+    }
+
+    /// The problems in a JSON document meant to be an `ApplePayPaymentRequest`: its shape first (a document
+    /// that does not decode yields the one problem that stopped decoding), then `validate()`.
+    /// - Throws: `RequestDocumentError` when the bytes are not JSON at all.
+    public static func problems(decodingJSON data: Data) throws(RequestDocumentError) -> [ValidationProblem] {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            throw RequestDocumentError(
+                code: .notJSON, message: "the document is not JSON: \(JSONDiagnostics.describe(error))")
+        }
+        let value = try? JSONValue(parsing: data)
+        guard case .object = value else {
+            return [
+                ValidationProblem(
+                    path: "", code: .jsonNotAnObject, severity: .error,
+                    message: "an ApplePayPaymentRequest is a JSON object ({...}); this document is a JSON "
+                        + JSONDiagnostics.kind(of: value))
+            ]
+        }
+        do {
+            let request = try JSONDecoder().decode(PaymentRequest.self, from: data)
+            return request.validate()
+        } catch let error as DecodingError {
+            return [JSONDiagnostics.problem(from: error)]
+        } catch {
+            return [
+                ValidationProblem(
+                    path: "", code: .jsonInvalidValue, severity: .error, message: "the request could not be read")
+            ]
+        }
+    }
+}
+
+/// A document that cannot be checked at all. Equality is on the code.
+public struct RequestDocumentError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+        /// The bytes are not a JSON document.
+        public static let notJSON = Code(rawValue: "json.malformed")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+}
+
+enum JSONDiagnostics {
+    static func describe(_ error: any Error) -> String {
+        let text = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+        return text ?? "it does not parse"
+    }
+
+    static func kind(of value: JSONValue?) -> String {
+        switch value {
+        case .array: "array"
+        case .string: "string"
+        case .null: "null"
+        case .bool: "boolean"
+        case .number: "number"
+        case .object, nil: "value of another kind"
+        }
+    }
+
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text
+    }
+
+    static func problem(from error: DecodingError) -> ValidationProblem {
+        switch error {
+        case .keyNotFound(let key, let context):
+            let path = path(context.codingPath + [key])
+            return ValidationProblem(
+                path: path, code: .jsonMissingField, severity: .error,
+                message: "'\(key.stringValue)' is required here; add it")
+        case .typeMismatch(let type, let context):
+            return ValidationProblem(
+                path: path(context.codingPath), code: .jsonWrongType, severity: .error,
+                message: "expected \(jsonName(of: type)) here (amounts are strings such as \"12.34\")")
+        case .valueNotFound(let type, let context):
+            return ValidationProblem(
+                path: path(context.codingPath), code: .jsonWrongType, severity: .error,
+                message: "expected \(jsonName(of: type)) here, found null")
+        case .dataCorrupted(let context):
+            return ValidationProblem(
+                path: path(context.codingPath), code: .jsonInvalidValue, severity: .error,
+                message: context.debugDescription)
+        @unknown default:
+            return ValidationProblem(
+                path: "", code: .jsonInvalidValue, severity: .error, message: "the request could not be read")
+        }
+    }
+
+    static func jsonName(of type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "a boolean (true or false)"
+        case is Int.Type, is Decimal.Type, is Double.Type: "a number"
+        case is [Any].Type: "an array"
+        default:
+            String(describing: type).hasPrefix("Array") ? "an array" : "an object"
+        }
+    }
+}
+
+/// Collects problems; one method per group of Apple's rules.
+private struct Checker {
+    let currency: Currency?
+    var problems: [ValidationProblem] = []
+
+    init(currency: Currency?) { self.currency = currency }
+
+    mutating func error(_ path: String, _ code: ValidationProblem.Code, _ message: String) {
+        problems.append(ValidationProblem(path: path, code: code, severity: .error, message: message))
+    }
+
+    mutating func warning(_ path: String, _ code: ValidationProblem.Code, _ message: String) {
+        problems.append(ValidationProblem(path: path, code: code, severity: .warning, message: message))
+    }
+
+    // MARK: Codes
+
+    mutating func codes(_ request: PaymentRequest) {
+        if !Country.isKnown(request.countryCode) {
+            error(
+                "countryCode", .countryUnknown,
+                "'\(request.countryCode)' is not an ISO 3166-1 alpha-2 code; use the two upper-case letters "
+                    + "of the merchant's country, such as \"US\"" + caseHint(request.countryCode, Country.isKnown))
+        }
+        if currency == nil {
+            error(
+                "currencyCode", .currencyUnknown,
+                "'\(request.currencyCode)' is not an ISO 4217 currency code; use three upper-case letters "
+                    + "such as \"USD\"" + caseHint(request.currencyCode, Currency.isKnown))
+        }
+        if request.supportedNetworks.isEmpty {
+            error(
+                "supportedNetworks", .networksEmpty,
+                "list at least one payment network, such as [\"visa\", \"masterCard\"]")
+        }
+        var seen: Set<PaymentNetwork> = []
+        for (index, network) in request.supportedNetworks.enumerated() {
+            if !network.isKnown {
+                let hint = network.caseInsensitiveMatch.map { "; did you mean \"\($0)\"?" } ?? ""
+                error(
+                    "supportedNetworks[\(index)]", .networkUnknown,
+                    "'\(network)' is not an Apple Pay network name\(hint)")
+            } else if !seen.insert(network).inserted {
+                warning(
+                    "supportedNetworks[\(index)]", .networkDuplicate,
+                    "'\(network)' is listed twice; remove the repeat (the order sets preference)")
+            }
+        }
+        for (index, code) in (request.supportedCountries ?? []).enumerated() where !Country.isKnown(code) {
+            error(
+                "supportedCountries[\(index)]", .supportedCountryUnknown,
+                "'\(code)' is not an ISO 3166-1 alpha-2 code" + caseHint(code, Country.isKnown))
+        }
+    }
+
+    private func caseHint(_ code: String, _ isKnown: (String) -> Bool) -> String {
+        code != code.uppercased() && isKnown(code.uppercased()) ? "; write it \"\(code.uppercased())\"" : ""
+    }
+
+    // MARK: Capabilities
+
+    mutating func capabilities(_ request: PaymentRequest) {
+        let capabilities = request.merchantCapabilities
+        for (index, capability) in capabilities.values.enumerated() where !capability.isKnown {
+            error(
+                "merchantCapabilities[\(index)]", .capabilityUnknown,
+                "'\(capability)' is not a merchant capability; use supports3DS, supportsEMV, supportsCredit, "
+                    + "supportsDebit or instantFundsOut")
+        }
+        if !capabilities.contains(.supports3DS) {
+            let emvAlone = capabilities.contains(.supportsEMV)
+            error(
+                "merchantCapabilities", .capabilityMissing3DS,
+                emvAlone
+                    ? "supportsEMV alone is refused: Apple requires supports3DS in every request; add it"
+                    : "Apple requires supports3DS in every request; add it")
+        }
+        if capabilities.contains(.supportsEMV) && !request.supportedNetworks.contains(.chinaUnionPay) {
+            warning(
+                "merchantCapabilities", .capabilityEMVWithoutChinaUnionPay,
+                "supportsEMV is only for China UnionPay cards, and chinaUnionPay is not in supportedNetworks; "
+                    + "remove supportsEMV or add chinaUnionPay")
+        }
+    }
+
+    // MARK: Amounts and items
+
+    /// Checks an amount string; returns its value when it is usable.
+    @discardableResult
+    mutating func amount(_ text: String, at path: String) -> Decimal? {
+        do {
+            if let currency {
+                return try currency.parseAmount(text)
+            }
+            return try Currency.parseDecimal(text)
+        } catch {
+            switch error.code {
+            case .tooManyDecimals:
+                self.error(path, .amountTooManyDecimals, error.message + "; round it to at most that many")
+            case .overflow:
+                self.error(path, .amountOverflow, error.message)
+            default:
+                self.error(path, .amountNotADecimal, error.message)
+            }
+            return nil
+        }
+    }
+
+    mutating func item(_ item: PaymentSummaryItem, at path: String, isTotal: Bool = false) {
+        if item.label.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            error(
+                "\(path).label", .labelEmpty,
+                isTotal
+                    ? "the total's label is empty; write the business name the customer will see on the statement"
+                    : "the label is empty; say what the line is for")
+        }
+        if let type = item.type, !type.isKnown {
+            error("\(path).type", .itemTypeUnknown, "'\(type)' is not an item type; use \"final\" or \"pending\"")
+        }
+        if let text = item.amount {
+            if let value = amount(text, at: "\(path).amount"), isTotal, value < 0 {
+                error(
+                    "total.amount", .totalNegative,
+                    "the total is \(text); it must be zero or more (put discounts in negative line items)")
+            }
+        } else if !item.isPending {
+            error(
+                "\(path).amount", .amountMissing,
+                "a final item needs an amount; add one, or set \"type\": \"pending\" if it is not known yet")
+        }
+        if let timing = item.paymentTiming, !timing.isKnown {
+            error(
+                "\(path).paymentTiming", .itemTimingUnknown,
+                "'\(timing)' is not a payment timing; use immediate, recurring, deferred or automaticReload")
+        }
+        if let unit = item.recurringPaymentIntervalUnit, !unit.isKnown {
+            error(
+                "\(path).recurringPaymentIntervalUnit", .itemIntervalInvalid,
+                "'\(unit)' is not an interval unit; use year, month, day, hour or minute")
+        }
+        if let count = item.recurringPaymentIntervalCount, count < 1 {
+            error(
+                "\(path).recurringPaymentIntervalCount", .itemIntervalInvalid,
+                "the interval count is \(count); it must be 1 or more")
+        }
+        let start = date(item.recurringPaymentStartDate, at: "\(path).recurringPaymentStartDate")
+        let end = date(item.recurringPaymentEndDate, at: "\(path).recurringPaymentEndDate")
+        if let start, let end, end < start {
+            error(
+                "\(path).recurringPaymentEndDate", .itemDateOrder,
+                "the recurring end date is before its start date; swap or correct them")
+        }
+        date(item.deferredPaymentDate, at: "\(path).deferredPaymentDate")
+        if item.paymentTiming == .deferred && item.deferredPaymentDate == nil {
+            error(
+                "\(path).deferredPaymentDate", .itemDeferredDateMissing,
+                "a deferred item needs deferredPaymentDate: the date the payment will be taken")
+        }
+        if let threshold = item.automaticReloadPaymentThresholdAmount {
+            amount(threshold, at: "\(path).automaticReloadPaymentThresholdAmount")
+        } else if item.paymentTiming == .automaticReload {
+            error(
+                "\(path).automaticReloadPaymentThresholdAmount", .itemThresholdMissing,
+                "an automatic reload item needs automaticReloadPaymentThresholdAmount: the balance that "
+                    + "triggers the reload")
+        }
+    }
+
+    @discardableResult
+    mutating func date(_ text: String?, at path: String) -> Date? {
+        guard let text else { return nil }
+        guard let date = parseAppleDate(text) else {
+            error(
+                path, .itemDateInvalid,
+                "'\(text.prefix(40))' is not an ISO 8601 date; write it as JSON.stringify writes a Date, "
+                    + "such as \"2026-01-31T00:00:00.000Z\"")
+            return nil
+        }
+        return date
+    }
+
+    // MARK: Contacts
+
+    mutating func contacts(_ request: PaymentRequest) {
+        for (name, fields) in [
+            ("requiredBillingContactFields", request.requiredBillingContactFields),
+            ("requiredShippingContactFields", request.requiredShippingContactFields),
+        ] {
+            for (index, field) in (fields ?? []).enumerated() where !field.isKnown {
+                error(
+                    "\(name)[\(index)]", .contactFieldUnknown,
+                    "'\(field)' is not a contact field; use email, name, phone, phoneticName or postalAddress")
+            }
+        }
+        for (name, contact) in [("billingContact", request.billingContact), ("shippingContact", request.shippingContact)] {
+            if let code = contact?.countryCode, !Country.isKnown(code) {
+                error(
+                    "\(name).countryCode", .contactCountryUnknown,
+                    "'\(code)' is not an ISO 3166-1 alpha-2 code" + caseHint(code, Country.isKnown))
+            }
+        }
+    }
+
+    // MARK: Shipping
+
+    mutating func shipping(_ request: PaymentRequest) {
+        if let type = request.shippingType, !type.isKnown {
+            error(
+                "shippingType", .shippingTypeUnknown,
+                "'\(type)' is not a shipping type; use shipping, delivery, storePickup or servicePickup")
+        }
+        if let mode = request.shippingContactEditingMode, !mode.isKnown {
+            error(
+                "shippingContactEditingMode", .editingModeUnknown,
+                "'\(mode)' is not an editing mode; use available or storePickup")
+        }
+        var identifiers: [String: Int] = [:]
+        for (index, method) in (request.shippingMethods ?? []).enumerated() {
+            let path = "shippingMethods[\(index)]"
+            if method.label.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                error("\(path).label", .labelEmpty, "the shipping method's label is empty; name the method")
+            }
+            if let value = amount(method.amount, at: "\(path).amount"), value < 0 {
+                error(
+                    "\(path).amount", .shippingAmountNegative,
+                    "the shipping cost is \(method.amount); it must be zero or more")
+            }
+            if let first = identifiers[method.identifier] {
+                error(
+                    "\(path).identifier", .shippingIdentifierDuplicate,
+                    "identifier '\(method.identifier)' is already used by shippingMethods[\(first)]; "
+                        + "give every method its own")
+            } else {
+                identifiers[method.identifier] = index
+            }
+            if let range = method.dateComponentsRange {
+                let parts = [range.startDateComponents, range.endDateComponents].flatMap {
+                    [$0.years, $0.months, $0.days, $0.hours].compactMap { $0 }
+                }
+                let start = range.startDateComponents
+                let end = range.endDateComponents
+                let startKey = [start.years ?? 0, start.months ?? 0, start.days ?? 0, start.hours ?? 0]
+                let endKey = [end.years ?? 0, end.months ?? 0, end.days ?? 0, end.hours ?? 0]
+                if parts.contains(where: { $0 < 0 }) || endKey.lexicographicallyPrecedes(startKey) {
+                    error(
+                        "\(path).dateComponentsRange", .shippingDateRangeInvalid,
+                        "the delivery range must have no negative parts and end no earlier than it starts")
+                }
+            }
+        }
+    }
+
+    // MARK: Recurring, automatic reload, deferred, multi-token
+
+    mutating func specialPayments(_ request: PaymentRequest) {
+        let present = [
+            request.recurringPaymentRequest == nil ? nil : "recurringPaymentRequest",
+            request.automaticReloadPaymentRequest == nil ? nil : "automaticReloadPaymentRequest",
+            request.deferredPaymentRequest == nil ? nil : "deferredPaymentRequest",
+            request.multiTokenContexts == nil ? nil : "multiTokenContexts",
+        ].compactMap { $0 }
+        for extra in present.dropFirst() {
+            error(
+                extra, .paymentTypesConflict,
+                "a request may carry only one of recurringPaymentRequest, automaticReloadPaymentRequest, "
+                    + "deferredPaymentRequest and multiTokenContexts; it already has \(present[0])")
+        }
+        if let recurring = request.recurringPaymentRequest {
+            let path = "recurringPaymentRequest"
+            common(
+                path, description: recurring.paymentDescription, agreement: recurring.billingAgreement,
+                management: recurring.managementURL, notification: recurring.tokenNotificationURL)
+            item(recurring.regularBilling, at: "\(path).regularBilling")
+            if let trial = recurring.trialBilling { item(trial, at: "\(path).trialBilling") }
+        }
+        if let reload = request.automaticReloadPaymentRequest {
+            let path = "automaticReloadPaymentRequest"
+            common(
+                path, description: reload.paymentDescription, agreement: reload.billingAgreement,
+                management: reload.managementURL, notification: reload.tokenNotificationURL)
+            item(reload.automaticReloadBilling, at: "\(path).automaticReloadBilling")
+        }
+        if let deferred = request.deferredPaymentRequest {
+            let path = "deferredPaymentRequest"
+            common(
+                path, description: deferred.paymentDescription, agreement: deferred.billingAgreement,
+                management: deferred.managementURL, notification: deferred.tokenNotificationURL)
+            item(deferred.deferredBilling, at: "\(path).deferredBilling")
+            switch (deferred.freeCancellationDate, deferred.freeCancellationDateTimeZone) {
+            case (nil, nil): break
+            case (let date?, let zone?):
+                if parseAppleDate(date) == nil {
+                    error(
+                        "\(path).freeCancellationDate", .freeCancellationDateInvalid,
+                        "'\(date.prefix(40))' is not an ISO 8601 date")
+                }
+                if TimeZone(identifier: zone) == nil {
+                    error(
+                        "\(path).freeCancellationDateTimeZone", .timeZoneUnknown,
+                        "'\(zone)' is not an IANA time zone; use a name such as \"America/Los_Angeles\"")
+                }
+            case (_?, nil):
+                error(
+                    "\(path).freeCancellationDateTimeZone", .freeCancellationIncomplete,
+                    "freeCancellationDate is set without freeCancellationDateTimeZone; set both or neither")
+            case (nil, _?):
+                error(
+                    "\(path).freeCancellationDate", .freeCancellationIncomplete,
+                    "freeCancellationDateTimeZone is set without freeCancellationDate; set both or neither")
+            }
+        }
+        if let contexts = request.multiTokenContexts {
+            var sum = Decimal(0)
+            var complete = true
+            for (index, context) in contexts.enumerated() {
+                if let value = amount(context.amount, at: "multiTokenContexts[\(index)].amount") {
+                    sum += value
+                } else {
+                    complete = false
+                }
+            }
+            if complete, let total = request.total.amount.flatMap({ try? Currency.parseDecimal($0) }), sum > total {
+                error(
+                    "multiTokenContexts", .tokenContextsExceedTotal,
+                    "the token contexts add up to \(sum), more than the total \(total); lower them to at most "
+                        + "the total")
+            }
+        }
+    }
+
+    private mutating func common(
+        _ path: String, description: String, agreement: String?, management: String, notification: String?
+    ) {
+        if description.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            error(
+                "\(path).paymentDescription", .descriptionEmpty,
+                "paymentDescription is empty; describe the payment for the customer")
+        }
+        if let agreement, agreement.count > 500 {
+            error(
+                "\(path).billingAgreement", .billingAgreementTooLong,
+                "the billing agreement has \(agreement.count) characters; Apple allows at most 500")
+        }
+        url(management, at: "\(path).managementURL")
+        if let notification { url(notification, at: "\(path).tokenNotificationURL") }
+    }
+
+    private mutating func url(_ text: String, at path: String) {
+        guard let components = URLComponents(string: text), components.scheme?.lowercased() == "https",
+            let host = components.host, !host.isEmpty
+        else {
+            error(path, .urlInvalid, "'\(text.prefix(80))' is not an absolute https URL")
+            return
+        }
+    }
+
+    // MARK: Other fields
+
+    mutating func otherFields(_ request: PaymentRequest) {
+        if let code = request.merchantCategoryCode {
+            if let value = code.value, (1...9999).contains(value) {
+                // A valid ISO 18245 code.
+            } else {
+                error(
+                    "merchantCategoryCode", .merchantCategoryCodeOutOfRange,
+                    "'\(code.text)' is not an ISO 18245 merchant category code; use a whole number from 1 to 9999")
+            }
+        }
+        if let data = request.applicationData, Data(base64Encoded: data) == nil {
+            error(
+                "applicationData", .applicationDataNotBase64,
+                "applicationData must be a base64 string; encode the bytes with base64")
+        }
+        if request.couponCode != nil && request.supportsCouponCode != true {
+            warning(
+                "couponCode", .couponCodeWithoutSupport,
+                "couponCode is set but supportsCouponCode is not true, so the sheet will not show it; "
+                    + "set supportsCouponCode to true")
+        }
+        for key in request.otherFields.keys.sorted() {
+            warning(
+                key, .unknownField,
+                "'\(key)' is not a member of ApplePayPaymentRequest; check its spelling (it is kept as is)")
+        }
+    }
+}
