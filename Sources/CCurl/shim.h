@@ -10,5 +10,18 @@ static inline CURLcode CCurl_setopt_write_function(CURL *h, size_t (*f)(char *, 
     return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, f);
 }
 static inline CURLcode CCurl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode CCurl_setopt_header_function(CURL *h, size_t (*f)(char *, size_t, size_t, void *)) {
+    return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
+}
+static inline CURLcode CCurl_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode CCurl_setopt_off_t(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+/* A blob option (CURLOPT_SSLCERT_BLOB, CURLOPT_SSLKEY_BLOB, CURLOPT_CAINFO_BLOB): curl copies the bytes. */
+static inline CURLcode CCurl_setopt_blob(CURL *h, CURLoption o, const void *data, size_t length) {
+    struct curl_blob blob;
+    blob.data = (void *)data;
+    blob.len = length;
+    blob.flags = CURL_BLOB_COPY;
+    return curl_easy_setopt(h, o, &blob);
+}
 
 #endif

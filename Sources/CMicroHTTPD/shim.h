@@ -4,8 +4,48 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
 
 /* MHD_start_daemon is variadic; wrappers for the option lists this project uses go here. */
+
+/* Starts a daemon bound to `address` (an IPv4 or IPv6 sockaddr) with the options HTTPServer uses.
+   `thread_pool_size` 0 or 1 means no pool. Returns NULL when the daemon cannot start. */
+static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
+    unsigned int flags, const struct sockaddr *address, unsigned int thread_pool_size,
+    unsigned int connection_timeout_seconds, unsigned int connection_limit, size_t connection_memory_limit,
+    MHD_AccessHandlerCallback handler, void *handler_context,
+    MHD_RequestCompletedCallback completed, void *completed_context) {
+    uint16_t port = 0;
+    if (address->sa_family == AF_INET) {
+        port = ntohs(((const struct sockaddr_in *)address)->sin_port);
+    } else if (address->sa_family == AF_INET6) {
+        port = ntohs(((const struct sockaddr_in6 *)address)->sin6_port);
+    }
+    if (thread_pool_size > 1) {
+        return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
+            MHD_OPTION_SOCK_ADDR, address,
+            MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
+            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
+            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+            MHD_OPTION_END);
+    }
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
+        MHD_OPTION_SOCK_ADDR, address,
+        MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+        MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+        MHD_OPTION_END);
+}
+
+/* MHD_get_daemon_info is variadic: the port the daemon is bound to (0 if unknown). */
+static inline uint16_t CMicroHTTPD_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
 
 #endif

@@ -1,0 +1,298 @@
+internal import CCurl
+import Foundation
+
+/// A request for `HTTPClient`.
+public struct HTTPClientRequest: Sendable {
+    /// `GET`, `POST`, ...
+    public var method: String
+    /// An `http` or `https` URL.
+    public var url: String
+    /// Header fields, in order.
+    public var headers: [(name: String, value: String)]
+    public var body: Data?
+
+    public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: Data? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A `POST` of `body` as JSON.
+    public static func postJSON(_ url: String, body: Data, headers: [(name: String, value: String)] = []) -> HTTPClientRequest {
+        HTTPClientRequest(
+            method: "POST", url: url,
+            headers: [("Content-Type", "application/json"), ("Accept", "application/json")] + headers, body: body)
+    }
+
+    /// A `POST` of an `Encodable` value as JSON.
+    /// - Throws: the encoder's error.
+    public static func postJSON<T: Encodable>(_ url: String, encoding value: T) throws -> HTTPClientRequest {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return postJSON(url, body: try encoder.encode(value))
+    }
+}
+
+/// What the server answered.
+public struct HTTPClientResponse: Sendable {
+    public var status: Int
+    /// Header fields of the final response, names lower-cased; a repeated field keeps its last value.
+    public var headers: [String: String]
+    public var body: Data
+
+    public init(status: Int, headers: [String: String], body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The value of a header field, by name in any case.
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// The body decoded as JSON into `T`.
+    /// - Throws: `DecodingError` when the body is not that JSON.
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder().decode(type, from: body) }
+}
+
+/// A client certificate and its private key, both PEM, held in memory and passed to libcurl as blobs.
+public struct ClientIdentity: Sendable {
+    public var certificatePEM: Data
+    public var privateKeyPEM: Data
+
+    public init(certificatePEM: Data, privateKeyPEM: Data) {
+        self.certificatePEM = certificatePEM
+        self.privateKeyPEM = privateKeyPEM
+    }
+}
+
+/// Why a request got no answer. Equality on `code`.
+public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `invalidURL`, `unsupportedProtocol`, `connectionFailed`, `timeout`, `tlsFailure`, `responseTooLarge`,
+    /// or `transferFailed`.
+    public var code: String
+    public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func == (lhs: HTTPClientError, rhs: HTTPClientError) -> Bool { lhs.code == rhs.code }
+    public var description: String { "\(code): \(message)" }
+
+    public static let invalidURL = HTTPClientError(code: "invalidURL", message: "")
+    public static let unsupportedProtocol = HTTPClientError(code: "unsupportedProtocol", message: "")
+    public static let connectionFailed = HTTPClientError(code: "connectionFailed", message: "")
+    public static let timeout = HTTPClientError(code: "timeout", message: "")
+    public static let tlsFailure = HTTPClientError(code: "tlsFailure", message: "")
+    public static let responseTooLarge = HTTPClientError(code: "responseTooLarge", message: "")
+}
+
+/// HTTP and HTTPS requests on libcurl: TLS 1.2 or later, optional client certificate and trusted roots
+/// from memory, a total timeout, and only the `http` and `https` protocols (redirects are not followed).
+/// Each `send` uses its own libcurl handle, so one client may be used from many threads at once.
+public final class HTTPClient: Sendable {
+    public struct Configuration: Sendable {
+        /// The longest a whole request may take.
+        public var timeout: Duration
+        /// The longest connecting (TCP and TLS) may take.
+        public var connectTimeout: Duration
+        /// Sent when the server asks for a client certificate.
+        public var clientIdentity: ClientIdentity?
+        /// PEM certificates trusted instead of the system's roots (e.g. a test authority).
+        public var trustedRootsPEM: Data?
+        /// The largest response body accepted.
+        public var maximumResponseSize: Int
+
+        public init(
+            timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10), clientIdentity: ClientIdentity? = nil,
+            trustedRootsPEM: Data? = nil, maximumResponseSize: Int = 8 * 1024 * 1024
+        ) {
+            self.timeout = timeout
+            self.connectTimeout = connectTimeout
+            self.clientIdentity = clientIdentity
+            self.trustedRootsPEM = trustedRootsPEM
+            self.maximumResponseSize = maximumResponseSize
+        }
+    }
+
+    public let configuration: Configuration
+
+    public init(configuration: Configuration = Configuration()) {
+        _ = HTTPClient.globalInitialization
+        self.configuration = configuration
+    }
+
+    private static let globalInitialization: Void = { _ = curl_global_init(Int(CURL_GLOBAL_ALL)) }()
+
+    /// Sends `request` and waits for the whole response, blocking the calling thread.
+    /// - Throws: `HTTPClientError` when there is no complete response (any status is a response).
+    public func send(_ request: HTTPClientRequest) throws -> HTTPClientResponse {
+        guard let components = URLComponents(string: request.url), let scheme = components.scheme?.lowercased() else {
+            throw HTTPClientError(code: "invalidURL", message: "'\(request.url)' is not an absolute URL.")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw HTTPClientError(code: "unsupportedProtocol", message: "Only http and https URLs are allowed, not '\(scheme)'.")
+        }
+        guard components.host?.isEmpty == false else {
+            throw HTTPClientError(code: "invalidURL", message: "'\(request.url)' has no host.")
+        }
+        guard let handle = curl_easy_init() else {
+            throw HTTPClientError(code: "transferFailed", message: "libcurl could not create a handle.")
+        }
+        defer { curl_easy_cleanup(handle) }
+        let sink = ResponseSink(limit: configuration.maximumResponseSize)
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headerList) }
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+
+        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
+            var setup = CURLE_OK
+            func set(_ result: CURLcode) { if setup == CURLE_OK { setup = result } }
+            set(CCurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorPointer.baseAddress))
+            set(CCurl_setopt_string(handle, CURLOPT_URL, request.url))
+            set(CCurl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+            set(CCurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+            set(CCurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
+            set(CCurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(configuration.timeout)))
+            set(CCurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout)))
+            set(CCurl_setopt_long(handle, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2))
+            set(CCurl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+            set(CCurl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+            if let roots = configuration.trustedRootsPEM {
+                set(roots.withUnsafeBytes { CCurl_setopt_blob(handle, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) })
+            }
+            if let identity = configuration.clientIdentity {
+                set(CCurl_setopt_string(handle, CURLOPT_SSLCERTTYPE, "PEM"))
+                set(CCurl_setopt_string(handle, CURLOPT_SSLKEYTYPE, "PEM"))
+                set(identity.certificatePEM.withUnsafeBytes {
+                    CCurl_setopt_blob(handle, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count)
+                })
+                set(identity.privateKeyPEM.withUnsafeBytes {
+                    CCurl_setopt_blob(handle, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count)
+                })
+            }
+            let method = request.method.uppercased()
+            if method == "GET" {
+                set(CCurl_setopt_long(handle, CURLOPT_HTTPGET, 1))
+            } else if method == "HEAD" {
+                set(CCurl_setopt_long(handle, CURLOPT_NOBODY, 1))
+            } else {
+                set(CCurl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method))
+            }
+            if let body = request.body {
+                set(CCurl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+                if body.isEmpty {
+                    set(CCurl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, ""))
+                } else {
+                    set(body.withUnsafeBytes { bytes in
+                        CCurl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+                    })
+                }
+            }
+            for (name, value) in request.headers {
+                headerList = curl_slist_append(headerList, "\(name): \(value)")
+            }
+            // No `Expect: 100-continue` round trip for small bodies.
+            headerList = curl_slist_append(headerList, "Expect:")
+            set(CCurl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
+            let context = Unmanaged.passUnretained(sink).toOpaque()
+            set(CCurl_setopt_write_function(handle, writeCallback))
+            set(CCurl_setopt_pointer(handle, CURLOPT_WRITEDATA, context))
+            set(CCurl_setopt_header_function(handle, headerCallback))
+            set(CCurl_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
+            guard setup == CURLE_OK else { return setup }
+            return withExtendedLifetime(sink) { curl_easy_perform(handle) }
+        }
+        guard code == CURLE_OK else {
+            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            throw Self.error(for: code, reason: reason, sink: sink)
+        }
+        var status = 0
+        _ = CCurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return HTTPClientResponse(status: status, headers: sink.headers, body: sink.body)
+    }
+
+    /// Sends `request` on a thread of its own, so the caller's executor is never blocked.
+    /// - Throws: `HTTPClientError` as `send(_:)` does.
+    public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread { [self] in
+                continuation.resume(with: Result { try self.send(request) })
+            }
+            thread.start()
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+
+    private static func error(for code: CURLcode, reason: String, sink: ResponseSink) -> HTTPClientError {
+        if sink.overflowed {
+            return HTTPClientError(code: "responseTooLarge", message: "The response is larger than \(sink.limit) bytes.")
+        }
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return HTTPClientError(code: "timeout", message: "The request timed out: \(reason)")
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            return HTTPClientError(code: "unsupportedProtocol", message: reason)
+        case CURLE_URL_MALFORMAT:
+            return HTTPClientError(code: "invalidURL", message: reason)
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY:
+            return HTTPClientError(code: "connectionFailed", message: reason)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ISSUER_ERROR,
+            CURLE_SSL_CRL_BADFILE, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CLIENTCERT:
+            return HTTPClientError(code: "tlsFailure", message: "TLS failed: \(reason)")
+        default:
+            return HTTPClientError(code: "transferFailed", message: reason)
+        }
+    }
+}
+
+/// Collects one response; used by one libcurl transfer on one thread.
+private final class ResponseSink {
+    let limit: Int
+    var body = Data()
+    var headers: [String: String] = [:]
+    var overflowed = false
+
+    init(limit: Int) { self.limit = limit }
+
+    func header(_ line: String) {
+        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.hasPrefix("HTTP/") {
+            headers = [:]  // a new response (after 100 Continue or a proxy's answer)
+        } else if let colon = trimmed.firstIndex(of: ":") {
+            let name = trimmed[..<colon].lowercased()
+            headers[name] = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+    }
+}
+
+private let writeCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    if sink.body.count + length > sink.limit {
+        sink.overflowed = true
+        return 0
+    }
+    sink.body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: length)
+    return length
+}
+
+private let headerCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    sink.header(line)
+    return length
+}

@@ -1,1 +1,0 @@
-// The HTTPClient module: see docs/ARCHITECTURE.md. Its code arrives with its issue.

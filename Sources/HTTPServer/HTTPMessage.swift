@@ -1,0 +1,158 @@
+import Foundation
+
+/// An HTTP method such as `GET` or `POST`; compared by its upper-case name.
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
+    public init(stringLiteral value: String) { self.init(rawValue: value) }
+
+    public static let get: HTTPMethod = "GET"
+    public static let head: HTTPMethod = "HEAD"
+    public static let post: HTTPMethod = "POST"
+    public static let put: HTTPMethod = "PUT"
+    public static let patch: HTTPMethod = "PATCH"
+    public static let delete: HTTPMethod = "DELETE"
+    public static let options: HTTPMethod = "OPTIONS"
+
+    public var description: String { rawValue }
+}
+
+/// HTTP header fields in arrival order; names compare without regard to case.
+public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
+    public private(set) var fields: [(name: String, value: String)] = []
+
+    public init() {}
+    public init(dictionaryLiteral elements: (String, String)...) {
+        for (name, value) in elements { add(name: name, value: value) }
+    }
+
+    /// The first value of the field `name`, or `nil`.
+    public subscript(name: String) -> String? {
+        get { fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value }
+        set {
+            fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+            if let newValue { fields.append((name, newValue)) }
+        }
+    }
+
+    /// Appends a field, keeping any earlier one of the same name.
+    public mutating func add(name: String, value: String) { fields.append((name, value)) }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
+
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        lhs.fields.count == rhs.fields.count
+            && zip(lhs.fields, rhs.fields).allSatisfy { $0.name.lowercased() == $1.name.lowercased() && $0.value == $1.value }
+    }
+}
+
+/// A request as the server received it: the whole body is in memory (within the server's limit).
+public struct HTTPRequest: Sendable {
+    public var method: HTTPMethod
+    /// The path without the query, percent-decoded, e.g. `/v1/checkouts/abc/payment`.
+    public var path: String
+    /// The query's arguments, decoded; a name given twice keeps its last value.
+    public var query: [String: String]
+    public var headers: HTTPHeaders
+    public var body: Data
+    /// Values taken from the path by the `Router`, e.g. `["id": "abc"]` for `/v1/checkouts/{id}/payment`.
+    public var pathParameters: [String: String]
+    /// The route pattern that matched, e.g. `/v1/checkouts/{id}/payment`, set by the `Router`.
+    public var route: String?
+
+    public init(
+        method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
+        body: Data = Data()
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.pathParameters = [:]
+        self.route = nil
+    }
+}
+
+/// A complete response: status, header fields and body.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: Data
+
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A response whose body is the JSON encoding of `value`, with `Content-Type: application/json`.
+    /// - Throws: the encoder's error when `value` cannot be encoded.
+    public static func json<T: Encodable>(_ value: T, status: Int = 200, encoder: JSONEncoder = .http) throws -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: try encoder.encode(value))
+    }
+
+    /// A plain-text response.
+    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8")
+        -> HTTPResponse
+    {
+        HTTPResponse(status: status, headers: ["Content-Type": contentType], body: Data(text.utf8))
+    }
+}
+
+extension JSONEncoder {
+    /// Sorted keys, no escaped slashes: the encoder HTTP responses use by default.
+    public static var http: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
+/// An error answered as `{"error": {"code", "message"}}` with an HTTP status; equality on status and code.
+public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var status: Int
+    /// A stable code a client can switch on, e.g. `notFound`, `payloadTooLarge`.
+    public var code: String
+    public var message: String
+
+    public init(status: Int, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public static func == (lhs: HTTPError, rhs: HTTPError) -> Bool { lhs.status == rhs.status && lhs.code == rhs.code }
+
+    public var description: String { "\(status) \(code): \(message)" }
+
+    /// The JSON error response.
+    public var response: HTTPResponse {
+        struct Body: Encodable {
+            struct Inner: Encodable {
+                var code: String
+                var message: String
+            }
+            var error: Inner
+        }
+        let body = (try? JSONEncoder.http.encode(Body(error: .init(code: code, message: message)))) ?? Data()
+        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
+    }
+
+    public static func badRequest(_ message: String, code: String = "badRequest") -> HTTPError {
+        HTTPError(status: 400, code: code, message: message)
+    }
+    public static func notFound(_ message: String, code: String = "notFound") -> HTTPError {
+        HTTPError(status: 404, code: code, message: message)
+    }
+    public static func methodNotAllowed(_ message: String) -> HTTPError {
+        HTTPError(status: 405, code: "methodNotAllowed", message: message)
+    }
+    public static func payloadTooLarge(limit: Int) -> HTTPError {
+        HTTPError(status: 413, code: "payloadTooLarge", message: "The request body is larger than \(limit) bytes.")
+    }
+    public static func internalError(_ message: String = "The server failed to answer this request.") -> HTTPError {
+        HTTPError(status: 500, code: "internalError", message: message)
+    }
+}

@@ -1,0 +1,322 @@
+internal import CMicroHTTPD
+import Foundation
+import Synchronization
+
+/// An HTTP/1.1 server on libmicrohttpd: keep-alive, a pool of polling threads, a body limit enforced as the
+/// body arrives, an idle timeout and a graceful shutdown. Each request is answered by a `Responder` on
+/// Swift's concurrency pool while its connection is suspended, so a slow answer never holds a server thread.
+///
+/// ```swift
+/// let server = try HTTPServer.start(configuration: .init(port: 0), responder: router)
+/// print(server.port)
+/// await server.shutdown()
+/// ```
+public final class HTTPServer: Sendable {
+    /// How the server listens and what it accepts.
+    public struct Configuration: Sendable {
+        /// The address to bind: an IPv4 or IPv6 literal, or `localhost`.
+        public var host: String
+        /// The port; 0 picks a free one (read it back from `HTTPServer.port`).
+        public var port: UInt16
+        /// Polling threads; defaults to the number of cores.
+        public var threads: Int
+        /// The largest request body accepted; beyond it the answer is `413`.
+        public var maximumBodySize: Int
+        /// Seconds a connection may stay idle (also while a request is arriving) before it is closed.
+        public var connectionTimeout: Int
+        /// The most connections open at once.
+        public var connectionLimit: Int
+
+        public init(
+            host: String = "127.0.0.1", port: UInt16 = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount,
+            maximumBodySize: Int = 64 * 1024, connectionTimeout: Int = 30, connectionLimit: Int = 1024
+        ) {
+            self.host = host
+            self.port = port
+            self.threads = threads
+            self.maximumBodySize = maximumBodySize
+            self.connectionTimeout = connectionTimeout
+            self.connectionLimit = connectionLimit
+        }
+    }
+
+    /// Why the server did not start.
+    public struct StartError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// `invalidAddress` or `cannotListen`.
+        public var code: String
+        public var message: String
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
+        public static func == (lhs: StartError, rhs: StartError) -> Bool { lhs.code == rhs.code }
+        public var description: String { message }
+    }
+
+    public let configuration: Configuration
+    /// The port the server is bound to.
+    public let port: UInt16
+    private let core: ServerCore
+
+    private init(configuration: Configuration, port: UInt16, core: ServerCore) {
+        self.configuration = configuration
+        self.port = port
+        self.core = core
+    }
+
+    /// Starts listening; requests go to `responder` until `shutdown()`.
+    /// - Throws: `StartError` when the address does not parse or the port cannot be bound.
+    public static func start(configuration: Configuration, responder: any Responder) throws -> HTTPServer {
+        let core = ServerCore(responder: responder, maximumBodySize: configuration.maximumBodySize)
+        let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
+        var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
+        #if os(Linux)
+            flags |= UInt32(MHD_USE_EPOLL.rawValue)
+        #else
+            flags |= UInt32(MHD_USE_AUTO.rawValue)
+        #endif
+        let context = Unmanaged.passUnretained(core).toOpaque()
+        let daemon: OpaquePointer?
+        if var address4 = Self.ipv4(host, port: configuration.port) {
+            daemon = withUnsafePointer(to: &address4) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Self.startDaemon(flags: flags, address: $0, configuration: configuration, context: context)
+                }
+            }
+        } else if var address6 = Self.ipv6(host, port: configuration.port) {
+            flags |= UInt32(MHD_USE_IPv6.rawValue)
+            daemon = withUnsafePointer(to: &address6) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Self.startDaemon(flags: flags, address: $0, configuration: configuration, context: context)
+                }
+            }
+        } else {
+            throw StartError(code: "invalidAddress", message: "'\(configuration.host)' is not an IP address to listen on.")
+        }
+        guard let daemon else {
+            throw StartError(
+                code: "cannotListen",
+                message: "Cannot listen on \(configuration.host):\(configuration.port) (in use, or not allowed).")
+        }
+        core.daemon.withLock { $0 = DaemonHandle(pointer: daemon) }
+        return HTTPServer(configuration: configuration, port: CMicroHTTPD_bound_port(daemon), core: core)
+    }
+
+    /// Runs `body` with a started server and shuts it down afterwards, on every path.
+    @discardableResult
+    public static func withServer<T>(
+        configuration: Configuration, responder: any Responder, _ body: (HTTPServer) async throws -> T
+    ) async throws -> T {
+        let server = try start(configuration: configuration, responder: responder)
+        do {
+            let result = try await body(server)
+            await server.shutdown()
+            return result
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+    }
+
+    /// Stops accepting connections, waits for the requests in flight to be answered (at most `gracePeriod`
+    /// for requests still arriving; answers being computed are always awaited), then closes every connection.
+    /// Calling it again does nothing.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        guard let daemon = core.daemon.withLock({ handle -> DaemonHandle? in
+            defer { handle = nil }
+            return handle
+        }) else { return }
+        // Quiescing hands the listening socket back to us: closing it refuses new connections at once.
+        let listener = MHD_quiesce_daemon(daemon.pointer)
+        if listener >= 0 { close(listener) }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: gracePeriod)
+        while true {
+            let (inFlight, dispatched) = core.counters.withLock { ($0.inFlight, $0.dispatched) }
+            if inFlight == 0 || (dispatched == 0 && clock.now >= deadline) { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        // A resumed connection is sent its answer by the polling thread; give it a moment to flush.
+        try? await Task.sleep(for: .milliseconds(20))
+        MHD_stop_daemon(daemon.pointer)
+        core.stopped()
+    }
+
+    /// Requests received and not yet finished (answered or abandoned).
+    public var requestsInFlight: Int { core.counters.withLock { $0.inFlight } }
+
+    deinit {
+        if let daemon = core.daemon.withLock({ $0 }) {
+            // Not shut down: stop without waiting. Suspended requests keep the core alive until they finish.
+            MHD_stop_daemon(daemon.pointer)
+        }
+    }
+
+    private static func startDaemon(
+        flags: UInt32, address: UnsafePointer<sockaddr>, configuration: Configuration, context: UnsafeMutableRawPointer
+    ) -> OpaquePointer? {
+        CMicroHTTPD_start_daemon(
+            flags, address, UInt32(max(1, configuration.threads)), UInt32(max(1, configuration.connectionTimeout)),
+            UInt32(max(1, configuration.connectionLimit)), 32 * 1024, accessHandler, context, completedHandler, context)
+    }
+
+    private static func ipv4(_ host: String, port: UInt16) -> sockaddr_in? {
+        var address = sockaddr_in()
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return nil }
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        return address
+    }
+
+    private static func ipv6(_ host: String, port: UInt16) -> sockaddr_in6? {
+        var address = sockaddr_in6()
+        let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        guard inet_pton(AF_INET6, literal, &address.sin6_addr) == 1 else { return nil }
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = port.bigEndian
+        return address
+    }
+}
+
+/// A libmicrohttpd pointer that may cross threads: MHD's daemon and connection calls used here are thread-safe
+/// (`MHD_resume_connection` is documented to be called from any thread).
+struct DaemonHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// State shared by the MHD callbacks of one server.
+final class ServerCore: Sendable {
+    struct Counters {
+        /// Requests whose headers arrived and that have not completed.
+        var inFlight = 0
+        /// Requests handed to the responder (their connection suspended) and not yet answered.
+        var dispatched = 0
+    }
+
+    let responder: any Responder
+    let maximumBodySize: Int
+    let daemon = Mutex<DaemonHandle?>(nil)
+    let counters = Mutex(Counters())
+
+    init(responder: any Responder, maximumBodySize: Int) {
+        self.responder = responder
+        self.maximumBodySize = maximumBodySize
+    }
+
+    func stopped() {}
+}
+
+/// One request's state across MHD's calls. MHD calls back for a connection from one thread at a time;
+/// the answer computed on another thread is handed over through `answer`, behind a lock.
+final class RequestState: @unchecked Sendable {
+    var request: HTTPRequest
+    var tooLarge = false
+    var discarded = 0
+    var dispatched = false
+    let answer = Mutex<HTTPResponse?>(nil)
+
+    init(request: HTTPRequest) { self.request = request }
+}
+
+private func collectValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [(String, String)] {
+    final class Box { var pairs: [(String, String)] = [] }
+    let box = Box()
+    _ = withExtendedLifetime(box) {
+        MHD_get_connection_values(connection, kind, { context, _, key, value in
+            guard let context, let key else { return .YES }
+            let box = Unmanaged<Box>.fromOpaque(context).takeUnretainedValue()
+            box.pairs.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+            return .YES
+        }, Unmanaged.passUnretained(box).toOpaque())
+    }
+    return box.pairs
+}
+
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    let created = response.body.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+    }
+    guard let created else { return .NO }
+    defer { MHD_destroy_response(created) }
+    for (name, value) in response.headers {
+        // MHD adds Content-Length itself and refuses a duplicate.
+        if name.caseInsensitiveCompare("Content-Length") == .orderedSame { continue }
+        _ = MHD_add_response_header(created, name, value)
+    }
+    return MHD_queue_response(connection, UInt32(response.status), created)
+}
+
+private let accessHandler: MHD_AccessHandlerCallback = {
+    context, connection, url, method, _, uploadData, uploadDataSize, requestContext in
+    guard let context, let connection, let uploadDataSize, let requestContext else { return .NO }
+    let core = Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue()
+
+    guard let existing = requestContext.pointee else {
+        // First call: the head has arrived.
+        var headers = HTTPHeaders()
+        for (name, value) in collectValues(connection, kind: .HEADER_KIND) { headers.add(name: name, value: value) }
+        var query: [String: String] = [:]
+        for (name, value) in collectValues(connection, kind: .GET_ARGUMENT_KIND) { query[name] = value }
+        let request = HTTPRequest(
+            method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? "GET"),
+            path: url.map { String(cString: $0) } ?? "/", query: query, headers: headers)
+        let state = RequestState(request: request)
+        requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
+        core.counters.withLock { $0.inFlight += 1 }
+        if let length = headers["Content-Length"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
+            length > core.maximumBodySize
+        {
+            // Refused before a byte of the body is read: MHD sends no `100 Continue` and closes afterwards.
+            state.tooLarge = true
+            return queue(core.responder.respondToOversizedRequest(request, limit: core.maximumBodySize), on: connection)
+        }
+        return .YES
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+
+    if uploadDataSize.pointee > 0 {
+        // A piece of the body. A response cannot be queued here: past the limit, drop the bytes and answer 413
+        // when the body ends; a client that keeps sending far past it loses the connection.
+        let size = uploadDataSize.pointee
+        if state.tooLarge || state.request.body.count + size > core.maximumBodySize {
+            state.tooLarge = true
+            state.request.body = Data()
+            state.discarded += size
+            if state.discarded > 16 * core.maximumBodySize + 1_048_576 { return .NO }
+        } else if let uploadData {
+            state.request.body.append(UnsafeRawPointer(uploadData).assumingMemoryBound(to: UInt8.self), count: size)
+        }
+        uploadDataSize.pointee = 0
+        return .YES
+    }
+
+    // The body is complete.
+    if state.tooLarge {
+        return queue(core.responder.respondToOversizedRequest(state.request, limit: core.maximumBodySize), on: connection)
+    }
+    if let answer = state.answer.withLock({ $0 }) {
+        core.counters.withLock { $0.dispatched -= 1 }
+        return queue(answer, on: connection)
+    }
+    if state.dispatched { return .YES }
+    state.dispatched = true
+    core.counters.withLock { $0.dispatched += 1 }
+    MHD_suspend_connection(connection)
+    let handle = DaemonHandle(pointer: connection)
+    let request = state.request
+    let responder = core.responder
+    Task {
+        let response = await responder.respond(to: request)
+        state.answer.withLock { $0 = response }
+        MHD_resume_connection(handle.pointer)
+    }
+    return .YES
+}
+
+private let completedHandler: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
+    guard let context, let requestContext, let existing = requestContext.pointee else { return }
+    let core = Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue()
+    Unmanaged<RequestState>.fromOpaque(existing).release()
+    requestContext.pointee = nil
+    core.counters.withLock { $0.inFlight -= 1 }
+}

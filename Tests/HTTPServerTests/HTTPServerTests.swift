@@ -1,0 +1,218 @@
+import Foundation
+import HTTPClient
+import HTTPServer
+import Synchronization
+import Testing
+
+/// Answers: `/echo` echoes method, query, a header and the body; `/slow` sleeps `ms` milliseconds.
+private final class TestResponder: Responder {
+    let calls = Mutex(0)
+
+    func respond(to request: HTTPRequest) async -> HTTPResponse {
+        calls.withLock { $0 += 1 }
+        switch request.path {
+        case "/slow":
+            let milliseconds = Int(request.query["ms"] ?? "100") ?? 100
+            try? await Task.sleep(for: .milliseconds(milliseconds))
+            return .text("slept \(milliseconds)")
+        case "/echo":
+            let text = "\(request.method) q=\(request.query["q"] ?? "-") x=\(request.headers["X-Test"] ?? "-") body=\(String(decoding: request.body, as: UTF8.self))"
+            return .text(text)
+        default:
+            return HTTPError.notFound("nothing here").response
+        }
+    }
+}
+
+@Suite("HTTP server over loopback")
+struct HTTPServerTests {
+    let client = HTTPClient(configuration: .init(timeout: .seconds(10)))
+
+    @Test("binds 127.0.0.1 on a free port and answers GET and POST with query, headers and body")
+    func echo() async throws {
+        let responder = TestResponder()
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+            #expect(server.port != 0)
+            let get = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/echo?q=a%20b"))
+            #expect(get.status == 200)
+            #expect(String(decoding: get.body, as: UTF8.self) == "GET q=a b x=- body=")
+            #expect(get.header("Content-Type") == "text/plain; charset=utf-8")
+            let post = try await client.send(
+                HTTPClientRequest(
+                    method: "POST", url: "http://127.0.0.1:\(server.port)/echo", headers: [("X-Test", "yes")],
+                    body: Data("hello".utf8)))
+            #expect(String(decoding: post.body, as: UTF8.self) == "POST q=- x=yes body=hello")
+        }
+    }
+
+    @Test("keeps an HTTP/1.1 connection alive across requests")
+    func keepAlive() async throws {
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: TestResponder()) { server in
+            let port = server.port
+            let bodies = try await offPool {
+                let connection = try RawConnection(port: port)
+                return try (0..<3).map { index in
+                    let body = "n=\(index)"
+                    try connection.send(
+                        "POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                    return try connection.readResponse().map { String(decoding: $0.body, as: UTF8.self) }
+                }
+            }
+            #expect(bodies == (0..<3).map { "POST q=- x=- body=n=\($0)" })
+        }
+    }
+
+    @Test("answers 413 to a declared body over the limit without reading it, and to a chunked one as it streams")
+    func bodyLimit() async throws {
+        let responder = TestResponder()
+        try await HTTPServer.withServer(configuration: .init(port: 0, maximumBodySize: 1024), responder: responder) {
+            server in
+            let big = try await client.send(
+                HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(server.port)/echo", body: Data(count: 70_000)))
+            #expect(big.status == 413)
+            let error = try JSONSerialization.jsonObject(with: big.body) as? [String: [String: String]]
+            #expect(error?["error"]?["code"] == "payloadTooLarge")
+
+            let port = server.port
+            let (declaredStatus, chunkedStatus) = try await offPool {
+                // Declared too large: answered from the head alone, the body never sent.
+                let declared = try RawConnection(port: port)
+                try declared.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000000\r\n\r\n")
+                let declaredStatus = try declared.readResponse()?.status
+                // Chunked: the limit is found while the body streams in.
+                let chunked = try RawConnection(port: port)
+                try chunked.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+                let piece = String(repeating: "a", count: 600)
+                for _ in 0..<3 { try chunked.send(String(600, radix: 16) + "\r\n" + piece + "\r\n") }
+                try chunked.send("0\r\n\r\n")
+                return (declaredStatus, try chunked.readResponse()?.status)
+            }
+            #expect(declaredStatus == 413)
+            #expect(chunkedStatus == 413)
+
+            // Exactly at the limit is fine.
+            let fits = try await client.send(
+                HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(server.port)/echo", body: Data(count: 1024)))
+            #expect(fits.status == 200)
+            #expect(responder.calls.withLock { $0 } == 1)
+        }
+    }
+
+    @Test("a body cut short never reaches the responder")
+    func truncatedBody() async throws {
+        let responder = TestResponder()
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+            let port = server.port
+            let answered = try await offPool {
+                let connection = try RawConnection(port: port)
+                try connection.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"partial\":")
+                connection.shutdownWrite()
+                return try connection.readResponse() != nil
+            }
+            #expect(!answered)
+            for _ in 0..<200 where server.requestsInFlight > 0 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(server.requestsInFlight == 0)
+            #expect(responder.calls.withLock { $0 } == 0)
+        }
+    }
+
+    @Test("answers many concurrent slow requests without holding a server thread each")
+    func concurrency() async throws {
+        try await HTTPServer.withServer(configuration: .init(port: 0, threads: 2), responder: TestResponder()) { server in
+            let clock = ContinuousClock()
+            let start = clock.now
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<24 {
+                    group.addTask {
+                        try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/slow?ms=200")).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let elapsed = clock.now - start
+            #expect(statuses == Array(repeating: 200, count: 24))
+            // 24 × 200 ms one after another would be 4.8 s; two at a time 2.4 s.
+            #expect(elapsed < .seconds(2))
+        }
+    }
+
+    @Test("shutdown waits for a request in flight, then refuses new connections")
+    func gracefulShutdown() async throws {
+        let server = try HTTPServer.start(configuration: .init(port: 0), responder: TestResponder())
+        let port = server.port
+        let pending = Task { try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=400")) }
+        for _ in 0..<400 where server.requestsInFlight == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(server.requestsInFlight == 1)
+        await server.shutdown()
+        let response = try await pending.value
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self) == "slept 400")
+        let refused = try await offPool { (try? RawConnection(port: port)) == nil }
+        #expect(refused)
+    }
+
+    @Test("refuses an address that is not an IP literal, and a port in use")
+    func startErrors() async throws {
+        #expect(throws: HTTPServer.StartError(code: "invalidAddress", message: "")) {
+            _ = try HTTPServer.start(configuration: .init(host: "not an address"), responder: TestResponder())
+        }
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: TestResponder()) { server in
+            #expect(throws: HTTPServer.StartError(code: "cannotListen", message: "")) {
+                _ = try HTTPServer.start(configuration: .init(port: server.port), responder: TestResponder())
+            }
+        }
+    }
+}
+
+@Suite("Router")
+struct RouterTests {
+    func router() -> Router {
+        var router = Router()
+        router.add(.get, "/v1/products") { _ in .text("products") }
+        router.add(.post, "/v1/checkouts") { _ in .text("created", status: 201) }
+        router.add(.post, "/v1/checkouts/{id}/payment") { request in
+            .text("pay \(request.pathParameters["id"] ?? "?") via \(request.route ?? "?")")
+        }
+        return router
+    }
+
+    @Test("takes path parameters and names the matched route")
+    func parameters() async {
+        let response = await router().respond(to: HTTPRequest(method: .post, path: "/v1/checkouts/c-42/payment"))
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self) == "pay c-42 via /v1/checkouts/{id}/payment")
+    }
+
+    @Test("answers 404 for an unknown path and 405 with Allow for a wrong method, as JSON errors")
+    func errors() async throws {
+        let missing = await router().respond(to: HTTPRequest(method: .get, path: "/v1/nothing"))
+        #expect(missing.status == 404)
+        let wrong = await router().respond(to: HTTPRequest(method: .delete, path: "/v1/checkouts"))
+        #expect(wrong.status == 405)
+        #expect(wrong.headers["Allow"] == "POST")
+        let body = try JSONSerialization.jsonObject(with: wrong.body) as? [String: [String: String]]
+        #expect(body?["error"]?["code"] == "methodNotAllowed")
+        #expect(router().resolve(method: .get, path: "/v1/checkouts/x/payment").isMethodNotAllowed)
+    }
+
+    @Test("serves over loopback: 404 and 405 on the wire")
+    func overTheWire() async throws {
+        let client = HTTPClient()
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: router()) { server in
+            let base = "http://127.0.0.1:\(server.port)"
+            let found = try await client.send(HTTPClientRequest(url: base + "/v1/products"))
+            let missing = try await client.send(HTTPClientRequest(url: base + "/nope"))
+            let wrongMethod = try await client.send(HTTPClientRequest(url: base + "/v1/checkouts"))
+            #expect(found.status == 200)
+            #expect(missing.status == 404)
+            #expect(wrongMethod.status == 405)
+        }
+    }
+}
+
+extension Router.Resolution {
+    var isMethodNotAllowed: Bool {
+        if case .methodNotAllowed = self { return true }
+        return false
+    }
+}
