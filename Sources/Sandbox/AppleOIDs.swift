@@ -1,0 +1,86 @@
+import Cryptography
+import Foundation
+
+/// Apple's object identifiers for Apple Pay certificates.
+public enum AppleOID {
+    /// On the intermediate CAs of the token-signing chain (Apple Application Integration CA - G3 and
+    /// Apple Worldwide Developer Relations CA - G2).
+    public static let intermediateMarker = "1.2.840.113635.100.6.2.14"
+    /// On the leaf certificates that sign payment tokens.
+    public static let leafMarker = "1.2.840.113635.100.6.29"
+    /// In merchant certificates: the merchant identifier hash, a UTF8String of 64 uppercase hex characters.
+    public static let merchantIdentifierHash = "1.2.840.113635.100.6.32"
+    /// Apple's certificate policy, named in the certificatePolicies extension of its issued certificates.
+    public static let certificatePolicy = "1.2.840.113635.100.5.1"
+}
+
+/// The merchant identifier (`merchant.com.example`) and its hash, as Apple uses them.
+public enum MerchantIdentifier {
+    /// SHA-256 of the identifier's UTF-8 bytes: the last input of the EC_v1 key derivation.
+    public static func hash(_ identifier: String) -> Data { Digest.sha256(Data(identifier.utf8)) }
+
+    /// The hash as 64 uppercase hexadecimal characters, as Apple writes it into OID 1.2.840.113635.100.6.32.
+    public static func hexHash(_ identifier: String) -> String { hex(hash(identifier), uppercase: true) }
+
+    /// Checks an identifier the way Apple's developer portal does: `merchant.` followed by a reverse-DNS style
+    /// name of letters, digits, `.` and `-`, at most 255 characters.
+    /// - Throws: `SandboxError.invalidMerchantIdentifier` saying what is wrong.
+    public static func validate(_ identifier: String) throws {
+        let allowed = identifier.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x2E || byte == 0x2D
+        }
+        guard identifier.hasPrefix("merchant."), identifier.count > "merchant.".count, identifier.utf8.count <= 255,
+            allowed, !identifier.hasSuffix("."), !identifier.contains("..")
+        else {
+            throw SandboxError(
+                code: SandboxError.invalidMerchantIdentifier.code,
+                message:
+                    "'\(identifier.prefix(80))' is not a merchant identifier: use 'merchant.' and a reverse-DNS name of letters, digits, '.' and '-', e.g. merchant.com.example.shop"
+            )
+        }
+    }
+
+    /// Reads the merchant identifier hash from a merchant certificate's OID 1.2.840.113635.100.6.32
+    /// (lowercase hex), or nil when it is absent or not a 64-character hex UTF8String.
+    public static func hash(in certificate: Certificate) -> Data? {
+        guard let value = certificate.extensionValue(oid: AppleOID.merchantIdentifierHash), value.count == 66,
+            value[value.startIndex] == 0x0C, value[value.startIndex + 1] == 0x40
+        else { return nil }
+        return bytes(fromHex: String(decoding: value.dropFirst(2), as: UTF8.self))
+    }
+}
+
+/// Hexadecimal text of bytes.
+func hex(_ data: Data, uppercase: Bool = false) -> String {
+    let digits = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
+    var out = [UInt8]()
+    out.reserveCapacity(data.count * 2)
+    for byte in data {
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 0x0f)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// Bytes of a hexadecimal text (either case), or nil when it is not an even number of hex digits.
+func bytes(fromHex text: String) -> Data? {
+    let utf8 = Array(text.utf8)
+    guard utf8.count % 2 == 0 else { return nil }
+    func value(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+    var out = Data(capacity: utf8.count / 2)
+    var index = 0
+    while index < utf8.count {
+        guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
+        out.append(high << 4 | low)
+        index += 2
+    }
+    return out
+}
