@@ -28,6 +28,8 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     public let notAfter: Date
     /// The serial number in uppercase hexadecimal, no separators.
     public let serialNumber: String
+    /// The issuer Name's DER and the serial number's INTEGER content bytes, as a CMS signer identifier names them.
+    let issuerAndSerial: (issuer: [UInt8], serial: [UInt8])
 
     /// Takes ownership of an `X509`; frees it and throws when a part of it cannot be read.
     init(takingOwnershipOf x509: OpaquePointer) throws(CryptographyError) {
@@ -53,6 +55,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
             self.notBefore = notBefore
             self.notAfter = notAfter
             self.serialNumber = Certificate.serialHex(x509)
+            self.issuerAndSerial = Certificate.issuerAndSerial(der: Array(der))
             self.x509 = x509
         } catch {
             X509_free(x509)
@@ -180,6 +183,18 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
             { X509_NAME_print_ex($0, name, 0, flags) >= 0 },
             failure: CryptographyError.openSSL(.invalidCertificate, "could not print a name"))
         return String(decoding: bytes ?? Data(), as: UTF8.self)
+    }
+
+    /// Reads the issuer Name and serial number straight from the DER (empty when unreadable).
+    static func issuerAndSerial(der: [UInt8]) -> (issuer: [UInt8], serial: [UInt8]) {
+        let reader = ASN1Reader(der)
+        guard let certificate = try? reader.children(of: try reader.root(), expecting: 0x30, "Certificate"),
+            let tbsNode = certificate.first,
+            var fields = try? reader.children(of: tbsNode, expecting: 0x30, "TBSCertificate")
+        else { return ([], []) }
+        if fields.first?.tag == 0xa0 { fields.removeFirst() }
+        guard fields.count >= 3, fields[0].tag == 0x02, fields[2].tag == 0x30 else { return ([], []) }
+        return (Array(reader.whole(fields[2])), Array(reader.content(fields[0])))
     }
 
     static func serialHex(_ x509: OpaquePointer) -> String {

@@ -86,3 +86,17 @@ extension Data {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+/// A value behind a lock. `@unchecked Sendable`: every access to `value` goes through `withLock`.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+
+/// A CMS (PKCS#7) SignedData with one signer, read for detached-signature verification.
+///
+/// Parsing is done in Swift over the BER/DER bytes (indefinite lengths accepted, as Apple Pay uses them): it
+/// locates the embedded certificates, the signer's identifier, the signed attributes (content type, message
+/// digest, signing time) and the signature, without building OpenSSL objects. That keeps per-message work to
+/// hashing and one signature check, and lets a caller cache whatever it derives from the certificates (keyed by
+/// `certificatesDigest`). Only SHA-256 digests and ECDSA-SHA256 / RSA-SHA256 (PKCS#1 v1.5) signers are accepted.
+public struct CMSSignedData: Sendable {
+    /// The DER of each certificate embedded in the message, in order.
+    public let certificates: [Data]
+    /// SHA-256 over the whole `certificates` field: a cache key for the embedded certificates.
+    public let certificatesDigest: Data
+    /// The signing-time signed attribute, if present.
+    public let signingTime: Date?
+    /// The message-digest signed attribute.
+    public let messageDigest: Data
+    /// Whether the signature algorithm is ECDSA (otherwise RSA PKCS#1 v1.5).
+    public let isECDSA: Bool
+    /// The signature value.
+    public let signature: Data
+    /// The signed attributes re-tagged as a SET: the bytes the signature covers.
+    private let signedAttributesForSigning: [UInt8]
+    private enum SignerIdentifier: Sendable {
+        case issuerAndSerial(issuer: [UInt8], serial: [UInt8])
+        case subjectKeyIdentifier([UInt8])
+    }
+    private let signer: SignerIdentifier
+
+    /// Parses a BER/DER-encoded ContentInfo holding a detached SignedData.
+    /// - Throws: `CryptographyError` with code `malformedInput` when the structure is not one this reader accepts
+    ///   (several signers, missing signed attributes, a digest other than SHA-256, embedded content...).
+    public init(berEncoded input: some DataProtocol) throws {
+        let bytes = Array(input)
+        let reader = ASN1Reader(bytes)
+        let contentInfo = try reader.children(of: try reader.root(), expecting: 0x30, "ContentInfo")
+        guard contentInfo.count == 2, reader.isOID(contentInfo[0], OID.signedData), contentInfo[1].tag == 0xa0 else {
+            throw ASN1Reader.malformed("not a CMS SignedData")
+        }
+        let explicit = try reader.children(of: contentInfo[1])
+        guard explicit.count == 1 else { throw ASN1Reader.malformed("SignedData wrapper") }
+        let fields = try reader.children(of: explicit[0], expecting: 0x30, "SignedData")
+        guard fields.count >= 4, fields[0].tag == 0x02, fields[1].tag == 0x31, fields[2].tag == 0x30 else {
+            throw ASN1Reader.malformed("SignedData fields")
+        }
+        // encapContentInfo: id-data with no content (detached).
+        let encapsulated = try reader.children(of: fields[2])
+        guard encapsulated.count == 1, reader.isOID(encapsulated[0], OID.data) else {
+            throw ASN1Reader.malformed("the signature is not detached over id-data")
+        }
+        var index = 3
+        var certificateList: [Data] = []
+        var certificatesDigest = Data()
+        if index < fields.count, fields[index].tag == 0xa0 {
+            for certificate in try reader.children(of: fields[index]) {
+                guard certificate.tag == 0x30, !certificate.isIndefinite else {
+                    throw ASN1Reader.malformed("an embedded certificate is not DER")
+                }
+                certificateList.append(Data(reader.whole(certificate)))
+            }
+            certificatesDigest = Digest.sha256(reader.whole(fields[index]))
+            index += 1
+        }
+        if index < fields.count, fields[index].tag == 0xa1 { index += 1 }  // CRLs: not used.
+        guard index == fields.count - 1, fields[index].tag == 0x31 else { throw ASN1Reader.malformed("SignerInfos") }
+        let signerInfos = try reader.children(of: fields[index])
+        guard signerInfos.count == 1 else {
+            throw ASN1Reader.malformed("expected exactly one signer, found \(signerInfos.count)")
+        }
+        let info = try reader.children(of: signerInfos[0], expecting: 0x30, "SignerInfo")
+        guard info.count >= 5, info[0].tag == 0x02 else { throw ASN1Reader.malformed("SignerInfo fields") }
+
+        // sid
+        switch info[1].tag {
+        case 0x30:
+            let parts = try reader.children(of: info[1])
+            guard parts.count == 2, parts[0].tag == 0x30, parts[1].tag == 0x02, !parts[0].isIndefinite else {
+                throw ASN1Reader.malformed("IssuerAndSerialNumber")
+            }
+            signer = .issuerAndSerial(issuer: Array(reader.whole(parts[0])), serial: Array(reader.content(parts[1])))
+        case 0x80:
+            signer = .subjectKeyIdentifier(Array(reader.content(info[1])))
+        default:
+            throw ASN1Reader.malformed("signer identifier")
+        }
+        // digestAlgorithm
+        let digestAlgorithm = try reader.children(of: info[2], expecting: 0x30, "digestAlgorithm")
+        guard let digestOID = digestAlgorithm.first, reader.isOID(digestOID, OID.sha256) else {
+            throw CryptographyError(.unsupportedAlgorithm, "the CMS signer's digest is not SHA-256")
+        }
+        // signedAttrs [0] IMPLICIT SET OF Attribute
+        guard info[3].tag == 0xa0 else { throw ASN1Reader.malformed("the CMS signer has no signed attributes") }
+        let attributes = try reader.children(of: info[3])
+        var seen = Set<[UInt8]>()
+        var contentTypeIsData = false
+        var digest: Data? = nil
+        var time: Date? = nil
+        for attribute in attributes {
+            let parts = try reader.children(of: attribute, expecting: 0x30, "Attribute")
+            guard parts.count == 2, parts[0].tag == 0x06, parts[1].tag == 0x31 else {
+                throw ASN1Reader.malformed("Attribute")
+            }
+            let type = Array(reader.content(parts[0]))
+            guard seen.insert(type).inserted else { throw ASN1Reader.malformed("a signed attribute appears twice") }
+            let values = try reader.children(of: parts[1])
+            if type == OID.contentType {
+                guard values.count == 1, reader.isOID(values[0], OID.data) else {
+                    throw ASN1Reader.malformed("content-type attribute is not id-data")
+                }
+                contentTypeIsData = true
+            } else if type == OID.messageDigest {
+                guard values.count == 1, values[0].tag == 0x04 else { throw ASN1Reader.malformed("message-digest attribute") }
+                digest = Data(reader.content(values[0]))
+            } else if type == OID.signingTime {
+                guard values.count == 1, let date = ASN1Time.parse(tag: values[0].tag, reader.content(values[0])) else {
+                    throw ASN1Reader.malformed("signing-time attribute")
+                }
+                time = date
+            }
+        }
+        guard contentTypeIsData, let digest else {
+            throw ASN1Reader.malformed("the signed attributes lack content-type or message-digest")
+        }
+        // The signature covers the DER of the attributes as a SET (tag 0x31 instead of [0]).
+        var signed: [UInt8]
+        if info[3].isIndefinite {
+            let content = reader.content(info[3])
+            signed = [0x31] + CMSSignedData.derLength(content.count) + content
+        } else {
+            signed = Array(reader.whole(info[3]))
+            signed[0] = 0x31
+        }
+        // signatureAlgorithm, signature
+        let signatureAlgorithm = try reader.children(of: info[4], expecting: 0x30, "signatureAlgorithm")
+        guard info.count >= 6, info[5].tag == 0x04, let algorithm = signatureAlgorithm.first else {
+            throw ASN1Reader.malformed("SignerInfo signature")
+        }
+        if reader.isOID(algorithm, OID.ecdsaWithSHA256) || reader.isOID(algorithm, OID.ecPublicKey) {
+            isECDSA = true
+        } else if reader.isOID(algorithm, OID.rsaEncryption) || reader.isOID(algorithm, OID.sha256WithRSAEncryption) {
+            isECDSA = false
+        } else {
+            throw CryptographyError(.unsupportedAlgorithm, "the CMS signature algorithm is neither ECDSA-SHA256 nor RSA-SHA256")
+        }
+        self.certificates = certificateList
+        self.certificatesDigest = certificatesDigest
+        self.signingTime = time
+        self.messageDigest = digest
+        self.signature = Data(reader.content(info[5]))
+        self.signedAttributesForSigning = signed
+    }
+
+    static func derLength(_ count: Int) -> [UInt8] {
+        if count < 0x80 { return [UInt8(count)] }
+        var bytes: [UInt8] = []
+        var rest = count
+        while rest > 0 {
+            bytes.insert(UInt8(rest & 0xff), at: 0)
+            rest >>= 8
+        }
+        return [0x80 | UInt8(bytes.count)] + bytes
+    }
+
+    /// Whether the signer identifier names this certificate (issuer and serial number, or subject key identifier).
+    public func isSigner(_ certificate: Certificate) -> Bool {
+        switch signer {
+        case .issuerAndSerial(let issuer, let serial):
+            return certificate.issuerAndSerial.issuer == issuer && certificate.issuerAndSerial.serial == serial
+        case .subjectKeyIdentifier(let identifier):
+            guard let value = certificate.extensionValue(oid: "2.5.29.14") else { return false }
+            let reader = ASN1Reader(Array(value))
+            guard let node = try? reader.root(), node.tag == 0x04 else { return false }
+            return Array(reader.content(node)) == identifier
+        }
+    }
+
+    /// The index, in `certificates`, of the signer's certificate.
+    public func signerIndex(in certificates: [Certificate]) -> Int? { certificates.firstIndex(where: isSigner) }
+
+    /// Checks the message-digest attribute against SHA-256(`content`) and the signature over the signed attributes.
+    /// - Throws: `CryptographyError` with code `invalidSignature` naming which of the two failed, or when the key
+    ///   kind does not match the signature algorithm.
+    public func verify(content: some DataProtocol, verifier: SignatureVerifier) throws {
+        try verify(contentDigest: Digest.sha256(content), verifier: verifier)
+    }
+
+    /// As `verify(content:verifier:)`, with the content's SHA-256 already computed.
+    public func verify(contentDigest: Data, verifier: SignatureVerifier) throws {
+        let keyIsEC = verifier.publicKey.kind == .p256 || verifier.publicKey.kind == .p384
+        guard keyIsEC == isECDSA else {
+            throw CryptographyError(.invalidSignature, "the signer's key type does not match the signature algorithm")
+        }
+        guard contentDigest == messageDigest else {
+            throw CryptographyError(.invalidSignature, "the message-digest attribute does not match the content")
+        }
+        guard verifier.verify(signature: signature, sha256Digest: Digest.sha256(signedAttributesForSigning)) else {
+            throw CryptographyError(.invalidSignature, "the signature over the signed attributes does not verify")
+        }
+    }
+
+    /// Parses, finds the signer among the embedded certificates and verifies; no certificate chain checks.
+    /// - Returns: the embedded certificates, the signer's certificate and the signing time.
+    /// - Throws: `CryptographyError` (`malformedInput`, `invalidCertificate`, `invalidSignature`).
+    public static func verifyDetached(_ signature: some DataProtocol, content: some DataProtocol) throws
+        -> (signer: Certificate, certificates: [Certificate], signingTime: Date?)
+    {
+        let message = try CMSSignedData(berEncoded: signature)
+        let certificates = try message.certificates.map { try Certificate(der: $0) }
+        guard let index = message.signerIndex(in: certificates) else {
+            throw CryptographyError(.invalidSignature, "the signer's certificate is not embedded in the signature")
+        }
+        try message.verify(content: content, verifier: try SignatureVerifier(publicKey: certificates[index].publicKey))
+        return (certificates[index], certificates, message.signingTime)
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import TestSupport
+
+@testable import Cryptography
+
+@Suite("Primitives: digests, AES-GCM, ECDH, RSA-OAEP, random")
+struct PrimitiveTests {
+    @Test("SHA-256 and SHA-384 known answers")
+    func digests() {
+        #expect(Digest.sha256(Data("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(Digest.sha384(Data("abc".utf8)).hexString
+            == "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed8086072ba1e7cc2358baeca134c825a7")
+        #expect(Digest.sha256([UInt8]()).hexString == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    }
+
+    @Test("AES-GCM known answers (GCM specification test cases 2, 13 and 14)")
+    func aesGCMKnownAnswers() throws {
+        let iv12 = Data(count: 12)
+        #expect(try AESGCM.seal(Data(count: 16), key: Data(count: 16), iv: iv12).hexString
+            == "0388dace60b6a392f328c2b971b2fe78" + "ab6e47d42cec13bdf53a67b21257bddf")
+        #expect(try AESGCM.seal(Data(), key: Data(count: 32), iv: iv12).hexString == "530f8afbc74536b9a963b4f1c4cb738b")
+        let sealed = try AESGCM.seal(Data(count: 16), key: Data(count: 32), iv: iv12)
+        #expect(sealed.hexString == "cea7403d4d606b6e074ec5d3baf39d18" + "d0d1c8a799996bf0265b98b5d48ab919")
+        #expect(try AESGCM.open(sealed, key: Data(count: 32), iv: iv12) == Data(count: 16))
+    }
+
+    @Test("AES-GCM with Apple Pay's 16-byte zero IV round-trips; tampering and wrong keys fail")
+    func aesGCMSixteenByteIV() throws {
+        let key = SecureRandom.bytes(32)
+        let iv = Data(count: 16)
+        let plaintext = Data("{\"amount\":100}".utf8)
+        var sealed = try AESGCM.seal(plaintext, key: key, iv: iv)
+        #expect(sealed.count == plaintext.count + 16)
+        #expect(try AESGCM.open(sealed, key: key, iv: iv) == plaintext)
+        // 16-byte IVs are not the 12-byte case: the same key and a 12-byte IV give other bytes.
+        #expect(try AESGCM.seal(plaintext, key: key, iv: Data(count: 12)) != sealed)
+        #expect(throws: CryptographyError(.decryptionFailed, "")) { try AESGCM.open(sealed, key: SecureRandom.bytes(32), iv: iv) }
+        sealed[3] ^= 1
+        #expect(throws: CryptographyError(.decryptionFailed, "")) { try AESGCM.open(sealed, key: key, iv: iv) }
+        #expect(throws: CryptographyError(.decryptionFailed, "")) { try AESGCM.open(Data(count: 5), key: key, iv: iv) }
+        #expect(throws: CryptographyError(.invalidKey, "")) { try AESGCM.seal(plaintext, key: Data(count: 24 + 1), iv: iv) }
+        #expect(throws: CryptographyError(.malformedInput, "")) { try AESGCM.seal(plaintext, key: key, iv: Data()) }
+    }
+
+    @Test("ECDH agrees both ways, through EVP keys and through the prepared P-256 agreement")
+    func ecdhAgreement() throws {
+        let alice = try PrivateKey.generate(.p256)
+        let bob = try PrivateKey.generate(.p256)
+        let ab = try ECDH.sharedSecret(privateKey: alice, publicKey: bob.publicKey)
+        let ba = try ECDH.sharedSecret(privateKey: bob, publicKey: alice.publicKey)
+        #expect(ab.count == 32)
+        #expect(ab == ba)
+        let prepared = try P256KeyAgreement(privateKey: alice)
+        #expect(try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: bob.publicKey.subjectPublicKeyInfoDER) == ab)
+        let other = try PrivateKey.generate(.p384)
+        #expect(throws: CryptographyError(.invalidKey, "")) { try ECDH.sharedSecret(privateKey: alice, publicKey: other.publicKey) }
+        #expect(throws: CryptographyError(.invalidKey, "")) { try P256KeyAgreement(privateKey: other) }
+    }
+
+    @Test("points not on the curve and malformed SubjectPublicKeyInfos are invalidKey")
+    func ecdhRejectsBadPoints() throws {
+        let prepared = try P256KeyAgreement(privateKey: PrivateKey.generate(.p256))
+        var spki = try PrivateKey.generate(.p256).publicKey.subjectPublicKeyInfoDER
+        spki[spki.count - 1] ^= 0x01  // y no longer matches x: off the curve
+        #expect(throws: CryptographyError(.invalidKey, "")) { try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: spki) }
+        #expect(throws: CryptographyError(.invalidKey, "")) { try PublicKey(subjectPublicKeyInfoDER: spki) }
+        #expect(throws: CryptographyError(.invalidKey, "")) { try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: spki.prefix(40)) }
+        #expect(throws: CryptographyError(.invalidKey, "")) { try prepared.sharedSecret(peerPoint: Data([4]) + Data(count: 64)) }
+        let p384 = try PrivateKey.generate(.p384).publicKey.subjectPublicKeyInfoDER
+        #expect(throws: CryptographyError(.invalidKey, "")) { try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: p384) }
+    }
+
+    @Test("RSA-OAEP SHA-256 round trip; wrong key and altered ciphertext fail")
+    func rsaOAEP() throws {
+        let key = try PrivateKey(pem: CryptographyFixtures.text("basistheory-2024-rsa/merchant-key.pem"))
+        let secret = SecureRandom.bytes(16)
+        var wrapped = try RSAOAEP.encrypt(secret, publicKey: key.publicKey)
+        #expect(wrapped.count == 256)
+        #expect(try RSAOAEP.decrypt(wrapped, privateKey: key) == secret)
+        let other = try PrivateKey(pem: CryptographyFixtures.pkcs1RSAKey)
+        #expect(throws: CryptographyError(.decryptionFailed, "")) { try RSAOAEP.decrypt(wrapped, privateKey: other) }
+        wrapped[10] ^= 0x80
+        #expect(throws: CryptographyError(.decryptionFailed, "")) { try RSAOAEP.decrypt(wrapped, privateKey: key) }
+        #expect(throws: CryptographyError(.invalidKey, "")) { try RSAOAEP.decrypt(wrapped, privateKey: PrivateKey.generate(.p256)) }
+    }
+
+    @Test("random bytes have the asked length and differ")
+    func random() {
+        #expect(SecureRandom.bytes(0).isEmpty)
+        #expect(SecureRandom.bytes(33).count == 33)
+        #expect(SecureRandom.bytes(32) != SecureRandom.bytes(32))
+    }
+}
