@@ -1,0 +1,168 @@
+internal import CSQLite
+import Foundation
+
+/// One SQLite database connection: the only owner of its `sqlite3*`, closed in `deinit`.
+///
+/// Opened with extended result codes, foreign keys on, a busy timeout, and (for files) WAL journal mode.
+/// Not `Sendable`: a connection belongs to one actor or serial executor at a time.
+public final class Connection {
+    /// How a transaction starts.
+    public enum TransactionKind: String, Sendable {
+        /// `BEGIN DEFERRED`: takes locks when first needed.
+        case deferred = "DEFERRED"
+        /// `BEGIN IMMEDIATE`: takes the write lock at once, so two writers queue on the busy timeout instead of
+        /// failing with `SQLITE_BUSY` half-way through (the default).
+        case immediate = "IMMEDIATE"
+        /// `BEGIN EXCLUSIVE`.
+        case exclusive = "EXCLUSIVE"
+    }
+
+    let handle: OpaquePointer
+    /// The file path, or `:memory:`.
+    public let path: String
+    private var savepointCounter = 0
+
+    /// Opens (creating if needed) a database file, or an in-memory database for `":memory:"`.
+    /// - Parameters:
+    ///   - path: a file path, or `":memory:"`.
+    ///   - readOnly: open without write access (the file must exist).
+    ///   - busyTimeout: how long a statement waits for another connection's lock before failing with `busy`.
+    /// - Throws: ``SQLiteError`` (`cannotOpen`, `corrupt`, ...); the handle SQLite returns on failure is closed
+    ///   before throwing.
+    public init(path: String, readOnly: Bool = false, busyTimeout: Duration = .seconds(5)) throws(SQLiteError) {
+        var pointer: OpaquePointer?
+        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let status = sqlite3_open_v2(path, &pointer, flags, nil)
+        guard let pointer else {
+            throw SQLiteError(resultCode: status == SQLITE_OK ? SQLITE_NOMEM : status, message: "cannot open \(path)")
+        }
+        guard status == SQLITE_OK else {
+            let error = SQLiteError(
+                resultCode: sqlite3_extended_errcode(pointer),
+                message: "cannot open \(path): \(String(cString: sqlite3_errmsg(pointer)))")
+            sqlite3_close_v2(pointer)
+            throw error
+        }
+        handle = pointer
+        self.path = path
+        sqlite3_extended_result_codes(handle, 1)
+        let milliseconds = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        // `deinit` closes the handle if any of these throw.
+        try execute("PRAGMA foreign_keys = ON")
+        if !readOnly && path != ":memory:" && !path.isEmpty {
+            let mode = try query("PRAGMA journal_mode = WAL").first?["journal_mode"]
+            guard mode == .text("wal") else {
+                throw SQLiteError(.error, "cannot switch \(path) to WAL journal mode (got \(mode?.description ?? "nothing"))")
+            }
+        }
+    }
+
+    /// A private in-memory database.
+    /// - Throws: ``SQLiteError`` if SQLite cannot allocate it.
+    public static func inMemory() throws(SQLiteError) -> Connection { try Connection(path: ":memory:") }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more SQL statements with no parameters and no results (schema, pragmas).
+    /// - Throws: ``SQLiteError``.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        let status = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard status == SQLITE_OK else { throw lastError(status, sql: sql) }
+    }
+
+    /// Prepares one statement.
+    /// - Throws: ``SQLiteError`` for invalid SQL or more than one statement.
+    public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        try Statement(connection: self, sql: sql)
+    }
+
+    /// Runs one statement with bound values and returns the number of rows it changed.
+    /// - Throws: ``SQLiteError`` (`constraint` for a violated UNIQUE, CHECK, FOREIGN KEY, ...).
+    @discardableResult
+    public func run(_ sql: String, _ values: Value...) throws(SQLiteError) -> Int {
+        try prepare(sql).run(values)
+    }
+
+    /// Runs one statement with bound values and returns the number of rows it changed.
+    @discardableResult
+    public func run(_ sql: String, values: [Value]) throws(SQLiteError) -> Int {
+        try prepare(sql).run(values)
+    }
+
+    /// Runs one query with bound values and returns every row.
+    /// - Throws: ``SQLiteError``.
+    public func query(_ sql: String, _ values: Value...) throws(SQLiteError) -> [Row] {
+        try prepare(sql).rows(values)
+    }
+
+    /// Runs one query with bound values and returns every row.
+    public func query(_ sql: String, values: [Value]) throws(SQLiteError) -> [Row] {
+        try prepare(sql).rows(values)
+    }
+
+    /// The rowid of the last successful INSERT on this connection.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Whether a transaction is open.
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Runs `body` in a transaction: commits when it returns, rolls back when it throws (then rethrows).
+    ///
+    /// Inside another transaction it uses a SAVEPOINT, so nested calls roll back only their own part.
+    /// - Parameters:
+    ///   - kind: how the outermost transaction begins; `.immediate` by default.
+    ///   - body: the work; the connection is passed for convenience.
+    /// - Throws: what `body` throws, or ``SQLiteError`` if BEGIN or COMMIT fails (after a failed COMMIT the
+    ///   transaction is rolled back).
+    public func transaction<T>(
+        _ kind: TransactionKind = .immediate, _ body: (Connection) throws -> T
+    ) throws -> T {
+        if isInTransaction {
+            savepointCounter += 1
+            let name = "sp\(savepointCounter)"
+            defer { savepointCounter -= 1 }
+            try execute("SAVEPOINT \(name)")
+            do {
+                let result = try body(self)
+                try execute("RELEASE SAVEPOINT \(name)")
+                return result
+            } catch {
+                try? execute("ROLLBACK TO SAVEPOINT \(name)")
+                try? execute("RELEASE SAVEPOINT \(name)")
+                throw error
+            }
+        }
+        try execute("BEGIN \(kind.rawValue)")
+        let result: T
+        do {
+            result = try body(self)
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+        do {
+            try execute("COMMIT")
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+        return result
+    }
+
+    private func rollbackQuietly() {
+        // The transaction may already be gone (SQLite rolls back by itself after some errors).
+        if isInTransaction { try? execute("ROLLBACK") }
+    }
+
+    func lastError(_ status: Int32, sql: String?) -> SQLiteError {
+        let extended = sqlite3_extended_errcode(handle)
+        let code = (extended & 0xff) == (status & 0xff) ? extended : status
+        return SQLiteError(resultCode: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+}
+
+@available(*, unavailable, message: "a Connection belongs to one actor or serial executor")
+extension Connection: Sendable {}

@@ -1,0 +1,161 @@
+internal import CSQLite
+import Foundation
+
+/// One prepared statement: prepared in the throwing `init`, finalized in `deinit`.
+///
+/// Keeps its ``Connection`` alive. Not `Sendable` (a statement is used where its connection is).
+public final class Statement {
+    private let handle: OpaquePointer
+    /// The connection the statement runs on.
+    public let connection: Connection
+    /// The SQL text.
+    public let sql: String
+
+    /// Prepares exactly one SQL statement.
+    /// - Throws: ``SQLiteError`` for invalid SQL, empty SQL, or trailing statements after the first.
+    init(connection: Connection, sql: String) throws(SQLiteError) {
+        var pointer: OpaquePointer?
+        var trailingText = ""
+        let status = sql.withCString { text in
+            var tail: UnsafePointer<CChar>?
+            let status = sqlite3_prepare_v2(connection.handle, text, -1, &pointer, &tail)
+            if let tail { trailingText = String(cString: tail) }
+            return status
+        }
+        guard status == SQLITE_OK else {
+            if let pointer { sqlite3_finalize(pointer) }
+            throw connection.lastError(status, sql: sql)
+        }
+        guard let pointer else { throw SQLiteError(.misuse, "the SQL holds no statement", sql: sql) }
+        guard trailingText.trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: ";"))).isEmpty
+        else {
+            sqlite3_finalize(pointer)
+            throw SQLiteError(.misuse, "prepare takes one statement; use execute for several", sql: sql)
+        }
+        self.handle = pointer
+        self.connection = connection
+        self.sql = sql
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    /// Number of `?` parameters.
+    public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
+
+    /// Column names of the result.
+    public var columnNames: [String] {
+        (0..<sqlite3_column_count(handle)).map { String(cString: sqlite3_column_name(handle, $0)) }
+    }
+
+    /// Resets the statement and binds values to its parameters, in order (`?1`, `?2`, ...).
+    /// - Throws: ``SQLiteError`` (`range`) if the count does not match the statement's parameters.
+    public func bind(_ values: [Value]) throws(SQLiteError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        guard values.count == parameterCount else {
+            throw SQLiteError(
+                .range, "the statement takes \(parameterCount) values, \(values.count) given", sql: sql)
+        }
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch value {
+            case .null:
+                status = sqlite3_bind_null(handle, index)
+            case .integer(let integer):
+                status = sqlite3_bind_int64(handle, index, integer)
+            case .real(let real):
+                status = sqlite3_bind_double(handle, index, real)
+            case .text(let text):
+                status = text.withCString { chars in
+                    sqlite3_bind_text(handle, index, chars, Int32(text.utf8.count), CSQLite_TRANSIENT())
+                }
+            case .blob(let data):
+                if data.isEmpty {
+                    status = sqlite3_bind_zeroblob(handle, index, 0)
+                } else {
+                    status = data.withUnsafeBytes { bytes in
+                        sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), CSQLite_TRANSIENT())
+                    }
+                }
+            }
+            guard status == SQLITE_OK else { throw connection.lastError(status, sql: sql) }
+        }
+    }
+
+    /// Advances to the next row.
+    /// - Returns: `true` when a row is available (read it with ``row()``), `false` when done.
+    /// - Throws: ``SQLiteError``; the statement is reset.
+    public func step() throws(SQLiteError) -> Bool {
+        let status = sqlite3_step(handle)
+        switch status {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let error = connection.lastError(status, sql: sql)
+            sqlite3_reset(handle)
+            throw error
+        }
+    }
+
+    /// Resets the statement so it can run again (bindings are kept).
+    public func reset() { sqlite3_reset(handle) }
+
+    /// The current row's values.
+    public func row() -> Row {
+        let count = sqlite3_column_count(handle)
+        var names: [String] = []
+        var values: [Value] = []
+        names.reserveCapacity(Int(count))
+        values.reserveCapacity(Int(count))
+        for column in 0..<count {
+            names.append(String(cString: sqlite3_column_name(handle, column)))
+            values.append(value(at: column))
+        }
+        return Row(columns: names, values: values)
+    }
+
+    private func value(at column: Int32) -> Value {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_column_int64(handle, column))
+        case SQLITE_FLOAT:
+            return .real(sqlite3_column_double(handle, column))
+        case SQLITE_TEXT:
+            let count = Int(sqlite3_column_bytes(handle, column))
+            guard let text = sqlite3_column_text(handle, column) else { return .text("") }
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, column))
+            guard let bytes = sqlite3_column_blob(handle, column), count > 0 else { return .blob(Data()) }
+            return .blob(Data(bytes: bytes, count: count))
+        default:
+            return .null
+        }
+    }
+
+    /// Binds, runs to completion, and returns the number of rows changed.
+    /// - Throws: ``SQLiteError``.
+    @discardableResult
+    public func run(_ values: [Value] = []) throws(SQLiteError) -> Int {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+        return Int(sqlite3_changes(connection.handle))
+    }
+
+    /// Binds, runs, and returns every row.
+    /// - Throws: ``SQLiteError``.
+    public func rows(_ values: [Value] = []) throws(SQLiteError) -> [Row] {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        var rows: [Row] = []
+        while try step() { rows.append(row()) }
+        return rows
+    }
+}
+
+@available(*, unavailable, message: "a Statement is used where its Connection is")
+extension Statement: Sendable {}

@@ -1,0 +1,110 @@
+import Foundation
+
+/// A value bound to or read from a statement: SQLite's storage classes.
+///
+/// Store money as `.integer` minor units, never `.real`.
+public enum Value: Sendable, Hashable, CustomStringConvertible {
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+    case null
+
+    /// `.integer`, or `.null` for `nil`.
+    public init(_ value: Int64?) { self = value.map { .integer($0) } ?? .null }
+    /// `.integer`, or `.null` for `nil`.
+    public init(_ value: Int?) { self = value.map { .integer(Int64($0)) } ?? .null }
+    /// `.text`, or `.null` for `nil`.
+    public init(_ value: String?) { self = value.map { .text($0) } ?? .null }
+    /// `.blob`, or `.null` for `nil`.
+    public init(_ value: Data?) { self = value.map { .blob($0) } ?? .null }
+
+    /// Describes the kind and size only, so that bound secrets never reach a log through a value.
+    public var description: String {
+        switch self {
+        case .integer: "integer"
+        case .real: "real"
+        case .text(let text): "text(\(text.utf8.count) bytes)"
+        case .blob(let data): "blob(\(data.count) bytes)"
+        case .null: "null"
+        }
+    }
+}
+
+extension Value: ExpressibleByIntegerLiteral, ExpressibleByStringLiteral, ExpressibleByNilLiteral {
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(nilLiteral: ()) { self = .null }
+}
+
+/// One result row: column names and values, read eagerly so it outlives the statement.
+public struct Row: Sendable, Hashable {
+    /// Column names, in select order.
+    public let columns: [String]
+    /// Values, in select order.
+    public let values: [Value]
+
+    public init(columns: [String], values: [Value]) {
+        self.columns = columns
+        self.values = values
+    }
+
+    /// The value of a column by name (`nil` if the row has no such column).
+    public subscript(_ column: String) -> Value? {
+        columns.firstIndex(of: column).map { values[$0] }
+    }
+
+    private func value(_ column: String) throws(SQLiteError) -> Value {
+        guard let value = self[column] else { throw SQLiteError(.typeMismatch, "no column \"\(column)\" in the row") }
+        return value
+    }
+
+    /// An INTEGER column. - Throws: ``SQLiteError/Code/typeMismatch`` for another type or NULL.
+    public func int64(_ column: String) throws(SQLiteError) -> Int64 {
+        guard case .integer(let value) = try value(column) else { throw mismatch(column, "an integer") }
+        return value
+    }
+
+    /// An INTEGER column or NULL.
+    public func optionalInt64(_ column: String) throws(SQLiteError) -> Int64? {
+        switch try value(column) {
+        case .integer(let value): return value
+        case .null: return nil
+        default: throw mismatch(column, "an integer or NULL")
+        }
+    }
+
+    /// A TEXT column. - Throws: ``SQLiteError/Code/typeMismatch`` for another type or NULL.
+    public func string(_ column: String) throws(SQLiteError) -> String {
+        guard case .text(let value) = try value(column) else { throw mismatch(column, "text") }
+        return value
+    }
+
+    /// A TEXT column or NULL.
+    public func optionalString(_ column: String) throws(SQLiteError) -> String? {
+        switch try value(column) {
+        case .text(let value): return value
+        case .null: return nil
+        default: throw mismatch(column, "text or NULL")
+        }
+    }
+
+    /// A BLOB column. - Throws: ``SQLiteError/Code/typeMismatch`` for another type or NULL.
+    public func data(_ column: String) throws(SQLiteError) -> Data {
+        guard case .blob(let value) = try value(column) else { throw mismatch(column, "a blob") }
+        return value
+    }
+
+    /// A BLOB column or NULL.
+    public func optionalData(_ column: String) throws(SQLiteError) -> Data? {
+        switch try value(column) {
+        case .blob(let value): return value
+        case .null: return nil
+        default: throw mismatch(column, "a blob or NULL")
+        }
+    }
+
+    private func mismatch(_ column: String, _ expected: String) -> SQLiteError {
+        SQLiteError(.typeMismatch, "column \"\(column)\" is \(self[column]?.description ?? "missing"), expected \(expected)")
+    }
+}
