@@ -8,6 +8,8 @@ struct ApplePayCommand: Command {
         abstract: "Apple Pay for the merchant side: requests, tokens, a sandbox, a payment sheet and a server.",
         subcommands: [
             RequestCommand.self,
+            SandboxCommand.self,
+            MerchantCommand.self,
         ])
     }
 }

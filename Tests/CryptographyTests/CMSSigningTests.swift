@@ -20,17 +20,23 @@ struct CMSSigningTests {
         let signingTime = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 600).rounded(.down))
         let signature = try signer.signDetached(content, signingTime: signingTime)
 
+        // This module's own reader agrees: signer found, digest and signature good, the time as chosen.
+        let verified = try CMSSignedData.verifyDetached(signature, content: content)
+        #expect(verified.signer == leaf)
+        #expect(verified.signingTime == signingTime)
+        #expect(verified.certificates.contains(authority.intermediate))
+
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         try signature.write(to: folder.url.appendingPathComponent("sig.der"))
         try content.write(to: folder.url.appendingPathComponent("content.bin"))
         try authority.root.pemRepresentation.write(toFile: folder.path("root.pem"), atomically: true, encoding: .utf8)
-        let verified = try OpenSSLTool.run([
+        let opensslVerified = try OpenSSLTool.run([
             "cms", "-verify", "-binary", "-inform", "DER", "-in", folder.path("sig.der"), "-content",
             folder.path("content.bin"), "-CAfile", folder.path("root.pem"), "-purpose", "any", "-attime", String(Int(signingTime.timeIntervalSince1970)),
             "-out", "/dev/null",
         ])
-        #expect(verified.status == 0, "\(verified.error)")
+        #expect(opensslVerified.status == 0, "\(opensslVerified.error)")
 
         let printed = try OpenSSLTool.run(["cms", "-cmsout", "-print", "-inform", "DER", "-in", folder.path("sig.der")])
         #expect(printed.status == 0)
