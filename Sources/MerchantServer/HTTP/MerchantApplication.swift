@@ -1,0 +1,129 @@
+import Cryptography
+import Foundation
+import HTTPClient
+import HTTPServer
+
+/// The running merchant server: configuration checked and keys loaded once, the SQLite store open, the API
+/// served over HTTP. `applepay serve`, `applepay demo` and the tests start it the same way.
+public final class MerchantApplication: Sendable {
+    public let configuration: MerchantServerConfiguration
+    public let api: MerchantAPI
+    public let store: any OrderStore
+    public let processor: any PaymentProcessor
+    private let server: HTTPServer
+
+    /// The base URL, e.g. `http://127.0.0.1:8080`.
+    public var url: String {
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        return "http://\(host):\(server.port)"
+    }
+
+    /// The bound port (useful with port 0).
+    public var port: UInt16 { server.port }
+
+    private init(
+        configuration: MerchantServerConfiguration, api: MerchantAPI, store: any OrderStore,
+        processor: any PaymentProcessor, server: HTTPServer
+    ) {
+        self.configuration = configuration
+        self.api = api
+        self.store = store
+        self.processor = processor
+        self.server = server
+    }
+
+    /// Checks the configuration, loads the keys, opens the store and starts listening.
+    /// - Parameters:
+    ///   - configuration: what to serve.
+    ///   - processor: overrides the configured processor (tests).
+    ///   - tokenOpener: overrides the token verifier built from the configured keys (tests).
+    ///   - logger: where request lines go.
+    ///   - clock: "now" for pricing and token checks.
+    /// - Throws: `ServerStartError` with a message naming what to fix.
+    public static func start(
+        _ configuration: MerchantServerConfiguration, processor: (any PaymentProcessor)? = nil,
+        tokenOpener: (any PaymentTokenOpening)? = nil, logger: RequestLogger = .standardError,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) async throws(ServerStartError) -> MerchantApplication {
+        var configuration = configuration
+        // Keys: loaded once, checked against their certificates, never read again.
+        var processing: [MerchantCredential] = []
+        for paths in configuration.paymentProcessing {
+            processing.append(try MerchantCredential.load(paths, role: "Payment Processing"))
+        }
+        let identity = try configuration.effectiveMerchantIdentity.map { paths throws(ServerStartError) in
+            try MerchantCredential.load(paths, role: "Merchant Identity")
+        }
+        var trustedRoot: Certificate?
+        if let path = configuration.trustedRootPath {
+            let data = try MerchantCredential.readFile(path, role: "trusted root certificate")
+            do {
+                trustedRoot = try Certificate(pem: String(decoding: data, as: UTF8.self))
+            } catch {
+                throw ServerStartError(.unreadableFile, "the trusted root certificate \(path) is not a PEM certificate")
+            }
+        }
+        let gatewayRoots = try configuration.gatewayTrustedRootsPath.map { path throws(ServerStartError) in
+            try MerchantCredential.readFile(path, role: "gateway trusted roots")
+        }
+        // In sandbox mode the certificates name the merchant: serve as that merchant.
+        if configuration.sandboxFolder != nil, let uid = (processing.first?.certificate.subjectUID ?? identity?.certificate.subjectUID) {
+            configuration.store.merchantIdentifier = uid
+        }
+
+        let opener: any PaymentTokenOpening
+        if let tokenOpener {
+            opener = tokenOpener
+        } else {
+            guard !processing.isEmpty else {
+                throw ServerStartError(
+                    .noPaymentProcessingKey,
+                    "no Payment Processing certificate is configured: pass --sandbox DIR, or list server.paymentProcessing in the configuration file"
+                )
+            }
+            opener = try makeTokenOpener(
+                credentials: processing, trustedRoot: trustedRoot, clock: clock)
+        }
+
+        let store: SQLiteOrderStore
+        do {
+            store = try SQLiteOrderStore(path: try configuration.sqlitePath())
+        } catch let error as ServerStartError {
+            throw error
+        } catch {
+            throw ServerStartError(.invalidStore, "cannot open the store \(configuration.storeLocation): \(error)")
+        }
+        let chosenProcessor = processor ?? SandboxProcessor()
+        let settings = configuration.store.merchantValidation
+        let validator = MerchantValidator(
+            merchantIdentifier: configuration.store.merchantIdentifier,
+            displayName: settings.displayName ?? configuration.store.storeName, domain: settings.domain,
+            gatewayBaseURL: settings.gatewayBaseURL, identity: identity?.clientIdentity, trustedRootsPEM: gatewayRoots)
+        let api = MerchantAPI(
+            configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
+            validator: validator, logger: logger, clock: clock)
+        let server: HTTPServer
+        do {
+            server = try HTTPServer.start(
+                configuration: .init(
+                    host: configuration.host, port: configuration.port, threads: configuration.threads,
+                    maximumBodySize: configuration.maximumBodySize),
+                responder: api)
+        } catch {
+            throw ServerStartError(.cannotListen, "\(error)")
+        }
+        let application = MerchantApplication(
+            configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server)
+        logger.log(
+            "info", "listening",
+            ["url": application.url, "merchantIdentifier": configuration.store.merchantIdentifier,
+             "store": configuration.storeLocation])
+        return application
+    }
+
+    /// Stops accepting connections, finishes the requests in flight and closes.
+    public func shutdown() async {
+        await server.shutdown()
+        api.logger.log("info", "stopped")
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import HTTPServer
+import Synchronization
+
+/// One JSON object per line (to standard error by default): time, level, message and fields. Callers pass only
+/// identifiers, codes, statuses and durations: never a PAN, cryptogram, key or token.
+public struct RequestLogger: Sendable {
+    /// Where lines go; each call receives one complete line without its newline.
+    public let sink: @Sendable (String) -> Void
+
+    public init(sink: @escaping @Sendable (String) -> Void) { self.sink = sink }
+
+    /// Lines to standard error.
+    public static let standardError = RequestLogger { line in
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// Discards everything.
+    public static let silent = RequestLogger { _ in }
+
+    /// Writes a line with `level` (`info`, `warn`, `error`), `msg` and the given fields (strings, numbers, booleans).
+    public func log(_ level: String, _ message: String, _ fields: [String: any Sendable] = [:]) {
+        var object: [String: Any] = ["time": Self.timestamp(), "level": level, "msg": message]
+        for (key, value) in fields { object[key] = value }
+        guard JSONSerialization.isValidJSONObject(object),
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return }
+        sink(String(decoding: data, as: UTF8.self))
+    }
+
+    private static func timestamp() -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date())
+    }
+}
+
+/// What a handler learned about its request, for the log line and the metrics: bound as a task-local for the
+/// duration of one request by `MerchantAPI`.
+final class RequestNotes: Sendable {
+    struct Fields {
+        var checkoutID: String?
+        var orderID: String?
+        var errorCode: String?
+        var paymentOutcome: String?
+    }
+
+    @TaskLocal static var current: RequestNotes?
+
+    let fields = Mutex(Fields())
+
+    static func note(checkoutID: String? = nil, orderID: String? = nil, errorCode: String? = nil, paymentOutcome: String? = nil) {
+        current?.fields.withLock { fields in
+            if let checkoutID { fields.checkoutID = checkoutID }
+            if let orderID { fields.orderID = orderID }
+            if let errorCode { fields.errorCode = errorCode }
+            if let paymentOutcome { fields.paymentOutcome = paymentOutcome }
+        }
+    }
+}
+
+/// Counters and a latency histogram in the Prometheus text format (`GET /metrics`).
+public final class Metrics: Sendable {
+    /// Upper bounds of the latency histogram's buckets, in seconds.
+    public static let latencyBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    private struct RequestKey: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    private struct Histogram {
+        var buckets = [Int](repeating: 0, count: Metrics.latencyBuckets.count)
+        var count = 0
+        var sum = 0.0
+    }
+
+    private struct State {
+        var requests: [RequestKey: Int] = [:]
+        var latency: [String: Histogram] = [:]
+        var payments: [String: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Counts one answered request and its duration.
+    public func recordRequest(route: String, method: String, status: Int, seconds: Double) {
+        state.withLock { state in
+            state.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
+            var histogram = state.latency[route] ?? Histogram()
+            for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { histogram.buckets[index] += 1 }
+            histogram.count += 1
+            histogram.sum += seconds
+            state.latency[route] = histogram
+        }
+    }
+
+    /// Counts one payment attempt by outcome (`approved`, `declined`, `error`, `refused`, `replayed`, ...).
+    public func recordPayment(outcome: String) {
+        state.withLock { $0.payments[outcome, default: 0] += 1 }
+    }
+
+    /// How many payments ended with `outcome`.
+    public func payments(outcome: String) -> Int { state.withLock { $0.payments[outcome] ?? 0 } }
+
+    /// The Prometheus text exposition.
+    public func render() -> String {
+        let snapshot = state.withLock { $0 }
+        var lines: [String] = []
+        lines.append("# HELP applepay_http_requests_total HTTP requests answered, by route, method and status.")
+        lines.append("# TYPE applepay_http_requests_total counter")
+        for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+            lines.append(
+                "applepay_http_requests_total{route=\"\(Self.escape(key.route))\",method=\"\(key.method)\",status=\"\(key.status)\"} \(count)")
+        }
+        lines.append("# HELP applepay_payments_total Payment attempts, by outcome.")
+        lines.append("# TYPE applepay_payments_total counter")
+        for (outcome, count) in snapshot.payments.sorted(by: { $0.key < $1.key }) {
+            lines.append("applepay_payments_total{outcome=\"\(Self.escape(outcome))\"} \(count)")
+        }
+        lines.append("# HELP applepay_http_request_duration_seconds Time to answer a request, by route.")
+        lines.append("# TYPE applepay_http_request_duration_seconds histogram")
+        for (route, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+            let label = Self.escape(route)
+            for (index, bound) in Self.latencyBuckets.enumerated() {
+                lines.append(
+                    "applepay_http_request_duration_seconds_bucket{route=\"\(label)\",le=\"\(bound)\"} \(histogram.buckets[index])")
+            }
+            lines.append("applepay_http_request_duration_seconds_bucket{route=\"\(label)\",le=\"+Inf\"} \(histogram.count)")
+            lines.append("applepay_http_request_duration_seconds_sum{route=\"\(label)\"} \(histogram.sum)")
+            lines.append("applepay_http_request_duration_seconds_count{route=\"\(label)\"} \(histogram.count)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

@@ -1,0 +1,230 @@
+import Cryptography
+import Foundation
+import HTTPClient
+
+/// A certificate file and its private key file (both PEM).
+public struct CertificateKeyPaths: Codable, Sendable, Equatable {
+    public var certificate: String
+    public var key: String
+
+    public init(certificate: String, key: String) {
+        self.certificate = certificate
+        self.key = key
+    }
+}
+
+/// Everything `applepay serve` needs: where to listen, the store, the merchant's keys and whom to trust.
+///
+/// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object:
+/// `{"host", "port", "store": "sqlite:PATH", "maximumBodySize", "threads", "paymentProcessing": [{"certificate",
+/// "key"}], "merchantIdentity": {"certificate", "key"}, "trustedRoot": PATH, "gatewayTrustedRoots": PATH}`.
+/// Flags override the file; `--sandbox DIR` fills in the sandbox's certificates and root.
+public struct MerchantServerConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    public var port: UInt16 = 8080
+    /// `sqlite:PATH` (or `sqlite::memory:`); default `sqlite:applepay-orders.sqlite`.
+    public var storeLocation: String = "sqlite:applepay-orders.sqlite"
+    public var maximumBodySize: Int = 64 * 1024
+    public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+    public var store: StoreConfiguration = .demo
+    /// Payment Processing certificates and keys; tokens are decrypted with the one whose public key hash matches.
+    public var paymentProcessing: [CertificateKeyPaths] = []
+    /// The Merchant Identity certificate and key for merchant validation; defaults to the store configuration's
+    /// `merchantValidation` paths.
+    public var merchantIdentity: CertificateKeyPaths?
+    /// The root that token signatures must chain to; `nil` is Apple Root CA - G3.
+    public var trustedRootPath: String?
+    /// Roots trusted for the gateway's TLS certificate instead of the system's (tests).
+    public var gatewayTrustedRootsPath: String?
+    /// The sandbox folder, when serving in sandbox mode.
+    public var sandboxFolder: String?
+
+    public init() {}
+
+    /// The `"server"` object of the configuration file.
+    struct FileSection: Decodable {
+        var host: String?
+        var port: UInt16?
+        var store: String?
+        var maximumBodySize: Int?
+        var threads: Int?
+        var paymentProcessing: [CertificateKeyPaths]?
+        var merchantIdentity: CertificateKeyPaths?
+        var trustedRoot: String?
+        var gatewayTrustedRoots: String?
+    }
+
+    /// Reads a configuration file: the store, and the `"server"` section when present.
+    /// Relative paths in the `"server"` section are relative to the file's folder.
+    /// - Throws: `ServerStartError` `invalidConfiguration`.
+    public static func load(file: String) throws(ServerStartError) -> MerchantServerConfiguration {
+        let url = URL(fileURLWithPath: file)
+        guard let data = try? Data(contentsOf: url) else {
+            throw ServerStartError(.invalidConfiguration, "cannot read the configuration file \(file)")
+        }
+        var configuration = MerchantServerConfiguration()
+        do {
+            configuration.store = try StoreConfiguration.decode(data)
+        } catch {
+            throw ServerStartError(.invalidConfiguration, "\(file): \(error.message) (\(error.code))")
+        }
+        struct Envelope: Decodable { var server: FileSection? }
+        let section: FileSection?
+        do {
+            section = try JSONDecoder().decode(Envelope.self, from: data).server
+        } catch {
+            throw ServerStartError(.invalidConfiguration, "\(file): the \"server\" section does not have the expected shape")
+        }
+        let base = url.deletingLastPathComponent()
+        func resolve(_ path: String) -> String {
+            path.hasPrefix("/") ? path : base.appendingPathComponent(path).standardizedFileURL.path
+        }
+        if let section {
+            if let host = section.host { configuration.host = host }
+            if let port = section.port { configuration.port = port }
+            if let store = section.store {
+                configuration.storeLocation =
+                    store.hasPrefix("sqlite:") && !store.hasPrefix("sqlite::") && !store.hasPrefix("sqlite:/")
+                    ? "sqlite:" + resolve(String(store.dropFirst("sqlite:".count))) : store
+            }
+            if let size = section.maximumBodySize { configuration.maximumBodySize = size }
+            if let threads = section.threads { configuration.threads = threads }
+            configuration.paymentProcessing = (section.paymentProcessing ?? []).map {
+                CertificateKeyPaths(certificate: resolve($0.certificate), key: resolve($0.key))
+            }
+            configuration.merchantIdentity = section.merchantIdentity.map {
+                CertificateKeyPaths(certificate: resolve($0.certificate), key: resolve($0.key))
+            }
+            configuration.trustedRootPath = section.trustedRoot.map(resolve)
+            configuration.gatewayTrustedRootsPath = section.gatewayTrustedRoots.map(resolve)
+        }
+        return configuration
+    }
+
+    /// Uses a sandbox folder: its root as the token trust anchor, its Payment Processing (EC and RSA) and Merchant
+    /// Identity certificates, and the merchant identifier they were issued to.
+    public mutating func useSandbox(folder: String) {
+        let base = URL(fileURLWithPath: folder).standardizedFileURL
+        func path(_ name: String) -> String { base.appendingPathComponent(name).path }
+        sandboxFolder = base.path
+        trustedRootPath = path("root.pem")
+        paymentProcessing = [
+            CertificateKeyPaths(certificate: path("payment-processing-ec.pem"), key: path("payment-processing-ec.key.pem")),
+            CertificateKeyPaths(certificate: path("payment-processing-rsa.pem"), key: path("payment-processing-rsa.key.pem")),
+        ]
+        merchantIdentity = CertificateKeyPaths(
+            certificate: path("merchant-identity.pem"), key: path("merchant-identity.key.pem"))
+    }
+
+    /// The identity certificate and key paths in effect.
+    var effectiveMerchantIdentity: CertificateKeyPaths? {
+        if let merchantIdentity { return merchantIdentity }
+        let settings = store.merchantValidation
+        if let certificate = settings.identityCertificatePath, let key = settings.identityKeyPath {
+            return CertificateKeyPaths(certificate: certificate, key: key)
+        }
+        return nil
+    }
+
+    /// The SQLite path of `storeLocation`.
+    /// - Throws: `ServerStartError` `invalidStore` for anything but `sqlite:PATH`.
+    public func sqlitePath() throws(ServerStartError) -> String {
+        guard storeLocation.hasPrefix("sqlite:"), storeLocation.count > "sqlite:".count else {
+            throw ServerStartError(.invalidStore, "the store must be sqlite:PATH (got '\(storeLocation)')")
+        }
+        return String(storeLocation.dropFirst("sqlite:".count))
+    }
+}
+
+/// Why the server refused to start, with a stable code and a message naming the file or setting to fix.
+public struct ServerStartError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? ServerStartError)?.code == pattern }
+
+        public static let invalidConfiguration = Code("invalidConfiguration")
+        public static let invalidStore = Code("invalidStore")
+        /// A key or certificate file does not exist.
+        public static let missingFile = Code("missingFile")
+        /// A key or certificate file exists but cannot be read or parsed.
+        public static let unreadableFile = Code("unreadableFile")
+        /// A private key file is readable by group or others (mode & 0o077 ≠ 0).
+        public static let insecureKeyFile = Code("insecureKeyFile")
+        /// A private key is not the one of its certificate.
+        public static let keyMismatch = Code("keyMismatch")
+        /// No Payment Processing certificate was configured.
+        public static let noPaymentProcessingKey = Code("noPaymentProcessingKey")
+        public static let cannotListen = Code("cannotListen")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+}
+
+/// A certificate with its private key, loaded once, checked to belong together.
+public struct MerchantCredential: Sendable {
+    public let certificate: Certificate
+    public let privateKey: PrivateKey
+    /// The PEM texts, for libcurl's in-memory client certificate.
+    let certificatePEM: Data
+    let privateKeyPEM: Data
+
+    /// Loads and checks a certificate and key: both exist and parse, the key file is not readable by group or
+    /// others, and the key is the certificate's.
+    /// - Throws: `ServerStartError` `missingFile`, `unreadableFile`, `insecureKeyFile` or `keyMismatch`.
+    public static func load(_ paths: CertificateKeyPaths, role: String) throws(ServerStartError) -> MerchantCredential {
+        let certificateData = try readFile(paths.certificate, role: "\(role) certificate")
+        let certificate: Certificate
+        do {
+            certificate = try Certificate(pem: String(decoding: certificateData, as: UTF8.self))
+        } catch {
+            throw ServerStartError(.unreadableFile, "the \(role) certificate \(paths.certificate) is not a PEM certificate")
+        }
+        var status = stat()
+        guard stat(paths.key, &status) == 0 else {
+            throw ServerStartError(.missingFile, "the \(role) private key \(paths.key) does not exist")
+        }
+        guard status.st_mode & 0o077 == 0 else {
+            throw ServerStartError(
+                .insecureKeyFile,
+                "the \(role) private key \(paths.key) is readable by other users (mode \(String(status.st_mode & 0o777, radix: 8))); run chmod 600 on it"
+            )
+        }
+        let keyData = try readFile(paths.key, role: "\(role) private key")
+        let key: PrivateKey
+        do {
+            key = try PrivateKey(pem: String(decoding: keyData, as: UTF8.self))
+        } catch {
+            throw ServerStartError(.unreadableFile, "the \(role) private key \(paths.key) is not a readable, unencrypted PEM key")
+        }
+        guard key.publicKey == certificate.publicKey else {
+            throw ServerStartError(
+                .keyMismatch, "the \(role) private key \(paths.key) does not belong to the certificate \(paths.certificate)")
+        }
+        return MerchantCredential(certificate: certificate, privateKey: key, certificatePEM: certificateData, privateKeyPEM: keyData)
+    }
+
+    /// The credential as libcurl's client identity.
+    var clientIdentity: ClientIdentity { ClientIdentity(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM) }
+
+    static func readFile(_ path: String, role: String) throws(ServerStartError) -> Data {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ServerStartError(.missingFile, "the \(role) \(path) does not exist")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ServerStartError(.unreadableFile, "the \(role) \(path) cannot be read (check its permissions)")
+        }
+        return data
+    }
+}
