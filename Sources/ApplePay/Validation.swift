@@ -160,14 +160,16 @@ private struct Checker {
         if !Country.isKnown(request.countryCode) {
             error(
                 "countryCode", .countryUnknown,
-                "'\(request.countryCode)' is not an ISO 3166-1 alpha-2 code; use the two upper-case letters "
-                    + "of the merchant's country, such as \"US\"" + caseHint(request.countryCode, Country.isKnown))
+                caseHint(request.countryCode, Country.isKnown)
+                    ?? "'\(request.countryCode)' is not an ISO 3166-1 alpha-2 code; use the two upper-case "
+                    + "letters of the merchant's country, such as \"US\"")
         }
         if currency == nil {
             error(
                 "currencyCode", .currencyUnknown,
-                "'\(request.currencyCode)' is not an ISO 4217 currency code; use three upper-case letters "
-                    + "such as \"USD\"" + caseHint(request.currencyCode, Currency.isKnown))
+                caseHint(request.currencyCode, Currency.isKnown)
+                    ?? "'\(request.currencyCode)' is not an ISO 4217 currency code; use three upper-case letters "
+                    + "such as \"USD\"")
         }
         if request.supportedNetworks.isEmpty {
             error(
@@ -190,12 +192,14 @@ private struct Checker {
         for (index, code) in (request.supportedCountries ?? []).enumerated() where !Country.isKnown(code) {
             error(
                 "supportedCountries[\(index)]", .supportedCountryUnknown,
-                "'\(code)' is not an ISO 3166-1 alpha-2 code" + caseHint(code, Country.isKnown))
+                caseHint(code, Country.isKnown) ?? "'\(code)' is not an ISO 3166-1 alpha-2 code")
         }
     }
 
-    private func caseHint(_ code: String, _ isKnown: (String) -> Bool) -> String {
-        code != code.uppercased() && isKnown(code.uppercased()) ? "; write it \"\(code.uppercased())\"" : ""
+    /// "write it in upper case" when only the letter case is wrong, else nil.
+    private func caseHint(_ code: String, _ isKnown: (String) -> Bool) -> String? {
+        guard code != code.uppercased(), isKnown(code.uppercased()) else { return nil }
+        return "'\(code)' must be written in upper case: \"\(code.uppercased())\""
     }
 
     // MARK: Capabilities
@@ -337,7 +341,7 @@ private struct Checker {
             if let code = contact?.countryCode, !Country.isKnown(code) {
                 error(
                     "\(name).countryCode", .contactCountryUnknown,
-                    "'\(code)' is not an ISO 3166-1 alpha-2 code" + caseHint(code, Country.isKnown))
+                    caseHint(code, Country.isKnown) ?? "'\(code)' is not an ISO 3166-1 alpha-2 code")
             }
         }
     }

@@ -2,8 +2,10 @@
 struct RequestCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
-        name: "request",
-        abstract: "Work with Apple Pay payment requests.",
-        subcommands: [])
+            name: "request",
+            abstract: "Work with Apple Pay payment requests.",
+            subcommands: [
+                RequestValidateCommand.self
+            ])
     }
 }
