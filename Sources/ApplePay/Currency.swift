@@ -127,7 +127,8 @@ extension Currency {
         guard let whole = parts.first, isDigits(whole), parts.count == 1 || isDigits(parts[1]) else {
             throw AmountError(
                 .notADecimal,
-                "'\(text.prefix(40))' is not a decimal amount: write digits with an optional '-' and '.', as in \"12.34\"")
+                "'\(text.prefix(40))' is not a decimal amount: write digits with an optional '-' and '.', "
+                    + "as in \"12.34\"")
         }
         let significant = (whole + (parts.count == 2 ? parts[1] : "")).drop { $0 == "0" }
         guard significant.count <= 38 else {
@@ -138,7 +139,8 @@ extension Currency {
             significand = significand * 10 + Decimal(Int(byte - 0x30))
         }
         let exponent = parts.count == 2 ? -parts[1].count : 0
-        return Decimal(sign: negative && significand != 0 ? .minus : .plus, exponent: exponent, significand: significand)
+        return Decimal(
+            sign: negative && significand != 0 ? .minus : .plus, exponent: exponent, significand: significand)
     }
 }
 

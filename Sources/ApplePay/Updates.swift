@@ -230,7 +230,9 @@ public struct PaymentOrderDetails: Sendable, Hashable, Codable {
     public var webServiceURL: String
     public var authenticationToken: String
 
-    public init(orderTypeIdentifier: String, orderIdentifier: String, webServiceURL: String, authenticationToken: String) {
+    public init(
+        orderTypeIdentifier: String, orderIdentifier: String, webServiceURL: String, authenticationToken: String
+    ) {
         self.orderTypeIdentifier = orderTypeIdentifier
         self.orderIdentifier = orderIdentifier
         self.webServiceURL = webServiceURL

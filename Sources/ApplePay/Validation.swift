@@ -337,7 +337,9 @@ private struct Checker {
                     "'\(field)' is not a contact field; use email, name, phone, phoneticName or postalAddress")
             }
         }
-        for (name, contact) in [("billingContact", request.billingContact), ("shippingContact", request.shippingContact)] {
+        for (name, contact) in [
+            ("billingContact", request.billingContact), ("shippingContact", request.shippingContact),
+        ] {
             if let code = contact?.countryCode, !Country.isKnown(code) {
                 error(
                     "\(name).countryCode", .contactCountryUnknown,

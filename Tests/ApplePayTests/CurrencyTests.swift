@@ -63,8 +63,10 @@ struct CurrencyTests {
 
     @Test(
         "minor units: more decimals than the currency allows is refused, never rounded",
-        arguments: [("JPY", "1.5"), ("JPY", "0.1"), ("USD", "12.345"), ("USD", "0.001"), ("BHD", "1.2345"),
-                    ("KWD", "0.0001")])
+        arguments: [
+            ("JPY", "1.5"), ("JPY", "0.1"), ("USD", "12.345"), ("USD", "0.001"), ("BHD", "1.2345"),
+            ("KWD", "0.0001"),
+        ])
     func tooManyDecimals(code: String, text: String) throws {
         let currency = try #require(Currency(code: code))
         let amount = try Currency.parseDecimal(text)
@@ -75,16 +77,22 @@ struct CurrencyTests {
     @Test("minor units: an amount beyond Int64 is an overflow error")
     func overflow() throws {
         let usd = try #require(Currency(code: "USD"))
-        #expect(throws: AmountError(.overflow, "")) { try usd.minorUnits(of: Currency.parseDecimal("92233720368547758.08")) }
-        #expect(throws: AmountError(.overflow, "")) { try usd.minorUnits(of: Currency.parseDecimal("-92233720368547758.09")) }
+        #expect(throws: AmountError(.overflow, "")) {
+            try usd.minorUnits(of: Currency.parseDecimal("92233720368547758.08"))
+        }
+        #expect(throws: AmountError(.overflow, "")) {
+            try usd.minorUnits(of: Currency.parseDecimal("-92233720368547758.09"))
+        }
         #expect(try usd.minorUnits(of: Currency.parseDecimal("-92233720368547758.08")) == Int64.min)
         #expect(usd.amount(fromMinorUnits: Int64.min) == (try Currency.parseDecimal("-92233720368547758.08")))
     }
 
     @Test(
         "parseAmount accepts Apple's decimal strings",
-        arguments: [("0", "0"), ("1", "1"), ("1.5", "1.5"), ("12.34", "12.34"), ("-3.50", "-3.5"), ("007.10", "7.1"),
-                    ("-0.00", "0")])
+        arguments: [
+            ("0", "0"), ("1", "1"), ("1.5", "1.5"), ("12.34", "12.34"), ("-3.50", "-3.5"), ("007.10", "7.1"),
+            ("-0.00", "0"),
+        ])
     func parsesDecimals(text: String, expected: String) throws {
         let usd = try #require(Currency(code: "USD"))
         #expect(try usd.parseAmount(text) == Decimal(string: expected, locale: Locale(identifier: "en_US_POSIX")))
@@ -92,8 +100,10 @@ struct CurrencyTests {
 
     @Test(
         "parseAmount refuses exponents, signs, spaces, commas and non-ASCII digits",
-        arguments: ["", "-", ".", "1.", ".5", "+1", "1e2", "1E2", "1,00", "1 000", " 1", "1 ", "0x10", "NaN",
-                    "Infinity", "١٢", "12.3.4", "--1", "1-", "ten"])
+        arguments: [
+            "", "-", ".", "1.", ".5", "+1", "1e2", "1E2", "1,00", "1 000", " 1", "1 ", "0x10", "NaN",
+            "Infinity", "١٢", "12.3.4", "--1", "1-", "ten",
+        ])
     func refusesNonDecimals(text: String) throws {
         let usd = try #require(Currency(code: "USD"))
         #expect(throws: AmountError(.notADecimal, "")) { try usd.parseAmount(text) }
@@ -141,8 +151,12 @@ struct CountryTests {
         #expect(all.allSatisfy { $0.code.count == 2 && $0.alpha3.count == 3 && $0.numericCode.count == 3 })
     }
 
-    @Test("known and unknown codes", arguments: [("US", true), ("GB", true), ("AX", true), ("SS", true), ("XK", false),
-                                                ("UK", false), ("us", false), ("XX", false), ("", false), ("USA", false)])
+    @Test(
+        "known and unknown codes",
+        arguments: [
+            ("US", true), ("GB", true), ("AX", true), ("SS", true), ("XK", false),
+            ("UK", false), ("us", false), ("XX", false), ("", false), ("USA", false),
+        ])
     func known(code: String, expected: Bool) {
         #expect(Country.isKnown(code) == expected)
         #expect((Country(code: code) != nil) == expected)

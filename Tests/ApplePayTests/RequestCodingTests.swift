@@ -1,7 +1,7 @@
 import ApplePay
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `Tests/Fixtures/requests`: payment requests modelled on Apple Pay JS's documented examples.
 enum RequestFixtures {
@@ -20,7 +20,9 @@ enum RequestFixtures {
 
 @Suite("PaymentRequest JSON in Apple Pay JS's shape")
 struct RequestCodingTests {
-    @Test("Apple's documented examples round-trip: decoding then encoding gives equal JSON", arguments: RequestFixtures.valid)
+    @Test(
+        "Apple's documented examples round-trip: decoding then encoding gives equal JSON",
+        arguments: RequestFixtures.valid)
     func roundTrip(name: String) throws {
         let original = try RequestFixtures.data(name)
         let request = try JSONDecoder().decode(PaymentRequest.self, from: original)
@@ -57,7 +59,9 @@ struct RequestCodingTests {
         #expect(deferred.deferredPaymentRequest?.deferredBilling.deferredDate != nil)
         #expect(deferred.deferredPaymentRequest?.freeCancellationDateTimeZone == "America/Los_Angeles")
         let reload = try RequestFixtures.request("automatic-reload.json")
-        #expect(reload.automaticReloadPaymentRequest?.automaticReloadBilling.automaticReloadPaymentThresholdAmount == "5.00")
+        #expect(
+            reload.automaticReloadPaymentRequest?.automaticReloadBilling.automaticReloadPaymentThresholdAmount == "5.00"
+        )
         #expect(try RequestFixtures.request("multi-token.json").multiTokenContexts?.count == 2)
     }
 
@@ -97,14 +101,22 @@ struct RequestCodingTests {
     @Test(
         "JSON of the wrong shape fails to decode, and problems(decodingJSON:) names the path",
         arguments: [
-            (#"{"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": ["supports3DS"], "supportedNetworks": ["visa"]}"#,
-             "total", "json.missingField"),
-            (#"{"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": ["supports3DS"], "supportedNetworks": ["visa"], "total": {"label": "A", "amount": 1.5}}"#,
-             "total.amount", "json.wrongType"),
-            (#"{"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": "supports3DS", "supportedNetworks": ["visa"], "total": {"label": "A", "amount": "1"}}"#,
-             "merchantCapabilities", "json.wrongType"),
-            (#"{"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": ["supports3DS"], "supportedNetworks": ["visa"], "total": {"label": "A", "amount": "1"}, "lineItems": [{"label": "B", "amount": "1"}, {"amount": "2"}]}"#,
-             "lineItems[1].label", "json.missingField"),
+            (
+                #"{"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": ["supports3DS"], "supportedNetworks": ["visa"]}"#,
+                "total", "json.missingField"
+            ),
+            (
+                #"{"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": ["supports3DS"], "supportedNetworks": ["visa"], "total": {"label": "A", "amount": 1.5}}"#,
+                "total.amount", "json.wrongType"
+            ),
+            (
+                #"{"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": "supports3DS", "supportedNetworks": ["visa"], "total": {"label": "A", "amount": "1"}}"#,
+                "merchantCapabilities", "json.wrongType"
+            ),
+            (
+                #"{"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": ["supports3DS"], "supportedNetworks": ["visa"], "total": {"label": "A", "amount": "1"}, "lineItems": [{"label": "B", "amount": "1"}, {"amount": "2"}]}"#,
+                "lineItems[1].label", "json.missingField"
+            ),
             (#"[1, 2]"#, "", "json.notAnObject"),
             (#""just a string""#, "", "json.notAnObject"),
         ])
@@ -119,7 +131,9 @@ struct RequestCodingTests {
         #expect(problems.first?.severity == .error)
     }
 
-    @Test("bytes that are not JSON throw RequestDocumentError", arguments: ["", "{", "not json", "{\"a\": }", "\u{FEFF}\u{0}"])
+    @Test(
+        "bytes that are not JSON throw RequestDocumentError",
+        arguments: ["", "{", "not json", "{\"a\": }", "\u{FEFF}\u{0}"])
     func notJSON(text: String) {
         #expect(throws: RequestDocumentError(code: .notJSON, message: "")) {
             try PaymentRequest.problems(decodingJSON: Data(text.utf8))
@@ -156,8 +170,9 @@ struct RequestCodingTests {
     func contactView() throws {
         var contact = Contact(givenName: "Ann", familyName: "Example")
         #expect(contact.postalAddress == nil)
-        contact.postalAddress = PostalAddress(street: ["1 Main St", "Apt 2"], city: "Springfield", postalCode: "12345",
-                                              state: "IL", isoCountryCode: "US")
+        contact.postalAddress = PostalAddress(
+            street: ["1 Main St", "Apt 2"], city: "Springfield", postalCode: "12345",
+            state: "IL", isoCountryCode: "US")
         let json = try JSONValue(parsing: JSONEncoder().encode(contact))
         #expect(json["addressLines"] == .array([.string("1 Main St"), .string("Apt 2")]))
         #expect(json["locality"] == .string("Springfield"))

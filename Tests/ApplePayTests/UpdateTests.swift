@@ -6,13 +6,15 @@ import Testing
 struct UpdateTests {
     @Test("ApplePayError encodes as {code, contactField, message} and decodes back")
     func paymentError() throws {
-        let error = PaymentError(code: .shippingContactInvalid, contactField: .postalCode, message: "ZIP code is invalid")
+        let error = PaymentError(
+            code: .shippingContactInvalid, contactField: .postalCode, message: "ZIP code is invalid")
         let json = try JSONValue(parsing: JSONEncoder().encode(error))
         #expect(
-            json == .object([
-                "code": .string("shippingContactInvalid"), "contactField": .string("postalCode"),
-                "message": .string("ZIP code is invalid"),
-            ]))
+            json
+                == .object([
+                    "code": .string("shippingContactInvalid"), "contactField": .string("postalCode"),
+                    "message": .string("ZIP code is invalid"),
+                ]))
         #expect(try JSONDecoder().decode(PaymentError.self, from: JSONEncoder().encode(error)) == error)
         let bare = try JSONDecoder().decode(PaymentError.self, from: Data(#"{"code": "couponCodeExpired"}"#.utf8))
         #expect(bare.code == .couponCodeExpired && bare.contactField == nil && bare.message == nil)
@@ -39,8 +41,10 @@ struct UpdateTests {
         let request = Samples.request
         let good = ShippingMethodUpdate(
             newTotal: PaymentSummaryItem(label: "Example Store", amount: "17.00"),
-            newLineItems: [PaymentSummaryItem(label: "Subtotal", amount: "12.00"),
-                           PaymentSummaryItem(label: "Express", amount: "5.00")])
+            newLineItems: [
+                PaymentSummaryItem(label: "Subtotal", amount: "12.00"),
+                PaymentSummaryItem(label: "Express", amount: "5.00"),
+            ])
         let updated = request.applying(good)
         #expect(updated.total.amount == "17.00")
         #expect(updated.lineItems?.count == 2)
@@ -65,12 +69,16 @@ struct UpdateTests {
 
     @Test(
         "an authorization result writes its status as Apple Pay JS's number, and reads the number or the name",
-        arguments: [(PaymentAuthorizationStatus.success, 0, "success"), (.failure, 1, "failure"), (.pinLockout, 7, "pinLockout")])
+        arguments: [
+            (PaymentAuthorizationStatus.success, 0, "success"), (.failure, 1, "failure"),
+            (.pinLockout, 7, "pinLockout"),
+        ])
     func authorizationStatus(status: PaymentAuthorizationStatus, number: Int, name: String) throws {
         let result = PaymentAuthorizationResult(status: status)
         #expect(String(decoding: try JSONEncoder().encode(result), as: UTF8.self) == #"{"status":\#(number)}"#)
         for form in ["\(number)", "\"\(name)\""] {
-            let decoded = try JSONDecoder().decode(PaymentAuthorizationResult.self, from: Data(#"{"status":\#(form)}"#.utf8))
+            let decoded = try JSONDecoder().decode(
+                PaymentAuthorizationResult.self, from: Data(#"{"status":\#(form)}"#.utf8))
             #expect(decoded.status == status)
         }
     }
@@ -94,7 +102,8 @@ struct UpdateTests {
                 orderTypeIdentifier: "order.com.example", orderIdentifier: "42",
                 webServiceURL: "https://example.com/orders", authenticationToken: "abc"))
         let encoded = try JSONEncoder().encode(success)
-        #expect(try JSONValue(parsing: encoded)["orderDetails"]?["webServiceURL"] == .string("https://example.com/orders"))
+        #expect(
+            try JSONValue(parsing: encoded)["orderDetails"]?["webServiceURL"] == .string("https://example.com/orders"))
         #expect(try JSONDecoder().decode(PaymentAuthorizationResult.self, from: encoded) == success)
     }
 
@@ -118,11 +127,13 @@ struct UpdateTests {
 
     @Test("a payment method reads Apple Pay JS's fields; unknown types and networks are kept")
     func paymentMethod() throws {
-        let json = #"{"displayName": "MasterCard 1471", "network": "masterCard", "type": "credit", "billingContact": {"postalCode": "95014"}}"#
+        let json =
+            #"{"displayName": "MasterCard 1471", "network": "masterCard", "type": "credit", "billingContact": {"postalCode": "95014"}}"#
         let method = try JSONDecoder().decode(PaymentMethod.self, from: Data(json.utf8))
         #expect(method.network == .masterCard && method.type == .credit)
         #expect(method.billingContact?.postalCode == "95014")
-        let odd = try JSONDecoder().decode(PaymentMethod.self, from: Data(#"{"network": "Zzz", "type": "crypto"}"#.utf8))
+        let odd = try JSONDecoder().decode(
+            PaymentMethod.self, from: Data(#"{"network": "Zzz", "type": "crypto"}"#.utf8))
         #expect(odd.type?.isKnown == false && odd.network?.isKnown == false)
         #expect(PaymentMethodType.known == [.debit, .credit, .prepaid, .store, .eMoney])
     }

@@ -194,7 +194,9 @@ let invalidCases: [RuleCase] = [
     .invalid("shipping label empty", .labelEmpty, at: "shippingMethods[0].label") {
         $0.shippingMethods = [ShippingMethod(label: "", amount: "0.00", identifier: "a")]
     },
-    .invalid("delivery range ends before it starts", .shippingDateRangeInvalid, at: "shippingMethods[0].dateComponentsRange") {
+    .invalid(
+        "delivery range ends before it starts", .shippingDateRangeInvalid, at: "shippingMethods[0].dateComponentsRange"
+    ) {
         var method = ShippingMethod(label: "Ship", amount: "0.00", identifier: "a")
         method.dateComponentsRange = DateComponentsRange(
             startDateComponents: .init(years: 2027, months: 1, days: 9),
@@ -233,7 +235,8 @@ let invalidCases: [RuleCase] = [
         $0.deferredPaymentRequest = deferred
     },
     .invalid(
-        "free cancellation time zone unknown", .timeZoneUnknown, at: "deferredPaymentRequest.freeCancellationDateTimeZone"
+        "free cancellation time zone unknown", .timeZoneUnknown,
+        at: "deferredPaymentRequest.freeCancellationDateTimeZone"
     ) {
         var deferred = Samples.deferred
         deferred.freeCancellationDate = "2027-02-25T12:00:00Z"
@@ -249,12 +252,17 @@ let invalidCases: [RuleCase] = [
         deferred.freeCancellationDateTimeZone = "Europe/Paris"
         $0.deferredPaymentRequest = deferred
     },
-    .invalid("billing agreement over 500 characters", .billingAgreementTooLong, at: "recurringPaymentRequest.billingAgreement") {
+    .invalid(
+        "billing agreement over 500 characters", .billingAgreementTooLong,
+        at: "recurringPaymentRequest.billingAgreement"
+    ) {
         var recurring = Samples.recurring
         recurring.billingAgreement = String(repeating: "é", count: 501)
         $0.recurringPaymentRequest = recurring
     },
-    .invalid("deferred billing agreement over 500", .billingAgreementTooLong, at: "deferredPaymentRequest.billingAgreement") {
+    .invalid(
+        "deferred billing agreement over 500", .billingAgreementTooLong, at: "deferredPaymentRequest.billingAgreement"
+    ) {
         var deferred = Samples.deferred
         deferred.billingAgreement = String(repeating: "a", count: 600)
         $0.deferredPaymentRequest = deferred
@@ -269,7 +277,10 @@ let invalidCases: [RuleCase] = [
         reload.paymentDescription = ""
         $0.automaticReloadPaymentRequest = reload
     },
-    .invalid("recurring regular billing amount invalid", .amountNotADecimal, at: "recurringPaymentRequest.regularBilling.amount") {
+    .invalid(
+        "recurring regular billing amount invalid", .amountNotADecimal,
+        at: "recurringPaymentRequest.regularBilling.amount"
+    ) {
         var recurring = Samples.recurring
         recurring.regularBilling.amount = "$4.99"
         $0.recurringPaymentRequest = recurring
@@ -294,11 +305,23 @@ let invalidCases: [RuleCase] = [
 
 let validCases: [RuleCase] = [
     .valid("the sample itself") { _ in },
-    .valid("zero total (allowed since Apple Pay JS v4)") { $0.total.amount = "0.00"; $0.lineItems = nil },
-    .valid("zero total without decimals") { $0.total.amount = "0"; $0.lineItems = nil },
-    .valid("negative line item: a discount") { $0.lineItems?.append(PaymentSummaryItem(label: "Coupon", amount: "-2.00")) },
-    .valid("pending item without amount") { $0.lineItems?.append(PaymentSummaryItem(label: "Tip", amount: nil, type: .pending)) },
-    .valid("pending total without amount") { $0.total = PaymentSummaryItem(label: "Taxi", amount: nil, type: .pending) },
+    .valid("zero total (allowed since Apple Pay JS v4)") {
+        $0.total.amount = "0.00"
+        $0.lineItems = nil
+    },
+    .valid("zero total without decimals") {
+        $0.total.amount = "0"
+        $0.lineItems = nil
+    },
+    .valid("negative line item: a discount") {
+        $0.lineItems?.append(PaymentSummaryItem(label: "Coupon", amount: "-2.00"))
+    },
+    .valid("pending item without amount") {
+        $0.lineItems?.append(PaymentSummaryItem(label: "Tip", amount: nil, type: .pending))
+    },
+    .valid("pending total without amount") {
+        $0.total = PaymentSummaryItem(label: "Taxi", amount: nil, type: .pending)
+    },
     .valid("fewer decimals than allowed") { $0.total.amount = "12.5" },
     .valid("JPY whole amounts") {
         $0.currencyCode = "JPY"
@@ -418,9 +441,10 @@ struct ValidationTests {
         let problem = ValidationProblem(path: "total.amount", code: .totalNegative, severity: .error, message: "m")
         let json = try JSONValue(parsing: JSONEncoder().encode(problem))
         #expect(
-            json == .object([
-                "path": .string("total.amount"), "code": .string("total.negative"), "severity": .string("error"),
-                "message": .string("m"),
-            ]))
+            json
+                == .object([
+                    "path": .string("total.amount"), "code": .string("total.negative"), "severity": .string("error"),
+                    "message": .string("m"),
+                ]))
     }
 }

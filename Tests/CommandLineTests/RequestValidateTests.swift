@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("applepay request validate")
 struct RequestValidateTests {
@@ -54,7 +54,8 @@ struct RequestValidateTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.path("shape.json")
-        try Data(#"{"countryCode": "US", "total": {"label": "A", "amount": 5}}"#.utf8).write(to: URL(fileURLWithPath: path))
+        try Data(#"{"countryCode": "US", "total": {"label": "A", "amount": 5}}"#.utf8).write(
+            to: URL(fileURLWithPath: path))
         let result = try CommandLineTool.run(["request", "validate", path])
         #expect(result.status == 1)
         let problems = try #require(result.json?["problems"] as? [[String: Any]])
@@ -62,8 +63,9 @@ struct RequestValidateTests {
         #expect(problems.first?["path"] as? String == "currencyCode")
     }
 
-    @Test("a file that is not JSON at all: exit 2, a clear message on standard error, nothing on standard output",
-          arguments: ["not json at all", "{\"countryCode\": ", ""])
+    @Test(
+        "a file that is not JSON at all: exit 2, a clear message on standard error, nothing on standard output",
+        arguments: ["not json at all", "{\"countryCode\": ", ""])
     func notJSON(text: String) throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -84,8 +86,12 @@ struct RequestValidateTests {
         #expect(result.standardOutput.isEmpty)
     }
 
-    @Test("usage errors exit 64", arguments: [["request", "validate"], ["request", "validate", "a.json", "b.json"],
-                                             ["request", "validate", "--strict", "a.json"], ["request"]])
+    @Test(
+        "usage errors exit 64",
+        arguments: [
+            ["request", "validate"], ["request", "validate", "a.json", "b.json"],
+            ["request", "validate", "--strict", "a.json"], ["request"],
+        ])
     func usage(arguments: [String]) throws {
         let result = try CommandLineTool.run(arguments)
         #expect(result.status == 64)

@@ -57,7 +57,8 @@ struct RequestValidateCommand: Command {
                 return Status.noInput
             }
             guard !isDirectory.boolValue, let contents = FileManager.default.contents(atPath: file) else {
-                Output.standardError("error: \(file): cannot be read (\(isDirectory.boolValue ? "a folder" : "no permission?"))")
+                Output.standardError(
+                    "error: \(file): cannot be read (\(isDirectory.boolValue ? "a folder" : "no permission?"))")
                 return Status.noInput
             }
             data = contents
