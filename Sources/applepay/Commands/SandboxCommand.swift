@@ -97,11 +97,7 @@ struct SandboxMintCommand: Command {
         CommandConfiguration(
             name: "mint",
             abstract: "Mint a signed, encrypted PKPaymentToken for the sandbox's merchant.",
-            usage: [
-                "DIR --amount AMOUNT --currency CODE [--kind EC_v1|RSA_v1] [--network NAME] [--pan DIGITS]",
-                "    [--type debit|credit|prepaid|store|eMoney] [--expiration YYMMDD] [--cardholder-name NAME]",
-                "    [--application-data BASE64] [--signing-time ISO8601] [--emv] [--out FILE] [--pretty]",
-            ],
+            usage: ["DIR --amount AMOUNT --currency CODE [--kind EC_v1|RSA_v1] [--emv] [--out FILE] [options]"],
             options: [
                 ("--amount AMOUNT", "The total in the currency, e.g. 10.75 (required)."),
                 ("--currency CODE", "ISO 4217 alphabetic code, e.g. USD (required)."),

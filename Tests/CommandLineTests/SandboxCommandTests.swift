@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Runs `openssl` or the independent Python implementation for the command-line tests.
+enum ExternalTool {
+    struct Result {
+        var status: Int32
+        var standardOutput: String
+        var standardError: String
+        var json: [String: Any]? {
+            (try? JSONSerialization.jsonObject(with: Data(standardOutput.utf8))) as? [String: Any]
+        }
+    }
+
+    static func run(_ tool: String, _ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [tool] + arguments
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        nonisolated(unsafe) var errorData = Data()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async {
+            errorData = error.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus, standardOutput: String(decoding: outData, as: UTF8.self),
+            standardError: String(decoding: errorData, as: UTF8.self))
+    }
+
+    static let python = Repository.root.appendingPathComponent("Tests/SandboxTests/python/independent_applepay.py").path
+
+    static func mode(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+}
+
+/// One sandbox folder made with `applepay sandbox init`, shared by the tests that only read it.
+enum CommandLineSandbox {
+    static let merchantIdentifier = "merchant.com.example.cli"
+    static let made: Result<String, any Error> = Result {
+        let folder = try TemporaryDirectory(prefix: "cli-sandbox")
+        let path = folder.path("box")
+        let result = try CommandLineTool.run(["sandbox", "init", path, "--merchant-id", merchantIdentifier])
+        guard result.status == 0 else {
+            throw ExternalToolFailure(description: "sandbox init failed: \(result.standardError)")
+        }
+        return path
+    }
+    static func path() throws -> String { try made.get() }
+}
+
+struct ExternalToolFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+@Suite("applepay sandbox")
+struct SandboxCommandTests {
+    @Test("init writes every file, keys 0600, and reports them as JSON")
+    func initWrites() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let box = folder.path("box")
+        let result = try CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let report = try #require(result.json)
+        #expect(report["merchantIdentifier"] as? String == "merchant.com.example.init")
+        let files = try #require(report["files"] as? [String])
+        for name in [
+            "root.pem", "intermediate.pem", "payment-processing-ec.pem", "payment-processing-ec.key.pem",
+            "payment-processing-rsa.pem", "payment-processing-rsa.key.pem", "merchant-identity.pem",
+            "merchant-identity.key.pem", "sandbox.json",
+        ] {
+            let path = box + "/" + name
+            #expect(files.contains(path), "\(name) not reported")
+            #expect(FileManager.default.fileExists(atPath: path), "\(name) missing")
+        }
+        for path in files {
+            if path.hasSuffix(".key.pem") {
+                #expect(ExternalTool.mode(path) == 0o600, "\(path)")
+            } else if path.hasSuffix(".pem") {
+                #expect(try ExternalTool.run("openssl", ["x509", "-in", path, "-noout"]).status == 0, "\(path)")
+            }
+        }
+        #expect(!result.standardOutput.contains("PRIVATE KEY"))
+
+        // A second init without --force is refused and changes nothing; with --force it replaces the sandbox.
+        let before = try String(contentsOfFile: box + "/root.pem", encoding: .utf8)
+        let again = try CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init"])
+        #expect(again.status != 0)
+        #expect(again.standardError.contains("--force"))
+        #expect(try String(contentsOfFile: box + "/root.pem", encoding: .utf8) == before)
+        let forced = try CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init", "--force"])
+        #expect(forced.status == 0, "\(forced.standardError)")
+        #expect(try String(contentsOfFile: box + "/root.pem", encoding: .utf8) != before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == ["box"])
+    }
+
+    @Test("init usage errors: no --merchant-id, a bad merchant identifier; nothing is created")
+    func initUsageErrors() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let missing = try CommandLineTool.run(["sandbox", "init", folder.path("a")])
+        #expect(missing.status == 64)
+        let bad = try CommandLineTool.run(["sandbox", "init", folder.path("b"), "--merchant-id", "not a merchant id"])
+        #expect(bad.status == 64)
+        #expect(bad.standardError.contains("merchant identifier"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).isEmpty)
+    }
+
+    @Test("mint writes a PKPaymentToken that the independent Python code decrypts", arguments: ["EC_v1", "RSA_v1"])
+    func mintDecrypts(kind: String) throws {
+        let box = try CommandLineSandbox.path()
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let out = folder.path("token.json")
+        let result = try CommandLineTool.run([
+            "sandbox", "mint", box, "--amount", "10.75", "--currency", "USD", "--kind", kind, "--network", "masterCard",
+            "--cardholder-name", "Grace Hopper", "--application-data", Data("cart-7".utf8).base64EncodedString(),
+            "--signing-time", "2026-01-02T03:04:05Z", "--out", out,
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(ExternalTool.mode(out) == 0o600)
+        let token = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any])
+        let method = try #require(token["paymentMethod"] as? [String: Any])
+        #expect(method["network"] as? String == "MasterCard")
+        #expect(method["displayName"] as? String == "MasterCard 1471")
+        #expect((token["transactionIdentifier"] as? String)?.count == 64)
+        let paymentData = try #require(token["paymentData"] as? [String: Any])
+        #expect(paymentData["version"] as? String == kind)
+
+        let suffix = kind == "EC_v1" ? "ec" : "rsa"
+        let decrypted = try ExternalTool.run("python3", [
+            ExternalTool.python, "decrypt", out, "--cert", "\(box)/payment-processing-\(suffix).pem", "--key",
+            "\(box)/payment-processing-\(suffix).key.pem",
+        ])
+        try #require(decrypted.status == 0, "\(decrypted.standardError)")
+        let payload = try #require(decrypted.json?["payload"] as? [String: Any])
+        #expect(payload["transactionAmount"] as? Int == 1075)
+        #expect(payload["currencyCode"] as? String == "840")
+        #expect(payload["applicationPrimaryAccountNumber"] as? String == "5204247750001471")
+        #expect(payload["cardholderName"] as? String == "Grace Hopper")
+
+        let signatureText = try #require(paymentData["signature"] as? String)
+        let signature = try #require(Data(base64Encoded: signatureText))
+        try signature.write(to: folder.url.appendingPathComponent("signature.der"))
+        let printed = try ExternalTool.run("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", folder.path("signature.der")])
+        #expect(printed.standardOutput.contains("UTCTIME:Jan  2 03:04:05 2026 GMT"))
+    }
+
+    @Test("mint prints to standard output without --out; --emv gives an EMV payload")
+    func mintToStandardOutput() throws {
+        let box = try CommandLineSandbox.path()
+        let result = try CommandLineTool.run(["sandbox", "mint", box, "--amount", "500", "--currency", "JPY", "--emv"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        try Data(result.standardOutput.utf8).write(to: folder.url.appendingPathComponent("t.json"))
+        let decrypted = try ExternalTool.run("python3", [
+            ExternalTool.python, "decrypt", folder.path("t.json"), "--cert", "\(box)/payment-processing-ec.pem", "--key",
+            "\(box)/payment-processing-ec.key.pem",
+        ])
+        let payload = try #require(decrypted.json?["payload"] as? [String: Any], "\(decrypted.standardError)")
+        #expect(payload["paymentDataType"] as? String == "EMV")
+        #expect(payload["transactionAmount"] as? Int == 500)
+        #expect(payload["currencyCode"] as? String == "392")
+    }
+
+    @Test("mint bad inputs: missing folder, unknown currency, too many decimals, bad options; no file is written")
+    func mintBadInputs() throws {
+        let box = try CommandLineSandbox.path()
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let out = folder.path("token.json")
+        let cases: [([String], Int32, String)] = [
+            (["sandbox", "mint", folder.path("missing"), "--amount", "1", "--currency", "USD", "--out", out], 1, "no sandbox folder"),
+            (["sandbox", "mint", box, "--amount", "1", "--currency", "ZZZ", "--out", out], 64, "unknown currency"),
+            (["sandbox", "mint", box, "--amount", "10.755", "--currency", "USD", "--out", out], 64, "decimals"),
+            (["sandbox", "mint", box, "--amount", "1.5", "--currency", "JPY", "--out", out], 64, "decimals"),
+            (["sandbox", "mint", box, "--amount", "ten", "--currency", "USD", "--out", out], 64, "amount"),
+            (["sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--kind", "EC_v2", "--out", out], 64, "--kind"),
+            (["sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--application-data", "%%%", "--out", out], 64, "base64"),
+            (["sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--signing-time", "yesterday", "--out", out], 64, "--signing-time"),
+            (["sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--pan", "1234", "--out", out], 1, "Luhn"),
+            (["sandbox", "mint", box, "--currency", "USD", "--out", out], 64, "--amount"),
+        ]
+        for (arguments, status, message) in cases {
+            let result = try CommandLineTool.run(arguments)
+            #expect(result.status == status, "\(arguments): \(result.standardError)")
+            #expect(result.standardError.contains(message), "\(arguments): \(result.standardError)")
+            #expect(result.standardOutput.isEmpty)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).isEmpty)
+    }
+}
