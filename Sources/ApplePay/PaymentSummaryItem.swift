@@ -74,7 +74,7 @@ public struct PaymentSummaryItem: Sendable, Hashable, Codable {
 
     /// A final item with a decimal amount, written with the currency's decimals (`12.5` USD → `"12.50"`).
     public init(label: String, amount: Decimal, currency: Currency) {
-        self.init(label: label, amount: formatAmount(amount, currency: currency), type: nil)
+        self.init(label: label, amount: currency.format(amount), type: nil)
     }
 
     /// Whether the item is pending (`type` is `pending`); absent means final.
@@ -91,17 +91,35 @@ public struct PaymentSummaryItem: Sendable, Hashable, Codable {
     public var deferredDate: Date? { deferredPaymentDate.flatMap(parseAppleDate) }
 }
 
-/// Writes a decimal amount the way Apple Pay JS expects: plain digits, padded to the currency's decimals
-/// (`12.5` USD → `"12.50"`). An amount with more decimals than the currency allows keeps them all, so that
-/// validation reports it rather than a silent rounding.
-public func formatAmount(_ amount: Decimal, currency: Currency) -> String {
-    var text = amount.description
-    let decimals = text.firstIndex(of: ".").map { text.distance(from: $0, to: text.endIndex) - 1 } ?? 0
-    if decimals < currency.minorUnits {
-        if decimals == 0 { text += "." }
-        text += String(repeating: "0", count: currency.minorUnits - decimals)
+extension Currency {
+    /// Writes a decimal amount the way Apple Pay JS expects: plain digits, padded to the currency's decimals
+    /// (`12.5` USD → `"12.50"`, `7` JPY → `"7"`). An amount with more decimals than the currency allows keeps
+    /// them all, so that validation reports it rather than a silent rounding.
+    public func format(_ amount: Decimal) -> String {
+        var text = amount.description
+        let decimals = text.firstIndex(of: ".").map { text.distance(from: $0, to: text.endIndex) - 1 } ?? 0
+        if decimals < minorUnits {
+            if decimals == 0 { text += "." }
+            text += String(repeating: "0", count: minorUnits - decimals)
+        }
+        return text
     }
-    return text
+}
+
+extension PaymentSummaryItem {
+    /// The amount parsed with the currency's rules (at most its decimals), or nil when the item has none.
+    /// - Throws: `AmountError` when the amount is not a decimal or has too many decimals.
+    public func amount(in currency: Currency) throws(AmountError) -> Decimal? {
+        guard let amount else { return nil }
+        return try currency.parseAmount(amount)
+    }
+
+    /// The amount in the currency's minor units (`"12.34"` USD → `1234`), or nil when the item has none.
+    /// - Throws: `AmountError` when the amount is not a decimal, has too many decimals or overflows.
+    public func minorUnits(in currency: Currency) throws(AmountError) -> Int64? {
+        guard let value = try amount(in: currency) else { return nil }
+        return try currency.minorUnits(of: value)
+    }
 }
 
 /// Parses a date as Apple Pay JS sends it: ISO 8601 with or without fractional seconds, or a plain `YYYY-MM-DD`.

@@ -126,10 +126,15 @@ struct CurrencyTests {
     @Test("formatAmount pads to the currency's decimals")
     func formatting() throws {
         let usd = try #require(Currency(code: "USD"))
-        #expect(formatAmount(Decimal(string: "12.5")!, currency: usd) == "12.50")
-        #expect(formatAmount(Decimal(7), currency: usd) == "7.00")
-        #expect(formatAmount(Decimal(7), currency: try #require(Currency(code: "JPY"))) == "7")
-        #expect(formatAmount(Decimal(string: "1.2")!, currency: try #require(Currency(code: "KWD"))) == "1.200")
+        #expect(try PaymentSummaryItem(label: "x", amount: "12.34").minorUnits(in: usd) == 1234)
+        #expect(try PaymentSummaryItem(label: "x", amount: nil, type: .pending).minorUnits(in: usd) == nil)
+        #expect(throws: AmountError(.tooManyDecimals, "")) {
+            try PaymentSummaryItem(label: "x", amount: "1.234").minorUnits(in: usd)
+        }
+        #expect(usd.format(Decimal(string: "12.5")!) == "12.50")
+        #expect(usd.format(Decimal(7)) == "7.00")
+        #expect(try #require(Currency(code: "JPY")).format(Decimal(7)) == "7")
+        #expect(try #require(Currency(code: "KWD")).format(Decimal(string: "1.2")!) == "1.200")
         #expect(PaymentSummaryItem(label: "x", amount: Decimal(string: "0.1")!, currency: usd).amount == "0.10")
     }
 
