@@ -1,1 +1,0 @@
-// The PaymentToken module: see docs/ARCHITECTURE.md. Its code arrives with its issue.

@@ -1,0 +1,135 @@
+import Foundation
+
+/// An Apple Pay payment token as received: the `paymentData` fields decoded to bytes, and the surrounding
+/// PKPaymentToken fields when the whole token was given. Parsing checks shape and encodings only; nothing here is
+/// trusted until `PaymentTokenVerifier` or `PaymentTokenDecryptor` has checked it.
+public struct PaymentToken: Sendable, CustomStringConvertible {
+    /// The two token formats.
+    public enum Version: String, Sendable, Hashable, Codable {
+        /// ECDH P-256 + AES-256-GCM.
+        case ecV1 = "EC_v1"
+        /// RSA-OAEP-wrapped AES-128-GCM key.
+        case rsaV1 = "RSA_v1"
+    }
+
+    /// `paymentMethod`, when the whole PKPaymentToken was given.
+    public struct PaymentMethod: Sendable, Hashable, Codable {
+        public var displayName: String?
+        public var network: String?
+        public var type: String?
+    }
+
+    /// The largest token accepted, in bytes of JSON (real tokens are about 4 KB).
+    public static let maximumJSONSize = 256 * 1024
+
+    public let version: Version
+    /// The ciphertext with its 16-byte GCM tag.
+    public let data: [UInt8]
+    /// The detached CMS signature (BER).
+    public let signature: [UInt8]
+    /// `header.ephemeralPublicKey` (EC_v1) or `header.wrappedKey` (RSA_v1), decoded.
+    public let keyMaterial: [UInt8]
+    /// `header.publicKeyHash`: SHA-256 of the merchant certificate's SubjectPublicKeyInfo.
+    public let publicKeyHash: [UInt8]
+    /// `header.transactionId`, decoded from hex.
+    public let transactionId: [UInt8]
+    /// `header.applicationData`, decoded from hex (a SHA-256 of the merchant's application data), when present.
+    public let applicationData: [UInt8]?
+    /// `paymentMethod`, when present.
+    public let paymentMethod: PaymentMethod?
+    /// `transactionIdentifier` of a whole PKPaymentToken, as given (not covered by the signature).
+    public let transactionIdentifier: String?
+
+    /// `header.transactionId` as lowercase hex.
+    public var transactionIdHex: String { HexCoding.encode(transactionId) }
+
+    /// Parses a token: the bare `paymentData` object or a PKPaymentToken with `paymentData` nested.
+    /// - Throws: `PaymentTokenError` `.malformedToken` for anything that is not a token, `.unsupportedVersion`.
+    public init(jsonData: some DataProtocol) throws(PaymentTokenError) {
+        guard jsonData.count <= PaymentToken.maximumJSONSize else {
+            throw PaymentTokenError(.malformedToken, "the token is \(jsonData.count) bytes; tokens are a few kilobytes (limit \(PaymentToken.maximumJSONSize))")
+        }
+        let root: TokenJSON
+        do {
+            root = try TokenJSON.parse(Array(jsonData))
+        } catch {
+            throw PaymentTokenError(.malformedToken, "the token is not valid JSON: \(error.message)")
+        }
+        guard case .object(let top) = root else {
+            throw PaymentTokenError(.malformedToken, "the token must be a JSON object (paymentData or a whole PKPaymentToken)")
+        }
+        var paymentData = top
+        var method: PaymentMethod? = nil
+        var identifier: String? = nil
+        if let nested = top["paymentData"] {
+            guard case .object(let inner) = nested else {
+                throw PaymentTokenError(.malformedToken, "paymentData must be an object")
+            }
+            paymentData = inner
+            if let methodObject = top["paymentMethod"]?.object {
+                method = PaymentMethod(
+                    displayName: methodObject["displayName"]?.string, network: methodObject["network"]?.string,
+                    type: methodObject["type"]?.string)
+            }
+            identifier = top["transactionIdentifier"]?.string
+        }
+        guard let versionText = paymentData["version"]?.string else {
+            throw PaymentTokenError(.malformedToken, "paymentData.version is missing: is this an Apple Pay token?")
+        }
+        guard let version = Version(rawValue: versionText) else {
+            throw PaymentTokenError(.unsupportedVersion, "version \"\(versionText.prefix(32))\" is not supported: use EC_v1 or RSA_v1")
+        }
+        guard let header = paymentData["header"]?.object else {
+            throw PaymentTokenError(.malformedToken, "paymentData.header is missing or not an object")
+        }
+        func base64(_ value: TokenJSON?, _ name: String) throws(PaymentTokenError) -> [UInt8] {
+            guard let text = value?.string else { throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string") }
+            guard let bytes = Base64.decode(text), !bytes.isEmpty else {
+                throw PaymentTokenError(.malformedToken, "\(name) is not valid base64")
+            }
+            return bytes
+        }
+        func hex(_ value: TokenJSON?, _ name: String) throws(PaymentTokenError) -> [UInt8] {
+            guard let text = value?.string else { throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string") }
+            guard let bytes = HexCoding.decode(text), !bytes.isEmpty else {
+                throw PaymentTokenError(.malformedToken, "\(name) is not valid hexadecimal")
+            }
+            return bytes
+        }
+        self.version = version
+        self.data = try base64(paymentData["data"], "paymentData.data")
+        self.signature = try base64(paymentData["signature"], "paymentData.signature")
+        switch version {
+        case .ecV1:
+            keyMaterial = try base64(header["ephemeralPublicKey"], "header.ephemeralPublicKey")
+        case .rsaV1:
+            keyMaterial = try base64(header["wrappedKey"], "header.wrappedKey")
+        }
+        publicKeyHash = try base64(header["publicKeyHash"], "header.publicKeyHash")
+        guard publicKeyHash.count == 32 else {
+            throw PaymentTokenError(.malformedToken, "header.publicKeyHash must be a base64 SHA-256 (32 bytes)")
+        }
+        transactionId = try hex(header["transactionId"], "header.transactionId")
+        if let application = header["applicationData"], application != .null {
+            applicationData = try hex(application, "header.applicationData")
+        } else {
+            applicationData = nil
+        }
+        paymentMethod = method
+        transactionIdentifier = identifier
+    }
+
+    /// The bytes the signature covers: key material ‖ data ‖ transactionId ‖ applicationData.
+    var signedContent: [UInt8] {
+        var content: [UInt8] = []
+        content.reserveCapacity(keyMaterial.count + data.count + transactionId.count + (applicationData?.count ?? 0))
+        content += keyMaterial
+        content += data
+        content += transactionId
+        if let applicationData { content += applicationData }
+        return content
+    }
+
+    /// Names the version and the transaction only.
+    public var description: String { "PaymentToken(\(version.rawValue), transaction \(transactionIdHex.prefix(16))…)" }
+}

@@ -1,0 +1,167 @@
+import ApplePay
+import Cryptography
+import Foundation
+
+/// Checks the caller may ask for after decryption.
+public struct PaymentTokenExpectations: Sendable {
+    /// The application data the merchant passed to the payment request.
+    public enum ApplicationData: Sendable, Hashable {
+        /// Its SHA-256 as hex (what the token's header carries).
+        case sha256Hex(String)
+        /// The original bytes, which are hashed.
+        case bytes(Data)
+    }
+
+    public var applicationData: ApplicationData?
+    /// The amount in minor units.
+    public var amount: Int64?
+    /// The currency: numeric ("840") or alphabetic ("USD") ISO 4217.
+    public var currencyCode: String?
+
+    public init(applicationData: ApplicationData? = nil, amount: Int64? = nil, currencyCode: String? = nil) {
+        self.applicationData = applicationData
+        self.amount = amount
+        self.currencyCode = currencyCode
+    }
+}
+
+/// A verified and decrypted token.
+public struct DecryptedPaymentToken: Sendable, CustomStringConvertible {
+    public let verification: PaymentTokenVerification
+    public let payload: PaymentTokenPayload
+    /// The identity whose key opened the token.
+    public let merchant: MerchantIdentity
+
+    public var description: String { "DecryptedPaymentToken(\(verification.version.rawValue), \(payload))" }
+}
+
+/// Verifies and decrypts Apple Pay tokens (EC_v1 and RSA_v1) for one or more merchant identities.
+///
+/// Configure once (keys and certificates are parsed and prepared here, the chain cache lives in `verifier`) and
+/// share across threads: every method may be called concurrently. Several identities may be active at once
+/// (certificate rotation); each token is matched to one by its `publicKeyHash`.
+public final class PaymentTokenDecryptor: Sendable {
+    /// Signature, chain and time checks.
+    public let verifier: PaymentTokenVerifier
+    private let identities: [Data: MerchantIdentity]
+
+    /// - Parameters:
+    ///   - merchants: the identities whose tokens this decryptor opens.
+    ///   - verifier: the verification policy (roots, clock, window).
+    /// - Throws: `PaymentTokenError.merchantKeyMismatch` when no identity is given.
+    public init(merchants: [MerchantIdentity], verifier: PaymentTokenVerifier) throws(PaymentTokenError) {
+        guard !merchants.isEmpty else {
+            throw PaymentTokenError(.merchantKeyMismatch, "no merchant identity configured: give at least one key")
+        }
+        var byHash: [Data: MerchantIdentity] = [:]
+        for merchant in merchants { byHash[merchant.publicKeyHash] = merchant }
+        identities = byHash
+        self.verifier = verifier
+    }
+
+    /// A decryptor with its own verifier; see `PaymentTokenVerifier.init` for the parameters.
+    public convenience init(
+        merchants: [MerchantIdentity], roots: [Certificate]? = nil, maximumAge: TimeInterval = 300,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(PaymentTokenError) {
+        try self.init(merchants: merchants, verifier: PaymentTokenVerifier(roots: roots, maximumAge: maximumAge, now: now))
+    }
+
+    /// Parses, verifies and decrypts a token's JSON.
+    public func decrypt(jsonData: some DataProtocol, expecting expectations: PaymentTokenExpectations = .init())
+        throws(PaymentTokenError) -> DecryptedPaymentToken
+    {
+        try decrypt(try PaymentToken(jsonData: jsonData), expecting: expectations)
+    }
+
+    /// Verifies, checks the merchant and the expected application data, decrypts, then checks amount and currency.
+    /// - Throws: `PaymentTokenError` with the code of the first check that failed.
+    public func decrypt(_ token: PaymentToken, expecting expectations: PaymentTokenExpectations = .init())
+        throws(PaymentTokenError) -> DecryptedPaymentToken
+    {
+        let verification = try verifier.verify(token)
+        guard let merchant = identities[verification.publicKeyHash] else {
+            throw PaymentTokenError(
+                .merchantKeyMismatch,
+                "the token is for the key with publicKeyHash \(verification.publicKeyHash.base64EncodedString()); no configured merchant key has it (check which Payment Processing certificate the payment request used)")
+        }
+        if let expected = expectations.applicationData {
+            let hash: [UInt8]?
+            switch expected {
+            case .bytes(let bytes): hash = Array(Digest.sha256(bytes))
+            case .sha256Hex(let text): hash = HexCoding.decode(text)
+            }
+            guard let hash, let actual = token.applicationData, hash == actual else {
+                throw PaymentTokenError(
+                    .applicationDataMismatch,
+                    token.applicationData == nil
+                        ? "the token carries no applicationData, but the caller expected some"
+                        : "the token's applicationData hash differs from the expected one")
+            }
+        }
+        var plaintext = try open(token, with: merchant)
+        defer { for index in plaintext.indices { plaintext[index] = 0 } }
+        let json: TokenJSON
+        do {
+            json = try TokenJSON.parse(plaintext)
+        } catch {
+            throw PaymentTokenError(.malformedPayload, "the decrypted payload is not JSON: \(error.message)")
+        }
+        let payload = try PaymentTokenPayload(json: json)
+        if let amount = expectations.amount, amount != payload.transactionAmount {
+            throw PaymentTokenError(.amountMismatch, "the token is for \(payload.transactionAmount) minor units, the caller expected \(amount)")
+        }
+        if let currency = expectations.currencyCode {
+            let numeric = currency.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } ? currency : (Currency(code: currency.uppercased())?.numericCode ?? currency)
+            guard Int(numeric) == Int(payload.currencyCode) else {
+                throw PaymentTokenError(.amountMismatch, "the token is in currency \(payload.currencyCode), the caller expected \(currency)")
+            }
+        }
+        return DecryptedPaymentToken(verification: verification, payload: payload, merchant: merchant)
+    }
+
+    /// Recovers the symmetric key and decrypts `data`.
+    private func open(_ token: PaymentToken, with merchant: MerchantIdentity) throws(PaymentTokenError) -> [UInt8] {
+        var key: Data
+        switch token.version {
+        case .ecV1:
+            guard let agreement = merchant.agreement else {
+                throw PaymentTokenError(.merchantKeyMismatch, "an EC_v1 token needs an EC P-256 merchant key, the matching key is \(merchant.privateKey.kind)")
+            }
+            var shared: Data
+            do {
+                shared = try agreement.sharedSecret(peerSubjectPublicKeyInfoDER: token.keyMaterial)
+            } catch {
+                throw PaymentTokenError(.malformedToken, "header.ephemeralPublicKey is not a usable P-256 public key: \(error)")
+            }
+            var kdf = Data(capacity: 4 + 32 + 1 + 13 + 5 + 32)
+            kdf.append(contentsOf: [0, 0, 0, 1])
+            kdf.append(shared)
+            kdf.append(0x0d)
+            kdf.append(contentsOf: Array("id-aes256-GCM".utf8))
+            kdf.append(contentsOf: Array("Apple".utf8))
+            kdf.append(merchant.merchantIdentifierHash)
+            key = Digest.sha256(kdf)
+            shared.resetBytes(in: 0..<shared.count)
+            kdf.resetBytes(in: 0..<kdf.count)
+        case .rsaV1:
+            guard case .rsa = merchant.privateKey.kind else {
+                throw PaymentTokenError(.merchantKeyMismatch, "an RSA_v1 token needs an RSA merchant key, the matching key is \(merchant.privateKey.kind)")
+            }
+            do {
+                key = try RSAOAEP.decrypt(Data(token.keyMaterial), privateKey: merchant.privateKey)
+            } catch {
+                throw PaymentTokenError(.decryptionFailed, "header.wrappedKey cannot be unwrapped with the merchant's RSA key (RSA-OAEP SHA-256)")
+            }
+            guard key.count == 16 || key.count == 32 else {
+                throw PaymentTokenError(.decryptionFailed, "the unwrapped key is \(key.count) bytes, not an AES key")
+            }
+        }
+        defer { key.resetBytes(in: 0..<key.count) }
+        do {
+            return Array(try AESGCM.open(Data(token.data), key: key, iv: Data(count: 16)))
+        } catch {
+            throw PaymentTokenError(.decryptionFailed, "the token's data does not decrypt with the merchant key (AES-GCM tag mismatch): check the merchant identifier and key")
+        }
+    }
+}
