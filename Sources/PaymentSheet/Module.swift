@@ -1,1 +1,0 @@
-// The PaymentSheet module: see docs/ARCHITECTURE.md. Its code arrives with its issue.

@@ -1,0 +1,60 @@
+/// Why the sheet refused something. Equality is on the code only; `message` says what to do.
+public struct PaymentSheetError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable, machine-readable reason.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The payment request breaks Apple's rules; the sheet would not open.
+        public static let invalidRequest = Code(rawValue: "request.invalid")
+        /// The device cannot make payments, or no card in the wallet can pay for the request.
+        public static let cannotMakePayments = Code(rawValue: "wallet.cannotMakePayments")
+        /// A card's number, expiry or country is malformed.
+        public static let invalidCard = Code(rawValue: "wallet.invalidCard")
+        /// The action names a card the wallet does not hold, or one that cannot pay for the request.
+        public static let unknownCard = Code(rawValue: "action.unknownCard")
+        /// The action names a shipping method the sheet does not offer.
+        public static let unknownShippingMethod = Code(rawValue: "action.unknownShippingMethod")
+        /// The action needs something the request does not ask for (a coupon without `supportsCouponCode`).
+        public static let notOffered = Code(rawValue: "action.notOffered")
+        /// The sheet is still waiting for the merchant's answer to the previous event.
+        public static let eventInProgress = Code(rawValue: "session.eventInProgress")
+        /// The session has not begun yet.
+        public static let notBegun = Code(rawValue: "session.notBegun")
+        /// The session already finished.
+        public static let finished = Code(rawValue: "session.finished")
+        /// Authorization is blocked: merchant errors to resolve or required contact fields missing.
+        public static let authorizationBlocked = Code(rawValue: "session.authorizationBlocked")
+        /// The token could not be made.
+        public static let tokenFailed = Code(rawValue: "token.failed")
+        /// The merchant's delegate failed (threw, or an HTTP merchant answered with an error).
+        public static let merchantFailed = Code(rawValue: "merchant.failed")
+        /// The scenario document is invalid.
+        public static let invalidScenario = Code(rawValue: "scenario.invalid")
+    }
+
+    public let code: Code
+    public let message: String
+    /// For scenario errors: the path of the bad field, for example `wallet.cards[0].devicePAN`.
+    public let field: String?
+
+    public init(_ code: Code, _ message: String, field: String? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    public var description: String {
+        field.map { "\(code) at \($0): \(message)" } ?? "\(code): \(message)"
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+}
+
+extension PaymentSheetError.Code {
+    /// Lets `catch PaymentSheetError.Code.eventInProgress` match a thrown `PaymentSheetError` by its code.
+    public static func ~= (pattern: PaymentSheetError.Code, error: any Error) -> Bool {
+        (error as? PaymentSheetError)?.code == pattern
+    }
+}

@@ -1,0 +1,76 @@
+import ApplePay
+import Foundation
+import Sandbox
+
+/// What the sheet asks the issuer for when the user authorizes.
+public struct TokenIssueRequest: Sendable {
+    public var card: WalletCard
+    /// The current total's amount, in `currencyCode`.
+    public var amount: Decimal
+    public var currencyCode: String
+    /// The request's `applicationData` (base64, as Apple Pay JS carries it).
+    public var applicationData: String?
+    /// The signing time.
+    public var now: Date
+
+    public init(card: WalletCard, amount: Decimal, currencyCode: String, applicationData: String?, now: Date) {
+        self.card = card
+        self.amount = amount
+        self.currencyCode = currencyCode
+        self.applicationData = applicationData
+        self.now = now
+    }
+}
+
+/// A token, with what a transcript may say about it.
+public struct IssuedToken: Sendable, CustomStringConvertible {
+    /// The whole PKPaymentToken JSON (`paymentData`, `paymentMethod`, `transactionIdentifier`).
+    public var token: JSONValue
+    /// `transactionIdentifier`: safe to log.
+    public var transactionIdentifier: String
+    /// `paymentData.version`.
+    public var version: String
+
+    public init(token: JSONValue, transactionIdentifier: String, version: String) {
+        self.token = token
+        self.transactionIdentifier = transactionIdentifier
+        self.version = version
+    }
+
+    public var description: String { "IssuedToken(\(version), transaction \(transactionIdentifier.prefix(16))…)" }
+}
+
+/// Makes payment tokens, as Apple's servers do for a device.
+public protocol PaymentTokenIssuer: Sendable {
+    /// - Throws: any error; the session reports it as `token.failed` and fails.
+    func issueToken(_ request: TokenIssueRequest) throws -> IssuedToken
+}
+
+/// Real tokens from a `Sandbox`: signed by its authority and encrypted for its merchant's Payment Processing
+/// certificate (EC_v1 by default).
+public struct SandboxTokenIssuer: PaymentTokenIssuer {
+    public let sandbox: Sandbox
+    public let version: TokenVersion
+
+    public init(sandbox: Sandbox, version: TokenVersion = .ecV1) {
+        self.sandbox = sandbox
+        self.version = version
+    }
+
+    public func issueToken(_ request: TokenIssueRequest) throws -> IssuedToken {
+        let cardType = CardType(rawValue: request.card.type.rawValue) ?? .debit
+        let card = try SandboxCard(
+            network: request.card.network, type: cardType, devicePAN: request.card.devicePAN,
+            expirationDate: request.card.expirationDate, cardholderName: request.card.cardholderName)
+        let minted = try sandbox.mint(
+            MintRequest(
+                card: card, amount: request.amount, currencyCode: request.currencyCode,
+                applicationData: request.applicationData.map { .base64($0) },
+                paymentDataType: .threeDSecure,
+                signingTime: request.now),
+            version: version)
+        return IssuedToken(
+            token: try JSONValue(parsing: minted.jsonData()), transactionIdentifier: minted.transactionIdentifier,
+            version: minted.paymentData.version)
+    }
+}
