@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 
 /// Where checkouts, orders, payments and the event log live. ``SQLiteOrderStore`` is the embedded default; a
@@ -100,6 +101,19 @@ public struct OrderContact: Codable, Sendable, Equatable {
         self.postalCode = postalCode
         self.country = country
         self.countryCode = countryCode
+    }
+}
+
+extension OrderContact {
+    /// The same fields as an ApplePay module `Contact` (Apple Pay JS `ApplePayPaymentContact`).
+    public init(_ contact: Contact) {
+        self.init(
+            givenName: contact.givenName, familyName: contact.familyName, phoneticGivenName: contact.phoneticGivenName,
+            phoneticFamilyName: contact.phoneticFamilyName, emailAddress: contact.emailAddress,
+            phoneNumber: contact.phoneNumber, addressLines: contact.addressLines, subLocality: contact.subLocality,
+            locality: contact.locality, subAdministrativeArea: contact.subAdministrativeArea,
+            administrativeArea: contact.administrativeArea, postalCode: contact.postalCode, country: contact.country,
+            countryCode: contact.countryCode)
     }
 }
 

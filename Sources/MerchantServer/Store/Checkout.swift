@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 
 /// One customer's checkout: what they buy and what they chose on the sheet so far.
@@ -172,6 +173,16 @@ public struct ShippingAddress: Codable, Sendable, Equatable {
         self.postalCode = postalCode
         self.country = country
         self.countryCode = countryCode
+    }
+}
+
+extension ShippingAddress {
+    /// Keeps only the redacted fields of an Apple Pay contact (street, names, phone and email are dropped).
+    public init(redacting contact: Contact) {
+        self.init(
+            locality: contact.locality, subAdministrativeArea: contact.subAdministrativeArea,
+            administrativeArea: contact.administrativeArea, postalCode: contact.postalCode, country: contact.country,
+            countryCode: contact.countryCode)
     }
 }
 

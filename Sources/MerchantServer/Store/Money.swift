@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 
 /// Money arithmetic for the store: amounts are `Int64` minor units of one currency, converted from and to
@@ -6,22 +7,11 @@ import Foundation
 /// Rounding rule (used for percentage discounts and tax): **half-up**, i.e. half away from zero
 /// (`NSDecimalNumber.RoundingMode.plain`): 0.5 minor units become 1, −0.5 become −1.
 public enum Money {
-    /// Number of minor-unit digits of an ISO 4217 currency: 0 (JPY, KRW, ...), 3 (BHD, KWD, ...), else 2.
-    ///
-    /// The table covers the currencies whose exponent is not 2; every other alphabetic code is treated as 2.
+    /// Number of minor-unit digits of an ISO 4217 currency (ApplePay's table): 0 for JPY, 2 for USD, 3 for KWD.
+    /// An unknown code counts as 2 (configuration validation refuses unknown codes before this matters).
     public static func minorUnitDigits(of currencyCode: String) -> Int {
-        let code = currencyCode.uppercased()
-        if zeroDigitCurrencies.contains(code) { return 0 }
-        if threeDigitCurrencies.contains(code) { return 3 }
-        if code == "CLF" || code == "UYW" { return 4 }
-        return 2
+        Currency(code: currencyCode.uppercased())?.minorUnits ?? 2
     }
-
-    private static let zeroDigitCurrencies: Set<String> = [
-        "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV", "XAF",
-        "XOF", "XPF",
-    ]
-    private static let threeDigitCurrencies: Set<String> = ["BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"]
 
     /// Converts a decimal amount to minor units, failing when it has more fractional digits than the currency
     /// allows (for example `1.005` USD) or does not fit in `Int64`.

@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 
 /// Everything a store sells and how it charges, decoded from the server's JSON configuration file.
@@ -143,10 +144,10 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
             throw fail(.invalidStoreName, "storeName must be 1 to 64 characters (Apple's display-name limit)")
         }
         if merchantIdentifier.isEmpty { throw fail(.invalidMerchantIdentifier, "merchantIdentifier is empty") }
-        if countryCode.count != 2 || !countryCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
+        if !Country.isKnown(countryCode) {
             throw fail(.invalidCountryCode, "countryCode must be an ISO 3166-1 alpha-2 code such as \"US\"")
         }
-        if currencyCode.count != 3 || !currencyCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
+        if !Currency.isKnown(currencyCode) {
             throw fail(.invalidCurrencyCode, "currencyCode must be an ISO 4217 code such as \"USD\"")
         }
         if supportedNetworks.isEmpty { throw fail(.noNetworks, "supportedNetworks must not be empty") }
@@ -167,6 +168,9 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
                 throw fail(.duplicateIdentifier, "shipping zone identifier \"\(zone.identifier)\" is empty or appears twice")
             }
             if zone.countries.isEmpty { throw fail(.invalidZone, "shipping zone \(zone.identifier) lists no countries") }
+            if let unknown = zone.countries.first(where: { !Country.isKnown($0.uppercased()) }) {
+                throw fail(.invalidZone, "shipping zone \(zone.identifier): \"\(unknown)\" is not an ISO 3166-1 alpha-2 code")
+            }
             if zone.methods.isEmpty { throw fail(.invalidZone, "shipping zone \(zone.identifier) has no methods") }
             if zone.taxRate < 0 || zone.taxRate > 1 {
                 throw fail(.invalidRate, "taxRate of zone \(zone.identifier) must be between 0 and 1 (\"0.0825\" for 8.25%)")

@@ -1,0 +1,137 @@
+import Foundation
+import MerchantServer
+import TestSupport
+import Testing
+
+@Suite("Store configuration")
+struct ConfigurationTests {
+    static let sample = """
+        {
+          "storeName": "Tiny Tea",
+          "merchantIdentifier": "merchant.com.example.tea",
+          "countryCode": "GB",
+          "currencyCode": "GBP",
+          "supportedNetworks": ["visa", "masterCard"],
+          "products": [
+            {"sku": "TEA-1", "name": "Earl Grey", "price": "4.20", "currencyCode": "GBP"},
+            {"sku": "TEA-2", "name": "Assam", "price": 3.5, "currencyCode": "GBP"}
+          ],
+          "shippingZones": [
+            {"identifier": "london", "countries": ["GB"], "postalCodePrefixes": ["SW", "EC"],
+             "methods": [{"identifier": "courier", "label": "Courier", "amount": "6.00",
+                          "deliveryEstimate": {"minimumDays": 0, "maximumDays": 1}}],
+             "taxRate": "0.2"},
+            {"identifier": "uk", "countries": ["GB"],
+             "methods": [{"identifier": "post", "label": "Royal Mail", "detail": "2–3 days", "amount": "3"}],
+             "taxRate": "0.2"}
+          ],
+          "coupons": [
+            {"code": "TEA5", "kind": "fixed", "value": "5", "minimumTotal": "20", "expiresAt": "2031-01-01T00:00:00Z"}
+          ],
+          "domainAssociation": "abc",
+          "merchantValidation": {"gatewayBaseURL": "https://127.0.0.1:8443", "domain": "tea.example"},
+          "processor": {"timeoutSeconds": 2.5}
+        }
+        """
+
+    @Test("a JSON file decodes with strings or numbers for money, and defaults for optional fields")
+    func decodeSample() throws {
+        let folder = try TemporaryDirectory(prefix: "store-config")
+        defer { folder.remove() }
+        let url = URL(fileURLWithPath: folder.path("store.json"))
+        try Data(Self.sample.utf8).write(to: url)
+        let configuration = try StoreConfiguration.load(from: url)
+        #expect(configuration.storeName == "Tiny Tea")
+        #expect(configuration.products[0].price == Decimal(string: "4.2"))
+        #expect(configuration.products[1].price == Decimal(string: "3.5"))
+        #expect(configuration.merchantCapabilities == ["supports3DS"])
+        #expect(configuration.requiredBillingContactFields == ["postalAddress"])
+        #expect(configuration.shippingZones[0].postalCodePrefixes == ["SW", "EC"])
+        #expect(configuration.shippingZones[1].methods[0].detail == "2–3 days")
+        #expect(configuration.shippingZones[0].taxRate == Decimal(string: "0.2"))
+        #expect(configuration.coupons[0].discount == .fixed(5))
+        #expect(configuration.coupons[0].expiresAt == Date(timeIntervalSince1970: 1_924_992_000))
+        #expect(configuration.merchantValidation.gatewayBaseURL == "https://127.0.0.1:8443")
+        #expect(configuration.processor.timeout == .milliseconds(2500))
+        #expect(configuration.processor.kind == "sandbox")
+    }
+
+    @Test("the demo configuration is valid and survives a JSON round trip")
+    func demoRoundTrip() throws {
+        try StoreConfiguration.demo.validate()
+        let data = try JSONEncoder().encode(StoreConfiguration.demo)
+        #expect(try StoreConfiguration.decode(data) == StoreConfiguration.demo)
+    }
+
+    static let invalid: [(String, StoreConfigurationError.Code, @Sendable (inout [String: Any]) -> Void)] = [
+        ("store name missing", .malformed, { $0["storeName"] = nil }),
+        ("price with three decimals in GBP", .invalidAmount, { setProduct(&$0, "price", "4.205") }),
+        ("negative price", .invalidAmount, { setProduct(&$0, "price", "-1") }),
+        ("price that is not a number", .malformed, { setProduct(&$0, "price", "four") }),
+        ("unknown currency", .invalidCurrencyCode, { $0["currencyCode"] = "XYZ" }),
+        ("lower-case country", .invalidCountryCode, { $0["countryCode"] = "gb" }),
+        ("product in another currency", .currencyMismatch, { setProduct(&$0, "currencyCode", "EUR") }),
+        ("no networks", .noNetworks, { $0["supportedNetworks"] = [String]() }),
+        ("no products", .emptyCatalog, { $0["products"] = [Any]() }),
+        ("duplicate SKU", .duplicateSKU, { setProduct(&$0, "sku", "TEA-2") }),
+        ("tax as a percentage", .invalidRate, { setZone(&$0, "taxRate", "20") }),
+        ("zone with an unknown country", .invalidZone, { setZone(&$0, "countries", ["ZZ"]) }),
+        ("zone without methods", .invalidZone, { setZone(&$0, "methods", [Any]()) }),
+        ("coupon of an unknown kind", .malformed, { setCoupon(&$0, "kind", "bogo") }),
+        ("coupon with a bad date", .malformed, { setCoupon(&$0, "expiresAt", "next week") }),
+        ("coupon over 100 percent", .invalidRate, {
+            setCoupon(&$0, "kind", "percent")
+            setCoupon(&$0, "value", "150")
+        }),
+        ("processor timeout above the sheet's 30 s", .invalidProcessor, { $0["processor"] = ["timeoutSeconds": 31] }),
+    ]
+
+    @Test("invalid configurations are refused with a stable code", arguments: invalid.indices)
+    func invalidConfigurations(index: Int) throws {
+        let (name, code, mutate) = Self.invalid[index]
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(Self.sample.utf8)) as? [String: Any])
+        mutate(&object)
+        let data = try JSONSerialization.data(withJSONObject: object)
+        let error = #expect(throws: StoreConfigurationError.self, "\(name)") { try StoreConfiguration.decode(data) }
+        #expect(error?.code == code, "\(name): \(error?.description ?? "")")
+        #expect(error?.message.isEmpty == false)
+    }
+
+    @Test("a missing field is named in the message; unreadable files and non-JSON have their own codes")
+    func messages() throws {
+        let error = #expect(throws: StoreConfigurationError.self) {
+            try StoreConfiguration.decode(Data(#"{"storeName": "x"}"#.utf8))
+        }
+        #expect(error?.code == .malformed)
+        #expect(error?.message.contains("merchantIdentifier") == true)
+        let notJSON = #expect(throws: StoreConfigurationError.self) { try StoreConfiguration.decode(Data("{".utf8)) }
+        #expect(notJSON?.code == .malformed)
+        let missing = #expect(throws: StoreConfigurationError.self) {
+            try StoreConfiguration.load(from: URL(fileURLWithPath: "/nonexistent/store.json"))
+        }
+        #expect(missing?.code == .unreadable)
+        var matched = false
+        do { _ = try StoreConfiguration.decode(Data("[]".utf8)) } catch StoreConfigurationError.Code.malformed {
+            matched = true
+        } catch {}
+        #expect(matched)
+    }
+}
+
+private func setProduct(_ object: inout [String: Any], _ key: String, _ value: Any) {
+    var products = object["products"] as? [[String: Any]] ?? []
+    products[0][key] = value
+    object["products"] = products
+}
+
+private func setZone(_ object: inout [String: Any], _ key: String, _ value: Any) {
+    var zones = object["shippingZones"] as? [[String: Any]] ?? []
+    zones[0][key] = value
+    object["shippingZones"] = zones
+}
+
+private func setCoupon(_ object: inout [String: Any], _ key: String, _ value: Any) {
+    var coupons = object["coupons"] as? [[String: Any]] ?? []
+    coupons[0][key] = value
+    object["coupons"] = coupons
+}
