@@ -45,7 +45,8 @@ public struct CMSSigner: Sendable {
         }
         defer { ASN1_TIME_free(time) }
         // Added before CMS_final, so OpenSSL keeps it instead of stamping the current time.
-        guard CMS_signed_add1_attr_by_NID(signerInfo, NID_pkcs9_signingTime, ASN1_STRING_type(time), time, -1) == 1 else {
+        guard CMS_signed_add1_attr_by_NID(signerInfo, NID_pkcs9_signingTime, ASN1_STRING_type(time), time, -1) == 1
+        else {
             throw CryptographyError.openSSL(.internalError, "could not add the signing time")
         }
         for extra in additionalCertificates {

@@ -81,7 +81,8 @@ public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
         for attribute in attributes {
             let bytes = Array(attribute.value.utf8)
             let added = bytes.withUnsafeBufferPointer { buffer in
-                X509_NAME_add_entry_by_NID(name, attribute.type.nid, MBSTRING_UTF8, buffer.baseAddress, Int32(buffer.count), -1, 0)
+                X509_NAME_add_entry_by_NID(
+                    name, attribute.type.nid, MBSTRING_UTF8, buffer.baseAddress, Int32(buffer.count), -1, 0)
             }
             guard added == 1 else {
                 X509_NAME_free(name)
@@ -105,7 +106,8 @@ public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
             var utf8: UnsafeMutablePointer<UInt8>? = nil
             let length = ASN1_STRING_to_UTF8(&utf8, data)
             guard length >= 0, let utf8 else { continue }
-            attributes.append(Attribute(type, String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)))
+            attributes.append(
+                Attribute(type, String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)))
             COpenSSL_free(utf8)
         }
         self.attributes = attributes
@@ -257,7 +259,8 @@ public struct CertificateBuilder: Sendable {
 
     /// Signs the certificate as `issuer`, with the issuer's private key.
     /// - Throws: `CryptographyError` (`invalidKey` when `key` does not match the issuer's certificate).
-    public func signed(by issuer: Certificate, key: PrivateKey, digest: SignatureDigest = .sha256) throws -> Certificate {
+    public func signed(by issuer: Certificate, key: PrivateKey, digest: SignatureDigest = .sha256) throws -> Certificate
+    {
         guard key.publicKey == issuer.publicKey else {
             throw CryptographyError(.invalidKey, "the signing key does not match the issuer's certificate")
         }
@@ -274,9 +277,13 @@ public struct CertificateBuilder: Sendable {
         guard !serialNumber.isEmpty, serialNumber.count <= 20 else {
             throw CryptographyError(.malformedInput, "the serial number must be 1 to 20 bytes")
         }
-        guard let x509 = X509_new() else { throw CryptographyError.openSSL(.internalError, "could not allocate a certificate") }
+        guard let x509 = X509_new() else {
+            throw CryptographyError.openSSL(.internalError, "could not allocate a certificate")
+        }
         defer { X509_free(x509) }
-        guard X509_set_version(x509, 2) == 1 else { throw CryptographyError.openSSL(.internalError, "could not set the version") }
+        guard X509_set_version(x509, 2) == 1 else {
+            throw CryptographyError.openSSL(.internalError, "could not set the version")
+        }
 
         // Serial number.
         let serial = serialNumber.withUnsafeBytes { raw in
@@ -299,7 +306,9 @@ public struct CertificateBuilder: Sendable {
             throw CryptographyError.openSSL(.internalError, "could not set the subject")
         }
         if let issuer {
-            guard X509_set_issuer_name(x509, X509_get_subject_name(issuer.x509)) == 1 else { throw CryptographyError.openSSL(.internalError, "could not set the issuer") }
+            guard X509_set_issuer_name(x509, X509_get_subject_name(issuer.x509)) == 1 else {
+                throw CryptographyError.openSSL(.internalError, "could not set the issuer")
+            }
         } else if let issuerName {
             let name = try issuerName.makeX509Name()
             defer { X509_NAME_free(name) }
@@ -358,7 +367,9 @@ public struct CertificateBuilder: Sendable {
             throw CryptographyError.openSSL(.invalidKey, "could not sign the certificate")
         }
         // `Certificate` takes its own reference; the `defer` above releases ours.
-        guard X509_up_ref(x509) == 1 else { throw CryptographyError.openSSL(.internalError, "could not share the certificate") }
+        guard X509_up_ref(x509) == 1 else {
+            throw CryptographyError.openSSL(.internalError, "could not share the certificate")
+        }
         return try Certificate(takingOwnershipOf: x509)
     }
 

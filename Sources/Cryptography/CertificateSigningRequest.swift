@@ -72,7 +72,8 @@ public final class CertificateSigningRequest: @unchecked Sendable, CustomStringC
             PEM_read_bio_X509_REQ(bio, nil, OpenSSLSupport.refusePassword, nil)
         }
         guard let parsed else {
-            throw CryptographyError.openSSL(.malformedInput, "no readable \"CERTIFICATE REQUEST\" block in the PEM text")
+            throw CryptographyError.openSSL(
+                .malformedInput, "no readable \"CERTIFICATE REQUEST\" block in the PEM text")
         }
         try self.init(takingOwnershipOf: parsed)
     }

@@ -97,7 +97,9 @@ public enum MerchantOnboarding {
         let seconds = certificate.notAfter.timeIntervalSince(now)
         return Inspection(
             kind: kind, merchantIdentifier: uid, merchantIdentifierHash: hash.map { hex($0) },
-            merchantIdentifierHashMatchesUID: extensionHash.flatMap { value in uid.map { MerchantIdentifier.hash($0) == value } },
+            merchantIdentifierHashMatchesUID: extensionHash.flatMap { value in
+                uid.map { MerchantIdentifier.hash($0) == value }
+            },
             subject: certificate.subject, issuer: certificate.issuer, serialNumber: certificate.serialNumber,
             keyType: certificate.publicKey.kind.description,
             publicKeyHash: Digest.sha256(certificate.publicKey.subjectPublicKeyInfoDER).base64EncodedString(),

@@ -141,7 +141,9 @@ public final class Sandbox: Sendable {
         // Make everything in memory first: nothing touches the disk until all of it exists.
         let authority = try SandboxAuthority.generate(now: now)
         let merchant = SandboxAuthority.Merchant(identifier: merchantIdentifier)
-        func issue(_ kind: SandboxAuthority.MerchantCertificateKind, _ keyKind: KeyKind) throws -> SandboxAuthority.Credential {
+        func issue(_ kind: SandboxAuthority.MerchantCertificateKind, _ keyKind: KeyKind) throws
+            -> SandboxAuthority.Credential
+        {
             let key = try PrivateKey.generate(keyKind)
             let request = try MerchantOnboarding.signingRequest(kind, key: key, merchantIdentifier: merchantIdentifier)
             let certificate = try authority.issueMerchantCertificate(kind, for: request, merchant: merchant, now: now)
@@ -152,7 +154,8 @@ public final class Sandbox: Sendable {
         let identity = try issue(.merchantIdentity, .rsa(bits: 2048))
         let configuration = Configuration(
             format: 1, merchantIdentifier: merchantIdentifier, teamIdentifier: merchant.teamIdentifier,
-            organization: merchant.organization, createdAt: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down)))
+            organization: merchant.organization,
+            createdAt: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down)))
 
         var files: [(String, String, mode_t)] = []
         func add(_ credential: SandboxAuthority.Credential, _ certificateName: String, _ keyName: String) {
@@ -171,18 +174,24 @@ public final class Sandbox: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         files.append(
-            (File.configuration, String(decoding: try encoder.encode(configuration), as: UTF8.self) + "\n", AtomicFile.publicMode))
+            (
+                File.configuration, String(decoding: try encoder.encode(configuration), as: UTF8.self) + "\n",
+                AtomicFile.publicMode
+            ))
 
         // Stage beside the target, then swap it in.
         let parent = folder.deletingLastPathComponent()
         do {
             try manager.createDirectory(at: parent, withIntermediateDirectories: true)
         } catch {
-            throw SandboxError(code: SandboxError.writeFailed.code, message: "cannot create \(parent.path): \(error.localizedDescription)")
+            throw SandboxError(
+                code: SandboxError.writeFailed.code,
+                message: "cannot create \(parent.path): \(error.localizedDescription)")
         }
         let staging = parent.appendingPathComponent(".\(folder.lastPathComponent).staging-\(UUID().uuidString)")
         do {
-            try manager.createDirectory(at: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            try manager.createDirectory(
+                at: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
             for (name, text, mode) in files {
                 try AtomicFile.write(text, to: staging.appendingPathComponent(name), mode: mode)
             }
@@ -205,7 +214,8 @@ public final class Sandbox: Sendable {
         } catch {
             try? manager.removeItem(at: staging)
             throw SandboxError(
-                code: SandboxError.writeFailed.code, message: "cannot write the sandbox to \(folder.path): \(error.localizedDescription)")
+                code: SandboxError.writeFailed.code,
+                message: "cannot write the sandbox to \(folder.path): \(error.localizedDescription)")
         }
         return try Sandbox(
             folder: folder, configuration: configuration, authority: authority, paymentProcessingEC: processingEC,
@@ -215,7 +225,8 @@ public final class Sandbox: Sendable {
     /// Every file a sandbox folder holds, in the order they are listed above.
     public static let fileNames: [String] = [
         File.root, File.rootKey, File.intermediate, File.intermediateKey, File.merchantCA, File.merchantCAKey,
-        File.ecLeaf, File.ecLeafKey, File.rsaLeaf, File.rsaLeafKey, File.paymentProcessingEC, File.paymentProcessingECKey,
+        File.ecLeaf, File.ecLeafKey, File.rsaLeaf, File.rsaLeafKey, File.paymentProcessingEC,
+        File.paymentProcessingECKey,
         File.paymentProcessingRSA, File.paymentProcessingRSAKey, File.merchantIdentity, File.merchantIdentityKey,
         File.configuration,
     ]
@@ -227,15 +238,19 @@ public final class Sandbox: Sendable {
     public static func load(from folder: URL) throws -> Sandbox {
         let folder = folder.standardizedFileURL
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
             throw SandboxError(
                 code: SandboxError.folderMissing.code,
-                message: "no sandbox folder at \(folder.path); create one with 'applepay sandbox init \(folder.path) --merchant-id ID'")
+                message:
+                    "no sandbox folder at \(folder.path); create one with 'applepay sandbox init \(folder.path) --merchant-id ID'"
+            )
         }
         func text(_ name: String) throws -> String {
             let url = folder.appendingPathComponent(name)
             guard FileManager.default.fileExists(atPath: url.path) else {
-                throw SandboxError(code: SandboxError.fileMissing.code, message: "\(url.path) is missing: is this a sandbox folder?")
+                throw SandboxError(
+                    code: SandboxError.fileMissing.code, message: "\(url.path) is missing: is this a sandbox folder?")
             }
             do {
                 return try String(contentsOf: url, encoding: .utf8)
@@ -251,7 +266,8 @@ public final class Sandbox: Sendable {
             } catch let error as SandboxError {
                 throw error
             } catch {
-                throw SandboxError(code: SandboxError.invalidFile.code, message: "\(certificateName) is not a PEM certificate")
+                throw SandboxError(
+                    code: SandboxError.invalidFile.code, message: "\(certificateName) is not a PEM certificate")
             }
             do {
                 key = try PrivateKey(pem: try text(keyName))
@@ -275,11 +291,13 @@ public final class Sandbox: Sendable {
         } catch let error as SandboxError {
             throw error
         } catch {
-            throw SandboxError(code: SandboxError.invalidFile.code, message: "\(File.configuration) is not a sandbox configuration")
+            throw SandboxError(
+                code: SandboxError.invalidFile.code, message: "\(File.configuration) is not a sandbox configuration")
         }
         guard configuration.format == 1 else {
             throw SandboxError(
-                code: SandboxError.invalidFile.code, message: "\(File.configuration) has format \(configuration.format); this tool reads format 1")
+                code: SandboxError.invalidFile.code,
+                message: "\(File.configuration) has format \(configuration.format); this tool reads format 1")
         }
         let authority = SandboxAuthority(
             root: try credential(File.root, File.rootKey),
@@ -296,7 +314,8 @@ public final class Sandbox: Sendable {
         } catch let error as SandboxError {
             throw error
         } catch {
-            throw SandboxError(code: SandboxError.invalidFile.code, message: "the sandbox's certificates are not usable: \(error)")
+            throw SandboxError(
+                code: SandboxError.invalidFile.code, message: "the sandbox's certificates are not usable: \(error)")
         }
     }
 }

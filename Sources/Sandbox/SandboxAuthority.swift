@@ -39,7 +39,9 @@ public struct SandboxAuthority: Sendable {
     public let rsaLeaf: Credential
 
     /// Assembles an authority from credentials already made (loaded from a folder).
-    public init(root: Credential, intermediate: Credential, merchantCA: Credential, ecLeaf: Credential, rsaLeaf: Credential) {
+    public init(
+        root: Credential, intermediate: Credential, merchantCA: Credential, ecLeaf: Credential, rsaLeaf: Credential
+    ) {
         self.root = root
         self.intermediate = intermediate
         self.merchantCA = merchantCA
@@ -70,7 +72,8 @@ public struct SandboxAuthority: Sendable {
         rootBuilder.basicConstraints = .certificateAuthority(pathLength: nil)
         rootBuilder.keyUsage = [.keyCertSign, .cRLSign]
         rootBuilder.includesAuthorityKeyIdentifier = false
-        let root = try Credential(certificate: rootBuilder.selfSigned(with: rootKey, digest: .sha384), privateKey: rootKey)
+        let root = try Credential(
+            certificate: rootBuilder.selfSigned(with: rootKey, digest: .sha384), privateKey: rootKey)
 
         func intermediate(_ name: String) throws -> Credential {
             let key = try PrivateKey.generate(.p256)
@@ -80,7 +83,8 @@ public struct SandboxAuthority: Sendable {
             builder.keyUsage = [.keyCertSign, .cRLSign]
             builder.extensions = [.marker(oid: AppleOID.intermediateMarker)]
             return try Credential(
-                certificate: builder.signed(by: root.certificate, key: root.privateKey, digest: .sha256), privateKey: key)
+                certificate: builder.signed(by: root.certificate, key: root.privateKey, digest: .sha256),
+                privateKey: key)
         }
         let tokenCA = try intermediate("Apple Pay Sandbox Application Integration CA - G3")
         let merchantCA = try intermediate("Apple Pay Sandbox Worldwide Developer Relations CA - G2")
@@ -153,7 +157,8 @@ public struct SandboxAuthority: Sendable {
         }
         let keyKind = request.publicKey.kind
         switch (kind, keyKind) {
-        case (.paymentProcessing, .p256), (.paymentProcessing, .rsa(bits: 2048...)), (.merchantIdentity, .rsa(bits: 2048...)):
+        case (.paymentProcessing, .p256), (.paymentProcessing, .rsa(bits: 2048...)),
+            (.merchantIdentity, .rsa(bits: 2048...)):
             break
         default:
             throw SandboxError(

@@ -26,8 +26,10 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     // Codes, as prototypes for `~=` and `#expect(throws:)`.
-    public static let folderMissing = SandboxError(code: "sandbox.folder-missing", message: "the sandbox folder does not exist")
-    public static let alreadyExists = SandboxError(code: "sandbox.already-exists", message: "a sandbox already exists there")
+    public static let folderMissing = SandboxError(
+        code: "sandbox.folder-missing", message: "the sandbox folder does not exist")
+    public static let alreadyExists = SandboxError(
+        code: "sandbox.already-exists", message: "a sandbox already exists there")
     public static let fileMissing = SandboxError(code: "sandbox.file-missing", message: "a sandbox file is missing")
     public static let invalidFile = SandboxError(code: "sandbox.invalid-file", message: "a sandbox file cannot be read")
     public static let writeFailed = SandboxError(code: "sandbox.write-failed", message: "a file could not be written")
@@ -47,5 +49,6 @@ public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
         message: "the certificate is not a Payment Processing certificate")
     public static let invalidRequest = SandboxError(
         code: "sandbox.invalid-request", message: "the certificate signing request is not valid")
-    public static let cryptography = SandboxError(code: "sandbox.cryptography", message: "a cryptographic operation failed")
+    public static let cryptography = SandboxError(
+        code: "sandbox.cryptography", message: "a cryptographic operation failed")
 }

@@ -45,7 +45,8 @@ public struct SandboxCard: Sendable, Hashable, CustomStringConvertible {
                 message: "the card number must be 12 to 19 digits and pass the Luhn check")
         }
         let month = Int(expirationDate.dropFirst(2).prefix(2)) ?? 0
-        guard expirationDate.count == 6, expirationDate.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), (1...12).contains(month)
+        guard expirationDate.count == 6, expirationDate.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            (1...12).contains(month)
         else {
             throw SandboxError(code: SandboxError.invalidCard.code, message: "the expiration date must be YYMMDD")
         }
@@ -209,7 +210,9 @@ public struct MintedToken: Sendable, Codable, Hashable, CustomStringConvertible 
         return try encoder.encode(paymentData)
     }
 
-    public var description: String { "MintedToken(\(paymentData.version), transaction \(transactionIdentifier.prefix(16))…)" }
+    public var description: String {
+        "MintedToken(\(paymentData.version), transaction \(transactionIdentifier.prefix(16))…)"
+    }
 }
 
 /// A merchant's Payment Processing certificate, prepared for minting: the token version its key gives, the
@@ -359,7 +362,8 @@ public final class TokenMinter: Sendable {
         }
         let payload = Payload(
             applicationPrimaryAccountNumber: request.card.devicePAN,
-            applicationExpirationDate: request.card.expirationDate, currencyCode: try currency(request.currencyCode).numericCode,
+            applicationExpirationDate: request.card.expirationDate,
+            currencyCode: try currency(request.currencyCode).numericCode,
             transactionAmount: minorUnits, cardholderName: request.card.cardholderName,
             deviceManufacturerIdentifier: deviceManufacturerIdentifier,
             paymentDataType: request.paymentDataType.rawValue, paymentData: content)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("applepay merchant")
 struct MerchantCommandTests {
@@ -16,7 +16,8 @@ struct MerchantCommandTests {
         defer { folder.remove() }
         let out = folder.path("portal")
         let kind = options[1]
-        let result = try CommandLineTool.run(["merchant", "csr"] + options + ["--out", out, "--merchant-id", "merchant.com.example"])
+        let result = try CommandLineTool.run(
+            ["merchant", "csr"] + options + ["--out", out, "--merchant-id", "merchant.com.example"])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(!result.standardOutput.contains("PRIVATE KEY"))
         let key = "\(out)/\(kind).key.pem"
@@ -37,7 +38,8 @@ struct MerchantCommandTests {
         #expect(again.standardError.contains("--force"))
         let forced = try CommandLineTool.run(["merchant", "csr"] + options + ["--out", out, "--force"])
         #expect(forced.status == 0)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out).sorted() == ["\(kind).csr", "\(kind).key.pem"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: out).sorted() == ["\(kind).csr", "\(kind).key.pem"])
     }
 
     @Test("csr usage errors: no --kind, an unknown kind, no --out")
@@ -70,14 +72,17 @@ struct MerchantCommandTests {
         #expect(report["isExpired"] as? Bool == false)
         #expect((report["daysLeft"] as? Int).map { (700...760).contains($0) } == true)
         #expect(report["notAfter"] is String)
-        #expect(try String(contentsOfFile: pemOut, encoding: .utf8)
-            == String(contentsOfFile: "\(box)/payment-processing-ec.pem", encoding: .utf8))
+        #expect(
+            try String(contentsOfFile: pemOut, encoding: .utf8)
+                == String(contentsOfFile: "\(box)/payment-processing-ec.pem", encoding: .utf8))
 
         let identity = try CommandLineTool.run(["merchant", "inspect", "\(box)/merchant-identity.pem"])
         #expect(identity.json?["kind"] as? String == "merchant-identity")
         #expect(identity.json?["keyMatches"] is NSNull || identity.json?["keyMatches"] == nil)
 
-        let wrongKey = try CommandLineTool.run(["merchant", "inspect", cer, "--key", "\(box)/merchant-identity.key.pem"])
+        let wrongKey = try CommandLineTool.run([
+            "merchant", "inspect", cer, "--key", "\(box)/merchant-identity.key.pem",
+        ])
         #expect(wrongKey.status == 1)
         #expect(wrongKey.json?["keyMatches"] as? Bool == false)
     }
@@ -85,12 +90,16 @@ struct MerchantCommandTests {
     @Test("inspect reads a real Apple merchant certificate: expired, identifier and hash")
     func inspectApple() throws {
         let path = Repository.appleTokenVectors.appendingPathComponent("basistheory-2023a-ec/merchant-cert.pem").path
-        let result = try CommandLineTool.run(["merchant", "inspect", path, "--key",
-            Repository.appleTokenVectors.appendingPathComponent("basistheory-2023a-ec/merchant-key.pem").path])
+        let result = try CommandLineTool.run([
+            "merchant", "inspect", path, "--key",
+            Repository.appleTokenVectors.appendingPathComponent("basistheory-2023a-ec/merchant-key.pem").path,
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         let report = try #require(result.json)
         #expect(report["merchantIdentifier"] as? String == "merchant.basistheory.sales")
-        #expect(report["merchantIdentifierHash"] as? String == "774d916d4c83f5f32b528d0d23576b18d6795be8250bad7e5998b5f1414740a1")
+        #expect(
+            report["merchantIdentifierHash"] as? String
+                == "774d916d4c83f5f32b528d0d23576b18d6795be8250bad7e5998b5f1414740a1")
         #expect(report["kind"] as? String == "payment-processing")
         #expect(report["isExpired"] as? Bool == true)
         #expect(report["keyMatches"] as? Bool == true)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Runs `openssl` or the independent Python implementation for the command-line tests.
 enum ExternalTool {
@@ -100,7 +100,9 @@ struct SandboxCommandTests {
         #expect(again.status != 0)
         #expect(again.standardError.contains("--force"))
         #expect(try String(contentsOfFile: box + "/root.pem", encoding: .utf8) == before)
-        let forced = try CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init", "--force"])
+        let forced = try CommandLineTool.run([
+            "sandbox", "init", box, "--merchant-id", "merchant.com.example.init", "--force",
+        ])
         #expect(forced.status == 0, "\(forced.standardError)")
         #expect(try String(contentsOfFile: box + "/root.pem", encoding: .utf8) != before)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == ["box"])
@@ -131,7 +133,8 @@ struct SandboxCommandTests {
         ])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(ExternalTool.mode(out) == 0o600)
-        let token = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any])
+        let token = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any])
         let method = try #require(token["paymentMethod"] as? [String: Any])
         #expect(method["network"] as? String == "MasterCard")
         #expect(method["displayName"] as? String == "MasterCard 1471")
@@ -140,10 +143,12 @@ struct SandboxCommandTests {
         #expect(paymentData["version"] as? String == kind)
 
         let suffix = kind == "EC_v1" ? "ec" : "rsa"
-        let decrypted = try ExternalTool.run("python3", [
-            ExternalTool.python, "decrypt", out, "--cert", "\(box)/payment-processing-\(suffix).pem", "--key",
-            "\(box)/payment-processing-\(suffix).key.pem",
-        ])
+        let decrypted = try ExternalTool.run(
+            "python3",
+            [
+                ExternalTool.python, "decrypt", out, "--cert", "\(box)/payment-processing-\(suffix).pem", "--key",
+                "\(box)/payment-processing-\(suffix).key.pem",
+            ])
         try #require(decrypted.status == 0, "\(decrypted.standardError)")
         let payload = try #require(decrypted.json?["payload"] as? [String: Any])
         #expect(payload["transactionAmount"] as? Int == 1075)
@@ -154,7 +159,8 @@ struct SandboxCommandTests {
         let signatureText = try #require(paymentData["signature"] as? String)
         let signature = try #require(Data(base64Encoded: signatureText))
         try signature.write(to: folder.url.appendingPathComponent("signature.der"))
-        let printed = try ExternalTool.run("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", folder.path("signature.der")])
+        let printed = try ExternalTool.run(
+            "openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", folder.path("signature.der")])
         #expect(printed.standardOutput.contains("UTCTIME:Jan  2 03:04:05 2026 GMT"))
     }
 
@@ -166,10 +172,13 @@ struct SandboxCommandTests {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         try Data(result.standardOutput.utf8).write(to: folder.url.appendingPathComponent("t.json"))
-        let decrypted = try ExternalTool.run("python3", [
-            ExternalTool.python, "decrypt", folder.path("t.json"), "--cert", "\(box)/payment-processing-ec.pem", "--key",
-            "\(box)/payment-processing-ec.key.pem",
-        ])
+        let decrypted = try ExternalTool.run(
+            "python3",
+            [
+                ExternalTool.python, "decrypt", folder.path("t.json"), "--cert", "\(box)/payment-processing-ec.pem",
+                "--key",
+                "\(box)/payment-processing-ec.key.pem",
+            ])
         let payload = try #require(decrypted.json?["payload"] as? [String: Any], "\(decrypted.standardError)")
         #expect(payload["paymentDataType"] as? String == "EMV")
         #expect(payload["transactionAmount"] as? Int == 500)
@@ -183,14 +192,30 @@ struct SandboxCommandTests {
         defer { folder.remove() }
         let out = folder.path("token.json")
         let cases: [([String], Int32, String)] = [
-            (["sandbox", "mint", folder.path("missing"), "--amount", "1", "--currency", "USD", "--out", out], 1, "no sandbox folder"),
+            (
+                ["sandbox", "mint", folder.path("missing"), "--amount", "1", "--currency", "USD", "--out", out], 1,
+                "no sandbox folder"
+            ),
             (["sandbox", "mint", box, "--amount", "1", "--currency", "ZZZ", "--out", out], 64, "unknown currency"),
             (["sandbox", "mint", box, "--amount", "10.755", "--currency", "USD", "--out", out], 64, "decimals"),
             (["sandbox", "mint", box, "--amount", "1.5", "--currency", "JPY", "--out", out], 64, "decimals"),
             (["sandbox", "mint", box, "--amount", "ten", "--currency", "USD", "--out", out], 64, "amount"),
-            (["sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--kind", "EC_v2", "--out", out], 64, "--kind"),
-            (["sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--application-data", "%%%", "--out", out], 64, "base64"),
-            (["sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--signing-time", "yesterday", "--out", out], 64, "--signing-time"),
+            (
+                ["sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--kind", "EC_v2", "--out", out], 64,
+                "--kind"
+            ),
+            (
+                [
+                    "sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--application-data", "%%%", "--out",
+                    out,
+                ], 64, "base64"
+            ),
+            (
+                [
+                    "sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--signing-time", "yesterday",
+                    "--out", out,
+                ], 64, "--signing-time"
+            ),
             (["sandbox", "mint", box, "--amount", "1", "--currency", "USD", "--pan", "1234", "--out", out], 1, "Luhn"),
             (["sandbox", "mint", box, "--currency", "USD", "--out", out], 64, "--amount"),
         ]

@@ -1,12 +1,13 @@
 import Cryptography
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("CMS signing")
 struct CMSSigningTests {
     /// Signs with a fresh leaf of `kind` and checks the result with `openssl cms -verify` against the test root.
-    @Test("detached signatures verify with openssl cms -verify and carry the chosen signing time",
+    @Test(
+        "detached signatures verify with openssl cms -verify and carry the chosen signing time",
         arguments: [KeyKind.p256, .rsa(bits: 2048)])
     func opensslVerifies(kind: KeyKind) throws {
         let authority = try TestAuthority()
@@ -33,7 +34,8 @@ struct CMSSigningTests {
         try authority.root.pemRepresentation.write(toFile: folder.path("root.pem"), atomically: true, encoding: .utf8)
         let opensslVerified = try OpenSSLTool.run([
             "cms", "-verify", "-binary", "-inform", "DER", "-in", folder.path("sig.der"), "-content",
-            folder.path("content.bin"), "-CAfile", folder.path("root.pem"), "-purpose", "any", "-attime", String(Int(signingTime.timeIntervalSince1970)),
+            folder.path("content.bin"), "-CAfile", folder.path("root.pem"), "-purpose", "any", "-attime",
+            String(Int(signingTime.timeIntervalSince1970)),
             "-out", "/dev/null",
         ])
         #expect(opensslVerified.status == 0, "\(opensslVerified.error)")
@@ -64,7 +66,8 @@ struct CMSSigningTests {
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int?) -> String { String(format: "%02d", value ?? 0) }
         let day = String(format: "%2d", parts.day ?? 0)
-        return "\(months[(parts.month ?? 1) - 1]) \(day) \(two(parts.hour)):\(two(parts.minute)):\(two(parts.second)) \(parts.year ?? 0) GMT"
+        return
+            "\(months[(parts.month ?? 1) - 1]) \(day) \(two(parts.hour)):\(two(parts.minute)):\(two(parts.second)) \(parts.year ?? 0) GMT"
     }
 
     @Test("a key that does not match the signer certificate is refused")

@@ -1,7 +1,7 @@
 import Cryptography
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Runs the `openssl` command-line tool: an independent reader of what the wrapper writes.
 enum OpenSSLTool {

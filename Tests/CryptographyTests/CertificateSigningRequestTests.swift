@@ -1,11 +1,12 @@
 import Cryptography
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Certificate signing requests")
 struct CertificateSigningRequestTests {
-    @Test("EC P-256 and RSA-2048 requests verify with openssl req -verify", arguments: [KeyKind.p256, .rsa(bits: 2048)])
+    @Test(
+        "EC P-256 and RSA-2048 requests verify with openssl req -verify", arguments: [KeyKind.p256, .rsa(bits: 2048)])
     func opensslVerifies(kind: KeyKind) throws {
         let key = try PrivateKey.generate(kind)
         let subject = DistinguishedName(commonName: "merchant.com.example", country: "US")
@@ -15,7 +16,8 @@ struct CertificateSigningRequestTests {
         #expect(request.publicKey == key.publicKey)
         #expect(request.pemRepresentation.hasPrefix("-----BEGIN CERTIFICATE REQUEST-----\n"))
 
-        let result = try OpenSSLTool.run(["req", "-verify", "-noout", "-subject"], input: Data(request.pemRepresentation.utf8))
+        let result = try OpenSSLTool.run(
+            ["req", "-verify", "-noout", "-subject"], input: Data(request.pemRepresentation.utf8))
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("CN = merchant.com.example"))
     }
@@ -57,7 +59,9 @@ struct CertificateSigningRequestTests {
         der[index] = UInt8(ascii: "x")
         let tampered = try CertificateSigningRequest(der: der)
         #expect(!tampered.isSignatureValid)
-        #expect(throws: CryptographyError(.malformedInput, "")) { try CertificateSigningRequest(der: Data([0x30, 0x03, 1, 2, 3])) }
+        #expect(throws: CryptographyError(.malformedInput, "")) {
+            try CertificateSigningRequest(der: Data([0x30, 0x03, 1, 2, 3]))
+        }
         #expect(throws: CryptographyError(.malformedInput, "")) { try CertificateSigningRequest(pem: "not pem") }
     }
 }

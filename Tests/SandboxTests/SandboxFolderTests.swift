@@ -1,8 +1,8 @@
 import Cryptography
 import Foundation
 import Sandbox
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Sandbox folder: authority, merchant certificates, files")
 struct SandboxFolderTests {
@@ -21,14 +21,18 @@ struct SandboxFolderTests {
                 #expect(read.status == 0, "openssl x509 cannot read \(name): \(read.error)")
             }
         }
-        let folderMode = try FileManager.default.attributesOfItem(atPath: sandbox.folder.path)[.posixPermissions] as? NSNumber
+        let folderMode =
+            try FileManager.default.attributesOfItem(atPath: sandbox.folder.path)[.posixPermissions] as? NSNumber
         #expect(folderMode?.intValue == 0o700)
         // Nothing left over from staging.
-        let siblings = try FileManager.default.contentsOfDirectory(atPath: sandbox.folder.deletingLastPathComponent().path)
+        let siblings = try FileManager.default.contentsOfDirectory(
+            atPath: sandbox.folder.deletingLastPathComponent().path)
         #expect(siblings == ["sandbox"])
     }
 
-    @Test("the chains verify with openssl verify: leaves under the intermediate, merchant certificates under the merchant CA")
+    @Test(
+        "the chains verify with openssl verify: leaves under the intermediate, merchant certificates under the merchant CA"
+    )
     func chainsVerify() throws {
         let sandbox = try SharedSandbox.get()
         let path = { (name: String) in sandbox.folder.appendingPathComponent(name).path }
@@ -38,14 +42,18 @@ struct SandboxFolderTests {
             ])
             #expect(result.status == 0, "\(leaf): \(result.error)")
         }
-        for merchant in [Sandbox.File.paymentProcessingEC, Sandbox.File.paymentProcessingRSA, Sandbox.File.merchantIdentity] {
+        for merchant in [
+            Sandbox.File.paymentProcessingEC, Sandbox.File.paymentProcessingRSA, Sandbox.File.merchantIdentity,
+        ] {
             let result = try ToolRunner.openssl([
-                "verify", "-CAfile", path(Sandbox.File.root), "-untrusted", path(Sandbox.File.merchantCA), path(merchant),
+                "verify", "-CAfile", path(Sandbox.File.root), "-untrusted", path(Sandbox.File.merchantCA),
+                path(merchant),
             ])
             #expect(result.status == 0, "\(merchant): \(result.error)")
         }
         let identityPurpose = try ToolRunner.openssl([
-            "verify", "-purpose", "sslclient", "-CAfile", path(Sandbox.File.root), "-untrusted", path(Sandbox.File.merchantCA),
+            "verify", "-purpose", "sslclient", "-CAfile", path(Sandbox.File.root), "-untrusted",
+            path(Sandbox.File.merchantCA),
             path(Sandbox.File.merchantIdentity),
         ])
         #expect(identityPurpose.status == 0, "\(identityPurpose.error)")
@@ -75,15 +83,18 @@ struct SandboxFolderTests {
         let expectedHex = Digest.sha256(Data(identifier.utf8)).map { String(format: "%02X", $0) }.joined()
         for credential in [sandbox.paymentProcessingEC, sandbox.paymentProcessingRSA, sandbox.merchantIdentity] {
             let certificate = credential.certificate
-            #expect(certificate.extensionValue(oid: "1.2.840.113635.100.6.32") == Data([0x0C, 0x40] + Array(expectedHex.utf8)))
+            #expect(
+                certificate.extensionValue(oid: "1.2.840.113635.100.6.32")
+                    == Data([0x0C, 0x40] + Array(expectedHex.utf8)))
             #expect(certificate.subjectUID == identifier)
             #expect(certificate.isSigned(by: authority.merchantCA.certificate))
         }
         #expect(sandbox.paymentProcessingEC.certificate.publicKey.kind == .p256)
         #expect(sandbox.paymentProcessingRSA.certificate.publicKey.kind == .rsa(bits: 2048))
         #expect(sandbox.paymentProcessingEC.certificate.keyUsage == [.keyEncipherment, .keyAgreement])
-        #expect(sandbox.paymentProcessingEC.certificate.subjectName.value(of: .commonName)
-            == "Apple Pay Payment Processing:\(identifier)")
+        #expect(
+            sandbox.paymentProcessingEC.certificate.subjectName.value(of: .commonName)
+                == "Apple Pay Payment Processing:\(identifier)")
         #expect(sandbox.merchantIdentity.certificate.publicKey.kind == .rsa(bits: 2048))
         #expect(sandbox.merchantIdentity.certificate.hasExtendedKeyUsage(.clientAuth))
     }
@@ -98,7 +109,8 @@ struct SandboxFolderTests {
         let merchant = try #require(apple.subjectUID)
         let issued = try SharedSandbox.get().authority.issueMerchantCertificate(
             .paymentProcessing,
-            for: try CertificateSigningRequest(subject: DistinguishedName(commonName: "x"), privateKey: PrivateKey.generate(.p256)),
+            for: try CertificateSigningRequest(
+                subject: DistinguishedName(commonName: "x"), privateKey: PrivateKey.generate(.p256)),
             merchant: .init(identifier: merchant))
         #expect(issued.extensionValue(oid: "1.2.840.113635.100.6.32") == appleValue)
         #expect(MerchantIdentifier.hash(in: apple) == MerchantIdentifier.hash(merchant))
@@ -143,7 +155,9 @@ struct SandboxFolderTests {
     func badInputs() throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        #expect(throws: SandboxError.folderMissing) { try Sandbox.load(from: folder.url.appendingPathComponent("nope")) }
+        #expect(throws: SandboxError.folderMissing) {
+            try Sandbox.load(from: folder.url.appendingPathComponent("nope"))
+        }
         #expect(throws: SandboxError.invalidMerchantIdentifier) {
             try Sandbox.create(at: folder.url.appendingPathComponent("x"), merchantIdentifier: "com.example")
         }
@@ -159,7 +173,8 @@ struct SandboxFolderTests {
         // A key from another pair is caught too.
         try FileManager.default.removeItem(at: copy.appendingPathComponent(Sandbox.File.ecLeafKey))
         try FileManager.default.copyItem(
-            at: copy.appendingPathComponent(Sandbox.File.paymentProcessingECKey), to: copy.appendingPathComponent(Sandbox.File.ecLeafKey))
+            at: copy.appendingPathComponent(Sandbox.File.paymentProcessingECKey),
+            to: copy.appendingPathComponent(Sandbox.File.ecLeafKey))
         #expect(throws: SandboxError.invalidFile) { try Sandbox.load(from: copy) }
     }
 
@@ -167,7 +182,8 @@ struct SandboxFolderTests {
     func issuingRefusals() throws {
         let authority = try SharedSandbox.get().authority
         let merchant = SandboxAuthority.Merchant(identifier: "merchant.com.example")
-        let ecRequest = try CertificateSigningRequest(subject: DistinguishedName(commonName: "x"), privateKey: PrivateKey.generate(.p256))
+        let ecRequest = try CertificateSigningRequest(
+            subject: DistinguishedName(commonName: "x"), privateKey: PrivateKey.generate(.p256))
         #expect(throws: SandboxError.invalidRequest) {
             try authority.issueMerchantCertificate(.merchantIdentity, for: ecRequest, merchant: merchant)
         }

@@ -6,7 +6,9 @@ import TestSupport
 enum SharedSandbox {
     static let merchantIdentifier = "merchant.com.example.sandbox-tests"
     static let folder: TemporaryDirectory = {
-        do { return try TemporaryDirectory(prefix: "sandbox-tests") } catch { preconditionFailure("temporary folder: \(error)") }
+        do { return try TemporaryDirectory(prefix: "sandbox-tests") } catch {
+            preconditionFailure("temporary folder: \(error)")
+        }
     }()
     /// The loaded sandbox at `folder/sandbox`.
     static let sandbox: Result<Sandbox, any Error> = Result {

@@ -2,8 +2,8 @@ import ApplePay
 import Cryptography
 import Foundation
 import Sandbox
-import Testing
 import TestSupport
+import Testing
 
 /// Helpers to take a minted token apart.
 enum TokenParts {
@@ -105,7 +105,8 @@ struct TokenMinterTests {
         let spkiHash = Digest.sha256(sandbox.paymentProcessingEC.certificate.publicKey.subjectPublicKeyInfoDER)
         #expect(fromBase64.paymentData.header.publicKeyHash == spkiHash.base64EncodedString())
         let ephemeral = try PublicKey(
-            subjectPublicKeyInfoDER: try TokenParts.need(Data(base64Encoded: try TokenParts.need(fromBase64.paymentData.header.ephemeralPublicKey))))
+            subjectPublicKeyInfoDER: try TokenParts.need(
+                Data(base64Encoded: try TokenParts.need(fromBase64.paymentData.header.ephemeralPublicKey))))
         #expect(ephemeral.kind == .p256)
         #expect(fromBase64.paymentData.header.wrappedKey == nil)
         #expect(fromBase64.paymentMethod.displayName == "Visa 0492")
@@ -146,11 +147,14 @@ struct TokenMinterTests {
         #expect(payload["deviceManufacturerIdentifier"] as? String == "040010030273")
         #expect(payload["paymentDataType"] as? String == "3DSecure")
         let inner = try #require(payload["paymentData"] as? [String: Any])
-        let cryptogram = try TokenParts.need(Data(base64Encoded: try TokenParts.need(inner["onlinePaymentCryptogram"] as? String)))
+        let cryptogram = try TokenParts.need(
+            Data(base64Encoded: try TokenParts.need(inner["onlinePaymentCryptogram"] as? String)))
         #expect(cryptogram.count == 20)
         #expect(inner["eciIndicator"] as? String == "7")
-        #expect(output["merchantIdentifierHash"] as? String
-            == Digest.sha256(Data(SharedSandbox.merchantIdentifier.utf8)).map { String(format: "%02x", $0) }.joined())
+        #expect(
+            output["merchantIdentifierHash"] as? String
+                == Digest.sha256(Data(SharedSandbox.merchantIdentifier.utf8)).map { String(format: "%02x", $0) }
+                .joined())
         _ = credential
         // The signing time is the one asked for.
         let signature = try #require(Data(base64Encoded: token.paymentData.signature))
@@ -181,7 +185,9 @@ struct TokenMinterTests {
         #expect(inner["onlinePaymentCryptogram"] == nil)
     }
 
-    @Test("tokens minted by the independent Python code verify against the sandbox root", arguments: TokenVersion.allCases)
+    @Test(
+        "tokens minted by the independent Python code verify against the sandbox root", arguments: TokenVersion.allCases
+    )
     func pythonMintedVerify(version: TokenVersion) throws {
         let sandbox = try SharedSandbox.get()
         let folder = try TemporaryDirectory()
@@ -192,16 +198,20 @@ struct TokenMinterTests {
         try Data(payload.utf8).write(to: folder.url.appendingPathComponent("payload.json"))
         let applicationHash = String(repeating: "ab", count: 32)
         let minted = try ToolRunner.python([
-            "mint", "--sandbox", sandbox.folder.path, "--kind", version.rawValue, "--payload", folder.path("payload.json"),
+            "mint", "--sandbox", sandbox.folder.path, "--kind", version.rawValue, "--payload",
+            folder.path("payload.json"),
             "--application-data-hash", applicationHash,
         ])
         try #require(minted.status == 0, "python: \(minted.error)")
         let token = try TokenParts.object(Data(minted.output.utf8))
         let paymentData = try #require(token["paymentData"] as? [String: Any])
         let content = try TokenParts.signedContent(paymentData)
-        let signature = try TokenParts.need(Data(base64Encoded: try TokenParts.need(paymentData["signature"] as? String)))
+        let signature = try TokenParts.need(
+            Data(base64Encoded: try TokenParts.need(paymentData["signature"] as? String)))
         let verified = try CMSSignedData.verifyDetached(signature, content: content)
-        #expect(verified.signer == (version == .ecV1 ? sandbox.authority.ecLeaf.certificate : sandbox.authority.rsaLeaf.certificate))
+        #expect(
+            verified.signer
+                == (version == .ecV1 ? sandbox.authority.ecLeaf.certificate : sandbox.authority.rsaLeaf.certificate))
         try signature.write(to: folder.url.appendingPathComponent("signature.der"))
         try content.write(to: folder.url.appendingPathComponent("content.bin"))
         let result = try ToolRunner.openssl([
@@ -236,7 +246,8 @@ struct TokenMinterTests {
             try sandbox.mint(MintRequest(card: Self.visa, amount: -1, currencyCode: "USD"))
         }
         #expect(throws: SandboxError.invalidApplicationData) {
-            try sandbox.mint(MintRequest(card: Self.visa, amount: 1, currencyCode: "USD", applicationData: .base64("not base64!")))
+            try sandbox.mint(
+                MintRequest(card: Self.visa, amount: 1, currencyCode: "USD", applicationData: .base64("not base64!")))
         }
         #expect(throws: SandboxError.invalidCard) {
             try SandboxCard(network: .visa, devicePAN: "4761120010000493", expirationDate: "291231")

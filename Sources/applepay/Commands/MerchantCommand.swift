@@ -70,7 +70,8 @@ struct MerchantCSRCommand: Command {
         let requestURL = directory.appendingPathComponent("\(kind.rawValue).csr")
         let manager = FileManager.default
         if !force, manager.fileExists(atPath: keyURL.path) || manager.fileExists(atPath: requestURL.path) {
-            Output.standardError("error: \(keyURL.path) or \(requestURL.path) already exists; pass --force to replace them")
+            Output.standardError(
+                "error: \(keyURL.path) or \(requestURL.path) already exists; pass --force to replace them")
             return ExitCode.failure
         }
         let made = try MerchantOnboarding.makeKeyAndRequest(kind, merchantIdentifier: merchantIdentifier, rsa: rsa)
@@ -153,7 +154,8 @@ struct MerchantInspectCommand: Command {
         }
         let inspection = MerchantOnboarding.inspect(certificate, key: key)
         if let pemOut {
-            try AtomicFile.write(certificate.pemRepresentation, to: URL(fileURLWithPath: pemOut), mode: AtomicFile.publicMode)
+            try AtomicFile.write(
+                certificate.pemRepresentation, to: URL(fileURLWithPath: pemOut), mode: AtomicFile.publicMode)
         }
         print(try SandboxOutput.json(inspection, pretty: pretty))
         return inspection.keyMatches == false ? ExitCode.failure : ExitCode.success

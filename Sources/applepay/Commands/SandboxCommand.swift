@@ -60,7 +60,9 @@ struct SandboxInitCommand: Command {
     init(arguments: inout Arguments) throws {
         force = arguments.flag("--force")
         pretty = arguments.flag("--pretty")
-        guard let identifier = try arguments.option("--merchant-id") else { throw UsageError("--merchant-id is required") }
+        guard let identifier = try arguments.option("--merchant-id") else {
+            throw UsageError("--merchant-id is required")
+        }
         merchantIdentifier = identifier
         folder = try arguments.positional("DIR")
         do {
@@ -140,7 +142,8 @@ struct SandboxMintCommand: Command {
         guard let amountText = try arguments.option("--amount") else { throw UsageError("--amount is required") }
         guard let currencyText = try arguments.option("--currency") else { throw UsageError("--currency is required") }
         guard let currency = Currency(code: currencyText) else {
-            throw UsageError("unknown currency '\(currencyText.prefix(12))': use an ISO 4217 code such as USD, EUR or JPY")
+            throw UsageError(
+                "unknown currency '\(currencyText.prefix(12))': use an ISO 4217 code such as USD, EUR or JPY")
         }
         self.currency = currency
         do {
@@ -185,7 +188,8 @@ struct SandboxMintCommand: Command {
             card = test
         }
         let request = MintRequest(
-            card: card, amount: amount, currencyCode: currency.code, applicationData: applicationData.map { .base64($0) },
+            card: card, amount: amount, currencyCode: currency.code,
+            applicationData: applicationData.map { .base64($0) },
             paymentDataType: emv ? .emv : .threeDSecure, signingTime: signingTime)
         let token = try sandbox.mint(request, version: version)
         let json = try token.jsonData(pretty: pretty)
