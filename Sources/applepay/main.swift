@@ -10,6 +10,7 @@ struct ApplePayCommand: Command {
             RequestCommand.self,
             SandboxCommand.self,
             MerchantCommand.self,
+            ServeCommand.self,
         ])
     }
 }

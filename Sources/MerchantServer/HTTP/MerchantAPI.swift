@@ -106,10 +106,20 @@ public struct MerchantAPI: Responder {
             line["checkoutId"] = id
         }
         if let id = fields.orderID { line["orderId"] = id }
-        if let code = fields.errorCode { line["code"] = code }
+        if let code = fields.errorCode ?? (response.status >= 400 ? Self.errorCode(in: response.body) : nil) {
+            line["code"] = code
+        }
         if let outcome = fields.paymentOutcome { line["payment"] = outcome }
         let level = response.status >= 500 ? "error" : response.status >= 400 ? "warn" : "info"
         logger.log(level, "request", line)
+    }
+}
+
+extension MerchantAPI {
+    /// The `error.code` of a JSON error body (answers made by the router itself).
+    static func errorCode(in body: Data) -> String? {
+        let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+        return (object?["error"] as? [String: Any])?["code"] as? String
     }
 }
 

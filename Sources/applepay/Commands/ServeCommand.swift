@@ -1,0 +1,100 @@
+import Dispatch
+import Foundation
+import MerchantServer
+
+/// `applepay serve`: the merchant server (checkout API, merchant validation, payments, orders on SQLite).
+struct ServeCommand: Command {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "serve",
+            abstract: "Run the merchant server: checkout API, merchant validation, payments and orders on SQLite.",
+            usage: ["[--sandbox DIR] [--config FILE] [--store sqlite:PATH] [--host ADDRESS] [--port N]"],
+            options: [
+                ("--sandbox DIR", "Trust the sandbox's root and use its merchant certificates and keys."),
+                ("--config FILE", "A store configuration (JSON) with an optional \"server\" section; default: the demo store."),
+                ("--store sqlite:PATH", "Where orders live (default sqlite:applepay-orders.sqlite)."),
+                ("--host ADDRESS", "The address to listen on (default 127.0.0.1)."),
+                ("--port N", "The port to listen on; 0 picks a free one (default 8080)."),
+            ],
+            discussion: """
+                Prints the URL once listening, then one JSON log line per request on standard error. Refuses to start
+                when a key is missing, unreadable, readable by others, or not the key of its certificate. SIGINT or
+                SIGTERM stop accepting connections, finish the requests in flight, and exit 0.
+                """)
+    }
+
+    var configuration: MerchantServerConfiguration
+
+    init(arguments: inout Arguments) throws {
+        let configFile = try arguments.option("--config")
+        let sandbox = try arguments.option("--sandbox")
+        let store = try arguments.option("--store")
+        let host = try arguments.option("--host")
+        let port = try arguments.option("--port", as: { UInt16($0) })
+        if let store, !store.hasPrefix("sqlite:") || store.count <= "sqlite:".count {
+            throw UsageError("--store must be sqlite:PATH")
+        }
+        var configuration = MerchantServerConfiguration()
+        if let configFile {
+            do {
+                configuration = try MerchantServerConfiguration.load(file: configFile)
+            } catch {
+                throw UsageError(error.message)
+            }
+        }
+        if let sandbox { configuration.useSandbox(folder: sandbox) }
+        if let store { configuration.storeLocation = store }
+        if let host { configuration.host = host }
+        if let port { configuration.port = port }
+        self.configuration = configuration
+    }
+
+    func run() async throws -> Int32 {
+        let application: MerchantApplication
+        do {
+            application = try await MerchantApplication.start(configuration)
+        } catch {
+            Output.standardError("error: cannot start the server: \(error.message) [\(error.code)]")
+            return ExitCode.failure
+        }
+        FileHandle.standardOutput.write(
+            Data("Serving \(application.configuration.store.storeName) on \(application.url)\n".utf8))
+        await Self.waitForTermination()
+        await application.shutdown()
+        return ExitCode.success
+    }
+
+    /// Suspends until SIGINT or SIGTERM arrives.
+    static func waitForTermination() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = SignalOnce(continuation)
+            for number in [SIGINT, SIGTERM] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { once.fire() }
+                source.resume()
+                once.keep(source)
+            }
+        }
+    }
+}
+
+/// Resumes the waiting task on the first signal; keeps the signal sources alive.
+private final class SignalOnce: @unchecked Sendable {
+    // Guarded by `lock`.
+    private var continuation: CheckedContinuation<Void, Never>?
+    private var sources: [any DispatchSourceSignal] = []
+    private let lock = NSLock()
+
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+
+    func keep(_ source: any DispatchSourceSignal) { lock.withLock { sources.append(source) } }
+
+    func fire() {
+        let pending = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+            defer { continuation = nil }
+            return continuation
+        }
+        pending?.resume()
+    }
+}

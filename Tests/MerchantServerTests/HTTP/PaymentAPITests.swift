@@ -1,0 +1,235 @@
+import ApplePay
+import Foundation
+import MerchantServer
+import Sandbox
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A Luhn-valid Visa-like PAN ending in `suffix`, for the sandbox processor's test triggers.
+func testPAN(endingIn suffix: String) -> String {
+    for digit in 0...9 {
+        let pan = "476112001\(digit)00" + suffix
+        let sum = pan.reversed().enumerated().reduce(0) { total, pair in
+            let value = Int(String(pair.element)) ?? 0
+            return total + (pair.offset % 2 == 1 ? (value * 2 > 9 ? value * 2 - 9 : value * 2) : value)
+        }
+        if sum % 10 == 0 { return pan }
+    }
+    return ""
+}
+
+func card(endingIn suffix: String) throws -> SandboxCard {
+    try SandboxCard(network: .visa, devicePAN: testPAN(endingIn: suffix), expirationDate: "291231")
+}
+
+@Suite("Payment API over HTTP with sandbox tokens")
+struct PaymentAPITests {
+    @Test("a valid token pays the checkout once; the order shows the last four digits only; a replay returns the first outcome")
+    func successAndReplay() async throws {
+        let processor = SandboxProcessor(hangDuration: .seconds(5))
+        try await ServerHarness.with(processor: processor) { server in
+            let checkout = try await server.createCheckout()
+            let total = try await server.shipToCalifornia(checkout.id)
+            let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData)
+            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            #expect(paid.status == 200)
+            #expect(paid.json["status"] as? String == "success")
+            let orderID = try (paid.json["orderId"] as? String).orThrow("orderId: \(paid.text)")
+
+            let replay = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            #expect(replay.status == 200)
+            #expect(replay.json["orderId"] as? String == orderID)
+            #expect(processor.chargeCount == 1)
+            #expect(try server.counts().orders == 1)
+            #expect(try server.statuses() == ["paid/approved"])
+
+            let order = try await server.get("/v1/orders/\(orderID)")
+            #expect(order.status == 200)
+            #expect(order.json["status"] as? String == "paid")
+            let payment = try (order.json["payment"] as? [String: Any]).orThrow("payment")
+            #expect(payment["lastFour"] as? String == "0492")
+            #expect((order.json["totals"] as? [String: Any])?["total"] as? String == total)
+            // Never the PAN, the expiry or the cryptogram: not in the answer, the database or the log.
+            let pan = "4761120010000492"
+            #expect(!order.text.contains(pan))
+            for table in ["orders", "payments", "events", "checkouts"] { #expect(try !server.dump(table).contains(pan)) }
+            #expect(!server.log.text.contains(pan))
+            #expect(!server.log.text.contains("onlinePaymentCryptogram"))
+            let line = try #require(server.log.requests.first { $0["route"] as? String == "/v1/checkouts/{id}/payment" })
+            #expect(line["orderId"] as? String == orderID)
+            #expect(line["checkoutId"] as? String == checkout.id)
+            let metrics = try await server.get("/metrics").text
+            #expect(metrics.contains("applepay_payments_total{outcome=\"approved\"} 1"))
+            #expect(metrics.contains("applepay_payments_total{outcome=\"replayed\"} 1"))
+        }
+    }
+
+    @Test("an RSA_v1 token pays too")
+    func rsaToken() async throws {
+        try await ServerHarness.with { server in
+            let checkout = try await server.createCheckout([["sku": "COFFEE-250", "quantity": 1]])
+            let total = try await server.shipToCalifornia(checkout.id)
+            let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData, version: .rsaV1)
+            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            #expect(paid.status == 200, "\(paid.text)")
+        }
+    }
+
+    @Test("refusals before charging leave nothing written: amount, applicationData, signature, age, shape, unknown checkout")
+    func refusals() async throws {
+        let processor = SandboxProcessor(hangDuration: .seconds(5))
+        try await ServerHarness.with(processor: processor) { server in
+            var checkout = try await server.createCheckout()
+            checkout.total = try await server.shipToCalifornia(checkout.id)
+            let other = try await server.createCheckout()
+            let path = "/v1/checkouts/\(checkout.id)/payment"
+            func expectRefused(_ body: Data, status: Int = 400, code: String, _ comment: Comment) async throws {
+                let reply = try await server.post(path, raw: body)
+                #expect(reply.status == status, comment)
+                #expect(reply.errorCode == code, "\(comment): \(reply.text)")
+                if reply.json["status"] != nil { #expect(reply.json["status"] as? String == "failure") }
+                let counts = try server.counts()
+                #expect(counts.orders == 0 && counts.payments == 0, comment)
+            }
+            let cents = try Decimal(string: checkout.total).orThrow("total") + Decimal(string: "0.01")!
+            try await expectRefused(
+                try server.paymentBody(amount: "\(cents)", applicationData: checkout.applicationData),
+                code: "amountMismatch", "one cent more")
+            try await expectRefused(
+                try server.paymentBody(amount: checkout.total, applicationData: other.applicationData),
+                code: "applicationDataMismatch", "a token made for another checkout")
+            try await expectRefused(
+                try server.paymentBody(amount: checkout.total, applicationData: nil),
+                code: "applicationDataMismatch", "a token with no applicationData")
+            try await expectRefused(
+                try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData) { token in
+                    var paymentData = token["paymentData"] as? [String: Any] ?? [:]
+                    var data = Array((paymentData["data"] as? String ?? "").utf8)
+                    data[10] = data[10] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+                    paymentData["data"] = String(decoding: data, as: UTF8.self)
+                    token["paymentData"] = paymentData
+                }, code: "signatureInvalid", "ciphertext changed after signing")
+            try await expectRefused(
+                try server.paymentBody(
+                    amount: checkout.total, applicationData: checkout.applicationData,
+                    signingTime: Date().addingTimeInterval(-3600)),
+                code: "signingTimeOutOfRange", "a token signed an hour ago")
+            try await expectRefused(Data("{\"token\": \"abc\"}".utf8), code: "invalidRequest", "token is a string")
+            try await expectRefused(
+                Data("{\"token\": {\"paymentData\": {\"version\": \"EC_v1\"}}}".utf8), code: "invalidRequest",
+                "paymentData without data")
+            try await expectRefused(Data("{\"token\": ".utf8), code: "invalidJSON", "cut JSON")
+
+            let unknown = try await server.post(
+                "/v1/checkouts/chk_ffffffffffffffffffffffff/payment",
+                raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData))
+            #expect(unknown.status == 404)
+            #expect(unknown.errorCode == "checkoutNotFound")
+            #expect(processor.chargeCount == 0)
+            let metrics = try await server.get("/metrics").text
+            #expect(metrics.contains("applepay_payments_total{outcome=\"refused\"} 5"))
+        }
+    }
+
+    @Test("a declined card fails the order with nothing captured; a retry of the same token gets the same answer")
+    func declined() async throws {
+        let processor = SandboxProcessor(hangDuration: .seconds(5))
+        try await ServerHarness.with(processor: processor) { server in
+            var checkout = try await server.createCheckout()
+            checkout.total = try await server.shipToCalifornia(checkout.id)
+            let body = try server.paymentBody(
+                amount: checkout.total, applicationData: checkout.applicationData, card: try card(endingIn: "0051"))
+            let first = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            #expect(first.status == 402)
+            #expect(first.json["status"] as? String == "failure")
+            #expect(first.errorCode == "insufficientFunds")
+            let again = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            #expect(again.status == 402)
+            #expect(again.json["orderId"] as? String == first.json["orderId"] as? String)
+            #expect(try server.statuses() == ["failed/declined"])
+            #expect(processor.chargeCount == 0)
+
+            // After a decline, another card may pay the same checkout.
+            let retry = try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
+            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: retry)
+            #expect(paid.status == 200)
+            #expect(try server.statuses() == ["failed/declined", "paid/approved"])
+        }
+    }
+
+    @Test("a processor that does not answer in time leaves a failed order and the sheet gets failure")
+    func processorTimeout() async throws {
+        try await ServerHarness.with { server in
+            var checkout = try await server.createCheckout()
+            checkout.total = try await server.shipToCalifornia(checkout.id)
+            let body = try server.paymentBody(
+                amount: checkout.total, applicationData: checkout.applicationData, card: try card(endingIn: "0054"))
+            let clock = ContinuousClock()
+            let start = clock.now
+            let reply = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            #expect(clock.now - start < .seconds(3))
+            #expect(reply.status == 504)
+            #expect(reply.json["status"] as? String == "failure")
+            #expect(reply.errorCode == "processorTimeout")
+            #expect(try server.statuses() == ["failed/error"])
+            let orderID = try (reply.json["orderId"] as? String).orThrow("orderId")
+            let order = try await server.get("/v1/orders/\(orderID)")
+            #expect(order.json["status"] as? String == "failed")
+        }
+    }
+
+    @Test("a payment body cut short by the client never reaches the store")
+    func truncatedBody() async throws {
+        try await ServerHarness.with { server in
+            let checkout = try await server.createCheckout()
+            let body = try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
+            let port = server.application.port
+            let head = "POST /v1/checkouts/\(checkout.id)/payment HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+            let answered = try await sendAndHangUp(port: port, data: Data(head.utf8) + body.prefix(body.count / 2))
+            #expect(!answered)
+            try await Task.sleep(for: .milliseconds(50))
+            let counts = try server.counts()
+            #expect(counts.orders == 0 && counts.payments == 0)
+            #expect(try await server.get("/healthz").status == 200)
+        }
+    }
+}
+
+/// Sends bytes on a fresh connection, closes the sending side, and reports whether any answer came back.
+/// Runs on its own thread: blocking socket calls must not occupy Swift's cooperative pool.
+func sendAndHangUp(port: UInt16, data: Data) async throws -> Bool {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            #if canImport(Glibc)
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            #else
+                let fd = socket(AF_INET, SOCK_STREAM, 0)
+            #endif
+            defer { close(fd) }
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard connected == 0 else {
+                continuation.resume(throwing: HarnessError("cannot connect"))
+                return
+            }
+            _ = data.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            shutdown(fd, Int32(SHUT_WR))
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            let received = recv(fd, &buffer, buffer.count, 0)
+            continuation.resume(returning: received > 0)
+        }.start()
+    }
+}

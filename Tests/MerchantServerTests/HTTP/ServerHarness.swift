@@ -1,0 +1,214 @@
+import ApplePay
+import Foundation
+import HTTPClient
+import MerchantServer
+import SQLite
+import Sandbox
+import Synchronization
+import TestSupport
+
+/// One sandbox for every server test (key generation is the slow part), made on first use.
+enum SharedSandbox {
+    static let folder: TemporaryDirectory = {
+        // A failure here fails every test that uses it, with the reason.
+        let directory = try! TemporaryDirectory(prefix: "merchant-server-sandbox")
+        return directory
+    }()
+
+    static let sandbox: Result<Sandbox, any Error> = Result {
+        try Sandbox.create(at: folder.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.tests")
+    }
+
+    static func get() throws -> Sandbox { try sandbox.get() }
+}
+
+/// Lines written by the server's logger.
+final class CapturedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var logger: RequestLogger { RequestLogger { [self] line in lines.withLock { $0.append(line) } } }
+    var all: [String] { lines.withLock { $0 } }
+    var text: String { all.joined(separator: "\n") }
+
+    /// The parsed request lines.
+    var requests: [[String: Any]] {
+        all.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["msg"] as? String == "request" }
+    }
+}
+
+/// A real merchant server on 127.0.0.1:0 with the shared sandbox's keys and a fresh SQLite file.
+struct ServerHarness {
+    let application: MerchantApplication
+    let sandbox: Sandbox
+    let directory: TemporaryDirectory
+    let log: CapturedLog
+    let databasePath: String
+    let client = HTTPClient(configuration: .init(timeout: .seconds(20)))
+
+    var base: String { application.url }
+
+    /// Starts a server; `configure` may change the configuration first.
+    static func start(
+        processor: (any PaymentProcessor)? = nil, configure: (inout MerchantServerConfiguration) -> Void = { _ in }
+    ) async throws -> ServerHarness {
+        let sandbox = try SharedSandbox.get()
+        let directory = try TemporaryDirectory(prefix: "merchant-server")
+        var configuration = MerchantServerConfiguration()
+        configuration.port = 0
+        configuration.threads = 2
+        configuration.useSandbox(folder: sandbox.folder.path)
+        let databasePath = directory.path("orders.sqlite")
+        configuration.storeLocation = "sqlite:" + databasePath
+        configuration.store.processor.timeoutSeconds = 0.5
+        configure(&configuration)
+        let log = CapturedLog()
+        let application = try await MerchantApplication.start(
+            configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(5)), logger: log.logger)
+        return ServerHarness(
+            application: application, sandbox: sandbox, directory: directory, log: log, databasePath: databasePath)
+    }
+
+    /// Runs `body` with a started server, stopping it afterwards.
+    static func with<T>(
+        processor: (any PaymentProcessor)? = nil, configure: (inout MerchantServerConfiguration) -> Void = { _ in },
+        _ body: (ServerHarness) async throws -> T
+    ) async throws -> T {
+        let harness = try await start(processor: processor, configure: configure)
+        do {
+            let result = try await body(harness)
+            await harness.stop()
+            return result
+        } catch {
+            await harness.stop()
+            throw error
+        }
+    }
+
+    func stop() async {
+        await application.shutdown()
+        directory.remove()
+    }
+
+    // MARK: HTTP
+
+    struct Reply {
+        var status: Int
+        var body: Data
+        var headers: [String: String]
+        var json: [String: Any] { ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any]) ?? [:] }
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    func get(_ path: String) async throws -> Reply {
+        let response = try await client.send(HTTPClientRequest(url: base + path))
+        return Reply(status: response.status, body: response.body, headers: response.headers)
+    }
+
+    func post(_ path: String, raw: Data) async throws -> Reply {
+        let response = try await client.send(HTTPClientRequest.postJSON(base + path, body: raw))
+        return Reply(status: response.status, body: response.body, headers: response.headers)
+    }
+
+    func post(_ path: String, json: Any) async throws -> Reply {
+        try await post(path, raw: try JSONSerialization.data(withJSONObject: json))
+    }
+
+    // MARK: Flow helpers
+
+    /// Creates a checkout and returns its id, total (decimal string) and applicationData.
+    func createCheckout(_ items: [[String: Any]] = [["sku": "MUG-01", "quantity": 2]]) async throws -> (id: String, total: String, applicationData: String) {
+        let reply = try await post("/v1/checkouts", json: ["items": items])
+        guard reply.status == 201, let id = reply.json["id"] as? String,
+            let request = reply.json["paymentRequest"] as? [String: Any],
+            let total = (request["total"] as? [String: Any])?["amount"] as? String,
+            let applicationData = request["applicationData"] as? String
+        else { throw HarnessError("checkout not created: \(reply.status) \(reply.text)") }
+        return (id, total, applicationData)
+    }
+
+    /// Sets a Californian shipping address and returns the new total.
+    func shipToCalifornia(_ checkoutID: String) async throws -> String {
+        let reply = try await post(
+            "/v1/checkouts/\(checkoutID)/shipping-contact",
+            json: ["locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"])
+        guard reply.status == 200, let total = (reply.json["newTotal"] as? [String: Any])?["amount"] as? String else {
+            throw HarnessError("shipping contact failed: \(reply.status) \(reply.text)")
+        }
+        return total
+    }
+
+    /// A sandbox token for `amount` bound to `applicationData`, as the `ApplePayPayment` body.
+    func paymentBody(
+        amount: String, applicationData: String?, card: SandboxCard? = nil, version: TokenVersion = .ecV1,
+        signingTime: Date = Date(), transactionIdentifier: Data? = nil, tamper: ((inout [String: Any]) -> Void)? = nil
+    ) throws -> Data {
+        let chosenCard = try card ?? SandboxCard.testCard(network: .visa).orThrow("no visa test card")
+        let token = try sandbox.mint(
+            MintRequest(
+                card: chosenCard, amount: try Decimal(string: amount).orThrow("bad amount"), currencyCode: "USD",
+                applicationData: applicationData.map { .base64($0) }, signingTime: signingTime,
+                transactionIdentifier: transactionIdentifier),
+            version: version)
+        var tokenObject = try (JSONSerialization.jsonObject(with: token.jsonData()) as? [String: Any]).orThrow("token")
+        tamper?(&tokenObject)
+        let body: [String: Any] = [
+            "token": tokenObject,
+            "shippingContact": [
+                "givenName": "Ada", "familyName": "Lovelace", "emailAddress": "ada@example.com",
+                "phoneNumber": "+1 408 555 0100", "addressLines": ["1 Infinite Loop"], "locality": "Cupertino",
+                "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US",
+            ],
+            "billingContact": ["postalCode": "95014", "countryCode": "US"],
+        ]
+        return try JSONSerialization.data(withJSONObject: body)
+    }
+
+    // MARK: The database, read directly
+
+    /// Row counts of the tables that a payment writes.
+    func counts() throws -> (orders: Int64, payments: Int64, events: Int64) {
+        let connection = try Connection(path: databasePath, readOnly: true)
+        func count(_ table: String) throws -> Int64 {
+            try connection.query("SELECT count(*) AS n FROM \(table)").first?.int64("n") ?? -1
+        }
+        return (try count("orders"), try count("payments"), try count("events"))
+    }
+
+    /// Every row of a table as text, for checking that nothing secret was stored.
+    func dump(_ table: String) throws -> String {
+        let connection = try Connection(path: databasePath, readOnly: true)
+        return try connection.query("SELECT * FROM \(table)").map { row in
+            row.values.map(\.description).joined(separator: "|")
+        }.joined(separator: "\n")
+    }
+
+    /// Order and payment statuses, in insertion order.
+    func statuses() throws -> [String] {
+        let connection = try Connection(path: databasePath, readOnly: true)
+        return try connection.query(
+            "SELECT o.status AS o, p.status AS p FROM orders o JOIN payments p ON p.order_id = o.id ORDER BY o.rowid"
+        ).map { "\(try $0.string("o"))/\(try $0.string("p"))" }
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension Optional {
+    func orThrow(_ message: String) throws -> Wrapped {
+        guard let self else { throw HarnessError(message) }
+        return self
+    }
+}
+
+/// Runs blocking work (child processes, pipes, sockets) on a thread of its own, never on Swift's few
+/// cooperative threads, which the server under test needs.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import MerchantServer
+import Sandbox
+import TestSupport
+import Testing
+
+@Suite("Starting the server: configuration and key checks")
+struct ServerStartTests {
+    /// A copy of the sandbox's merchant files that a test may damage.
+    func copyOfSandbox(_ directory: TemporaryDirectory) throws -> String {
+        let source = try SharedSandbox.get().folder
+        let target = directory.url.appendingPathComponent("keys")
+        try FileManager.default.copyItem(at: source, to: target)
+        return target.path
+    }
+
+    func start(_ folder: String, in directory: TemporaryDirectory) async throws(ServerStartError) {
+        var configuration = MerchantServerConfiguration()
+        configuration.port = 0
+        configuration.useSandbox(folder: folder)
+        configuration.storeLocation = "sqlite:" + directory.path("orders.sqlite")
+        let application = try await MerchantApplication.start(configuration, logger: .silent)
+        await application.shutdown()
+    }
+
+    @Test("starts with the sandbox's keys")
+    func starts() async throws {
+        let directory = try TemporaryDirectory(prefix: "start")
+        defer { directory.remove() }
+        try await start(try copyOfSandbox(directory), in: directory)
+    }
+
+    @Test("refuses a missing key, a key readable by others, a key that is not the certificate's, and a damaged key")
+    func refusesBadKeys() async throws {
+        let directory = try TemporaryDirectory(prefix: "start")
+        defer { directory.remove() }
+        let folder = try copyOfSandbox(directory)
+        let ecKey = folder + "/payment-processing-ec.key.pem"
+        let rsaKey = folder + "/payment-processing-rsa.key.pem"
+        let saved = try Data(contentsOf: URL(fileURLWithPath: ecKey))
+
+        try FileManager.default.removeItem(atPath: ecKey)
+        await #expect(throws: ServerStartError(.missingFile, "")) { try await start(folder, in: directory) }
+
+        try saved.write(to: URL(fileURLWithPath: ecKey))
+        chmod(ecKey, 0o644)
+        do {
+            try await start(folder, in: directory)
+            Issue.record("started with a world-readable key")
+        } catch {
+            #expect(error.code == .insecureKeyFile)
+            #expect(error.message.contains("chmod 600"))
+            #expect(error.message.contains(ecKey))
+        }
+
+        chmod(ecKey, 0o600)
+        try FileManager.default.removeItem(atPath: ecKey)
+        try FileManager.default.copyItem(atPath: rsaKey, toPath: ecKey)
+        chmod(ecKey, 0o600)
+        await #expect(throws: ServerStartError(.keyMismatch, "")) { try await start(folder, in: directory) }
+
+        try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8).write(to: URL(fileURLWithPath: ecKey))
+        chmod(ecKey, 0o600)
+        await #expect(throws: ServerStartError(.unreadableFile, "")) { try await start(folder, in: directory) }
+    }
+
+    @Test("reads a configuration file with a server section, paths relative to the file")
+    func configurationFile() throws {
+        let directory = try TemporaryDirectory(prefix: "config")
+        defer { directory.remove() }
+        var store = try JSONSerialization.jsonObject(with: JSONEncoder().encode(StoreConfiguration.demo)) as? [String: Any] ?? [:]
+        store["server"] = [
+            "port": 9191, "host": "127.0.0.1", "store": "sqlite:data/orders.sqlite", "maximumBodySize": 1000,
+            "paymentProcessing": [["certificate": "keys/pp.pem", "key": "keys/pp.key.pem"]],
+        ]
+        let file = directory.path("store.json")
+        try JSONSerialization.data(withJSONObject: store).write(to: URL(fileURLWithPath: file))
+        let configuration = try MerchantServerConfiguration.load(file: file)
+        #expect(configuration.port == 9191)
+        #expect(configuration.maximumBodySize == 1000)
+        #expect(configuration.storeLocation == "sqlite:" + directory.path("data/orders.sqlite"))
+        #expect(configuration.paymentProcessing.first?.key == directory.path("keys/pp.key.pem"))
+        #expect(configuration.store.storeName == StoreConfiguration.demo.storeName)
+
+        try Data("{\"storeName\": 3}".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(throws: ServerStartError(.invalidConfiguration, "")) { _ = try MerchantServerConfiguration.load(file: file) }
+    }
+}
