@@ -66,6 +66,18 @@ struct ExternalToolFailure: Error, CustomStringConvertible {
 
 @Suite("applepay sandbox")
 struct SandboxCommandTests {
+    @Test(
+        "--help works for every sandbox and merchant command",
+        arguments: [
+            ["sandbox"], ["sandbox", "init"], ["sandbox", "mint"], ["merchant"], ["merchant", "csr"],
+            ["merchant", "inspect"],
+        ])
+    func help(command: [String]) throws {
+        let result = try CommandLineTool.run(command + ["--help"])
+        #expect(result.status == 0)
+        #expect(result.standardOutput.contains("OVERVIEW:"))
+    }
+
     @Test("init writes every file, keys 0600, and reports them as JSON")
     func initWrites() throws {
         let folder = try TemporaryDirectory()
