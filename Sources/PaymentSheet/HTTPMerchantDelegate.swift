@@ -1,0 +1,111 @@
+import ApplePay
+import Foundation
+import HTTPClient
+
+/// The merchant as a server: each sheet event is a POST to the merchant API's checkout routes, whose bodies and
+/// answers are the Apple Pay JS dictionaries.
+///
+/// | event | route | body |
+/// |---|---|---|
+/// | validatemerchant | `POST /v1/apple-pay/merchant-session` | `{"validationURL"}` |
+/// | shippingcontactselected | `POST /v1/checkouts/{id}/shipping-contact` | the redacted contact |
+/// | shippingmethodselected | `POST /v1/checkouts/{id}/shipping-method` | the shipping method |
+/// | paymentmethodselected | `POST /v1/checkouts/{id}/payment-method` | the payment method |
+/// | couponcodechanged | `POST /v1/checkouts/{id}/coupon` | `{"couponCode"}` |
+/// | paymentauthorized | `POST /v1/checkouts/{id}/payment` | `ApplePayPayment` (token and contacts) |
+///
+/// A non-2xx answer fails the session with the server's `error.code`, except for the payment route, whose
+/// refusals carry an `ApplePayPaymentAuthorizationResult` (`status` failure and `errors`).
+public struct HTTPMerchantDelegate: PaymentSheetDelegate {
+    /// The server's base URL, for example `http://127.0.0.1:8080`.
+    public let baseURL: String
+    /// The checkout the session pays for.
+    public let checkoutID: String
+    private let client: HTTPClient
+
+    public init(baseURL: String, checkoutID: String, client: HTTPClient = HTTPClient()) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.checkoutID = checkoutID
+        self.client = client
+    }
+
+    /// A checkout made on the server: its id and the payment request to show.
+    public struct Checkout: Sendable {
+        public var id: String
+        public var paymentRequest: PaymentRequest
+    }
+
+    /// `POST /v1/checkouts {"items": [{"sku", "quantity"}]}` → `201 {"id", "paymentRequest"}`.
+    /// - Throws: `PaymentSheetError.merchantFailed` naming the server's error code, or the transport failure.
+    public static func createCheckout(
+        baseURL: String, items: [ScenarioCartItem], client: HTTPClient = HTTPClient()
+    ) async throws -> Checkout {
+        struct Body: Encodable { var items: [ScenarioCartItem] }
+        struct Answer: Decodable {
+            var id: String
+            var paymentRequest: PaymentRequest
+        }
+        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        let response = try await client.send(try HTTPClientRequest.postJSON(base + "/v1/checkouts", encoding: Body(items: items)))
+        guard (200..<300).contains(response.status) else { throw failure(response, route: "POST /v1/checkouts") }
+        do {
+            let answer = try response.decode(Answer.self)
+            return Checkout(id: answer.id, paymentRequest: answer.paymentRequest)
+        } catch {
+            throw PaymentSheetError(.merchantFailed, "POST /v1/checkouts answered JSON that is not {id, paymentRequest}")
+        }
+    }
+
+    public func validateMerchant(_ event: MerchantValidationEvent) async throws -> MerchantSession {
+        try await post("/v1/apple-pay/merchant-session", event, as: MerchantSession.self)
+    }
+
+    public func didSelectPaymentMethod(_ paymentMethod: PaymentMethod) async throws -> PaymentMethodUpdate {
+        try await post(checkoutPath("payment-method"), paymentMethod, as: PaymentMethodUpdate.self)
+    }
+
+    public func didSelectShippingContact(_ contact: Contact) async throws -> ShippingContactUpdate {
+        try await post(checkoutPath("shipping-contact"), contact, as: ShippingContactUpdate.self)
+    }
+
+    public func didSelectShippingMethod(_ method: ShippingMethod) async throws -> ShippingMethodUpdate {
+        try await post(checkoutPath("shipping-method"), method, as: ShippingMethodUpdate.self)
+    }
+
+    public func didChangeCouponCode(_ couponCode: String) async throws -> CouponCodeUpdate {
+        struct Body: Encodable { var couponCode: String }
+        return try await post(checkoutPath("coupon"), Body(couponCode: couponCode), as: CouponCodeUpdate.self)
+    }
+
+    public func didAuthorizePayment(_ payment: Payment) async throws -> PaymentAuthorizationResult {
+        let path = checkoutPath("payment")
+        let response = try await client.send(try HTTPClientRequest.postJSON(baseURL + path, encoding: payment))
+        if let result = try? response.decode(PaymentAuthorizationResult.self) { return result }
+        throw Self.failure(response, route: "POST \(path)")
+    }
+
+    private func checkoutPath(_ route: String) -> String {
+        let id = checkoutID.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? checkoutID
+        return "/v1/checkouts/\(id)/\(route)"
+    }
+
+    private func post<Body: Encodable, Answer: Decodable>(
+        _ path: String, _ body: Body, as type: Answer.Type
+    ) async throws -> Answer {
+        let response = try await client.send(try HTTPClientRequest.postJSON(baseURL + path, encoding: body))
+        guard (200..<300).contains(response.status) else { throw Self.failure(response, route: "POST \(path)") }
+        do {
+            return try response.decode(Answer.self)
+        } catch {
+            throw PaymentSheetError(.merchantFailed, "POST \(path) answered JSON of an unexpected shape")
+        }
+    }
+
+    /// The server's `{"error": {"code", "message"}}` as a `merchant.failed` error.
+    static func failure(_ response: HTTPClientResponse, route: String) -> PaymentSheetError {
+        let object = try? JSONValue(parsing: response.body)
+        let code = object?["error"]?["code"]?.stringValue ?? "http\(response.status)"
+        let message = object?["error"]?["message"]?.stringValue ?? "no error message"
+        return PaymentSheetError(.merchantFailed, "\(route) answered \(response.status) \(code): \(message)")
+    }
+}
