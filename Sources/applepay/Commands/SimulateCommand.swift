@@ -1,0 +1,96 @@
+import Foundation
+import PaymentSheet
+import Sandbox
+
+/// `applepay simulate SCENARIO.json [--merchant-url URL] [--sandbox DIR]`: plays a payment-sheet scenario.
+struct SimulateCommand: Command {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "simulate",
+            abstract: "Play a payment-sheet scenario against a merchant and print the transcript.",
+            usage: ["SCENARIO.json [--merchant-url URL] [--sandbox DIR]"],
+            options: [
+                ("--merchant-url URL", "Ask this merchant server (its /v1/checkouts API) instead of the scenario's rules."),
+                ("--sandbox DIR", "Mint tokens with this sandbox (default: a temporary one for the run)."),
+            ],
+            discussion: """
+                A headless Apple Pay sheet: shows the scenario's payment request (or, with --merchant-url, the one
+                the server returns for the scenario's checkout.items), plays the user's actions with the
+                scenario's wallet, asks the merchant one event at a time, redacts the shipping contact until
+                authorization, mints a real token on authorization, and enforces the 30-second answer timeout.
+                Without --merchant-url the scenario's own merchant answers (its late answers pass on a virtual
+                clock, so a timeout costs no real time). With --merchant-url, use the sandbox the server trusts.
+
+                Prints the transcript: one JSON object per line, named after Apple Pay JS events
+                (validatemerchant, paymentmethodselected, shippingcontactselected, shippingmethodselected,
+                couponcodechanged, paymentauthorized, cancel), then {"event":"finished","outcome":...} with
+                success, failure, cancelled or timedOut. No card number, cryptogram or token is printed.
+
+                Exit status: 0 the session ran to its end (whatever the outcome); 1 the scenario is invalid
+                (the message names the bad field) or cannot be read; 2 the run could not start (sandbox
+                unusable, merchant server unreachable); 64 usage.
+                """)
+    }
+
+    var scenarioPath: String
+    var merchantURL: String?
+    var sandboxPath: String?
+
+    init(arguments: inout Arguments) throws {
+        merchantURL = try arguments.option("--merchant-url")
+        sandboxPath = try arguments.option("--sandbox")
+        scenarioPath = try arguments.positional("SCENARIO.json")
+        if let url = merchantURL {
+            guard let components = URLComponents(string: url), ["http", "https"].contains(components.scheme ?? ""),
+                components.host?.isEmpty == false
+            else { throw UsageError("--merchant-url must be an http or https URL, e.g. http://127.0.0.1:8080") }
+        }
+    }
+
+    func run() async throws -> Int32 {
+        let scenario: Scenario
+        do {
+            scenario = try Scenario.load(from: URL(fileURLWithPath: scenarioPath))
+        } catch {
+            report(error, file: scenarioPath)
+            return ExitCode.failure
+        }
+
+        var temporary: URL?
+        defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
+        let sandbox: Sandbox
+        do {
+            if let sandboxPath {
+                sandbox = try Sandbox.load(from: URL(fileURLWithPath: sandboxPath))
+            } else {
+                let folder = FileManager.default.temporaryDirectory
+                    .appendingPathComponent("applepay-simulate-\(UUID().uuidString)")
+                temporary = folder
+                sandbox = try Sandbox.create(at: folder, merchantIdentifier: "merchant.com.example.simulate")
+            }
+        } catch {
+            Output.standardError("error: \((error as? SandboxError)?.message ?? "the sandbox cannot be used: \(error)")")
+            return 2
+        }
+
+        let output = FileHandle.standardOutput
+        do {
+            _ = try await ScenarioRunner.run(scenario, sandbox: sandbox, merchantURL: merchantURL) { entry in
+                output.write(Data((entry.jsonLine + "\n").utf8))
+            }
+        } catch {
+            if error.code == .invalidScenario {
+                report(error, file: scenarioPath)
+                return ExitCode.failure
+            }
+            Output.standardError("error: \(error.message)")
+            return 2
+        }
+        return ExitCode.success
+    }
+
+    private func report(_ error: PaymentSheetError, file: String) {
+        let field = error.field.map { $0.isEmpty ? "" : "\($0): " } ?? ""
+        Output.standardError("error: \(file): \(field)\(error.message)")
+    }
+}
