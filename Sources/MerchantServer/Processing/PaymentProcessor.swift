@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Secret material: ``description`` and ``debugDescription`` print only the network and the last four digits,
 /// and nothing here is `Codable`, so it cannot end up in a log line or the database by accident.
-public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// How the device authenticated the payment.
     public enum Authentication: Sendable {
         /// `paymentDataType` 3DSecure: the online payment cryptogram (base64-decoded bytes) and ECI, when present.
@@ -35,10 +35,12 @@ public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugString
 
     public var description: String { "NetworkToken(\(network ?? "unknown network") ••••\(lastFour))" }
     public var debugDescription: String { description }
+    /// `dump` and debuggers see the network and last four digits only.
+    public var customMirror: Mirror { Mirror(self, children: ["network": network as Any, "lastFour": lastFour]) }
 }
 
 /// One charge sent to a processor.
-public struct ChargeRequest: Sendable, CustomStringConvertible {
+public struct ChargeRequest: Sendable, CustomStringConvertible, CustomReflectable {
     public let token: NetworkToken
     /// Amount in minor units of ``currencyCode``.
     public let amount: Int64
@@ -56,6 +58,11 @@ public struct ChargeRequest: Sendable, CustomStringConvertible {
     }
 
     public var description: String { "ChargeRequest(\(amount) \(currencyCode), \(token), key \(idempotencyKey))" }
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: ["token": token, "amount": amount, "currencyCode": currencyCode, "idempotencyKey": idempotencyKey])
+    }
 }
 
 /// What a processor answered.
@@ -67,6 +74,16 @@ public enum ChargeOutcome: Sendable, Equatable {
     /// The processor failed (or timed out); nothing was charged. `code` is stable (`processorError`,
     /// `processorTimeout`, ...), `message` is for logs.
     case error(code: String, message: String)
+
+    /// Equal when the same kind with the same reference, reason or error code (error messages are for logs).
+    public static func == (lhs: ChargeOutcome, rhs: ChargeOutcome) -> Bool {
+        switch (lhs, rhs) {
+        case (.approved(let a), .approved(let b)): a == b
+        case (.declined(let a), .declined(let b)): a == b
+        case (.error(let a, _), .error(let b, _)): a == b
+        default: false
+        }
+    }
 }
 
 /// Why a card was declined (stable codes).
