@@ -478,9 +478,12 @@ public actor PaymentSession {
         pending = race
         let clock = self.clock
         let timeout = configuration.timeout
-        let result = await race.run(
+        let deadline = clock.now.addingTimeInterval(Self.seconds(timeout))
+        var result = await race.run(
             operation: { try await operation() as any Sendable },
-            deadline: { try await clock.sleep(for: timeout) })
+            deadline: { try await clock.sleep(until: deadline) })
+        // An answer that comes after the deadline is late, however the tasks were scheduled.
+        if case .answered = result, clock.now > deadline { result = .timedOut }
         if pending === race { pending = nil }
         if case .finished = phase { return .stopped }
         phase = .ready
@@ -508,6 +511,11 @@ public actor PaymentSession {
         case .abandoned:
             return .stopped
         }
+    }
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 
     // MARK: - Finishing and the transcript

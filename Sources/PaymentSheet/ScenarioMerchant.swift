@@ -17,6 +17,8 @@ public actor ScenarioMerchant: PaymentSheetDelegate {
     private var coupon: ScenarioCoupon?
     private var total: PaymentSummaryItem
     private var applicationData: String?
+    /// Whether a shipping contact has been seen (before one, the first shipping method is estimated).
+    private var contactSeen = false
     /// Every outcome `didFinish` was called with (a correct sheet calls it once).
     public private(set) var finishes: [SessionOutcome] = []
 
@@ -61,6 +63,7 @@ public actor ScenarioMerchant: PaymentSheetDelegate {
 
     public func didSelectShippingContact(_ contact: Contact) async throws -> ShippingContactUpdate {
         try await delay("shippingcontactselected")
+        contactSeen = true
         guard let zones = rules.shippingZones else {
             let (newTotal, lines) = price()
             return ShippingContactUpdate(newTotal: newTotal, newLineItems: lines)
@@ -190,7 +193,7 @@ public actor ScenarioMerchant: PaymentSheetDelegate {
         guard let items = rules.lineItems else { return (nil, nil) }
         var lines = items
         var sum = goods
-        if let method = shippingMethod, zone != nil || rules.shippingZones == nil {
+        if let method = shippingMethod, zone != nil || rules.shippingZones == nil || !contactSeen {
             let amount = method.decimalAmount ?? 0
             lines.append(PaymentSummaryItem(label: "Shipping: \(method.label)", amount: format(amount)))
             sum += amount
@@ -206,7 +209,7 @@ public actor ScenarioMerchant: PaymentSheetDelegate {
             sum -= discount
         }
         if let rate = zone?.taxRate.flatMap({ try? Currency.parseDecimal($0) }), rate > 0 {
-            let tax = rounded((goods - discount) * rate)
+            let tax = rounded(sum * rate)  // taxable: goods − discount + shipping
             lines.append(PaymentSummaryItem(label: "Tax", amount: format(tax)))
             sum += tax
         }

@@ -9,6 +9,16 @@ public protocol SessionClock: Sendable {
     /// Waits `duration`.
     /// - Throws: `CancellationError` when the waiting task is cancelled.
     func sleep(for duration: Duration) async throws
+    /// Waits until `deadline` (at once when it has passed).
+    /// - Throws: `CancellationError` when the waiting task is cancelled.
+    func sleep(until deadline: Date) async throws
+}
+
+extension SessionClock {
+    public func sleep(until deadline: Date) async throws {
+        let seconds = deadline.timeIntervalSince(now)
+        if seconds > 0 { try await sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }
+    }
 }
 
 /// Wall-clock time and real sleeping.
@@ -52,6 +62,18 @@ public final class VirtualClock: SessionClock {
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
     public func sleep(for duration: Duration) async throws {
+        let deadline = state.withLock { $0.elapsed } + duration
+        try await sleep(untilElapsed: deadline)
+    }
+
+    public func sleep(until deadline: Date) async throws {
+        let seconds = deadline.timeIntervalSince(start)
+        let whole = seconds.rounded(.down)
+        let elapsed = Duration.seconds(Int64(whole)) + .nanoseconds(Int64(((seconds - whole) * 1e9).rounded()))
+        try await sleep(untilElapsed: elapsed)
+    }
+
+    private func sleep(untilElapsed deadline: Duration) async throws {
         let identifier = state.withLock { state -> UInt64 in
             state.nextIdentifier += 1
             return state.nextIdentifier
@@ -60,9 +82,8 @@ public final class VirtualClock: SessionClock {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let resume: Result<Void, any Error>? = state.withLock { state in
                     if Task.isCancelled { return .failure(CancellationError()) }
-                    if duration <= .zero { return .success(()) }
-                    state.sleepers[identifier] = Sleeper(
-                        deadline: state.elapsed + duration, continuation: continuation)
+                    if deadline <= state.elapsed { return .success(()) }
+                    state.sleepers[identifier] = Sleeper(deadline: deadline, continuation: continuation)
                     return nil
                 }
                 if let resume { continuation.resume(with: resume) }
