@@ -53,7 +53,8 @@ let package = Package(
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
         .testTarget(name: "PaymentTokenTests", dependencies: ["PaymentToken", "TestSupport"]),
-        .testTarget(name: "SandboxTests", dependencies: ["Sandbox", "PaymentToken", "TestSupport"]),
+        .testTarget(
+            name: "SandboxTests", dependencies: ["Sandbox", "PaymentToken", "TestSupport"], exclude: ["python"]),
         .testTarget(name: "PaymentSheetTests", dependencies: ["PaymentSheet", "Sandbox", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
