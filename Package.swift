@@ -60,7 +60,8 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(
             name: "MerchantServerTests",
-            dependencies: ["MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport"]),
+            dependencies: ["MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport"],
+            exclude: ["python"]),
         .testTarget(name: "CommandLineTests", dependencies: ["applepay", "TestSupport"]),
     ]
 )
