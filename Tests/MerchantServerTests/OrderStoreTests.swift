@@ -51,7 +51,7 @@ struct StoreFixture {
         return (checkout, try CheckoutPricing(configuration: configuration).price(checkout))
     }
 
-    func newOrder(_ checkout: Checkout, _ breakdown: PriceBreakdown, transaction: String, pan: String = "4817499999990019")
+    func newOrder(_ checkout: Checkout, _ breakdown: PriceBreakdown, transaction: String, pan: String = "4817499999010019")
         -> NewOrder
     {
         NewOrder(
@@ -197,8 +197,8 @@ struct OrderStoreTests {
         let sandbox = SandboxProcessor()
         let service = PaymentService(store: fixture.store, processor: sandbox, timeout: .seconds(5))
         let declined = try await service.pay(
-            fixture.newOrder(checkout, breakdown, transaction: "ee05", pan: "4817499999990051"),
-            token: testToken(pan: "4817499999990051"))
+            fixture.newOrder(checkout, breakdown, transaction: "ee05", pan: "4817499999000051"),
+            token: testToken(pan: "4817499999000051"))
         #expect(declined.order.status == .failed)
         #expect(declined.order.payment.status == .declined)
         #expect(declined.order.payment.failureCode == "insufficientFunds")
@@ -222,8 +222,8 @@ struct OrderStoreTests {
         let service = PaymentService(store: fixture.store, processor: sandbox, timeout: .milliseconds(150))
         let start = ContinuousClock.now
         let result = try await service.pay(
-            fixture.newOrder(checkout, breakdown, transaction: "ff08", pan: "4817499999990054"),
-            token: testToken(pan: "4817499999990054"))
+            fixture.newOrder(checkout, breakdown, transaction: "ff08", pan: "4817499999070054"),
+            token: testToken(pan: "4817499999070054"))
         #expect(ContinuousClock.now - start < .seconds(2))
         #expect(result.order.status == .failed)
         #expect(result.order.payment.status == .error)
@@ -251,7 +251,7 @@ struct OrderStoreTests {
         }
         // A PAN "last four" that is not four digits is refused by the schema.
         var leaky = fixture.newOrder(checkout, breakdown, transaction: "gg11")
-        leaky.panLastFour = "4817499999990019"
+        leaky.panLastFour = "4817499999010019"
         await #expect(throws: OrderStoreError(.storage, "")) { try await fixture.store.beginPayment(leaky) }
         let counts = try fixture.counts()
         #expect(counts["orders"] == 0 && counts["payments"] == 0)
@@ -320,7 +320,7 @@ struct OrderStoreTests {
         }
         #expect(bytes.count > 4096)
         let json = try JSONEncoder().encode(result.order)
-        for secret in ["4817499999990019", "CRYPTOGRAM-SECRET-BYTES", "301231"] {
+        for secret in ["4817499999010019", "CRYPTOGRAM-SECRET-BYTES", "301231"] {
             #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(secret) found in the database")
             #expect(json.range(of: Data(secret.utf8)) == nil, "\(secret) found in the order JSON")
         }

@@ -3,7 +3,7 @@ import MerchantServer
 import Testing
 
 /// A device token with this PAN (16 digits), a 3-D Secure cryptogram and ECI 07.
-func testToken(pan: String = "4817499999990019", network: String = "Visa") -> NetworkToken {
+func testToken(pan: String = "4817499999010019", network: String = "Visa") -> NetworkToken {
     NetworkToken(
         primaryAccountNumber: pan, expirationDate: "301231",
         authentication: .threeDSecure(cryptogram: Data("CRYPTOGRAM-SECRET-BYTES".utf8), eciIndicator: "07"),
@@ -34,14 +34,14 @@ struct ThrowingProcessor: PaymentProcessor {
 @Suite("Payment processors")
 struct ProcessorTests {
     static let outcomes: [(pan: String, amount: Int64, expected: ChargeOutcome?)] = [
-        ("4817499999990019", 4829, nil),  // approved
-        ("4817499999990051", 4829, .declined(.insufficientFunds)),
-        ("4817499999990052", 4829, .declined(.lostCard)),
-        ("4817499999990053", 4829, .error(code: "processorError", message: "")),
-        ("4817499999990019", 1251, .declined(.insufficientFunds)),
-        ("4817499999990019", 1252, .declined(.lostCard)),
-        ("4817499999990019", 1253, .error(code: "processorError", message: "")),
-        ("4817499999990019", 151, .declined(.insufficientFunds)),  // e.g. ¥151
+        ("4817499999010019", 4829, nil),  // approved
+        ("4817499999000051", 4829, .declined(.insufficientFunds)),
+        ("4817499999090052", 4829, .declined(.lostCard)),
+        ("4817499999080053", 4829, .error(code: "processorError", message: "")),
+        ("4817499999010019", 1251, .declined(.insufficientFunds)),
+        ("4817499999010019", 1252, .declined(.lostCard)),
+        ("4817499999010019", 1253, .error(code: "processorError", message: "")),
+        ("4817499999010019", 151, .declined(.insufficientFunds)),  // e.g. ¥151
     ]
 
     @Test("the sandbox's documented test outcomes, by PAN suffix or amount", arguments: outcomes.indices)
@@ -83,7 +83,7 @@ struct ProcessorTests {
         let sandbox = SandboxProcessor(hangDuration: .seconds(30))
         let start = ContinuousClock.now
         let outcome = await PaymentProcessing.charge(
-            ChargeRequest(token: testToken(pan: "4817499999990054"), amount: 100, currencyCode: "USD", idempotencyKey: "t"),
+            ChargeRequest(token: testToken(pan: "4817499999070054"), amount: 100, currencyCode: "USD", idempotencyKey: "t"),
             with: sandbox, timeout: .milliseconds(150))
         let elapsed = ContinuousClock.now - start
         guard case .error(let code, _) = outcome else {
@@ -127,12 +127,22 @@ struct ProcessorTests {
         #expect(message.contains("throwing"))
     }
 
+    @Test("the documented test PANs hit their triggers")
+    func testPANs() {
+        for trigger in [nil] + SandboxProcessor.Trigger.allCases.map(Optional.some) {
+            let request = ChargeRequest(
+                token: testToken(pan: SandboxProcessor.testPAN(for: trigger)), amount: 1000, currencyCode: "USD",
+                idempotencyKey: "k")
+            #expect(SandboxProcessor.trigger(for: request) == trigger)
+        }
+    }
+
     @Test("tokens and charge requests never print the PAN or the cryptogram")
     func redactedDescriptions() {
         let token = testToken()
         let request = ChargeRequest(token: token, amount: 100, currencyCode: "USD", idempotencyKey: "k")
         for text in [token.description, token.debugDescription, "\(request)", String(reflecting: token)] {
-            #expect(!text.contains("4817499999990019"))
+            #expect(!text.contains("4817499999010019"))
             #expect(!text.contains("CRYPTOGRAM"))
             #expect(!text.contains("301231"))
         }

@@ -15,6 +15,8 @@ import Synchronization
 /// | `0054` | `54` | no answer for ``hangDuration`` (then `processorError`): exercises the caller's timeout |
 /// | anything else | | approved, reference `sbx_` + 20 hex digits |
 ///
+/// ``testPAN(for:)`` gives a Luhn-valid device PAN for each row (the sandbox token minter wants one).
+///
 /// The same idempotency key always gets the first answer back without a second charge (``chargeCount`` counts
 /// real charges). A hang honours task cancellation.
 public final class SandboxProcessor: PaymentProcessor {
@@ -41,8 +43,21 @@ public final class SandboxProcessor: PaymentProcessor {
         self.hangDuration = hangDuration
     }
 
-    /// How many distinct charges reached the sandbox (a repeated idempotency key does not count).
+    /// How many charges were approved (captured); a repeated idempotency key does not count again.
     public var chargeCount: Int { state.withLock { $0.charges } }
+
+    /// A Luhn-valid 16-digit Visa device PAN that hits `trigger` (or is approved, for `nil`), for minting
+    /// sandbox tokens: `4817499999010019` approved, `4817499999000051` insufficient funds, `4817499999090052`
+    /// lost card, `4817499999080053` processor error, `4817499999070054` hang.
+    public static func testPAN(for trigger: Trigger?) -> String {
+        switch trigger {
+        case nil: "4817499999010019"
+        case .insufficientFunds?: "4817499999000051"
+        case .lostCard?: "4817499999090052"
+        case .processorError?: "4817499999080053"
+        case .timeout?: "4817499999070054"
+        }
+    }
 
     /// The trigger a charge would hit, if any.
     public static func trigger(for request: ChargeRequest) -> Trigger? {
