@@ -169,7 +169,7 @@ enum CommandRunner {
         text += usageSection(for: command, prefix: prefix)
         if !configuration.options.isEmpty {
             text += "OPTIONS:\n"
-            let width = min(34, (configuration.options.map { $0.0.count }.max() ?? 0) + 2)
+            let width = min(34, max("-h, --help".count, configuration.options.map { $0.0.count }.max() ?? 0) + 2)
             for (name, help) in configuration.options {
                 let padded = name.count >= width ? name + "  " : name.padding(toLength: width, withPad: " ", startingAt: 0)
                 text += "  \(padded)\(help)\n"
