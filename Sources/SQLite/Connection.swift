@@ -46,14 +46,16 @@ public final class Connection {
         handle = pointer
         self.path = path
         sqlite3_extended_result_codes(handle, 1)
-        let milliseconds = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds =
+            busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
         // `deinit` closes the handle if any of these throw.
         try execute("PRAGMA foreign_keys = ON")
         if !readOnly && path != ":memory:" && !path.isEmpty {
             let mode = try query("PRAGMA journal_mode = WAL").first?["journal_mode"]
             guard mode == .text("wal") else {
-                throw SQLiteError(.error, "cannot switch \(path) to WAL journal mode (got \(mode?.description ?? "nothing"))")
+                throw SQLiteError(
+                    .error, "cannot switch \(path) to WAL journal mode (got \(mode?.description ?? "nothing"))")
             }
         }
     }

@@ -37,11 +37,14 @@ extension Connection {
         guard recorded.count <= migrations.count else {
             throw SQLiteError(
                 .migration,
-                "the database has \(recorded.count) migrations, this program knows \(migrations.count): it is newer than the program")
+                "the database has \(recorded.count) migrations, this program knows \(migrations.count): it is newer than the program"
+            )
         }
         for (position, name) in recorded.enumerated() where migrations[position].name != name {
             throw SQLiteError(
-                .migration, "migration \(position + 1) is recorded as \"\(name)\" but the program calls it \"\(migrations[position].name)\"")
+                .migration,
+                "migration \(position + 1) is recorded as \"\(name)\" but the program calls it \"\(migrations[position].name)\""
+            )
         }
         var applied: [String] = []
         for (offset, migration) in migrations.enumerated() where offset >= recorded.count {
@@ -53,7 +56,8 @@ extension Connection {
                     if let row = existing.first {
                         let name = try row.string("name")
                         guard name == migration.name else {
-                            throw SQLiteError(.migration, "migration \(position) was recorded as \"\(name)\" by another connection")
+                            throw SQLiteError(
+                                .migration, "migration \(position) was recorded as \"\(name)\" by another connection")
                         }
                         return false
                     }

@@ -27,7 +27,8 @@ public final class Statement {
             throw connection.lastError(status, sql: sql)
         }
         guard let pointer else { throw SQLiteError(.misuse, "the SQL holds no statement", sql: sql) }
-        guard trailingText.trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: ";"))).isEmpty
+        guard
+            trailingText.trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: ";"))).isEmpty
         else {
             sqlite3_finalize(pointer)
             throw SQLiteError(.misuse, "prepare takes one statement; use execute for several", sql: sql)

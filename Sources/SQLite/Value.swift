@@ -105,6 +105,7 @@ public struct Row: Sendable, Hashable {
     }
 
     private func mismatch(_ column: String, _ expected: String) -> SQLiteError {
-        SQLiteError(.typeMismatch, "column \"\(column)\" is \(self[column]?.description ?? "missing"), expected \(expected)")
+        SQLiteError(
+            .typeMismatch, "column \"\(column)\" is \(self[column]?.description ?? "missing"), expected \(expected)")
     }
 }

@@ -42,7 +42,10 @@ struct CatalogTests {
         contact.postalCode = "95014"
         contact.countryCode = "US"
         let address = ShippingAddress(redacting: contact)
-        #expect(address == ShippingAddress(locality: "Cupertino", administrativeArea: "CA", postalCode: "95014", countryCode: "US"))
+        #expect(
+            address
+                == ShippingAddress(
+                    locality: "Cupertino", administrativeArea: "CA", postalCode: "95014", countryCode: "US"))
     }
 
     @Test(

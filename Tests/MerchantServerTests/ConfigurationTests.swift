@@ -68,8 +68,8 @@ struct ConfigurationTests {
         ("price with three decimals in GBP", .invalidAmount, { setProduct(&$0, "price", "4.205") }),
         ("negative price", .invalidAmount, { setProduct(&$0, "price", "-1") }),
         ("price that is not a number", .malformed, { setProduct(&$0, "price", "four") }),
-        ("unknown currency", .invalidCurrencyCode, { $0["currencyCode"] = "XYZ" }),
-        ("lower-case country", .invalidCountryCode, { $0["countryCode"] = "gb" }),
+        ("unknown currency", .invalidCurrency, { $0["currencyCode"] = "XYZ" }),
+        ("lower-case country", .invalidCountry, { $0["countryCode"] = "gb" }),
         ("product in another currency", .currencyMismatch, { setProduct(&$0, "currencyCode", "EUR") }),
         ("no networks", .noNetworks, { $0["supportedNetworks"] = [String]() }),
         ("no products", .emptyCatalog, { $0["products"] = [Any]() }),
@@ -79,10 +79,13 @@ struct ConfigurationTests {
         ("zone without methods", .invalidZone, { setZone(&$0, "methods", [Any]()) }),
         ("coupon of an unknown kind", .malformed, { setCoupon(&$0, "kind", "bogo") }),
         ("coupon with a bad date", .malformed, { setCoupon(&$0, "expiresAt", "next week") }),
-        ("coupon over 100 percent", .invalidRate, {
-            setCoupon(&$0, "kind", "percent")
-            setCoupon(&$0, "value", "150")
-        }),
+        (
+            "coupon over 100 percent", .invalidRate,
+            {
+                setCoupon(&$0, "kind", "percent")
+                setCoupon(&$0, "value", "150")
+            }
+        ),
         ("processor timeout above the sheet's 30 s", .invalidProcessor, { $0["processor"] = ["timeoutSeconds": 31] }),
     ]
 

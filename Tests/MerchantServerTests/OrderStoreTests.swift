@@ -45,13 +45,16 @@ struct StoreFixture {
             items: [CheckoutItem(sku: "COFFEE-250", quantity: 2), CheckoutItem(sku: "MUG-01", quantity: 1)],
             configuration: configuration, now: fixedNow
         ).selectingShippingContact(
-            ShippingAddress(locality: "San Francisco", administrativeArea: "CA", postalCode: "94107", countryCode: "US"),
+            ShippingAddress(
+                locality: "San Francisco", administrativeArea: "CA", postalCode: "94107", countryCode: "US"),
             configuration: configuration)
         try await store.insertCheckout(checkout)
         return (checkout, try CheckoutPricing(configuration: configuration).price(checkout))
     }
 
-    func newOrder(_ checkout: Checkout, _ breakdown: PriceBreakdown, transaction: String, pan: String = "4817499999010019")
+    func newOrder(
+        _ checkout: Checkout, _ breakdown: PriceBreakdown, transaction: String, pan: String = "4817499999010019"
+    )
         -> NewOrder
     {
         NewOrder(
@@ -176,7 +179,8 @@ struct OrderStoreTests {
         let (checkout, breakdown) = try await fixture.checkout()
         let sandbox = SandboxProcessor()
         let slow = PaymentService(
-            store: fixture.store, processor: SlowProcessor(inner: sandbox, delay: .milliseconds(600)), timeout: .seconds(5))
+            store: fixture.store, processor: SlowProcessor(inner: sandbox, delay: .milliseconds(600)),
+            timeout: .seconds(5))
         let impatient = PaymentService(
             store: fixture.store, processor: sandbox, timeout: .seconds(5), concurrentWait: .milliseconds(100))
         let order = fixture.newOrder(checkout, breakdown, transaction: "dd04")
@@ -202,10 +206,12 @@ struct OrderStoreTests {
         #expect(declined.order.status == .failed)
         #expect(declined.order.payment.status == .declined)
         #expect(declined.order.payment.failureCode == "insufficientFunds")
-        let retry = try await service.pay(fixture.newOrder(checkout, breakdown, transaction: "ee06"), token: testToken())
+        let retry = try await service.pay(
+            fixture.newOrder(checkout, breakdown, transaction: "ee06"), token: testToken())
         #expect(retry.disposition == .processed)
         #expect(retry.order.status == .paid)
-        let again = try await service.pay(fixture.newOrder(checkout, breakdown, transaction: "ee07"), token: testToken())
+        let again = try await service.pay(
+            fixture.newOrder(checkout, breakdown, transaction: "ee07"), token: testToken())
         #expect(again.disposition == .checkoutAlreadyPaid)
         #expect(again.order.id == retry.order.id)
         #expect(sandbox.chargeCount == 1)
@@ -263,8 +269,9 @@ struct OrderStoreTests {
         let fixture = try StoreFixture()
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
-        guard case .started(let pending) = try await fixture.store.beginPayment(
-            fixture.newOrder(checkout, breakdown, transaction: "hh12"))
+        guard
+            case .started(let pending) = try await fixture.store.beginPayment(
+                fixture.newOrder(checkout, breakdown, transaction: "hh12"))
         else {
             Issue.record("expected a new payment")
             return
@@ -279,7 +286,8 @@ struct OrderStoreTests {
         }
         let db = try Connection(path: fixture.path)
         #expect(try db.query("SELECT status FROM orders").first?["status"] == .text("pending"))
-        #expect(try db.query("SELECT status, processor_reference FROM payments").first?.values == [.text("pending"), .null])
+        #expect(
+            try db.query("SELECT status, processor_reference FROM payments").first?.values == [.text("pending"), .null])
         #expect(try await fixture.store.order(id: pending.id) == pending)
     }
 
@@ -303,7 +311,9 @@ struct OrderStoreTests {
         let names = try Connection(path: fixture.path).appliedMigrations()
         #expect(names == SQLiteOrderStore.migrations.map(\.name))
         #expect(try fixture.counts()["schema_migrations"] == Int64(SQLiteOrderStore.migrations.count))
-        let error = #expect(throws: OrderStoreError.self) { try SQLiteOrderStore(path: fixture.folder.path("no/dir/x.sqlite")) }
+        let error = #expect(throws: OrderStoreError.self) {
+            try SQLiteOrderStore(path: fixture.folder.path("no/dir/x.sqlite"))
+        }
         #expect(error?.code == .storage)
     }
 
@@ -313,7 +323,8 @@ struct OrderStoreTests {
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         let service = PaymentService(store: fixture.store, processor: SandboxProcessor(), timeout: .seconds(5))
-        let result = try await service.pay(fixture.newOrder(checkout, breakdown, transaction: "ii13"), token: testToken())
+        let result = try await service.pay(
+            fixture.newOrder(checkout, breakdown, transaction: "ii13"), token: testToken())
         var bytes = Data()
         for suffix in ["", "-wal"] {
             bytes += (try? Data(contentsOf: URL(fileURLWithPath: fixture.path + suffix))) ?? Data()
@@ -329,7 +340,9 @@ struct OrderStoreTests {
         let payment = try #require(object["payment"] as? [String: Any])
         #expect(payment["lastFour"] as? String == "0019")
         #expect(payment["network"] as? String == "Visa")
-        #expect((object["totals"] as? [String: Any])?["total"] as? String == Money.string(minorUnits: breakdown.total, currencyCode: "USD"))
+        #expect(
+            (object["totals"] as? [String: Any])?["total"] as? String
+                == Money.string(minorUnits: breakdown.total, currencyCode: "USD"))
         #expect(object["status"] as? String == "paid")
     }
 

@@ -40,7 +40,10 @@ struct PricingTests {
         #expect(breakdown.shipping == 499)
         #expect(breakdown.tax == 230)  // 45.99 × 5% = 2.2995
         #expect(breakdown.total == 4829)
-        #expect(breakdown.lines.map(\.label) == ["House Blend 250 g × 2", "Enamel Mug", "Shipping: Standard", "Estimated tax"])
+        #expect(
+            breakdown.lines.map(\.label) == [
+                "House Blend 250 g × 2", "Enamel Mug", "Shipping: Standard", "Estimated tax",
+            ])
         #expect(breakdown.webTotal == WebLineItem(label: "Example Coffee Roasters", amount: "48.29"))
         #expect(breakdown.webLineItems.map(\.amount) == ["29.00", "12.00", "4.99", "2.30"])
         #expect(breakdown.shippingMethods.map(\.identifier) == ["standard", "express", "free"])
@@ -51,7 +54,8 @@ struct PricingTests {
     @Test("a state zone before the country zone: California's rate applies")
     func stateZone() throws {
         let checkout = try demoCheckout().selectingShippingContact(
-            ShippingAddress(locality: "San Francisco", administrativeArea: "CA", postalCode: "94107", countryCode: "US"),
+            ShippingAddress(
+                locality: "San Francisco", administrativeArea: "CA", postalCode: "94107", countryCode: "US"),
             configuration: demo)
         let breakdown = try pricing.price(checkout)
         #expect(breakdown.zone?.identifier == "us-ca")
@@ -65,9 +69,12 @@ struct PricingTests {
         let checkout = try demoCheckout().selectingShippingContact(
             ShippingAddress(locality: "Paris", postalCode: "75001", countryCode: "FR"), configuration: demo)
         let breakdown = try pricing.price(checkout)
-        #expect(breakdown.errors == [
-            ApplePayJSError(code: .addressUnserviceable, contactField: "postalAddress", message: breakdown.errors.first?.message ?? "")
-        ])
+        #expect(
+            breakdown.errors == [
+                ApplePayJSError(
+                    code: .addressUnserviceable, contactField: "postalAddress",
+                    message: breakdown.errors.first?.message ?? "")
+            ])
         #expect(breakdown.shippingMethods.isEmpty)
         #expect(breakdown.shipping == 0 && breakdown.tax == 0)
         #expect(breakdown.total == 4100)
@@ -135,7 +142,10 @@ struct PricingTests {
         #expect(after.discount == 0)
         #expect(after.errors.map(\.code) == [.couponCodeExpired])
         // The demo's SPRING2020 expired long ago.
-        #expect(try pricing.price(try demoCheckout().applyingCoupon("SPRING2020")).errors.map(\.code) == [.couponCodeExpired])
+        #expect(
+            try pricing.price(try demoCheckout().applyingCoupon("SPRING2020")).errors.map(\.code) == [
+                .couponCodeExpired
+            ])
     }
 
     @Test("a fixed coupon larger than the items takes at most the items' price")
@@ -143,7 +153,8 @@ struct PricingTests {
         var store = tinyStore(currency: "USD", price: "3.00", rate: "0.1")
         store.coupons = [Coupon(code: "BIG", discount: .fixed(10))]
         let breakdown = try CheckoutPricing(configuration: store).price(
-            try Checkout.create(items: [CheckoutItem(sku: "P", quantity: 1)], configuration: store).applyingCoupon("BIG"))
+            try Checkout.create(items: [CheckoutItem(sku: "P", quantity: 1)], configuration: store).applyingCoupon(
+                "BIG"))
         #expect(breakdown.discount == 300)
         #expect(breakdown.tax == 0)
         #expect(breakdown.total == 0)
@@ -223,9 +234,12 @@ struct PricingTests {
         #expect(code([CheckoutItem(sku: "NOPE", quantity: 1)]) == .unknownProduct)
         #expect(code([CheckoutItem(sku: "MUG-01", quantity: 0)]) == .invalidQuantity)
         #expect(code([CheckoutItem(sku: "MUG-01", quantity: 1000)]) == .invalidQuantity)
-        #expect(code([CheckoutItem(sku: "MUG-01", quantity: 600), CheckoutItem(sku: "MUG-01", quantity: 600)]) == .invalidQuantity)
+        #expect(
+            code([CheckoutItem(sku: "MUG-01", quantity: 600), CheckoutItem(sku: "MUG-01", quantity: 600)])
+                == .invalidQuantity)
         let merged = try Checkout.create(
-            items: [CheckoutItem(sku: "MUG-01", quantity: 1), CheckoutItem(sku: "MUG-01", quantity: 2)], configuration: demo)
+            items: [CheckoutItem(sku: "MUG-01", quantity: 1), CheckoutItem(sku: "MUG-01", quantity: 2)],
+            configuration: demo)
         #expect(merged.items == [CheckoutItem(sku: "MUG-01", quantity: 3)])
         #expect(merged.id.hasPrefix("chk_") && merged.id.count == 28)
         let other = try Checkout.create(items: merged.items, configuration: demo)

@@ -61,7 +61,8 @@ struct ProcessorTests {
             #expect(code == expectedCode)
             #expect(sandbox.chargeCount == 0)
         default:
-            Issue.record("PAN …\(pan.suffix(4)), amount \(amount): got \(outcome), expected \(String(describing: expected))")
+            Issue.record(
+                "PAN …\(pan.suffix(4)), amount \(amount): got \(outcome), expected \(String(describing: expected))")
         }
     }
 
@@ -83,7 +84,8 @@ struct ProcessorTests {
         let sandbox = SandboxProcessor(hangDuration: .seconds(30))
         let start = ContinuousClock.now
         let outcome = await PaymentProcessing.charge(
-            ChargeRequest(token: testToken(pan: "4817499999070054"), amount: 100, currencyCode: "USD", idempotencyKey: "t"),
+            ChargeRequest(
+                token: testToken(pan: "4817499999070054"), amount: 100, currencyCode: "USD", idempotencyKey: "t"),
             with: sandbox, timeout: .milliseconds(150))
         let elapsed = ContinuousClock.now - start
         guard case .error(let code, _) = outcome else {

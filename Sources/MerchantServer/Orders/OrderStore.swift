@@ -281,16 +281,23 @@ public struct Order: Sendable, Equatable, Encodable {
         try c.encode(currencyCode, forKey: .currencyCode)
         try c.encode(
             lines.map {
-                ["sku": $0.sku, "name": $0.name, "quantity": String($0.quantity), "unitPrice": money($0.unitPrice),
-                 "amount": money($0.amount)]
+                [
+                    "sku": $0.sku, "name": $0.name, "quantity": String($0.quantity), "unitPrice": money($0.unitPrice),
+                    "amount": money($0.amount),
+                ]
             }, forKey: .items)
         try c.encode(
-            ["subtotal": money(totals.subtotal), "discount": money(totals.discount), "shipping": money(totals.shipping),
-             "tax": money(totals.tax), "total": money(totals.total)], forKey: .totals)
+            [
+                "subtotal": money(totals.subtotal), "discount": money(totals.discount),
+                "shipping": money(totals.shipping),
+                "tax": money(totals.tax), "total": money(totals.total),
+            ], forKey: .totals)
         if let shippingMethod {
             try c.encode(
-                ["identifier": shippingMethod.identifier, "label": shippingMethod.label,
-                 "amount": money(shippingMethod.amount)], forKey: .shippingMethod)
+                [
+                    "identifier": shippingMethod.identifier, "label": shippingMethod.label,
+                    "amount": money(shippingMethod.amount),
+                ], forKey: .shippingMethod)
         }
         try c.encodeIfPresent(couponCode, forKey: .couponCode)
         try c.encodeIfPresent(shippingContact, forKey: .shippingContact)

@@ -121,13 +121,14 @@ public actor SQLiteOrderStore: OrderStore {
                     VALUES (?, ?, ?, ?, ?, ?)
                     """, .text(checkout.id), .text(checkout.currencyCode), .text(try json(checkout)),
                     .text(checkout.applicationData), .integer(millis(checkout.createdAt)), .integer(now))
-            } catch where error.isUniqueViolation {
+            } catch  where error.isUniqueViolation {
                 throw SQLiteError(.constraint, "checkout \(checkout.id) exists")
             } catch {
                 throw error
             }
-            try appendEvent(connection, "checkoutCreated", checkoutID: checkout.id, orderID: nil,
-                            ["items": String(checkout.items.count)], at: now)
+            try appendEvent(
+                connection, "checkoutCreated", checkoutID: checkout.id, orderID: nil,
+                ["items": String(checkout.items.count)], at: now)
         }
     }
 
@@ -163,7 +164,10 @@ public actor SQLiteOrderStore: OrderStore {
     // MARK: Payments
 
     public func beginPayment(_ order: NewOrder) throws(OrderStoreError) -> PaymentStart {
-        enum Answer { case start(PaymentStart), noCheckout }
+        enum Answer {
+            case start(PaymentStart)
+            case noCheckout
+        }
         let answer: Answer
         do {
             answer = try connection.transaction(.immediate) { connection -> Answer in
@@ -225,7 +229,11 @@ public actor SQLiteOrderStore: OrderStore {
     }
 
     public func completePayment(orderID: String, outcome: ChargeOutcome) throws(OrderStoreError) -> Order {
-        enum Answer { case done(Order), notFound, notPending(OrderStatus) }
+        enum Answer {
+            case done(Order)
+            case notFound
+            case notPending(OrderStatus)
+        }
         let orderStatus: OrderStatus
         let paymentStatus: PaymentStatus
         var reference: String?
@@ -234,16 +242,22 @@ public actor SQLiteOrderStore: OrderStore {
         let eventKind: String
         switch outcome {
         case .approved(let processorReference):
-            (orderStatus, paymentStatus, reference, eventKind) = (.paid, .approved, processorReference, "paymentApproved")
+            (orderStatus, paymentStatus, reference, eventKind) = (
+                .paid, .approved, processorReference, "paymentApproved"
+            )
         case .declined(let reason):
             (orderStatus, paymentStatus, failureCode, eventKind) = (.failed, .declined, reason.code, "paymentDeclined")
         case .error(let code, let message):
-            (orderStatus, paymentStatus, failureCode, failureMessage, eventKind) = (.failed, .error, code, message, "paymentFailed")
+            (orderStatus, paymentStatus, failureCode, failureMessage, eventKind) = (
+                .failed, .error, code, message, "paymentFailed"
+            )
         }
         let answer: Answer
         do {
             answer = try connection.transaction(.immediate) { connection -> Answer in
-                guard let current = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else { return .notFound }
+                guard let current = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else {
+                    return .notFound
+                }
                 guard current.status == .pending else { return .notPending(current.status) }
                 let now = millis(clock())
                 try connection.run(
@@ -259,7 +273,8 @@ public actor SQLiteOrderStore: OrderStore {
                 var detail = ["status": orderStatus.rawValue]
                 detail["failureCode"] = failureCode
                 detail["processorReference"] = reference
-                try appendEvent(connection, eventKind, checkoutID: current.checkoutID, orderID: orderID, detail, at: now)
+                try appendEvent(
+                    connection, eventKind, checkoutID: current.checkoutID, orderID: orderID, detail, at: now)
                 guard let updated = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else {
                     throw SQLiteError(.error, "the order just updated cannot be read back")
                 }
@@ -318,7 +333,7 @@ public actor SQLiteOrderStore: OrderStore {
     private func read<T>(_ what: String, _ body: (Connection) throws(SQLiteError) -> T) throws(OrderStoreError) -> T {
         do {
             return try body(connection)
-        } catch where error.code == .typeMismatch || error.message.hasPrefix("corrupt JSON") {
+        } catch  where error.code == .typeMismatch || error.message.hasPrefix("corrupt JSON") {
             throw OrderStoreError(.corrupt, "\(what): \(error)")
         } catch {
             throw OrderStoreError(.storage, "\(what): \(error)")
@@ -334,7 +349,9 @@ public actor SQLiteOrderStore: OrderStore {
             .text(kind), Value(checkoutID), Value(orderID), .text(try json(detail)))
     }
 
-    private func loadOrder(_ connection: Connection, where condition: String, _ value: Value) throws(SQLiteError) -> Order? {
+    private func loadOrder(_ connection: Connection, where condition: String, _ value: Value) throws(SQLiteError)
+        -> Order?
+    {
         let rows = try connection.query(
             """
             SELECT o.id, o.checkout_id, o.status, o.currency, o.subtotal_minor, o.discount_minor, o.shipping_minor,
@@ -367,9 +384,11 @@ public actor SQLiteOrderStore: OrderStore {
             billingContact: try row.optionalString("billing_contact_json").map { text throws(SQLiteError) in
                 try decode(OrderContact.self, text)
             },
-            paymentNetwork: try row.optionalString("payment_network"), panLastFour: try row.optionalString("pan_last_four"),
+            paymentNetwork: try row.optionalString("payment_network"),
+            panLastFour: try row.optionalString("pan_last_four"),
             payment: PaymentRecord(
-                id: try row.string("payment_id"), transactionID: try row.string("transaction_id"), status: paymentStatus,
+                id: try row.string("payment_id"), transactionID: try row.string("transaction_id"),
+                status: paymentStatus,
                 amount: try row.int64("amount_minor"), currencyCode: try row.string("payment_currency"),
                 processorReference: try row.optionalString("processor_reference"),
                 failureCode: try row.optionalString("failure_code"),

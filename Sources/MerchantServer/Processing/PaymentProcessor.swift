@@ -23,7 +23,8 @@ public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugString
     /// The card network from the token's payment method (`Visa`, `MasterCard`, ...), if known.
     public let network: String?
 
-    public init(primaryAccountNumber: String, expirationDate: String, authentication: Authentication, network: String?) {
+    public init(primaryAccountNumber: String, expirationDate: String, authentication: Authentication, network: String?)
+    {
         self.primaryAccountNumber = primaryAccountNumber
         self.expirationDate = expirationDate
         self.authentication = authentication
@@ -61,7 +62,9 @@ public struct ChargeRequest: Sendable, CustomStringConvertible, CustomReflectabl
     public var customMirror: Mirror {
         Mirror(
             self,
-            children: ["token": token, "amount": amount, "currencyCode": currencyCode, "idempotencyKey": idempotencyKey])
+            children: [
+                "token": token, "amount": amount, "currencyCode": currencyCode, "idempotencyKey": idempotencyKey,
+            ])
     }
 }
 
@@ -164,10 +167,12 @@ private final class OnceAnswer: Sendable {
     /// Returns whether this call was the one that answered.
     @discardableResult
     func resume(with outcome: ChargeOutcome) -> Bool {
-        guard let continuation = state.withLock({ value in
-            defer { value = nil }
-            return value
-        }) else { return false }
+        guard
+            let continuation = state.withLock({ value in
+                defer { value = nil }
+                return value
+            })
+        else { return false }
         continuation.resume(returning: outcome)
         return true
     }

@@ -72,7 +72,9 @@ public struct PaymentService: Sendable {
         let deadline = clock.now + concurrentWait
         while current.status == .pending {
             guard clock.now < deadline else { return Result(order: current, disposition: .inProgress) }
-            do { try await Task.sleep(for: .milliseconds(20)) } catch { return Result(order: current, disposition: .inProgress) }
+            do { try await Task.sleep(for: .milliseconds(20)) } catch {
+                return Result(order: current, disposition: .inProgress)
+            }
             guard let latest = try await store.order(id: current.id) else {
                 throw OrderStoreError(.notFound, "order \(current.id) disappeared while waiting")
             }

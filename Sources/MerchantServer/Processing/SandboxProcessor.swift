@@ -73,7 +73,8 @@ public final class SandboxProcessor: PaymentProcessor {
         switch Self.trigger(for: request) {
         case .insufficientFunds?: outcome = .declined(.insufficientFunds)
         case .lostCard?: outcome = .declined(.lostCard)
-        case .processorError?: outcome = .error(code: "processorError", message: "sandbox processor error (test trigger)")
+        case .processorError?:
+            outcome = .error(code: "processorError", message: "sandbox processor error (test trigger)")
         case .timeout?:
             try await Task.sleep(for: hangDuration)
             outcome = .error(code: "processorError", message: "sandbox answered after hanging (test trigger)")

@@ -107,7 +107,8 @@ public struct Checkout: Codable, Sendable, Equatable {
         guard let zone = pricing.zone(for: self),
             zone.methods.contains(where: { $0.identifier == identifier })
         else {
-            throw CheckoutError(.unknownShippingMethod, "shipping method \"\(identifier)\" is not offered for this address")
+            throw CheckoutError(
+                .unknownShippingMethod, "shipping method \"\(identifier)\" is not offered for this address")
         }
         var copy = self
         copy.shippingMethodIdentifier = identifier

@@ -93,12 +93,15 @@ public struct CheckoutPricing: Sendable {
             if let coupon {
                 let minimum = try coupon.minimumTotal.map { value throws(CheckoutError) in try minor(value) }
                 if let expiry = coupon.expiresAt, clock() > expiry {
-                    errors.append(ApplePayJSError(code: .couponCodeExpired, message: "The coupon \(coupon.code) has expired."))
+                    errors.append(
+                        ApplePayJSError(code: .couponCodeExpired, message: "The coupon \(coupon.code) has expired."))
                 } else if let minimum, subtotal < minimum {
                     errors.append(
                         ApplePayJSError(
                             code: .couponCodeInvalid,
-                            message: "The coupon \(coupon.code) needs an order of at least \(Money.string(minorUnits: minimum, currencyCode: currency)) \(currency)."))
+                            message:
+                                "The coupon \(coupon.code) needs an order of at least \(Money.string(minorUnits: minimum, currencyCode: currency)) \(currency)."
+                        ))
                 } else {
                     switch coupon.discount {
                     case .percent(let percent):
@@ -252,7 +255,9 @@ public struct PriceBreakdown: Sendable, Equatable {
 
     /// The Apple Pay JS `lineItems`.
     public var webLineItems: [WebLineItem] {
-        lines.map { WebLineItem(label: $0.label, amount: Money.string(minorUnits: $0.amount, currencyCode: currencyCode)) }
+        lines.map {
+            WebLineItem(label: $0.label, amount: Money.string(minorUnits: $0.amount, currencyCode: currencyCode))
+        }
     }
 
     /// The Apple Pay JS `shippingMethods`, with `dateComponentsRange` counted from ``pricedAt`` (UTC days).
@@ -286,7 +291,9 @@ public struct ApplePayJSError: Codable, Sendable, Equatable {
         public static let couponCodeExpired = Code(rawValue: "couponCodeExpired")
         public static let unknown = Code(rawValue: "unknown")
 
-        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+        public init(from decoder: any Decoder) throws {
+            rawValue = try decoder.singleValueContainer().decode(String.self)
+        }
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.singleValueContainer()
             try c.encode(rawValue)

@@ -127,7 +127,8 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
     }
 
     private static func pathText(_ path: [any CodingKey]) -> String {
-        path.isEmpty ? "(top level)" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        path.isEmpty
+            ? "(top level)" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
     }
 
     /// The product with this SKU, if the catalog has it.
@@ -145,10 +146,10 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
         }
         if merchantIdentifier.isEmpty { throw fail(.invalidMerchantIdentifier, "merchantIdentifier is empty") }
         if !Country.isKnown(countryCode) {
-            throw fail(.invalidCountryCode, "countryCode must be an ISO 3166-1 alpha-2 code such as \"US\"")
+            throw fail(.invalidCountry, "countryCode must be an ISO 3166-1 alpha-2 code such as \"US\"")
         }
         if !Currency.isKnown(currencyCode) {
-            throw fail(.invalidCurrencyCode, "currencyCode must be an ISO 4217 code such as \"USD\"")
+            throw fail(.invalidCurrency, "currencyCode must be an ISO 4217 code such as \"USD\"")
         }
         if supportedNetworks.isEmpty { throw fail(.noNetworks, "supportedNetworks must not be empty") }
         if products.isEmpty { throw fail(.emptyCatalog, "the catalog has no products") }
@@ -158,33 +159,44 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
                 throw fail(.duplicateSKU, "product SKU \"\(product.sku)\" is empty or appears twice")
             }
             if product.currencyCode != currencyCode {
-                throw fail(.currencyMismatch, "product \(product.sku) is priced in \(product.currencyCode), the store sells in \(currencyCode)")
+                throw fail(
+                    .currencyMismatch,
+                    "product \(product.sku) is priced in \(product.currencyCode), the store sells in \(currencyCode)")
             }
             try checkAmount(product.price, "price of product \(product.sku)")
         }
         var zoneIDs = Set<String>()
         for zone in shippingZones {
             if zone.identifier.isEmpty || !zoneIDs.insert(zone.identifier).inserted {
-                throw fail(.duplicateIdentifier, "shipping zone identifier \"\(zone.identifier)\" is empty or appears twice")
+                throw fail(
+                    .duplicateIdentifier, "shipping zone identifier \"\(zone.identifier)\" is empty or appears twice")
             }
-            if zone.countries.isEmpty { throw fail(.invalidZone, "shipping zone \(zone.identifier) lists no countries") }
+            if zone.countries.isEmpty {
+                throw fail(.invalidZone, "shipping zone \(zone.identifier) lists no countries")
+            }
             if let unknown = zone.countries.first(where: { !Country.isKnown($0.uppercased()) }) {
-                throw fail(.invalidZone, "shipping zone \(zone.identifier): \"\(unknown)\" is not an ISO 3166-1 alpha-2 code")
+                throw fail(
+                    .invalidZone, "shipping zone \(zone.identifier): \"\(unknown)\" is not an ISO 3166-1 alpha-2 code")
             }
             if zone.methods.isEmpty { throw fail(.invalidZone, "shipping zone \(zone.identifier) has no methods") }
             if zone.taxRate < 0 || zone.taxRate > 1 {
-                throw fail(.invalidRate, "taxRate of zone \(zone.identifier) must be between 0 and 1 (\"0.0825\" for 8.25%)")
+                throw fail(
+                    .invalidRate, "taxRate of zone \(zone.identifier) must be between 0 and 1 (\"0.0825\" for 8.25%)")
             }
             var methodIDs = Set<String>()
             for method in zone.methods {
                 if method.identifier.isEmpty || !methodIDs.insert(method.identifier).inserted {
-                    throw fail(.duplicateIdentifier, "method \"\(method.identifier)\" in zone \(zone.identifier) is empty or appears twice")
+                    throw fail(
+                        .duplicateIdentifier,
+                        "method \"\(method.identifier)\" in zone \(zone.identifier) is empty or appears twice")
                 }
                 try checkAmount(method.amount, "amount of method \(method.identifier) in zone \(zone.identifier)")
                 if let estimate = method.deliveryEstimate,
                     estimate.minimumDays < 0 || estimate.maximumDays < estimate.minimumDays
                 {
-                    throw fail(.invalidZone, "deliveryEstimate of method \(method.identifier) must have 0 ≤ minimumDays ≤ maximumDays")
+                    throw fail(
+                        .invalidZone,
+                        "deliveryEstimate of method \(method.identifier) must have 0 ≤ minimumDays ≤ maximumDays")
                 }
             }
         }
@@ -213,7 +225,8 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
         if Money.minorUnits(exactly: amount, currencyCode: currencyCode) == nil {
             throw StoreConfigurationError(
                 .invalidAmount,
-                "\(what) (\(amount)) has more than \(Money.minorUnitDigits(of: currencyCode)) decimals for \(currencyCode)")
+                "\(what) (\(amount)) has more than \(Money.minorUnitDigits(of: currencyCode)) decimals for \(currencyCode)"
+            )
         }
     }
 }
@@ -250,8 +263,10 @@ public struct Product: Codable, Sendable, Equatable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(sku, forKey: .sku)
         try c.encode(name, forKey: .name)
-        try c.encode(Money.string(
-            minorUnits: Money.minorUnits(rounding: price, currencyCode: currencyCode) ?? 0, currencyCode: currencyCode),
+        try c.encode(
+            Money.string(
+                minorUnits: Money.minorUnits(rounding: price, currencyCode: currencyCode) ?? 0,
+                currencyCode: currencyCode),
             forKey: .price)
         try c.encode(currencyCode, forKey: .currencyCode)
     }
@@ -349,7 +364,9 @@ public struct ShippingRate: Codable, Sendable, Equatable {
     /// Delivery window, becomes Apple Pay JS `dateComponentsRange`.
     public var deliveryEstimate: DeliveryEstimate?
 
-    public init(identifier: String, label: String, detail: String, amount: Decimal, deliveryEstimate: DeliveryEstimate? = nil) {
+    public init(
+        identifier: String, label: String, detail: String, amount: Decimal, deliveryEstimate: DeliveryEstimate? = nil
+    ) {
         self.identifier = identifier
         self.label = label
         self.detail = detail
@@ -409,7 +426,9 @@ public struct Coupon: Codable, Sendable, Equatable {
     /// Minimum items subtotal for the coupon to apply; below it the code answers `couponCodeInvalid`.
     public var minimumTotal: Decimal?
 
-    public init(code: String, label: String? = nil, discount: Discount, expiresAt: Date? = nil, minimumTotal: Decimal? = nil) {
+    public init(
+        code: String, label: String? = nil, discount: Discount, expiresAt: Date? = nil, minimumTotal: Decimal? = nil
+    ) {
         self.code = code
         self.label = label ?? "Coupon \(code)"
         self.discount = discount
@@ -435,7 +454,8 @@ public struct Coupon: Codable, Sendable, Equatable {
         if let text = try c.decodeIfPresent(String.self, forKey: .expiresAt) {
             guard let date = ISO8601DateFormatter().date(from: text) else {
                 throw DecodingError.dataCorruptedError(
-                    forKey: .expiresAt, in: c, debugDescription: "expiresAt must be ISO 8601, e.g. 2030-01-31T23:59:59Z")
+                    forKey: .expiresAt, in: c, debugDescription: "expiresAt must be ISO 8601, e.g. 2030-01-31T23:59:59Z"
+                )
             }
             expiresAt = date
         } else {
@@ -534,14 +554,16 @@ public struct StoreConfigurationError: Error, Sendable, Equatable, CustomStringC
         public var description: String { rawValue }
 
         /// Lets `catch StoreConfigurationError.Code.x` match a thrown error by code.
-        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? StoreConfigurationError)?.code == pattern }
+        public static func ~= (pattern: Code, value: any Error) -> Bool {
+            (value as? StoreConfigurationError)?.code == pattern
+        }
 
         public static let unreadable = Code("unreadable")
         public static let malformed = Code("malformed")
         public static let invalidStoreName = Code("invalidStoreName")
         public static let invalidMerchantIdentifier = Code("invalidMerchantIdentifier")
-        public static let invalidCountryCode = Code("invalidCountryCode")
-        public static let invalidCurrencyCode = Code("invalidCurrencyCode")
+        public static let invalidCountry = Code("invalidCountry")
+        public static let invalidCurrency = Code("invalidCurrency")
         public static let noNetworks = Code("noNetworks")
         public static let emptyCatalog = Code("emptyCatalog")
         public static let duplicateSKU = Code("duplicateSKU")
