@@ -346,6 +346,24 @@ struct OrderStoreTests {
         #expect(object["status"] as? String == "paid")
     }
 
+    @Test("an in-memory store (sqlite::memory:) takes a payment too")
+    func inMemory() async throws {
+        let store = try OrderStoreLocation(parsing: "sqlite::memory:").open(clock: { fixedNow })
+        let configuration = StoreConfiguration.demo
+        let checkout = try Checkout.create(
+            items: [CheckoutItem(sku: "MUG-01", quantity: 2)], configuration: configuration)
+        try await store.insertCheckout(checkout)
+        let breakdown = try CheckoutPricing(configuration: configuration).price(checkout)
+        let service = PaymentService(store: store, processor: SandboxProcessor(), timeout: .seconds(5))
+        let order = NewOrder(
+            checkout: checkout, breakdown: breakdown, transactionID: "mem1", token: testToken(), shippingContact: nil,
+            billingContact: nil, configuration: configuration)
+        let result = try await service.pay(order, token: testToken())
+        #expect(result.order.status == .paid)
+        #expect(result.order.totals.total == breakdown.total)
+        #expect(try await service.pay(order, token: testToken()).disposition == .replayed)
+    }
+
     @Test("--store locations parse and open")
     func locations() async throws {
         let folder = try TemporaryDirectory(prefix: "order-store")
