@@ -563,6 +563,8 @@ final class AnswerRace: Sendable {
         deadline: @escaping @Sendable () async throws -> Void
     ) async -> Result {
         let work = Task { [self] in
+            // A race settled before the question went out (a cancel) never reaches the merchant.
+            if isSettled { return }
             do {
                 resolve(.answered(try await operation()))
             } catch {
@@ -585,6 +587,8 @@ final class AnswerRace: Sendable {
             if let early { continuation.resume(returning: early) }
         }
     }
+
+    private var isSettled: Bool { state.withLock { $0.early != nil } }
 
     /// Settles the race; later calls do nothing.
     func resolve(_ result: Result) {
