@@ -8,10 +8,14 @@ import Foundation
 /// hashing and one signature check, and lets a caller cache whatever it derives from the certificates (keyed by
 /// `certificatesDigest`). Only SHA-256 digests and ECDSA-SHA256 / RSA-SHA256 (PKCS#1 v1.5) signers are accepted.
 public struct CMSSignedData: Sendable {
+    /// The whole `certificates` field, exactly as encoded: an exact cache key for whatever a caller derives from
+    /// the embedded certificates (compare it byte for byte).
+    public let certificatesField: [UInt8]
+    private let certificateRanges: [Range<Int>]
     /// The DER of each certificate embedded in the message, in order.
-    public let certificates: [Data]
-    /// SHA-256 over the whole `certificates` field: a cache key for the embedded certificates.
-    public let certificatesDigest: Data
+    public var certificates: [Data] { certificateRanges.map { Data(certificatesField[$0]) } }
+    /// SHA-256 over the whole `certificates` field.
+    public var certificatesDigest: Data { Digest.sha256(certificatesField) }
     /// The signing-time signed attribute, if present.
     public let signingTime: Date?
     /// The message-digest signed attribute.
@@ -50,16 +54,17 @@ public struct CMSSignedData: Sendable {
             throw ASN1Reader.malformed("the signature is not detached over id-data")
         }
         var index = 3
-        var certificateList: [Data] = []
-        var certificatesDigest = Data()
+        var ranges: [Range<Int>] = []
+        var field: [UInt8] = []
         if index < fields.count, fields[index].tag == 0xa0 {
+            let base = fields[index].start
             for certificate in try reader.children(of: fields[index]) {
                 guard certificate.tag == 0x30, !certificate.isIndefinite else {
                     throw ASN1Reader.malformed("an embedded certificate is not DER")
                 }
-                certificateList.append(Data(reader.whole(certificate)))
+                ranges.append((certificate.start - base)..<(certificate.end - base))
             }
-            certificatesDigest = Digest.sha256(reader.whole(fields[index]))
+            field = Array(reader.whole(fields[index]))
             index += 1
         }
         if index < fields.count, fields[index].tag == 0xa1 { index += 1 }  // CRLs: not used.
@@ -92,7 +97,7 @@ public struct CMSSignedData: Sendable {
         // signedAttrs [0] IMPLICIT SET OF Attribute
         guard info[3].tag == 0xa0 else { throw ASN1Reader.malformed("the CMS signer has no signed attributes") }
         let attributes = try reader.children(of: info[3])
-        var seen = Set<[UInt8]>()
+        var seen: [ArraySlice<UInt8>] = []
         var contentTypeIsData = false
         var digest: Data? = nil
         var time: Date? = nil
@@ -101,18 +106,21 @@ public struct CMSSignedData: Sendable {
             guard parts.count == 2, parts[0].tag == 0x06, parts[1].tag == 0x31 else {
                 throw ASN1Reader.malformed("Attribute")
             }
-            let type = Array(reader.content(parts[0]))
-            guard seen.insert(type).inserted else { throw ASN1Reader.malformed("a signed attribute appears twice") }
+            let type = reader.content(parts[0])
+            guard !seen.contains(where: { $0.elementsEqual(type) }) else {
+                throw ASN1Reader.malformed("a signed attribute appears twice")
+            }
+            seen.append(type)
             let values = try reader.children(of: parts[1])
-            if type == OID.contentType {
+            if type.elementsEqual(OID.contentType) {
                 guard values.count == 1, reader.isOID(values[0], OID.data) else {
                     throw ASN1Reader.malformed("content-type attribute is not id-data")
                 }
                 contentTypeIsData = true
-            } else if type == OID.messageDigest {
+            } else if type.elementsEqual(OID.messageDigest) {
                 guard values.count == 1, values[0].tag == 0x04 else { throw ASN1Reader.malformed("message-digest attribute") }
                 digest = Data(reader.content(values[0]))
-            } else if type == OID.signingTime {
+            } else if type.elementsEqual(OID.signingTime) {
                 guard values.count == 1, let date = ASN1Time.parse(tag: values[0].tag, reader.content(values[0])) else {
                     throw ASN1Reader.malformed("signing-time attribute")
                 }
@@ -143,8 +151,8 @@ public struct CMSSignedData: Sendable {
         } else {
             throw CryptographyError(.unsupportedAlgorithm, "the CMS signature algorithm is neither ECDSA-SHA256 nor RSA-SHA256")
         }
-        self.certificates = certificateList
-        self.certificatesDigest = certificatesDigest
+        self.certificatesField = field
+        self.certificateRanges = ranges
         self.signingTime = time
         self.messageDigest = digest
         self.signature = Data(reader.content(info[5]))

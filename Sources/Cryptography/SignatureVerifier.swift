@@ -145,8 +145,19 @@ public final class P256KeyAgreement: @unchecked Sendable {
     /// Z for a peer's P-256 SubjectPublicKeyInfo (DER), as in an Apple Pay `ephemeralPublicKey`.
     /// - Throws: `CryptographyError` with code `invalidKey` when it is not a P-256 key or the point is invalid.
     public func sharedSecret(peerSubjectPublicKeyInfoDER der: some DataProtocol) throws -> Data {
-        try sharedSecret(peerPoint: P256KeyAgreement.point(fromSubjectPublicKeyInfo: Array(der)))
+        let bytes = Array(der)
+        // The usual encoding (named curve, uncompressed point) has a fixed 26-byte prefix: skip the general reader.
+        if bytes.count == 91, bytes[0..<26].elementsEqual(P256KeyAgreement.uncompressedPrefix) {
+            return try sharedSecret(peerPoint: bytes[26...])
+        }
+        return try sharedSecret(peerPoint: P256KeyAgreement.point(fromSubjectPublicKeyInfo: bytes))
     }
+
+    /// SEQUENCE { SEQUENCE { ecPublicKey, prime256v1 }, BIT STRING (66 bytes, 0 unused bits) }, before 04‖X‖Y.
+    static let uncompressedPrefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
+        0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ]
 
     /// The point inside a P-256 SubjectPublicKeyInfo.
     static func point(fromSubjectPublicKeyInfo bytes: [UInt8]) throws(CryptographyError) -> ArraySlice<UInt8> {

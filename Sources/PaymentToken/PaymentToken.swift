@@ -83,15 +83,15 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
             throw PaymentTokenError(.malformedToken, "paymentData.header is missing or not an object")
         }
         func base64(_ value: TokenJSON?, _ name: String) throws(PaymentTokenError) -> [UInt8] {
-            guard let text = value?.string else { throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string") }
-            guard let bytes = Base64.decode(text), !bytes.isEmpty else {
+            guard let text = value?.stringBytes else { throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string") }
+            guard let bytes = Base64.decode(utf8: text), !bytes.isEmpty else {
                 throw PaymentTokenError(.malformedToken, "\(name) is not valid base64")
             }
             return bytes
         }
         func hex(_ value: TokenJSON?, _ name: String) throws(PaymentTokenError) -> [UInt8] {
-            guard let text = value?.string else { throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string") }
-            guard let bytes = HexCoding.decode(text), !bytes.isEmpty else {
+            guard let text = value?.stringBytes else { throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string") }
+            guard let bytes = HexCoding.decode(utf8: text), !bytes.isEmpty else {
                 throw PaymentTokenError(.malformedToken, "\(name) is not valid hexadecimal")
             }
             return bytes

@@ -81,7 +81,7 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
         }
         var currency: String
         switch fields["currencyCode"] {
-        case .string(let text)?: currency = text
+        case .string(let text)?: currency = String(decoding: text, as: UTF8.self)
         case .number(let text)?: currency = text
         default: throw PaymentTokenPayload.malformed("currencyCode is missing")
         }
@@ -94,7 +94,7 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
         let amountText: String
         switch fields["transactionAmount"] {
         case .number(let text)?: amountText = text
-        case .string(let text)?: amountText = text
+        case .string(let text)?: amountText = String(decoding: text, as: UTF8.self)
         default: throw PaymentTokenPayload.malformed("transactionAmount is missing")
         }
         guard let amount = Int64(amountText), amount >= 0 else {
@@ -112,7 +112,7 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
             }
             let eci: String?
             switch credentialFields["eciIndicator"] {
-            case .string(let text)?: eci = text
+            case .string(let text)?: eci = String(decoding: text, as: UTF8.self)
             case .number(let text)?: eci = text
             default: eci = nil
             }

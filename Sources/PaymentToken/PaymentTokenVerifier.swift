@@ -30,10 +30,12 @@ public final class PaymentTokenVerifier: Sendable {
     /// How far the signing time may be from "now", either way (seconds).
     public let maximumAge: TimeInterval
     private let now: @Sendable () -> Date
-    private let cache = Mutex<[Data: CachedSigner]>([:])
-    private static let cacheLimit = 64
+    private let cache = Mutex<[CachedSigner]>([])
+    private static let cacheLimit = 16
 
     struct CachedSigner: Sendable {
+        /// The CMS `certificates` field the entry was built from, byte for byte.
+        let certificatesField: [UInt8]
         let leaf: Certificate
         let verifier: SignatureVerifier
         let chain: VerifiedCertificateChain
@@ -101,7 +103,13 @@ public final class PaymentTokenVerifier: Sendable {
 
     /// The verified chain and leaf verifier for the message's certificates, from the cache or checked now.
     private func cachedSigner(for message: CMSSignedData) throws(PaymentTokenError) -> CachedSigner {
-        if let cached = cache.withLock({ $0[message.certificatesDigest] }) {
+        let field = message.certificatesField
+        let found = cache.withLock { entries in
+            // Few distinct Apple leaves are live at once: a short list compared byte for byte beats hashing the
+            // field for every token.
+            entries.first { PaymentTokenVerifier.equalBytes($0.certificatesField, field) }
+        }
+        if let cached = found {
             guard message.isSigner(cached.leaf) else {
                 throw PaymentTokenError(.malformedSignature, "the signer's certificate is not among the embedded certificates")
             }
@@ -140,12 +148,23 @@ public final class PaymentTokenVerifier: Sendable {
         } catch {
             throw PaymentTokenError(.malformedSignature, "the signing certificate's key cannot verify: \(error)")
         }
-        let entry = CachedSigner(leaf: leaf, verifier: verifier, chain: chain)
+        let entry = CachedSigner(certificatesField: field, leaf: leaf, verifier: verifier, chain: chain)
         cache.withLock { entries in
-            if entries.count >= PaymentTokenVerifier.cacheLimit { entries.removeAll() }
-            entries[message.certificatesDigest] = entry
+            if entries.count >= PaymentTokenVerifier.cacheLimit { entries.removeFirst() }
+            entries.append(entry)
         }
         return entry
+    }
+
+    /// Byte-for-byte equality with `memcmp`.
+    static func equalBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in
+                guard let p = x.baseAddress, let q = y.baseAddress else { return x.count == y.count }
+                return memcmp(p, q, x.count) == 0
+            }
+        }
     }
 
     static func format(_ date: Date) -> String {

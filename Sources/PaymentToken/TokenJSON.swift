@@ -7,7 +7,9 @@ enum TokenJSON: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(String)
-    case string(String)
+    /// A string's UTF-8 bytes, unescaped; a slice of the document when it had no escapes (no copy). Converted to
+    /// a `String` only when asked, so that large base64 fields are decoded straight from the document's bytes.
+    case string(ArraySlice<UInt8>)
     case array([TokenJSON])
     case object([String: TokenJSON])
 
@@ -32,8 +34,15 @@ enum TokenJSON: Sendable, Equatable {
         return nil
     }
 
+    /// The string value (nil when not a string or not valid UTF-8).
     var string: String? {
-        if case .string(let value) = self { return value }
+        if case .string(let bytes) = self { return String(validating: bytes, as: UTF8.self) }
+        return nil
+    }
+
+    /// The string value's UTF-8 bytes.
+    var stringBytes: ArraySlice<UInt8>? {
+        if case .string(let bytes) = self { return bytes }
         return nil
     }
 
@@ -48,7 +57,7 @@ enum TokenJSON: Sendable, Equatable {
         case .null: .null
         case .bool(let value): .bool(value)
         case .number(let text): .number(Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) ?? 0)
-        case .string(let value): .string(value)
+        case .string(let bytes): .string(String(decoding: bytes, as: UTF8.self))
         case .array(let values): .array(values.map(\.jsonValue))
         case .object(let members): .object(members.mapValues(\.jsonValue))
         }
@@ -81,7 +90,7 @@ enum TokenJSON: Sendable, Equatable {
                     guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                         throw ParseError(message: "expected a member name")
                     }
-                    let key = try string()
+                    let key = String(decoding: try string(), as: UTF8.self)
                     skipSpace()
                     guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw ParseError(message: "expected ':'") }
                     index += 1
@@ -173,23 +182,23 @@ enum TokenJSON: Sendable, Equatable {
             return String(decoding: bytes[start..<index], as: UTF8.self)
         }
 
-        mutating func string() throws(ParseError) -> String {
+        mutating func string() throws(ParseError) -> ArraySlice<UInt8> {
             index += 1  // opening quote
             let start = index
-            // Fast path: no escapes.
-            while index < bytes.count {
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "\"") {
-                    let text = bytes[start..<index]
-                    index += 1
-                    guard let value = String(validating: text, as: UTF8.self) else {
-                        throw ParseError(message: "invalid UTF-8 in a JSON string")
-                    }
-                    return value
+            // Fast path: scan for the closing quote; no escapes, no control characters.
+            let stop = bytes.withUnsafeBufferPointer { buffer -> Int in
+                var cursor = start
+                while cursor < buffer.count {
+                    let byte = buffer[cursor]
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                    cursor += 1
                 }
-                if byte == UInt8(ascii: "\\") { break }
-                guard byte >= 0x20 else { throw ParseError(message: "control character in a JSON string") }
+                return cursor
+            }
+            index = stop
+            if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
                 index += 1
+                return bytes[start..<(index - 1)]
             }
             var out = Array(bytes[start..<index])
             while index < bytes.count {
@@ -197,10 +206,7 @@ enum TokenJSON: Sendable, Equatable {
                 index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    guard let value = String(validating: out, as: UTF8.self) else {
-                        throw ParseError(message: "invalid UTF-8 in a JSON string")
-                    }
-                    return value
+                    return out[...]
                 case UInt8(ascii: "\\"):
                     guard index < bytes.count else { break }
                     let escape = bytes[index]
@@ -261,8 +267,11 @@ enum HexCoding {
     }
 
     /// Decodes an even-length hex string (either case).
-    static func decode(_ text: String) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
+    static func decode(_ text: String) -> [UInt8]? { decode(utf8: Array(text.utf8)[...]) }
+
+    /// Decodes even-length hex given as UTF-8 bytes.
+    static func decode(utf8 slice: ArraySlice<UInt8>) -> [UInt8]? {
+        let utf8 = Array(slice)
         guard utf8.count % 2 == 0 else { return nil }
         var out = [UInt8]()
         out.reserveCapacity(utf8.count / 2)
@@ -297,23 +306,60 @@ enum Base64 {
 
     /// Decodes standard base64 (padding optional; no whitespace or other characters).
     static func decode(_ text: String) -> [UInt8]? {
-        var input = Array(text.utf8)
-        while input.last == UInt8(ascii: "=") { input.removeLast() }
-        guard input.count % 4 != 1, text.utf8.count - input.count <= 2 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(input.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for character in input {
-            let value = table[Int(character)]
-            guard value != 0xff else { return nil }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        var text = text
+        return text.withUTF8 { decode(utf8: $0) }
+    }
+
+    static func decode(utf8 slice: ArraySlice<UInt8>) -> [UInt8]? {
+        slice.withUnsafeBufferPointer { decode(utf8: $0) }
+    }
+
+    static func decode(utf8 input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        var length = input.count
+        while length > 0, input[length - 1] == UInt8(ascii: "=") { length -= 1 }
+        guard input.count - length <= 2, length % 4 != 1 else { return nil }
+        let outputCount = length / 4 * 3 + max(0, length % 4 - 1)
+        return table.withUnsafeBufferPointer { table -> [UInt8]? in
+            var valid = true
+            let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+                var read = 0
+                var written = 0
+                while read + 4 <= length {
+                    let a = table[Int(input[read])], b = table[Int(input[read + 1])]
+                    let c = table[Int(input[read + 2])], d = table[Int(input[read + 3])]
+                    if (a | b | c | d) & 0x80 != 0 {
+                        valid = false
+                        break
+                    }
+                    let value = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    out[written] = UInt8(truncatingIfNeeded: value >> 16)
+                    out[written + 1] = UInt8(truncatingIfNeeded: value >> 8)
+                    out[written + 2] = UInt8(truncatingIfNeeded: value)
+                    read += 4
+                    written += 3
+                }
+                let rest = length - read
+                if valid, rest >= 2 {
+                    let a = table[Int(input[read])], b = table[Int(input[read + 1])]
+                    let c = rest == 3 ? table[Int(input[read + 2])] : 0
+                    if (a | b | c) & 0x80 != 0 {
+                        valid = false
+                    } else {
+                        let value = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
+                        out[written] = UInt8(truncatingIfNeeded: value >> 16)
+                        written += 1
+                        if rest == 3 {
+                            out[written] = UInt8(truncatingIfNeeded: value >> 8)
+                            written += 1
+                        }
+                    }
+                }
+                if !valid {
+                    for index in 0..<written { out[index] = 0 }
+                }
+                initialized = written
             }
+            return valid ? output : nil
         }
-        return out
     }
 }
