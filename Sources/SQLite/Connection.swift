@@ -119,8 +119,8 @@ public final class Connection {
     ///   - body: the work; the connection is passed for convenience.
     /// - Throws: what `body` throws, or ``SQLiteError`` if BEGIN or COMMIT fails (after a failed COMMIT the
     ///   transaction is rolled back).
-    public func transaction<T>(
-        _ kind: TransactionKind = .immediate, _ body: (Connection) throws -> T
+    public func transaction<T, Failure: Error>(
+        _ kind: TransactionKind = .immediate, _ body: (Connection) throws(Failure) -> T
     ) throws -> T {
         if isInTransaction {
             savepointCounter += 1

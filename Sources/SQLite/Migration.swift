@@ -50,7 +50,7 @@ extension Connection {
         for (offset, migration) in migrations.enumerated() where offset >= recorded.count {
             let position = Int64(offset + 1)
             do {
-                let didApply = try transaction(.immediate) { connection -> Bool in
+                let didApply = try transaction(.immediate) { connection throws(SQLiteError) -> Bool in
                     let existing = try connection.query(
                         "SELECT name FROM schema_migrations WHERE position = ?", .integer(position))
                     if let row = existing.first {
