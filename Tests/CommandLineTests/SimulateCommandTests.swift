@@ -1,0 +1,222 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// `applepay simulate`: the example scenarios through the built binary, their transcripts checked.
+@Suite("applepay simulate")
+struct SimulateCommandTests {
+    /// A transcript: one JSON object per line.
+    struct Transcript {
+        var lines: [[String: Any]]
+        var events: [String] { lines.compactMap { $0["event"] as? String } }
+        var outcome: String? { lines.last?["outcome"] as? String }
+
+        init(_ text: String) {
+            lines = text.split(separator: "\n").compactMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+            }
+        }
+
+        func lines(_ event: String) -> [[String: Any]] { lines.filter { $0["event"] as? String == event } }
+    }
+
+    static func scenario(_ name: String) -> String { Repository.scenarios.appendingPathComponent("\(name).json").path }
+
+    static func makeSandbox(in folder: TemporaryDirectory, merchantIdentifier: String = "merchant.com.example.shop") throws -> String {
+        let path = folder.path("sandbox")
+        let made = try CommandLineTool.run(["sandbox", "init", path, "--merchant-id", merchantIdentifier])
+        #expect(made.status == 0, "sandbox init: \(made.standardError)")
+        return path
+    }
+
+    /// Expected event sequence and outcome of each example with its in-process merchant.
+    static let expectations: [(String, [String], String)] = [
+        ("plain-purchase", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected", "paymentauthorized", "finished"], "success"),
+        ("unserviceable-address", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "authorizationblocked", "shippingcontactselected", "paymentauthorized", "finished"], "success"),
+        ("coupon-invalid-then-valid", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "couponcodechanged", "couponcodechanged", "authorizationblocked", "couponcodechanged", "paymentauthorized", "finished"], "success"),
+        ("recurring-subscription", ["validatemerchant", "paymentmethodselected", "paymentauthorized", "finished"], "success"),
+        ("cancel", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected", "cancel", "finished"], "cancelled"),
+        ("merchant-timeout", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected", "finished"], "timedOut"),
+    ]
+
+    @Test("every example scenario runs with its own merchant: events and outcome as expected")
+    func examples() throws {
+        let folder = try TemporaryDirectory(prefix: "simulate")
+        defer { folder.remove() }
+        let sandbox = try Self.makeSandbox(in: folder)
+        for (name, events, outcome) in Self.expectations {
+            let started = Date()
+            let result = try CommandLineTool.run(["simulate", Self.scenario(name), "--sandbox", sandbox])
+            #expect(result.status == 0, "\(name): \(result.standardError)")
+            let transcript = Transcript(result.standardOutput)
+            #expect(transcript.events == events, "\(name)")
+            #expect(transcript.outcome == outcome, "\(name)")
+            #expect(Date().timeIntervalSince(started) < 20, "\(name) must not wait in real time")
+            // Never a card number in the transcript, nor the token's encrypted data.
+            for pan in ["4761120010000492", "5204247750001471"] {
+                #expect(!result.standardOutput.contains(pan), "\(name)")
+            }
+            #expect(!result.standardOutput.contains("paymentData"), "\(name)")
+            // Before authorization the merchant saw only a redacted address.
+            for line in transcript.lines("shippingcontactselected") {
+                let contact = line["shippingContact"] as? [String: Any] ?? [:]
+                #expect(Set(contact.keys).isSubset(of: ["locality", "administrativeArea", "postalCode", "country", "countryCode"]))
+            }
+        }
+    }
+
+    @Test("the transcripts carry the merchant's answers")
+    func answers() throws {
+        let folder = try TemporaryDirectory(prefix: "simulate")
+        defer { folder.remove() }
+        let sandbox = try Self.makeSandbox(in: folder)
+
+        let unserviceable = Transcript(
+            try CommandLineTool.run(["simulate", Self.scenario("unserviceable-address"), "--sandbox", sandbox]).standardOutput)
+        let contacts = unserviceable.lines("shippingcontactselected")
+        let firstErrors = (contacts.first?["answer"] as? [String: Any])?["errors"] as? [[String: Any]]
+        #expect(firstErrors?.first?["code"] as? String == "addressUnserviceable")
+        #expect((contacts.first?["shippingContact"] as? [String: Any])?["countryCode"] as? String == "AU")
+        #expect((unserviceable.lines("authorizationblocked").first?["reasons"] as? [String]) == ["merchantErrors"])
+
+        let purchase = Transcript(
+            try CommandLineTool.run(["simulate", Self.scenario("plain-purchase"), "--sandbox", sandbox]).standardOutput)
+        let payment = purchase.lines("paymentauthorized").first?["payment"] as? [String: Any]
+        #expect(payment?["card"] as? String == "Visa 0492")
+        #expect(payment?["lastFour"] as? String == "0492")
+        #expect((payment?["transactionIdentifier"] as? String)?.count == 64)
+        #expect(payment?["amount"] as? String == (purchase.lines.last?["total"] as? [String: Any])?["amount"] as? String)
+        let redacted = purchase.lines("shippingcontactselected").first?["shippingContact"] as? [String: Any]
+        #expect(redacted?["postalCode"] as? String == "95014")
+        let full = payment?["shippingContact"] as? [String: Any]
+        #expect(full?["postalCode"] as? String == "95014-2083")
+        #expect(full?["givenName"] as? String == "Jane")
+
+        let timeout = Transcript(
+            try CommandLineTool.run(["simulate", Self.scenario("merchant-timeout"), "--sandbox", sandbox]).standardOutput)
+        #expect(timeout.lines("shippingmethodselected").first?["timedOut"] as? Bool == true)
+        #expect(timeout.lines.last?["reason"] as? String == "merchantTimeout")
+    }
+
+    @Test("without --sandbox a temporary sandbox is made for the run")
+    func temporarySandbox() throws {
+        let result = try CommandLineTool.run(["simulate", Self.scenario("recurring-subscription")])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(Transcript(result.standardOutput).outcome == "success")
+    }
+
+    @Test("an invalid scenario exits 1 naming the field; usage mistakes exit 64")
+    func errors() throws {
+        let folder = try TemporaryDirectory(prefix: "simulate")
+        defer { folder.remove() }
+        let data = try Data(contentsOf: URL(fileURLWithPath: Self.scenario("plain-purchase")))
+        var object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        var wallet = object["wallet"] as? [String: Any] ?? [:]
+        var cards = wallet["cards"] as? [[String: Any]] ?? []
+        cards[0]["expirationDate"] = "2912"
+        wallet["cards"] = cards
+        object["wallet"] = wallet
+        let bad = folder.path("bad.json")
+        try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: bad))
+        let invalid = try CommandLineTool.run(["simulate", bad])
+        #expect(invalid.status == 1)
+        #expect(invalid.standardError.contains("wallet.cards[0].expirationDate"))
+        #expect(invalid.standardOutput.isEmpty)
+
+        let missing = try CommandLineTool.run(["simulate", folder.path("nothing.json")])
+        #expect(missing.status == 1)
+        #expect(try CommandLineTool.run(["simulate"]).status == 64)
+        #expect(try CommandLineTool.run(["simulate", bad, "--merchant-url", "ftp://example.com"]).status == 64)
+        #expect(try CommandLineTool.run(["simulate", bad, "--frobnicate"]).status == 64)
+        let help = try CommandLineTool.run(["simulate", "--help"])
+        #expect(help.status == 0 && help.standardOutput.contains("--merchant-url"))
+    }
+
+    @Test("with --merchant-url the scenarios run against the merchant server's demo store")
+    func merchantServer() throws {
+        let folder = try TemporaryDirectory(prefix: "simulate-server")
+        defer { folder.remove() }
+        let sandbox = try Self.makeSandbox(in: folder)
+        let server = try RunningServer(
+            arguments: ["serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0"])
+        defer { server.stop() }
+        let url = try #require(server.url, "the server did not start: \(server.standardError)")
+
+        let expected: [(String, String, String?)] = [
+            ("plain-purchase", "success", nil), ("unserviceable-address", "success", "authorizationblocked"),
+            ("coupon-invalid-then-valid", "success", "authorizationblocked"), ("cancel", "cancelled", nil),
+        ]
+        for (name, outcome, mustContain) in expected {
+            let result = try CommandLineTool.run(
+                ["simulate", Self.scenario(name), "--merchant-url", url, "--sandbox", sandbox], timeout: 60)
+            #expect(result.status == 0, "\(name): \(result.standardError)")
+            let transcript = Transcript(result.standardOutput)
+            #expect(transcript.outcome == outcome, "\(name): \(result.standardOutput)")
+            #expect(!transcript.events.contains("validatemerchant"), "an app session asks for no merchant validation")
+            if let mustContain { #expect(transcript.events.contains(mustContain), "\(name)") }
+        }
+        // Scenarios without a cart cannot ask a server.
+        let subscription = try CommandLineTool.run(
+            ["simulate", Self.scenario("recurring-subscription"), "--merchant-url", url, "--sandbox", sandbox])
+        #expect(subscription.status == 1)
+        #expect(subscription.standardError.contains("checkout"))
+    }
+}
+
+/// `applepay serve` in the background, stopped with SIGTERM.
+final class RunningServer: Sendable {
+    private let process: Process
+    /// Bytes a pipe's reader collects.
+    final class Buffer: Sendable {
+        private let data = Mutex(Data())
+        func append(_ bytes: Data) { data.withLock { $0.append(bytes) } }
+        var text: String { String(decoding: data.withLock { $0 }, as: UTF8.self) }
+    }
+
+    private let output = Buffer()
+    private let errors = Buffer()
+    /// The URL the server printed, or nil when it did not start within 20 seconds.
+    let url: String?
+
+    init(arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = CommandLineTool.executable
+        process.arguments = arguments
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        self.process = process
+        let output = self.output
+        let errors = self.errors
+        stdout.fileHandleForReading.readabilityHandler = { handle in
+            output.append(handle.availableData)
+        }
+        stderr.fileHandleForReading.readabilityHandler = { handle in
+            errors.append(handle.availableData)
+        }
+        try process.run()
+        var found: String?
+        let deadline = Date().addingTimeInterval(20)
+        while found == nil, Date() < deadline, process.isRunning {
+            let text = output.text
+            if let range = text.range(of: #"http://[0-9.]+:[0-9]+"#, options: .regularExpression) {
+                found = String(text[range])
+            } else {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        url = found
+    }
+
+    var standardError: String { errors.text }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
