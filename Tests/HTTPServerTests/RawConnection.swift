@@ -29,10 +29,9 @@ final class RawConnection {
                 connect(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard result == 0 else {
-            close(socketDescriptor)
-            throw Failure(message: "connect")
-        }
+        // On failure the descriptor is closed by deinit (which runs for a fully initialised object): closing it
+        // here too would close whatever socket reused the number meanwhile.
+        guard result == 0 else { throw Failure(message: "connect") }
     }
 
     deinit { close(socketDescriptor) }
@@ -87,7 +86,7 @@ final class RawConnection {
     private func fill() throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let count = recv(socketDescriptor, &chunk, chunk.count, 0)
-        if count < 0 { throw Failure(message: "recv timed out or failed") }
+        if count < 0 { throw Failure(message: "recv failed, errno \(errno)") }
         if count == 0 { return false }
         buffer.append(contentsOf: chunk[0..<count])
         return true

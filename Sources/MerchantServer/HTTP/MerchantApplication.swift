@@ -107,7 +107,7 @@ public final class MerchantApplication: Sendable {
             server = try HTTPServer.start(
                 configuration: .init(
                     host: configuration.host, port: configuration.port, threads: configuration.threads,
-                    maximumBodySize: configuration.maximumBodySize),
+                    maximumBodySize: configuration.maximumBodySize, connectionTimeout: configuration.connectionTimeout),
                 responder: api)
         } catch {
             throw ServerStartError(.cannotListen, "\(error)")

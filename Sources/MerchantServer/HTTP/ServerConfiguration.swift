@@ -16,8 +16,9 @@ public struct CertificateKeyPaths: Codable, Sendable, Equatable {
 /// Everything `applepay serve` needs: where to listen, the store, the merchant's keys and whom to trust.
 ///
 /// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object:
-/// `{"host", "port", "store": "sqlite:PATH", "maximumBodySize", "threads", "paymentProcessing": [{"certificate",
-/// "key"}], "merchantIdentity": {"certificate", "key"}, "trustedRoot": PATH, "gatewayTrustedRoots": PATH}`.
+/// `{"host", "port", "store": "sqlite:PATH", "maximumBodySize", "connectionTimeout", "threads",
+/// "paymentProcessing": [{"certificate", "key"}], "merchantIdentity": {"certificate", "key"}, "trustedRoot": PATH,
+/// "gatewayTrustedRoots": PATH}`.
 /// Flags override the file; `--sandbox DIR` fills in the sandbox's certificates and root.
 public struct MerchantServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
@@ -25,6 +26,8 @@ public struct MerchantServerConfiguration: Sendable {
     /// `sqlite:PATH` (or `sqlite::memory:`); default `sqlite:applepay-orders.sqlite`.
     public var storeLocation: String = "sqlite:applepay-orders.sqlite"
     public var maximumBodySize: Int = 64 * 1024
+    /// Seconds a connection may stay idle, also in the middle of a request, before it is closed.
+    public var connectionTimeout: Int = 30
     public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
     public var store: StoreConfiguration = .demo
     /// Payment Processing certificates and keys; tokens are decrypted with the one whose public key hash matches.
@@ -47,6 +50,7 @@ public struct MerchantServerConfiguration: Sendable {
         var port: UInt16?
         var store: String?
         var maximumBodySize: Int?
+        var connectionTimeout: Int?
         var threads: Int?
         var paymentProcessing: [CertificateKeyPaths]?
         var merchantIdentity: CertificateKeyPaths?
@@ -89,6 +93,7 @@ public struct MerchantServerConfiguration: Sendable {
             }
             if let size = section.maximumBodySize { configuration.maximumBodySize = size }
             if let threads = section.threads { configuration.threads = threads }
+            if let timeout = section.connectionTimeout { configuration.connectionTimeout = timeout }
             configuration.paymentProcessing = (section.paymentProcessing ?? []).map {
                 CertificateKeyPaths(certificate: resolve($0.certificate), key: resolve($0.key))
             }

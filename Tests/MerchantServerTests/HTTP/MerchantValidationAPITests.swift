@@ -80,7 +80,7 @@ final class LocalGateway: Sendable {
 struct MerchantValidationAPITests {
     @Test("posts merchantIdentifier, displayName, initiative and initiativeContext with the client certificate")
     func session() async throws {
-        let sandbox = try SharedSandbox.get()
+        let sandbox = try await SharedSandbox.get()
         let directory = try TemporaryDirectory(prefix: "gateway")
         defer { directory.remove() }
         let gateway = try await LocalGateway.start(directory: directory, sandboxFolder: sandbox.folder)
@@ -137,7 +137,7 @@ struct MerchantValidationAPITests {
 
     @Test("a validation URL pointing at a reachable non-Apple host gets no request")
     func noRequestToOtherHosts() async throws {
-        let sandbox = try SharedSandbox.get()
+        let sandbox = try await SharedSandbox.get()
         let directory = try TemporaryDirectory(prefix: "gateway")
         defer { directory.remove() }
         let gateway = try await LocalGateway.start(directory: directory, sandboxFolder: sandbox.folder)

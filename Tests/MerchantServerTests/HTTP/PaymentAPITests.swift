@@ -183,7 +183,7 @@ struct PaymentAPITests {
 
     @Test("a payment body cut short by the client never reaches the store")
     func truncatedBody() async throws {
-        try await ServerHarness.with { server in
+        try await ServerHarness.with(configure: { $0.connectionTimeout = 1 }) { server in
             let checkout = try await server.createCheckout()
             let body = try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
             let port = server.application.port

@@ -7,19 +7,19 @@ import Sandbox
 import Synchronization
 import TestSupport
 
-/// One sandbox for every server test (key generation is the slow part), made on first use.
+/// One sandbox for every server test (key generation is the slow part), made once on a thread of its own:
+/// tests await it without blocking any of Swift's cooperative threads (a `static let` initialiser would hold every
+/// waiting thread, and the pool has only as many threads as cores).
 enum SharedSandbox {
-    static let folder: TemporaryDirectory = {
-        // A failure here fails every test that uses it, with the reason.
-        let directory = try! TemporaryDirectory(prefix: "merchant-server-sandbox")
-        return directory
-    }()
-
-    static let sandbox: Result<Sandbox, any Error> = Result {
-        try Sandbox.create(at: folder.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.tests")
+    private static let creation = Task {
+        try await blocking { () throws -> Sandbox in
+            let directory = try TemporaryDirectory(prefix: "merchant-server-sandbox")
+            return try Sandbox.create(
+                at: directory.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.tests")
+        }
     }
 
-    static func get() throws -> Sandbox { try sandbox.get() }
+    static func get() async throws -> Sandbox { try await creation.value }
 }
 
 /// Lines written by the server's logger.
@@ -52,7 +52,7 @@ struct ServerHarness {
     static func start(
         processor: (any PaymentProcessor)? = nil, configure: (inout MerchantServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerHarness {
-        let sandbox = try SharedSandbox.get()
+        let sandbox = try await SharedSandbox.get()
         let directory = try TemporaryDirectory(prefix: "merchant-server")
         var configuration = MerchantServerConfiguration()
         configuration.port = 0

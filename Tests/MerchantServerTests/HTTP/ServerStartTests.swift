@@ -7,8 +7,8 @@ import Testing
 @Suite("Starting the server: configuration and key checks")
 struct ServerStartTests {
     /// A copy of the sandbox's merchant files that a test may damage.
-    func copyOfSandbox(_ directory: TemporaryDirectory) throws -> String {
-        let source = try SharedSandbox.get().folder
+    func copyOfSandbox(_ directory: TemporaryDirectory) async throws -> String {
+        let source = try await SharedSandbox.get().folder
         let target = directory.url.appendingPathComponent("keys")
         try FileManager.default.copyItem(at: source, to: target)
         return target.path
@@ -27,14 +27,14 @@ struct ServerStartTests {
     func starts() async throws {
         let directory = try TemporaryDirectory(prefix: "start")
         defer { directory.remove() }
-        try await start(try copyOfSandbox(directory), in: directory)
+        try await start(try await copyOfSandbox(directory), in: directory)
     }
 
     @Test("refuses a missing key, a key readable by others, a key that is not the certificate's, and a damaged key")
     func refusesBadKeys() async throws {
         let directory = try TemporaryDirectory(prefix: "start")
         defer { directory.remove() }
-        let folder = try copyOfSandbox(directory)
+        let folder = try await copyOfSandbox(directory)
         let ecKey = folder + "/payment-processing-ec.key.pem"
         let rsaKey = folder + "/payment-processing-rsa.key.pem"
         let saved = try Data(contentsOf: URL(fileURLWithPath: ecKey))

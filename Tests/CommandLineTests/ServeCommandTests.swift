@@ -1,0 +1,95 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `applepay serve` as a user runs it: a sandbox, a free port, a request, SIGTERM.
+@Suite("applepay serve")
+struct ServeCommandTests {
+    /// Runs blocking work on a thread of its own so that Swift's cooperative pool stays free for other suites.
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
+    func makeSandbox(_ folder: TemporaryDirectory) async throws -> String {
+        let path = folder.path("sandbox")
+        let result = try await blocking {
+            try CommandLineTool.run(["sandbox", "init", path, "--merchant-id", "merchant.com.example.cli"])
+        }
+        #expect(result.status == 0, "\(result.standardError)")
+        return path
+    }
+
+    @Test("prints its URL, answers over HTTP, and exits 0 on SIGTERM after logging JSON lines")
+    func servesAndStops() async throws {
+        let folder = try TemporaryDirectory(prefix: "serve")
+        defer { folder.remove() }
+        let sandbox = try await makeSandbox(folder)
+        let store = folder.path("orders.sqlite")
+        let outcome = try await blocking { () throws -> (String, String, Int32, String) in
+            let process = Process()
+            process.executableURL = CommandLineTool.executable
+            process.arguments = ["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"]
+            let output = Pipe()
+            let errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            var line = Data()
+            while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+                line.append(byte)
+            }
+            let banner = String(decoding: line, as: UTF8.self)
+            let url = banner.split(separator: " ").last.map(String.init) ?? ""
+            let curl = Process()
+            curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            curl.arguments = ["curl", "-s", "--max-time", "10", url + "/v1/products"]
+            let curlOutput = Pipe()
+            curl.standardOutput = curlOutput
+            try curl.run()
+            let products = String(decoding: curlOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            curl.waitUntilExit()
+            kill(process.processIdentifier, SIGTERM)
+            let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (banner, products, process.terminationStatus, log)
+        }
+        let (banner, products, status, log) = outcome
+        #expect(banner.hasPrefix("Serving Example Coffee Roasters on http://127.0.0.1:"))
+        #expect(products.contains("\"sku\":\"MUG-01\""))
+        #expect(status == 0)
+        let lines = log.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(lines.contains { $0["route"] as? String == "/v1/products" && $0["status"] as? Int == 200 })
+        #expect(lines.contains { $0["msg"] as? String == "stopped" })
+        #expect(FileManager.default.fileExists(atPath: store))
+    }
+
+    @Test("refuses to start when a merchant key is readable by other users")
+    func refusesReadableKey() async throws {
+        let folder = try TemporaryDirectory(prefix: "serve")
+        defer { folder.remove() }
+        let sandbox = try await makeSandbox(folder)
+        chmod(sandbox + "/merchant-identity.key.pem", 0o644)
+        let store = folder.path("orders.sqlite")
+        let result = try await blocking {
+            try CommandLineTool.run(["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"], timeout: 30)
+        }
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("merchant-identity.key.pem is readable by other users"))
+        #expect(result.standardError.contains("insecureKeyFile"))
+    }
+
+    @Test("a store that is not sqlite:PATH is a usage error")
+    func usage() async throws {
+        let result = try await blocking { try CommandLineTool.run(["serve", "--store", "postgres://x"]) }
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("--store must be sqlite:PATH"))
+    }
+}
