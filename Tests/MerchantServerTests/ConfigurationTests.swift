@@ -28,6 +28,7 @@ struct ConfigurationTests {
           "coupons": [
             {"code": "TEA5", "kind": "fixed", "value": "5", "minimumTotal": "20", "expiresAt": "2031-01-01T00:00:00Z"}
           ],
+          "paymentMethodFees": [{"type": "credit", "label": "Card fee", "percent": "2"}],
           "domainAssociation": "abc",
           "merchantValidation": {"gatewayBaseURL": "https://127.0.0.1:8443", "domain": "tea.example"},
           "processor": {"timeoutSeconds": 2.5}
@@ -54,6 +55,7 @@ struct ConfigurationTests {
         #expect(configuration.merchantValidation.gatewayBaseURL == "https://127.0.0.1:8443")
         #expect(configuration.processor.timeout == .milliseconds(2500))
         #expect(configuration.processor.kind == "sandbox")
+        #expect(configuration.paymentMethodFees == [PaymentMethodFee(type: "credit", label: "Card fee", percent: 2)])
     }
 
     @Test("the demo configuration is valid and survives a JSON round trip")
@@ -86,6 +88,8 @@ struct ConfigurationTests {
                 setCoupon(&$0, "value", "150")
             }
         ),
+        ("fee for an unknown payment method type", .duplicateIdentifier, { setFee(&$0, "type", "cash") }),
+        ("fee above 10 percent", .invalidRate, { setFee(&$0, "percent", "12") }),
         ("processor timeout above the sheet's 30 s", .invalidProcessor, { $0["processor"] = ["timeoutSeconds": 31] }),
     ]
 
@@ -137,4 +141,10 @@ private func setCoupon(_ object: inout [String: Any], _ key: String, _ value: An
     var coupons = object["coupons"] as? [[String: Any]] ?? []
     coupons[0][key] = value
     object["coupons"] = coupons
+}
+
+private func setFee(_ object: inout [String: Any], _ key: String, _ value: Any) {
+    var fees = object["paymentMethodFees"] as? [[String: Any]] ?? []
+    fees[0][key] = value
+    object["paymentMethodFees"] = fees
 }

@@ -302,6 +302,48 @@ struct OrderStoreTests {
         #expect(try fixture.counts()["events"] == 1)
     }
 
+    @Test("an older database is upgraded in place: new migrations run, old rows read with defaults")
+    func upgrade() async throws {
+        let folder = try TemporaryDirectory(prefix: "order-store")
+        defer { folder.remove() }
+        let path = folder.path("old.sqlite")
+        // A database as the first release left it, with one paid order.
+        let old = try Connection(path: path)
+        try old.migrate(Array(SQLiteOrderStore.migrations.prefix(2)))
+        try old.execute(
+            """
+            INSERT INTO checkouts VALUES ('chk_old', 'USD', '{}', 'YQ==', 0, 0);
+            INSERT INTO orders (id, checkout_id, status, currency, subtotal_minor, discount_minor, shipping_minor,
+                tax_minor, total_minor, items_json, created_at, updated_at)
+            VALUES ('ord_old', 'chk_old', 'paid', 'USD', 1000, 0, 0, 0, 1000, '[]', 0, 0);
+            INSERT INTO payments (id, order_id, transaction_id, status, amount_minor, currency, created_at, updated_at)
+            VALUES ('pay_old', 'ord_old', 'old-tx', 'approved', 1000, 'USD', 0, 0);
+            """)
+        let store = try SQLiteOrderStore(path: path)
+        #expect(try old.appliedMigrations() == SQLiteOrderStore.migrations.map(\.name))
+        let order = try #require(try await store.order(transactionID: "old-tx"))
+        #expect(order.totals.fee == 0)
+        #expect(order.totals.total == 1000)
+    }
+
+    @Test("a payment method fee is stored with the order")
+    func feeStored() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.folder.remove() }
+        var configuration = fixture.configuration
+        configuration.paymentMethodFees = [PaymentMethodFee(type: "credit", label: "Fee", percent: 2)]
+        let (checkout, _) = try await fixture.checkout()
+        let credit = checkout.selectingPaymentMethod(type: "credit", network: "Visa")
+        try await fixture.store.updateCheckout(credit)
+        let breakdown = try CheckoutPricing(configuration: configuration).price(credit)
+        #expect(breakdown.fee > 0)
+        let service = PaymentService(store: fixture.store, processor: SandboxProcessor(), timeout: .seconds(5))
+        let result = try await service.pay(fixture.newOrder(credit, breakdown, transaction: "fee1"), token: testToken())
+        #expect(result.order.totals.fee == breakdown.fee)
+        #expect(result.order.totals.total == breakdown.total)
+        #expect(result.order.payment.amount == breakdown.total)
+    }
+
     @Test("migrations are recorded once, however often the store opens")
     func migrationsOnce() throws {
         let fixture = try StoreFixture()

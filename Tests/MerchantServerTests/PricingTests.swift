@@ -148,6 +148,26 @@ struct PricingTests {
             ])
     }
 
+    @Test("a payment method fee applies to its type only, is not taxed, and follows the sheet's selection")
+    func paymentMethodFee() throws {
+        var store = demo
+        store.paymentMethodFees = [
+            PaymentMethodFee(type: "credit", label: "Credit card surcharge", percent: decimal("1.5"))
+        ]
+        try store.validate()
+        let pricing = CheckoutPricing(configuration: store, clock: { fixedNow })
+        let credit = try demoCheckout().selectingPaymentMethod(type: "credit", network: "Visa")
+        let breakdown = try pricing.price(credit)
+        #expect(breakdown.fee == 69)  // 45.99 × 1.5% = 0.68985
+        #expect(breakdown.tax == 230)
+        #expect(breakdown.total == 4829 + 69)
+        #expect(breakdown.lines.last == PricedLine(kind: .fee, label: "Credit card surcharge", amount: 69))
+        let debit = try pricing.price(credit.selectingPaymentMethod(type: "debit", network: "Visa"))
+        #expect(debit.fee == 0 && debit.total == 4829)
+        let update = try pricing.update(for: credit, after: .paymentMethod)
+        #expect(update.newTotal.amount == "48.98")
+    }
+
     @Test("a fixed coupon larger than the items takes at most the items' price")
     func fixedCouponCap() throws {
         var store = tinyStore(currency: "USD", price: "3.00", rate: "0.1")

@@ -140,13 +140,16 @@ public struct OrderTotals: Codable, Sendable, Equatable {
     public var discount: Int64
     public var shipping: Int64
     public var tax: Int64
+    /// Payment method surcharge.
+    public var fee: Int64
     public var total: Int64
 
-    public init(subtotal: Int64, discount: Int64, shipping: Int64, tax: Int64, total: Int64) {
+    public init(subtotal: Int64, discount: Int64, shipping: Int64, tax: Int64, fee: Int64 = 0, total: Int64) {
         self.subtotal = subtotal
         self.discount = discount
         self.shipping = shipping
         self.tax = tax
+        self.fee = fee
         self.total = total
     }
 }
@@ -224,7 +227,7 @@ public struct NewOrder: Sendable, Equatable {
             lines: lines,
             totals: OrderTotals(
                 subtotal: breakdown.subtotal, discount: breakdown.discount, shipping: breakdown.shipping,
-                tax: breakdown.tax, total: breakdown.total),
+                tax: breakdown.tax, fee: breakdown.fee, total: breakdown.total),
             shippingMethod: breakdown.selectedShippingMethod.map {
                 OrderShippingMethod(identifier: $0.identifier, label: $0.label, amount: breakdown.shipping)
             },
@@ -290,7 +293,7 @@ public struct Order: Sendable, Equatable, Encodable {
             [
                 "subtotal": money(totals.subtotal), "discount": money(totals.discount),
                 "shipping": money(totals.shipping),
-                "tax": money(totals.tax), "total": money(totals.total),
+                "tax": money(totals.tax), "fee": money(totals.fee), "total": money(totals.total),
             ], forKey: .totals)
         if let shippingMethod {
             try c.encode(

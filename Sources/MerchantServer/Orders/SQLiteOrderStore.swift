@@ -90,6 +90,11 @@ public actor SQLiteOrderStore: OrderStore {
                 CREATE INDEX events_by_checkout ON events(checkout_id);
                 CREATE INDEX events_by_order ON events(order_id);
                 """),
+        Migration(
+            "003-order-payment-method-fee",
+            sql: """
+                ALTER TABLE orders ADD COLUMN fee_minor INTEGER NOT NULL DEFAULT 0 CHECK (fee_minor >= 0);
+                """),
     ]
 
     /// Opens (creating and migrating if needed) the store.
@@ -186,15 +191,16 @@ public actor SQLiteOrderStore: OrderStore {
                 try connection.run(
                     """
                     INSERT INTO orders (id, checkout_id, status, currency, subtotal_minor, discount_minor,
-                        shipping_minor, tax_minor, total_minor, items_json, shipping_method_json, coupon_code,
+                        shipping_minor, tax_minor, fee_minor, total_minor, items_json, shipping_method_json, coupon_code,
                         shipping_contact_json, billing_contact_json, payment_network, pan_last_four, created_at,
                         updated_at)
-                    VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     values: [
                         .text(orderID), .text(order.checkoutID), .text(order.currencyCode),
                         .integer(order.totals.subtotal), .integer(order.totals.discount),
-                        .integer(order.totals.shipping), .integer(order.totals.tax), .integer(order.totals.total),
+                        .integer(order.totals.shipping), .integer(order.totals.tax), .integer(order.totals.fee),
+                        .integer(order.totals.total),
                         .text(try json(order.lines)), Value(try order.shippingMethod.map(json)),
                         Value(order.couponCode), Value(try order.shippingContact.map(json)),
                         Value(try order.billingContact.map(json)), Value(order.paymentNetwork),
@@ -355,7 +361,7 @@ public actor SQLiteOrderStore: OrderStore {
         let rows = try connection.query(
             """
             SELECT o.id, o.checkout_id, o.status, o.currency, o.subtotal_minor, o.discount_minor, o.shipping_minor,
-                o.tax_minor, o.total_minor, o.items_json, o.shipping_method_json, o.coupon_code,
+                o.tax_minor, o.fee_minor, o.total_minor, o.items_json, o.shipping_method_json, o.coupon_code,
                 o.shipping_contact_json, o.billing_contact_json, o.payment_network, o.pan_last_four, o.created_at,
                 o.updated_at, p.id AS payment_id, p.transaction_id, p.status AS payment_status, p.amount_minor,
                 p.currency AS payment_currency, p.processor_reference, p.failure_code, p.failure_message
@@ -373,6 +379,7 @@ public actor SQLiteOrderStore: OrderStore {
             totals: OrderTotals(
                 subtotal: try row.int64("subtotal_minor"), discount: try row.int64("discount_minor"),
                 shipping: try row.int64("shipping_minor"), tax: try row.int64("tax_minor"),
+                fee: try row.int64("fee_minor"),
                 total: try row.int64("total_minor")),
             shippingMethod: try row.optionalString("shipping_method_json").map { text throws(SQLiteError) in
                 try decode(OrderShippingMethod.self, text)

@@ -14,7 +14,9 @@ import Foundation
 ///    `couponCodeExpired`; subtotal below `minimumTotal` → `couponCodeInvalid`. A percent coupon takes
 ///    round(subtotal × percent / 100); a fixed one at most the subtotal. Shown as a negative line item.
 /// 5. Tax = round(taxable × zone rate) with taxable = subtotal − discount + shipping.
-/// 6. Total = taxable + tax, labelled with the store name.
+/// 6. Payment method fee: when the sheet reported a type with a configured fee, round(taxable × percent / 100),
+///    not taxed.
+/// 7. Total = taxable + tax + fee, labelled with the store name.
 ///
 /// Arithmetic is in `Int64` minor units of the store currency; "round" is **half-up** (half away from zero)
 /// to the currency's minor unit (0, 2 or 3 decimals). Nothing uses `Double`.
@@ -144,11 +146,22 @@ public struct CheckoutPricing: Sendable {
             lines.append(
                 PricedLine(kind: .tax, label: checkout.shippingAddress == nil ? "Estimated tax" : "Tax", amount: tax))
         }
-        let total = try add(taxable, tax)
+        var fee: Int64 = 0
+        if let type = checkout.paymentMethodType,
+            let rule = configuration.paymentMethodFees.first(where: { $0.type == type })
+        {
+            guard let value = Money.multiply(taxable, by: rule.percent / 100) else {
+                throw CheckoutError(.amountOverflow, "the fee does not fit")
+            }
+            fee = value
+            if fee > 0 { lines.append(PricedLine(kind: .fee, label: rule.label, amount: fee)) }
+        }
+        let total = try add(try add(taxable, tax), fee)
 
         return PriceBreakdown(
             currencyCode: currency, totalLabel: configuration.storeName, lines: lines, subtotal: subtotal,
-            discount: discount, shipping: shipping, tax: tax, total: total, zone: zone, shippingMethods: methods,
+            discount: discount, shipping: shipping, tax: tax, fee: fee, total: total, zone: zone,
+            shippingMethods: methods,
             selectedShippingMethod: selected, appliedCoupon: appliedCoupon, errors: errors, pricedAt: clock())
     }
 
@@ -203,7 +216,7 @@ public enum SheetEvent: String, Sendable, CaseIterable {
 
 /// One line of a priced checkout, in minor units.
 public struct PricedLine: Sendable, Equatable, Codable {
-    public enum Kind: String, Sendable, Codable { case item, discount, shipping, tax }
+    public enum Kind: String, Sendable, Codable { case item, discount, shipping, tax, fee }
     public var kind: Kind
     public var label: String
     /// Minor units; negative for the discount.
@@ -226,13 +239,15 @@ public struct PriceBreakdown: Sendable, Equatable {
     public var currencyCode: String
     /// The store name: label of the total.
     public var totalLabel: String
-    /// Items, then the discount, shipping and tax lines (Apple Pay JS `lineItems` order).
+    /// Items, then the discount, shipping, tax and fee lines (Apple Pay JS `lineItems` order).
     public var lines: [PricedLine]
     public var subtotal: Int64
     /// Positive amount taken off (shown as a negative line).
     public var discount: Int64
     public var shipping: Int64
     public var tax: Int64
+    /// Payment method surcharge (0 when none applies).
+    public var fee: Int64
     public var total: Int64
     /// The zone applied; `nil` when unserviceable (or the store has no home zone and no address yet).
     public var zone: ShippingZone?

@@ -31,6 +31,8 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
     public var shippingZones: [ShippingZone]
     /// Coupon codes the sheet accepts.
     public var coupons: [Coupon]
+    /// Surcharges by payment method type (`credit`, ...), applied when the sheet reports that type.
+    public var paymentMethodFees: [PaymentMethodFee]
     /// Contents of `/.well-known/apple-developer-merchantid-domain-association`, when the store serves it.
     public var domainAssociation: String?
     /// Merchant validation against Apple's payment session endpoint (Apple Pay on the web).
@@ -44,7 +46,8 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
         supportedNetworks: [String], merchantCapabilities: [String] = ["supports3DS"],
         requiredShippingContactFields: [String] = ["postalAddress", "name", "email"],
         requiredBillingContactFields: [String] = ["postalAddress"], products: [Product],
-        shippingZones: [ShippingZone], coupons: [Coupon] = [], domainAssociation: String? = nil,
+        shippingZones: [ShippingZone], coupons: [Coupon] = [], paymentMethodFees: [PaymentMethodFee] = [],
+        domainAssociation: String? = nil,
         merchantValidation: MerchantValidationSettings = MerchantValidationSettings(),
         processor: ProcessorSettings = ProcessorSettings()
     ) {
@@ -59,6 +62,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
         self.products = products
         self.shippingZones = shippingZones
         self.coupons = coupons
+        self.paymentMethodFees = paymentMethodFees
         self.domainAssociation = domainAssociation
         self.merchantValidation = merchantValidation
         self.processor = processor
@@ -67,6 +71,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case storeName, merchantIdentifier, countryCode, currencyCode, supportedNetworks, merchantCapabilities
         case requiredShippingContactFields, requiredBillingContactFields, products, shippingZones, coupons
+        case paymentMethodFees
         case domainAssociation, merchantValidation, processor
     }
 
@@ -86,6 +91,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
         products = try c.decode([Product].self, forKey: .products)
         shippingZones = try c.decodeIfPresent([ShippingZone].self, forKey: .shippingZones) ?? []
         coupons = try c.decodeIfPresent([Coupon].self, forKey: .coupons) ?? []
+        paymentMethodFees = try c.decodeIfPresent([PaymentMethodFee].self, forKey: .paymentMethodFees) ?? []
         domainAssociation = try c.decodeIfPresent(String.self, forKey: .domainAssociation)
         merchantValidation =
             try c.decodeIfPresent(MerchantValidationSettings.self, forKey: .merchantValidation)
@@ -214,6 +220,18 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
                 try checkAmount(amount, "amount of coupon \(coupon.code)")
             }
             if let minimum = coupon.minimumTotal { try checkAmount(minimum, "minimumTotal of coupon \(coupon.code)") }
+        }
+        var feeTypes = Set<String>()
+        for fee in paymentMethodFees {
+            guard PaymentMethodFee.types.contains(fee.type), feeTypes.insert(fee.type).inserted else {
+                throw fail(
+                    .duplicateIdentifier,
+                    "payment method fee type \"\(fee.type)\" must be one of \(PaymentMethodFee.types.sorted()) and appear once"
+                )
+            }
+            if fee.percent <= 0 || fee.percent > 10 {
+                throw fail(.invalidRate, "payment method fee for \(fee.type): percent must be in (0, 10]")
+            }
         }
         if processor.timeoutSeconds <= 0 || processor.timeoutSeconds > 30 {
             throw fail(.invalidProcessor, "processor.timeoutSeconds must be in (0, 30]: the sheet gives up after 30 s")
@@ -478,6 +496,41 @@ public struct Coupon: Codable, Sendable, Equatable {
         }
         try c.encodeIfPresent(expiresAt.map { ISO8601DateFormatter().string(from: $0) }, forKey: .expiresAt)
         try c.encodeIfPresent(minimumTotal.map { "\($0)" }, forKey: .minimumTotal)
+    }
+}
+
+/// A surcharge for one payment method type, a percentage of the amount before tax. Not taxed itself.
+public struct PaymentMethodFee: Codable, Sendable, Equatable {
+    /// The Apple Pay JS payment method types a fee may apply to.
+    public static let types: Set<String> = ["credit", "debit", "prepaid", "store", "eMoney"]
+
+    /// `credit`, `debit`, `prepaid`, `store` or `eMoney`.
+    public var type: String
+    /// Label of the line item (`Credit card surcharge`).
+    public var label: String
+    /// Percent of subtotal − discount + shipping, in (0, 10].
+    public var percent: Decimal
+
+    public init(type: String, label: String, percent: Decimal) {
+        self.type = type
+        self.label = label
+        self.percent = percent
+    }
+
+    private enum CodingKeys: String, CodingKey { case type, label, percent }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        type = try c.decode(String.self, forKey: .type)
+        label = try c.decode(String.self, forKey: .label)
+        percent = try decodeDecimal(c, .percent)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(type, forKey: .type)
+        try c.encode(label, forKey: .label)
+        try c.encode("\(percent)", forKey: .percent)
     }
 }
 
