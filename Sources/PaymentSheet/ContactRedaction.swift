@@ -78,7 +78,8 @@ public enum ContactRedaction {
                 guard let contact else { return true }
                 let street = (contact.addressLines ?? []).contains { present($0) }
                 let needsPostalCode = !["HK", "AE"].contains(contact.countryCode ?? "")
-                return !(street && present(contact.locality) && present(contact.countryCode)
+                return
+                    !(street && present(contact.locality) && present(contact.countryCode)
                     && (!needsPostalCode || present(contact.postalCode)))
             default: return false
             }

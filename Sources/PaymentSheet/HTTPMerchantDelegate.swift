@@ -46,13 +46,15 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
             var paymentRequest: PaymentRequest
         }
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        let response = try await client.send(try HTTPClientRequest.postJSON(base + "/v1/checkouts", encoding: Body(items: items)))
+        let response = try await client.send(
+            try HTTPClientRequest.postJSON(base + "/v1/checkouts", encoding: Body(items: items)))
         guard (200..<300).contains(response.status) else { throw failure(response, route: "POST /v1/checkouts") }
         do {
             let answer = try response.decode(Answer.self)
             return Checkout(id: answer.id, paymentRequest: answer.paymentRequest)
         } catch {
-            throw PaymentSheetError(.merchantFailed, "POST /v1/checkouts answered JSON that is not {id, paymentRequest}")
+            throw PaymentSheetError(
+                .merchantFailed, "POST /v1/checkouts answered JSON that is not {id, paymentRequest}")
         }
     }
 

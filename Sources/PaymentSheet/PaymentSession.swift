@@ -153,9 +153,15 @@ public actor PaymentSession {
         if outcome == nil {
             record("cancel", ["reason": .string("scriptEnded")])
             if lastAuthorizationFailed {
-                await finish(SessionOutcome(.failure, reason: "authorizationFailed", message: "the merchant refused the payment and the user closed the sheet"))
+                await finish(
+                    SessionOutcome(
+                        .failure, reason: "authorizationFailed",
+                        message: "the merchant refused the payment and the user closed the sheet"))
             } else {
-                await finish(SessionOutcome(.cancelled, reason: "scriptEnded", message: "the script ended with the sheet open; the user closed it"))
+                await finish(
+                    SessionOutcome(
+                        .cancelled, reason: "scriptEnded",
+                        message: "the script ended with the sheet open; the user closed it"))
             }
         }
         return outcome ?? SessionOutcome(.failure, reason: "unknown")
@@ -232,7 +238,8 @@ public actor PaymentSession {
                     let offered = (request.shippingMethods ?? []).map(\.identifier).joined(separator: ", ")
                     throw PaymentSheetError(
                         .unknownShippingMethod,
-                        "the sheet offers no shipping method '\(identifier)' (offered: \(offered.isEmpty ? "none" : offered))")
+                        "the sheet offers no shipping method '\(identifier)' (offered: \(offered.isEmpty ? "none" : offered))"
+                    )
                 }
                 try await selectShippingMethod(method)
             case .selectCard(let identifier):
@@ -240,12 +247,14 @@ public actor PaymentSession {
                     throw PaymentSheetError(.unknownCard, "the wallet holds no card '\(identifier)'")
                 }
                 guard wallet.eligibleCards(for: request).contains(card) else {
-                    throw PaymentSheetError(.unknownCard, "'\(card.displayName)' cannot pay for this request; the sheet greys it out")
+                    throw PaymentSheetError(
+                        .unknownCard, "'\(card.displayName)' cannot pay for this request; the sheet greys it out")
                 }
                 try await selectCard(card)
             case .enterCouponCode(let code):
                 guard request.supportsCouponCode == true else {
-                    throw PaymentSheetError(.notOffered, "the request does not set supportsCouponCode, so the sheet has no coupon field")
+                    throw PaymentSheetError(
+                        .notOffered, "the request does not set supportsCouponCode, so the sheet has no coupon field")
                 }
                 try await changeCouponCode(code)
             case .authorize:
@@ -258,7 +267,11 @@ public actor PaymentSession {
                 record(
                     error.code == .authorizationBlocked ? "authorizationblocked" : "actionrefused",
                     error.code == .authorizationBlocked
-                        ? blockedFields() : ["action": .string(action.name), "code": .string(error.code.rawValue), "message": .string(error.message)])
+                        ? blockedFields()
+                        : [
+                            "action": .string(action.name), "code": .string(error.code.rawValue),
+                            "message": .string(error.message),
+                        ])
             }
             throw error
         }
@@ -307,7 +320,8 @@ public actor PaymentSession {
         let delegate = self.delegate
         let answer = await ask("shippingcontactselected") { try await delegate.didSelectShippingContact(redacted) }
         guard case .answered(let update) = answer else { return }
-        await apply(update, event: "shippingcontactselected", fields: ["shippingContact": TranscriptFormat.value(redacted)])
+        await apply(
+            update, event: "shippingcontactselected", fields: ["shippingContact": TranscriptFormat.value(redacted)])
     }
 
     private func selectShippingMethod(_ method: ShippingMethod) async throws(PaymentSheetError) {
@@ -330,7 +344,9 @@ public actor PaymentSession {
 
     /// Folds a merchant's update into the request: validates the result (failing the session when it breaks a
     /// rule), keeps the shipping method selection valid, and records which errors now block authorization.
-    private func apply(_ update: some PaymentRequestUpdate & Encodable, event: String, fields: [String: JSONValue]) async {
+    private func apply(_ update: some PaymentRequestUpdate & Encodable, event: String, fields: [String: JSONValue])
+        async
+    {
         var line = fields
         line["answer"] = TranscriptFormat.value(update)
         let updated = request.applying(update)
@@ -357,7 +373,8 @@ public actor PaymentSession {
         // A later answer to the same kind of event replaces what it said before.
         blockingErrors.removeAll { $0.resolvedBy == event || $0.source == event }
         for error in update.errors ?? [] {
-            blockingErrors.append(BlockingError(error: error, source: event, resolvedBy: Self.resolver(of: error, from: event)))
+            blockingErrors.append(
+                BlockingError(error: error, source: event, resolvedBy: Self.resolver(of: error, from: event)))
         }
         line["total"] = TranscriptFormat.total(request.total)
         record(event, line)
@@ -422,7 +439,8 @@ public actor PaymentSession {
                     applicationData: request.applicationData, now: clock.now))
         } catch {
             record("paymentauthorized", ["tokenError": .string(String(describing: error))])
-            await finish(SessionOutcome(.failure, reason: "tokenFailed", message: "the token could not be made: \(error)"))
+            await finish(
+                SessionOutcome(.failure, reason: "tokenFailed", message: "the token could not be made: \(error)"))
             return
         }
         let payment = Payment(
@@ -456,7 +474,9 @@ public actor PaymentSession {
         blockingErrors.removeAll { $0.source == "paymentauthorized" }
         for error in errors {
             blockingErrors.append(
-                BlockingError(error: error, source: "paymentauthorized", resolvedBy: Self.resolver(of: error, from: "paymentauthorized")))
+                BlockingError(
+                    error: error, source: "paymentauthorized",
+                    resolvedBy: Self.resolver(of: error, from: "paymentauthorized")))
         }
     }
 
@@ -490,14 +510,16 @@ public actor PaymentSession {
         switch result {
         case .answered(let value):
             if let value = value as? T { return .answered(value) }
-            await finish(SessionOutcome(.failure, reason: "merchantError", message: "the merchant's answer had the wrong type"))
+            await finish(
+                SessionOutcome(.failure, reason: "merchantError", message: "the merchant's answer had the wrong type"))
             return .stopped
         case .failed(let message):
             var line = fields
             line["merchantError"] = .string(message)
             record(event, line)
             await finish(
-                SessionOutcome(.failure, reason: "merchantError", message: "the merchant failed to answer \(event): \(message)"))
+                SessionOutcome(
+                    .failure, reason: "merchantError", message: "the merchant failed to answer \(event): \(message)"))
             return .stopped
         case .timedOut:
             var line = fields
@@ -592,7 +614,8 @@ final class AnswerRace: Sendable {
 
     /// Settles the race; later calls do nothing.
     func resolve(_ result: Result) {
-        let (continuation, tasks): (CheckedContinuation<Result, Never>?, [Task<Void, Never>]) = state.withLock { state in
+        let (continuation, tasks): (CheckedContinuation<Result, Never>?, [Task<Void, Never>]) = state.withLock {
+            state in
             if state.early != nil { return (nil, []) }
             state.early = result
             let continuation = state.continuation

@@ -256,10 +256,13 @@ struct ScenarioDocument: Decodable {
         }
         if let request = paymentRequest, let problem = request.validate().errors.first {
             throw invalid(
-                "paymentRequest" + (problem.path.isEmpty ? "" : "." + problem.path), "\(problem.code): \(problem.message)")
+                "paymentRequest" + (problem.path.isEmpty ? "" : "." + problem.path),
+                "\(problem.code): \(problem.message)")
         }
         if let checkout {
-            if checkout.items.isEmpty { throw invalid("checkout.items", "the cart is empty; add {\"sku\", \"quantity\"} items") }
+            if checkout.items.isEmpty {
+                throw invalid("checkout.items", "the cart is empty; add {\"sku\", \"quantity\"} items")
+            }
             for (index, item) in checkout.items.enumerated() where item.quantity < 1 {
                 throw invalid("checkout.items[\(index)].quantity", "the quantity must be at least 1")
             }
@@ -282,7 +285,9 @@ struct ScenarioDocument: Decodable {
             if let type = card.type, ![.credit, .debit, .prepaid, .store].contains(type) {
                 throw invalid("\(path).type", "'\(type)' is not a card type; use credit, debit, prepaid or store")
             }
-            if !card.network.isKnown { throw invalid("\(path).network", "'\(card.network)' is not an Apple Pay network") }
+            if !card.network.isKnown {
+                throw invalid("\(path).network", "'\(card.network)' is not an Apple Pay network")
+            }
             do {
                 cards.append(
                     try WalletCard(
@@ -292,12 +297,15 @@ struct ScenarioDocument: Decodable {
                         identifier: card.identifier))
             } catch {
                 let field =
-                    error.message.contains("PAN") ? "devicePAN"
+                    error.message.contains("PAN")
+                    ? "devicePAN"
                     : error.message.contains("expiration") ? "expirationDate" : "issuingCountry"
                 throw invalid("\(path).\(field)", error.message)
             }
             if cards.dropLast().contains(where: { $0.identifier == cards.last?.identifier }) {
-                throw invalid("\(path).identifier", "two cards are named '\(cards.last?.identifier ?? "")'; give one an identifier")
+                throw invalid(
+                    "\(path).identifier",
+                    "two cards are named '\(cards.last?.identifier ?? "")'; give one an identifier")
             }
         }
         if cards.isEmpty { throw invalid("wallet.cards", "the wallet holds no card; add one") }
@@ -312,7 +320,8 @@ struct ScenarioDocument: Decodable {
         // The merchant's rules.
         let rules = merchant ?? ScenarioMerchantRules()
         for (index, item) in (rules.lineItems ?? []).enumerated() where item.decimalAmount == nil {
-            throw invalid("merchant.lineItems[\(index)].amount", "the amount must be a decimal string such as \"12.50\"")
+            throw invalid(
+                "merchant.lineItems[\(index)].amount", "the amount must be a decimal string such as \"12.50\"")
         }
         for (zoneIndex, zone) in (rules.shippingZones ?? []).enumerated() {
             let path = "merchant.shippingZones[\(zoneIndex)]"
@@ -331,7 +340,8 @@ struct ScenarioDocument: Decodable {
             let path = "merchant.coupons[\(index)]"
             if coupon.code.isEmpty { throw invalid("\(path).code", "the coupon code is empty") }
             for (name, value) in [
-                ("percentOff", coupon.percentOff), ("amountOff", coupon.amountOff), ("minimumTotal", coupon.minimumTotal),
+                ("percentOff", coupon.percentOff), ("amountOff", coupon.amountOff),
+                ("minimumTotal", coupon.minimumTotal),
             ] {
                 if let value, (try? Currency.parseDecimal(value)).map({ $0 >= 0 }) != true {
                     throw invalid("\(path).\(name)", "must be a decimal string, zero or more, such as \"10\"")
@@ -361,13 +371,15 @@ struct ScenarioDocument: Decodable {
                 switch action.contact {
                 case .index(let contactIndex):
                     guard contacts.indices.contains(contactIndex) else {
-                        throw invalid("\(path).contact", "the wallet has no contact \(contactIndex) (it has \(contacts.count))")
+                        throw invalid(
+                            "\(path).contact", "the wallet has no contact \(contactIndex) (it has \(contacts.count))")
                     }
                     actions.append(.selectShippingContact(contacts[contactIndex]))
                 case .contact(let contact):
                     actions.append(.selectShippingContact(contact))
                 case nil:
-                    throw invalid("\(path).contact", "give a contact: an index into wallet.contacts, or a contact object")
+                    throw invalid(
+                        "\(path).contact", "give a contact: an index into wallet.contacts, or a contact object")
                 }
             case "selectShippingMethod":
                 guard let identifier = action.identifier else {
@@ -375,7 +387,9 @@ struct ScenarioDocument: Decodable {
                 }
                 actions.append(.selectShippingMethod(identifier: identifier))
             case "selectCard":
-                guard let card = action.card else { throw invalid("\(path).card", "give the card's identifier or display name") }
+                guard let card = action.card else {
+                    throw invalid("\(path).card", "give the card's identifier or display name")
+                }
                 guard cards.contains(where: { $0.identifier == card }) else {
                     throw invalid("\(path).card", "the wallet holds no card '\(card)'")
                 }

@@ -37,7 +37,9 @@ public actor ScenarioMerchant: PaymentSheetDelegate {
         self.clock = clock
         self.decryptor = rules.checksToken == false ? nil : decryptor
         self.shippingMethod = request.shippingMethods?.first
-        self.coupon = request.couponCode.flatMap { code in rules.coupons?.first { $0.code.uppercased() == code.uppercased() } }
+        self.coupon = request.couponCode.flatMap { code in
+            rules.coupons?.first { $0.code.uppercased() == code.uppercased() }
+        }
         self.total = request.total
         self.applicationData = request.applicationData
     }
@@ -113,7 +115,9 @@ public actor ScenarioMerchant: PaymentSheetDelegate {
                 errors.append(PaymentError(code: .couponCodeExpired, message: "\(found.code) has expired."))
             } else if let minimum = found.minimumTotal.flatMap({ try? Currency.parseDecimal($0) }), goods < minimum {
                 coupon = nil
-                errors.append(PaymentError(code: .couponCodeInvalid, message: "\(found.code) needs an order of \(minimum) or more."))
+                errors.append(
+                    PaymentError(
+                        code: .couponCodeInvalid, message: "\(found.code) needs an order of \(minimum) or more."))
             } else {
                 coupon = found
             }
@@ -132,7 +136,10 @@ public actor ScenarioMerchant: PaymentSheetDelegate {
         {
             return PaymentAuthorizationResult(
                 status: .failure,
-                errors: [PaymentError(code: .addressUnserviceable, contactField: .postalAddress, message: "We do not ship there.")])
+                errors: [
+                    PaymentError(
+                        code: .addressUnserviceable, contactField: .postalAddress, message: "We do not ship there.")
+                ])
         }
         if let decryptor {
             do {
@@ -146,7 +153,10 @@ public actor ScenarioMerchant: PaymentSheetDelegate {
             } catch {
                 return PaymentAuthorizationResult(
                     status: .failure,
-                    errors: [PaymentError(code: .unknown, message: "The payment could not be processed (\(Self.code(of: error))).")])
+                    errors: [
+                        PaymentError(
+                            code: .unknown, message: "The payment could not be processed (\(Self.code(of: error))).")
+                    ])
             }
         }
         if rules.authorization == "failure" {

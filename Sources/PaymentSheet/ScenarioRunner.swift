@@ -70,7 +70,9 @@ public enum ScenarioRunner {
                 configuration: PaymentSession.Configuration(timeout: scenario.timeout, initiative: initiative),
                 transcript: transcript)
         } catch {
-            let field = error.code == .invalidRequest ? "paymentRequest" + (error.field.map { $0.isEmpty ? "" : "." + $0 } ?? "") : "wallet"
+            let field =
+                error.code == .invalidRequest
+                ? "paymentRequest" + (error.field.map { $0.isEmpty ? "" : "." + $0 } ?? "") : "wallet"
             throw PaymentSheetError(.invalidScenario, error.message, field: field)
         }
         let outcome = await session.run(scenario.actions)

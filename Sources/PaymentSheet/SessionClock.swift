@@ -102,8 +102,9 @@ public final class VirtualClock: SessionClock {
         }
         while true {
             let woken: Sleeper? = state.withLock { state in
-                guard let (key, sleeper) = state.sleepers.filter({ $0.value.deadline <= target })
-                    .min(by: { $0.value.deadline < $1.value.deadline })
+                guard
+                    let (key, sleeper) = state.sleepers.filter({ $0.value.deadline <= target })
+                        .min(by: { $0.value.deadline < $1.value.deadline })
                 else {
                     state.elapsed = max(state.elapsed, target)
                     return nil

@@ -23,7 +23,9 @@ struct SimulateCommandTests {
 
     static func scenario(_ name: String) -> String { Repository.scenarios.appendingPathComponent("\(name).json").path }
 
-    static func makeSandbox(in folder: TemporaryDirectory, merchantIdentifier: String = "merchant.com.example.shop") throws -> String {
+    static func makeSandbox(in folder: TemporaryDirectory, merchantIdentifier: String = "merchant.com.example.shop")
+        throws -> String
+    {
         let path = folder.path("sandbox")
         let made = try CommandLineTool.run(["sandbox", "init", path, "--merchant-id", merchantIdentifier])
         #expect(made.status == 0, "sandbox init: \(made.standardError)")
@@ -32,12 +34,45 @@ struct SimulateCommandTests {
 
     /// Expected event sequence and outcome of each example with its in-process merchant.
     static let expectations: [(String, [String], String)] = [
-        ("plain-purchase", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected", "paymentauthorized", "finished"], "success"),
-        ("unserviceable-address", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "authorizationblocked", "shippingcontactselected", "paymentauthorized", "finished"], "success"),
-        ("coupon-invalid-then-valid", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "couponcodechanged", "couponcodechanged", "authorizationblocked", "couponcodechanged", "paymentauthorized", "finished"], "success"),
-        ("recurring-subscription", ["validatemerchant", "paymentmethodselected", "paymentauthorized", "finished"], "success"),
-        ("cancel", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected", "cancel", "finished"], "cancelled"),
-        ("merchant-timeout", ["validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected", "finished"], "timedOut"),
+        (
+            "plain-purchase",
+            [
+                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected",
+                "paymentauthorized", "finished",
+            ], "success"
+        ),
+        (
+            "unserviceable-address",
+            [
+                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "authorizationblocked",
+                "shippingcontactselected", "paymentauthorized", "finished",
+            ], "success"
+        ),
+        (
+            "coupon-invalid-then-valid",
+            [
+                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "couponcodechanged",
+                "couponcodechanged", "authorizationblocked", "couponcodechanged", "paymentauthorized", "finished",
+            ], "success"
+        ),
+        (
+            "recurring-subscription", ["validatemerchant", "paymentmethodselected", "paymentauthorized", "finished"],
+            "success"
+        ),
+        (
+            "cancel",
+            [
+                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected",
+                "cancel", "finished",
+            ], "cancelled"
+        ),
+        (
+            "merchant-timeout",
+            [
+                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected",
+                "finished",
+            ], "timedOut"
+        ),
     ]
 
     @Test("every example scenario runs with its own merchant: events and outcome as expected")
@@ -61,7 +96,10 @@ struct SimulateCommandTests {
             // Before authorization the merchant saw only a redacted address.
             for line in transcript.lines("shippingcontactselected") {
                 let contact = line["shippingContact"] as? [String: Any] ?? [:]
-                #expect(Set(contact.keys).isSubset(of: ["locality", "administrativeArea", "postalCode", "country", "countryCode"]))
+                #expect(
+                    Set(contact.keys).isSubset(of: [
+                        "locality", "administrativeArea", "postalCode", "country", "countryCode",
+                    ]))
             }
         }
     }
@@ -73,7 +111,8 @@ struct SimulateCommandTests {
         let sandbox = try Self.makeSandbox(in: folder)
 
         let unserviceable = Transcript(
-            try CommandLineTool.run(["simulate", Self.scenario("unserviceable-address"), "--sandbox", sandbox]).standardOutput)
+            try CommandLineTool.run(["simulate", Self.scenario("unserviceable-address"), "--sandbox", sandbox])
+                .standardOutput)
         let contacts = unserviceable.lines("shippingcontactselected")
         let firstErrors = (contacts.first?["answer"] as? [String: Any])?["errors"] as? [[String: Any]]
         #expect(firstErrors?.first?["code"] as? String == "addressUnserviceable")
@@ -86,7 +125,8 @@ struct SimulateCommandTests {
         #expect(payment?["card"] as? String == "Visa 0492")
         #expect(payment?["lastFour"] as? String == "0492")
         #expect((payment?["transactionIdentifier"] as? String)?.count == 64)
-        #expect(payment?["amount"] as? String == (purchase.lines.last?["total"] as? [String: Any])?["amount"] as? String)
+        #expect(
+            payment?["amount"] as? String == (purchase.lines.last?["total"] as? [String: Any])?["amount"] as? String)
         let redacted = purchase.lines("shippingcontactselected").first?["shippingContact"] as? [String: Any]
         #expect(redacted?["postalCode"] as? String == "95014")
         let full = payment?["shippingContact"] as? [String: Any]
@@ -94,7 +134,8 @@ struct SimulateCommandTests {
         #expect(full?["givenName"] as? String == "Jane")
 
         let timeout = Transcript(
-            try CommandLineTool.run(["simulate", Self.scenario("merchant-timeout"), "--sandbox", sandbox]).standardOutput)
+            try CommandLineTool.run(["simulate", Self.scenario("merchant-timeout"), "--sandbox", sandbox])
+                .standardOutput)
         #expect(timeout.lines("shippingmethodselected").first?["timedOut"] as? Bool == true)
         #expect(timeout.lines.last?["reason"] as? String == "merchantTimeout")
     }
@@ -139,7 +180,9 @@ struct SimulateCommandTests {
         defer { folder.remove() }
         let sandbox = try Self.makeSandbox(in: folder)
         let server = try RunningServer(
-            arguments: ["serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0"])
+            arguments: [
+                "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
+            ])
         defer { server.stop() }
         let url = try #require(server.url, "the server did not start: \(server.standardError)")
 

@@ -18,11 +18,13 @@ struct ContactRedactionTests {
         #expect(redacted.addressLines == nil)
     }
 
-    @Test("UK and Canada: the postcode loses its last three characters", arguments: [
-        ("GB", "SW1A 2AA", "SW1A"), ("GB", "M1 1AE", "M1"), ("GB", "EC1A1BB", "EC1A"), ("CA", "K1M 1M4", "K1M"),
-        ("CA", "K1M1M4", "K1M"), ("US", "95014-2083", "95014"), ("US", "10001", "10001"), ("DE", "10115", "10115"),
-        ("FR", "75008", "75008"), ("AU", "2000", "2000"),
-    ])
+    @Test(
+        "UK and Canada: the postcode loses its last three characters",
+        arguments: [
+            ("GB", "SW1A 2AA", "SW1A"), ("GB", "M1 1AE", "M1"), ("GB", "EC1A1BB", "EC1A"), ("CA", "K1M 1M4", "K1M"),
+            ("CA", "K1M1M4", "K1M"), ("US", "95014-2083", "95014"), ("US", "10001", "10001"), ("DE", "10115", "10115"),
+            ("FR", "75008", "75008"), ("AU", "2000", "2000"),
+        ])
     func postcodes(country: String, postalCode: String, expected: String) {
         #expect(ContactRedaction.redactedPostalCode(postalCode, countryCode: country) == expected)
     }
@@ -50,8 +52,12 @@ struct ContactRedactionTests {
 
     @Test("missing required fields are named")
     func missing() {
-        #expect(ContactRedaction.missingFields(in: Fixture.jane, required: [.name, .email, .phone, .postalAddress]).isEmpty)
-        #expect(ContactRedaction.missingFields(in: Fixture.ottawa, required: [.name, .email, .phone, .postalAddress]) == [.email, .phone])
+        #expect(
+            ContactRedaction.missingFields(in: Fixture.jane, required: [.name, .email, .phone, .postalAddress]).isEmpty)
+        #expect(
+            ContactRedaction.missingFields(in: Fixture.ottawa, required: [.name, .email, .phone, .postalAddress]) == [
+                .email, .phone,
+            ])
         var noStreet = Fixture.jane
         noStreet.addressLines = nil
         #expect(ContactRedaction.missingFields(in: noStreet, required: [.postalAddress]) == [.postalAddress])

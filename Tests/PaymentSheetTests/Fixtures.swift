@@ -9,7 +9,8 @@ import TestSupport
 enum SharedSandbox {
     private static let made: Result<Sandbox, any Error> = Result {
         let folder = try TemporaryDirectory(prefix: "payment-sheet-tests")
-        return try Sandbox.create(at: folder.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.sheet")
+        return try Sandbox.create(
+            at: folder.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.sheet")
     }
 
     static func get() throws -> Sandbox { try made.get() }
@@ -87,7 +88,9 @@ enum Fixture {
         return request
     }
 
-    static func total(_ amount: String) -> PaymentSummaryItem { PaymentSummaryItem(label: "Example Coffee", amount: amount) }
+    static func total(_ amount: String) -> PaymentSummaryItem {
+        PaymentSummaryItem(label: "Example Coffee", amount: amount)
+    }
 }
 
 /// A one-shot signal a test opens to let a waiting merchant answer.

@@ -51,7 +51,8 @@ struct PaymentSessionTests {
 
     // MARK: Redaction and contacts
 
-    @Test("the merchant sees the shipping contact redacted before authorization and in full after, requested fields only")
+    @Test(
+        "the merchant sees the shipping contact redacted before authorization and in full after, requested fields only")
     func contactsAroundAuthorization() async throws {
         let merchant = RecordingMerchant()
         let session = try makeSession(
@@ -61,7 +62,8 @@ struct PaymentSessionTests {
         try await session.perform(.selectShippingContact(Fixture.jane))
         try await session.perform(.selectShippingContact(Fixture.london))
         #expect(merchant.contacts.map(\.postalCode) == ["95014", "SW1A"])
-        #expect(merchant.contacts.allSatisfy { $0.givenName == nil && $0.addressLines == nil && $0.emailAddress == nil })
+        #expect(
+            merchant.contacts.allSatisfy { $0.givenName == nil && $0.addressLines == nil && $0.emailAddress == nil })
         try await session.perform(.selectShippingContact(Fixture.jane))
         try await session.perform(.authorize)
         let payment = try #require(merchant.payments.first)
@@ -93,7 +95,9 @@ struct PaymentSessionTests {
         var answers = RecordingMerchant.Answers()
         answers.shippingContact = { contact in
             contact.countryCode == "AU"
-                ? ShippingContactUpdate(errors: [PaymentError(code: .addressUnserviceable, contactField: .postalAddress)])
+                ? ShippingContactUpdate(errors: [
+                    PaymentError(code: .addressUnserviceable, contactField: .postalAddress)
+                ])
                 : ShippingContactUpdate()
         }
         answers.coupon = { code in
@@ -173,7 +177,8 @@ struct PaymentSessionTests {
         try await other.begin()
         try await other.perform(.selectShippingContact(Fixture.jane))
         await #expect(throws: PaymentSheetError(.authorizationBlocked, "")) { try await other.perform(.authorize) }
-        #expect(await other.transcript.last?.fields["missingBillingContactFields"] == .array([.string("postalAddress")]))
+        #expect(
+            await other.transcript.last?.fields["missingBillingContactFields"] == .array([.string("postalAddress")]))
     }
 
     // MARK: Updates that break the rules
@@ -191,9 +196,11 @@ struct PaymentSessionTests {
         #expect(merchant.calls == ["couponcodechanged", "didFinish"])
     }
 
-    @Test("an update that breaks the request rules fails the session", arguments: [
-        "amount", "duplicateMethods", "decimals",
-    ])
+    @Test(
+        "an update that breaks the request rules fails the session",
+        arguments: [
+            "amount", "duplicateMethods", "decimals",
+        ])
     func invalidUpdate(kind: String) async throws {
         var answers = RecordingMerchant.Answers()
         answers.shippingContact = { _ in
@@ -269,15 +276,19 @@ struct PaymentSessionTests {
 
     // MARK: didFinish
 
-    @Test("didFinish comes once and last on every path", arguments: [
-        "success", "refused", "cancel", "cancelWhileWaiting", "timeout", "invalidUpdate", "merchantThrows",
-        "scriptEnds",
-    ])
+    @Test(
+        "didFinish comes once and last on every path",
+        arguments: [
+            "success", "refused", "cancel", "cancelWhileWaiting", "timeout", "invalidUpdate", "merchantThrows",
+            "scriptEnds",
+        ])
     func didFinishOnce(path: String) async throws {
         let clock = VirtualClock()
         var answers = RecordingMerchant.Answers()
         if path == "refused" { answers.authorization = { _ in PaymentAuthorizationResult(status: .failure) } }
-        if path == "invalidUpdate" { answers.shippingMethod = { _ in ShippingMethodUpdate(newTotal: Fixture.total("-5.00")) } }
+        if path == "invalidUpdate" {
+            answers.shippingMethod = { _ in ShippingMethodUpdate(newTotal: Fixture.total("-5.00")) }
+        }
         let gate = Gate()
         let merchant = RecordingMerchant(
             answers: answers, gates: path == "cancelWhileWaiting" ? ["shippingmethodselected": gate] : [:],
@@ -352,13 +363,19 @@ struct PaymentSessionTests {
     func cannotOpen() throws {
         var bad = Fixture.request()
         bad.merchantCapabilities = [.supportsCredit]
-        #expect(throws: PaymentSheetError(.invalidRequest, "")) { try makeSession(request: bad, merchant: RecordingMerchant()) }
+        #expect(throws: PaymentSheetError(.invalidRequest, "")) {
+            try makeSession(request: bad, merchant: RecordingMerchant())
+        }
         #expect(throws: PaymentSheetError(.cannotMakePayments, "")) {
-            try makeSession(wallet: Wallet(device: Device(canMakePayments: false), cards: [try Fixture.visa()]), merchant: RecordingMerchant())
+            try makeSession(
+                wallet: Wallet(device: Device(canMakePayments: false), cards: [try Fixture.visa()]),
+                merchant: RecordingMerchant())
         }
         var amexOnly = Fixture.request()
         amexOnly.supportedNetworks = [.amex]
-        #expect(throws: PaymentSheetError(.cannotMakePayments, "")) { try makeSession(request: amexOnly, merchant: RecordingMerchant()) }
+        #expect(throws: PaymentSheetError(.cannotMakePayments, "")) {
+            try makeSession(request: amexOnly, merchant: RecordingMerchant())
+        }
     }
 
     // MARK: The token

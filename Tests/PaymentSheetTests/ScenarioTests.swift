@@ -1,8 +1,8 @@
 import ApplePay
 import Foundation
 import PaymentSheet
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Scenarios")
 struct ScenarioTests {
@@ -20,13 +20,15 @@ struct ScenarioTests {
 
     @Test("the in-process merchant prices, refuses and accepts like a store")
     func couponScenario() async throws {
-        let scenario = try Scenario.load(from: Repository.scenarios.appendingPathComponent("coupon-invalid-then-valid.json"))
+        let scenario = try Scenario.load(
+            from: Repository.scenarios.appendingPathComponent("coupon-invalid-then-valid.json"))
         let result = try await ScenarioRunner.run(scenario, sandbox: SharedSandbox.get())
         #expect(result.outcome.kind == .success)
         let coupons = result.transcript.filter { $0.event == "couponcodechanged" }
-        #expect(coupons.map { $0.fields["answer"]?["errors"]?[0]?["code"]?.stringValue } == [
-            "couponCodeInvalid", "couponCodeExpired", nil,
-        ])
+        #expect(
+            coupons.map { $0.fields["answer"]?["errors"]?[0]?["code"]?.stringValue } == [
+                "couponCodeInvalid", "couponCodeExpired", nil,
+            ])
         // 89.99 − 9.00 + 4.99 shipping = 85.98; tax 7.25 % = 6.23; total 92.21.
         #expect(result.transcript.last?.fields["total"]?["amount"] == .string("92.21"))
     }

@@ -44,9 +44,11 @@ struct WalletTests {
     func countries() throws {
         let wallet = Wallet(cards: [try Fixture.visa(country: "US"), try Fixture.masterCard()])  // GB Mastercard
         #expect(
-            wallet.canMakePayments(usingNetworks: [.visa, .masterCard], capabilities: [.supports3DS], supportedCountries: ["GB"]))
+            wallet.canMakePayments(
+                usingNetworks: [.visa, .masterCard], capabilities: [.supports3DS], supportedCountries: ["GB"]))
         #expect(
-            !wallet.canMakePayments(usingNetworks: [.visa], capabilities: [.supports3DS], supportedCountries: ["GB", "FR"]))
+            !wallet.canMakePayments(
+                usingNetworks: [.visa], capabilities: [.supports3DS], supportedCountries: ["GB", "FR"]))
         #expect(wallet.canMakePayments(usingNetworks: [.visa], capabilities: [.supports3DS], supportedCountries: []))
         var request = Fixture.request()
         request.supportedCountries = ["GB"]
@@ -69,7 +71,8 @@ struct WalletTests {
             try WalletCard(network: .visa, devicePAN: "4761120010000492", expirationDate: "291331")
         }
         #expect(throws: PaymentSheetError(.invalidCard, "")) {
-            try WalletCard(network: .visa, issuingCountry: "XX", devicePAN: "4761120010000492", expirationDate: "291231")
+            try WalletCard(
+                network: .visa, issuingCountry: "XX", devicePAN: "4761120010000492", expirationDate: "291231")
         }
         let card = try Fixture.visa()
         #expect(card.displayName == "Visa 0492")

@@ -10,7 +10,10 @@ struct SimulateCommand: Command {
             abstract: "Play a payment-sheet scenario against a merchant and print the transcript.",
             usage: ["SCENARIO.json [--merchant-url URL] [--sandbox DIR]"],
             options: [
-                ("--merchant-url URL", "Ask this merchant server (its /v1/checkouts API) instead of the scenario's rules."),
+                (
+                    "--merchant-url URL",
+                    "Ask this merchant server (its /v1/checkouts API) instead of the scenario's rules."
+                ),
                 ("--sandbox DIR", "Mint tokens with this sandbox (default: a temporary one for the run)."),
             ],
             discussion: """
@@ -69,7 +72,8 @@ struct SimulateCommand: Command {
                 sandbox = try Sandbox.create(at: folder, merchantIdentifier: "merchant.com.example.simulate")
             }
         } catch {
-            Output.standardError("error: \((error as? SandboxError)?.message ?? "the sandbox cannot be used: \(error)")")
+            Output.standardError(
+                "error: \((error as? SandboxError)?.message ?? "the sandbox cannot be used: \(error)")")
             return 2
         }
 
