@@ -169,6 +169,13 @@ public actor SQLiteOrderStore: OrderStore {
     // MARK: Payments
 
     public func beginPayment(_ order: NewOrder) throws(OrderStoreError) -> PaymentStart {
+        try beginPayment(order, retryOnUniqueViolation: true)
+    }
+
+    /// The reads and writes run in one `BEGIN IMMEDIATE` transaction, so no other connection can write between
+    /// the checks and the inserts. A UNIQUE violation can therefore only come from a writer that bypasses the
+    /// lock (another program); the attempt is then re-run once and answers from what that writer stored.
+    private func beginPayment(_ order: NewOrder, retryOnUniqueViolation: Bool) throws(OrderStoreError) -> PaymentStart {
         enum Answer {
             case start(PaymentStart)
             case noCheckout
@@ -221,10 +228,8 @@ public actor SQLiteOrderStore: OrderStore {
                 }
                 return .start(.started(created))
             }
-        } catch let error as SQLiteError where error.isUniqueViolation {
-            // Another connection wrote the same transaction id first: answer with its order.
-            if let existing = try self.order(transactionID: order.transactionID) { return .existing(existing) }
-            throw OrderStoreError(.storage, "begin payment: \(error)")
+        } catch let error as SQLiteError where error.isUniqueViolation && retryOnUniqueViolation {
+            return try beginPayment(order, retryOnUniqueViolation: false)
         } catch {
             throw OrderStoreError(.storage, "begin payment: \(error)")
         }
