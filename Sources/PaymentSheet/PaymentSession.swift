@@ -371,7 +371,7 @@ public actor PaymentSession {
             shippingMethodIdentifier = nil
         }
         // A later answer to the same kind of event replaces what it said before.
-        blockingErrors.removeAll { $0.resolvedBy == event || $0.source == event }
+        blockingErrors.removeAll { $0.resolvedBy == event || $0.source == event || $0.resolvedBy == "any" }
         for error in update.errors ?? [] {
             blockingErrors.append(
                 BlockingError(error: error, source: event, resolvedBy: Self.resolver(of: error, from: event)))
@@ -381,7 +381,8 @@ public actor PaymentSession {
     }
 
     /// The event whose successful answer resolves an error: contact errors by a new shipping contact, billing
-    /// errors by a new card, coupon errors by a new coupon; anything else by the event that raised it.
+    /// errors by a new card, coupon errors by a new coupon; anything else by the event that raised it, or, for an
+    /// authorization's `unknown` error (a decline), by any later answer.
     static func resolver(of error: PaymentError, from event: String) -> String {
         switch error.code {
         case .shippingContactInvalid, .addressUnserviceable: return "shippingcontactselected"

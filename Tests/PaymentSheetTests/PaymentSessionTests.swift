@@ -144,6 +144,31 @@ struct PaymentSessionTests {
         #expect(merchant.calls.filter { $0 == "paymentauthorized" }.count == 2)
     }
 
+    @Test("a decline (unknown error) blocks until any later successful answer")
+    func declineThenRetry() async throws {
+        var answers = RecordingMerchant.Answers()
+        answers.authorization = { payment in
+            payment.billingContact?.postalCode == "95014"
+                ? PaymentAuthorizationResult(
+                    status: .failure, errors: [PaymentError(code: .unknown, message: "declined")])
+                : PaymentAuthorizationResult(status: .success)
+        }
+        let merchant = RecordingMerchant(answers: answers)
+        let session = try makeSession(merchant: merchant)
+        try await session.begin()
+        try await session.perform(.selectShippingContact(Fixture.jane))
+        try await session.perform(.authorize)
+        #expect(await session.blockingErrors.map(\.resolvedBy) == ["any"])
+        await #expect(throws: PaymentSheetError(.authorizationBlocked, "")) { try await session.perform(.authorize) }
+        try await session.perform(.selectShippingMethod(identifier: "express"))
+        #expect(await session.blockingErrors.isEmpty)
+        // Still the same card: declined again, and the user gives up.
+        try await session.perform(.authorize)
+        let outcome = await session.run([])
+        #expect(outcome.kind == .failure && outcome.reason == "authorizationFailed")
+        #expect(merchant.calls.filter { $0 == "didFinish" }.count == 1)
+    }
+
     @Test("a refused authorization without errors ends the session as failure")
     func refused() async throws {
         var answers = RecordingMerchant.Answers()

@@ -22,7 +22,9 @@ struct SimulateCommand: Command {
                 scenario's wallet, asks the merchant one event at a time, redacts the shipping contact until
                 authorization, mints a real token on authorization, and enforces the 30-second answer timeout.
                 Without --merchant-url the scenario's own merchant answers (its late answers pass on a virtual
-                clock, so a timeout costs no real time). With --merchant-url, use the sandbox the server trusts.
+                clock, so a timeout costs no real time). With --merchant-url, use the sandbox the server trusts; the sheet then acts as an app (no
+                merchant validation, which only Apple's gateway can answer) unless the scenario sets
+                "initiative": "web".
 
                 Prints the transcript: one JSON object per line, named after Apple Pay JS events
                 (validatemerchant, paymentmethodselected, shippingcontactselected, shippingmethodselected,
