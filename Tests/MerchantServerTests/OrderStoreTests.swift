@@ -179,13 +179,16 @@ struct OrderStoreTests {
         let (checkout, breakdown) = try await fixture.checkout()
         let sandbox = SandboxProcessor()
         let slow = PaymentService(
-            store: fixture.store, processor: SlowProcessor(inner: sandbox, delay: .milliseconds(600)),
+            store: fixture.store, processor: SlowProcessor(inner: sandbox, delay: .milliseconds(1500)),
             timeout: .seconds(5))
         let impatient = PaymentService(
             store: fixture.store, processor: sandbox, timeout: .seconds(5), concurrentWait: .milliseconds(100))
         let order = fixture.newOrder(checkout, breakdown, transaction: "dd04")
         async let first = slow.pay(order, token: testToken())
-        try await Task.sleep(for: .milliseconds(150))
+        // Wait until the first attempt has written its pending order (it then spends 1.5 s in the processor).
+        while try await fixture.store.order(transactionID: "dd04") == nil {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let second = try await impatient.pay(order, token: testToken())
         #expect(second.disposition == .inProgress)
         #expect(second.order.status == .pending)
