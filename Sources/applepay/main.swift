@@ -13,6 +13,9 @@ struct ApplePayCommand: Command {
             ServeCommand.self,
             DemoCommand.self,
             SimulateCommand.self,
+            DecryptCommand.self,
+            VerifyCommand.self,
+            BenchCommand.self,
         ])
     }
 }

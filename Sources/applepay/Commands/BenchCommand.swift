@@ -1,0 +1,123 @@
+import ApplePay
+import Cryptography
+import Foundation
+import PaymentToken
+import Sandbox
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `applepay bench`: measurements.
+struct BenchCommand: Command {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "bench", abstract: "Measure how fast this machine verifies and decrypts tokens.",
+            subcommands: [BenchDecryptCommand.self])
+    }
+}
+
+/// `applepay bench decrypt [--seconds S] [--threads N]`
+struct BenchDecryptCommand: Command {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "decrypt",
+            abstract: "Mint EC_v1 tokens in memory, then verify and decrypt them in a loop; print tokens per second.",
+            usage: ["[--seconds S] [--threads N]"],
+            options: [
+                ("--seconds S", "How long to run (default 3)."),
+                ("--threads N", "Threads sharing one decryptor (default 1)."),
+            ],
+            discussion: """
+                A sandbox authority and a Payment Processing certificate are made in memory; 64 distinct tokens are
+                minted and each is opened from its JSON with the full checks (CMS signature, chain, signing time,
+                ECDH, AES-GCM, payload). Prints one JSON line: tokensPerSecond (wall clock), tokensPerCPUSecond
+                (process CPU time, the measure `openssl speed` uses), threads, seconds, tokens.
+                scripts/bench-decrypt.sh compares it with `openssl speed ecdhp256 ecdsap256`.
+                """)
+    }
+
+    var seconds: Double
+    var threads: Int
+
+    init(arguments: inout Arguments) throws {
+        seconds = try arguments.option("--seconds") { Double($0).flatMap { $0 > 0 && $0 <= 3600 ? $0 : nil } } ?? 3
+        threads = try arguments.option("--threads") { Int($0).flatMap { (1...256).contains($0) ? $0 : nil } } ?? 1
+    }
+
+    struct Report: Encodable {
+        var tokensPerSecond: Int
+        var tokensPerCPUSecond: Int
+        var threads: Int
+        var seconds: Double
+        var tokens: Int
+        var version: String
+    }
+
+    static func processCPUTime() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    func run() async throws -> Int32 {
+        let now = Date()
+        let merchantIdentifier = "merchant.com.example.bench"
+        let authority = try SandboxAuthority.generate(now: now)
+        let keyAndRequest = try MerchantOnboarding.makeKeyAndRequest(.paymentProcessing, merchantIdentifier: merchantIdentifier)
+        let certificate = try authority.issueMerchantCertificate(
+            .paymentProcessing, for: keyAndRequest.request, merchant: .init(identifier: merchantIdentifier), now: now)
+        let minter = try TokenMinter(authority: authority)
+        let recipient = try PaymentProcessingRecipient(certificate: certificate)
+        let card = try SandboxCard(network: .visa, devicePAN: "4761120010000492", expirationDate: "291231")
+        let tokens = try (0..<64).map { index in
+            try minter.mint(
+                MintRequest(card: card, amount: Decimal(100 + index) / 100, currencyCode: "USD", signingTime: now),
+                for: recipient
+            ).jsonData()
+        }
+        let identity = try MerchantIdentity(certificate: certificate, privateKey: keyAndRequest.privateKey)
+        let decryptor = try PaymentTokenDecryptor(
+            merchants: [identity], roots: [authority.root.certificate], maximumAge: 300, now: { now })
+        // Warm up once (and prove the tokens open).
+        _ = try decryptor.decrypt(jsonData: tokens[0])
+
+        let threadCount = threads
+        let duration = seconds
+        let total = Mutex(0)
+        let failures = Mutex<String?>(nil)
+        let cpuStart = Self.processCPUTime()
+        let wallStart = Date()
+        DispatchQueue.concurrentPerform(iterations: threadCount) { worker in
+            var count = 0
+            let deadline = Date().addingTimeInterval(duration)
+            var index = worker
+            repeat {
+                for _ in 0..<16 {
+                    do {
+                        _ = try decryptor.decrypt(jsonData: tokens[index % tokens.count])
+                    } catch {
+                        failures.withLock { $0 = "\(error)" }
+                        return
+                    }
+                    index += 1
+                    count += 1
+                }
+            } while Date() < deadline
+            total.withLock { $0 += count }
+        }
+        let wall = Date().timeIntervalSince(wallStart)
+        let cpu = Self.processCPUTime() - cpuStart
+        if let failure = failures.withLock({ $0 }) {
+            Output.standardError(#"{"error":{"code":"benchFailed","message":"\#(failure)"}}"#)
+            return ExitCode.failure
+        }
+        let count = total.withLock { $0 }
+        let report = Report(
+            tokensPerSecond: Int(Double(count) / wall), tokensPerCPUSecond: Int(Double(count) / max(cpu, 1e-9)),
+            threads: threadCount, seconds: (wall * 100).rounded() / 100, tokens: count, version: "EC_v1")
+        print(try Output.json(report))
+        return ExitCode.success
+    }
+}

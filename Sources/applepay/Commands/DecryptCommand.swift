@@ -1,0 +1,170 @@
+import Cryptography
+import Foundation
+import PaymentToken
+
+/// Options shared by `applepay decrypt` and `applepay verify`: trust roots, clock and window.
+struct TokenCheckOptions {
+    var tokenPath: String
+    var rootPaths: [String]
+    var now: Date?
+    var maximumAge: TimeInterval
+
+    static let help: [(String, String)] = [
+        ("--root ROOT.pem", "Trust this root (PEM, repeatable) instead of the bundled Apple Root CA - G3."),
+        ("--now ISO8601", "Check freshness against this time instead of the clock, e.g. 2021-09-01T19:03:06Z."),
+        ("--max-age SECONDS", "How far the signing time may be from now (default 300)."),
+    ]
+
+    init(arguments: inout Arguments) throws {
+        rootPaths = try arguments.options("--root")
+        now = try arguments.option("--now", as: TokenCheckOptions.parseDate)
+        maximumAge = try arguments.option("--max-age") { text in
+            TimeInterval(text).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+        } ?? 300
+        tokenPath = try arguments.positional("TOKEN.json")
+    }
+
+    static func parseDate(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: text)
+    }
+
+    /// Reads a file named on the command line ("-" is standard input).
+    static func read(_ path: String, what: String) throws -> Data {
+        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw TokenCommandFailure(code: "inputUnreadable", message: "cannot read the \(what) file \(path)")
+        }
+    }
+
+    /// The verifier these options describe.
+    func verifier() throws -> PaymentTokenVerifier {
+        var roots: [Certificate]? = nil
+        if !rootPaths.isEmpty {
+            roots = try rootPaths.flatMap { path -> [Certificate] in
+                let text = String(decoding: try TokenCheckOptions.read(path, what: "root certificate"), as: UTF8.self)
+                do {
+                    return try Certificate.chain(fromPEM: text)
+                } catch {
+                    throw TokenCommandFailure(code: "inputUnreadable", message: "no PEM certificate in the root file \(path)")
+                }
+            }
+        }
+        let fixed = now
+        return try PaymentTokenVerifier(roots: roots, maximumAge: maximumAge, now: { fixed ?? Date() })
+    }
+}
+
+/// A failure of the token commands that is not a token error (an unreadable file).
+struct TokenCommandFailure: Error {
+    var code: String
+    var message: String
+}
+
+/// Prints `{"error": {"code", "message"}}` on standard error; returns exit status 1.
+enum TokenCommandOutput {
+    struct ErrorBody: Encodable {
+        struct Detail: Encodable {
+            var code: String
+            var message: String
+        }
+        var error: Detail
+    }
+
+    static func fail(_ error: any Error) -> Int32 {
+        let detail: ErrorBody.Detail
+        switch error {
+        case let error as PaymentTokenError: detail = .init(code: error.code.rawValue, message: error.message)
+        case let error as TokenCommandFailure: detail = .init(code: error.code, message: error.message)
+        case let error as CryptographyError: detail = .init(code: error.code.rawValue, message: error.message)
+        default: detail = .init(code: "internalError", message: "\(error)")
+        }
+        let text = (try? Output.json(ErrorBody(error: detail))) ?? #"{"error":{"code":"internalError","message":""}}"#
+        Output.standardError(text)
+        return ExitCode.failure
+    }
+}
+
+/// `applepay decrypt TOKEN.json --merchant-key KEY.pem (--merchant-cert CERT.pem | --merchant-id ID) ...`
+struct DecryptCommand: Command {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "decrypt",
+            abstract: "Verify and decrypt an Apple Pay token (EC_v1 or RSA_v1); print the payload as JSON.",
+            usage: [
+                "TOKEN.json --merchant-key KEY.pem (--merchant-cert CERT.pem | --merchant-id ID) [--root ROOT.pem]... [--now ISO8601] [--max-age SECONDS] [--application-data-hash HEX]"
+            ],
+            options: [
+                ("--merchant-key KEY.pem", "The Payment Processing private key (EC P-256 or RSA)."),
+                ("--merchant-cert CERT.pem", "The Payment Processing certificate (gives the merchant identifier hash)."),
+                ("--merchant-id ID", "The merchant identifier, when the certificate is not at hand."),
+            ] + TokenCheckOptions.help + [
+                ("--application-data-hash HEX", "Require the token's applicationData to be this SHA-256 (hex)."),
+            ],
+            discussion: """
+                TOKEN.json is the bare paymentData object or a whole PKPaymentToken ("-" reads standard input).
+                Prints the decrypted payload with the full account number (this is the operator's own tool: keep
+                the output out of logs). On failure prints {"error": {"code", "message"}} on standard error and
+                exits 1; the codes are PaymentTokenError's.
+                """)
+    }
+
+    var options: TokenCheckOptions
+    var keyPath: String
+    var certificatePath: String?
+    var merchantIdentifier: String?
+    var applicationDataHash: String?
+
+    init(arguments: inout Arguments) throws {
+        guard let key = try arguments.option("--merchant-key") else { throw UsageError("--merchant-key is required") }
+        keyPath = key
+        certificatePath = try arguments.option("--merchant-cert")
+        merchantIdentifier = try arguments.option("--merchant-id")
+        switch (certificatePath, merchantIdentifier) {
+        case (nil, nil): throw UsageError("give --merchant-cert or --merchant-id")
+        case (.some, .some): throw UsageError("give either --merchant-cert or --merchant-id, not both")
+        default: break
+        }
+        applicationDataHash = try arguments.option("--application-data-hash") { text in
+            text.utf8.count == 64 && text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }) ? text : nil
+        }
+        options = try TokenCheckOptions(arguments: &arguments)
+    }
+
+    func run() async throws -> Int32 {
+        do {
+            let keyText = String(decoding: try TokenCheckOptions.read(keyPath, what: "merchant key"), as: UTF8.self)
+            let key: PrivateKey
+            do {
+                key = try PrivateKey(pem: keyText)
+            } catch {
+                throw TokenCommandFailure(code: "inputUnreadable", message: "no readable private key in \(keyPath)")
+            }
+            let identity: MerchantIdentity
+            if let certificatePath {
+                let text = String(decoding: try TokenCheckOptions.read(certificatePath, what: "merchant certificate"), as: UTF8.self)
+                let certificate: Certificate
+                do {
+                    certificate = try Certificate(pem: text)
+                } catch {
+                    throw TokenCommandFailure(code: "inputUnreadable", message: "no PEM certificate in \(certificatePath)")
+                }
+                identity = try MerchantIdentity(certificate: certificate, privateKey: key)
+            } else {
+                identity = try MerchantIdentity(privateKey: key, merchantIdentifier: merchantIdentifier ?? "")
+            }
+            let decryptor = try PaymentTokenDecryptor(merchants: [identity], verifier: options.verifier())
+            let token = try TokenCheckOptions.read(options.tokenPath, what: "token")
+            let expectations = PaymentTokenExpectations(applicationData: applicationDataHash.map { .sha256Hex($0) })
+            let decrypted = try decryptor.decrypt(jsonData: token, expecting: expectations)
+            print(try Output.json(decrypted.payload))
+            return ExitCode.success
+        } catch {
+            return TokenCommandOutput.fail(error)
+        }
+    }
+}
