@@ -389,6 +389,10 @@ struct OrderStoreTests {
             (object["totals"] as? [String: Any])?["total"] as? String
                 == Money.string(minorUnits: breakdown.total, currencyCode: "USD"))
         #expect(object["status"] as? String == "paid")
+        let items = try #require(object["items"] as? [[String: Any]])
+        #expect(items.first?["quantity"] as? Int == 2)
+        #expect(items.first?["unitPrice"] as? String == "14.50")
+        #expect(items.first?["amount"] as? String == "29.00")
     }
 
     @Test("an in-memory store (sqlite::memory:) takes a payment too")

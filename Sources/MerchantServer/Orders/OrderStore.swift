@@ -282,12 +282,18 @@ public struct Order: Sendable, Equatable, Encodable {
         try c.encode(checkoutID, forKey: .checkoutId)
         try c.encode(status, forKey: .status)
         try c.encode(currencyCode, forKey: .currencyCode)
+        struct Item: Encodable {
+            var sku: String
+            var name: String
+            var quantity: Int
+            var unitPrice: String
+            var amount: String
+        }
         try c.encode(
             lines.map {
-                [
-                    "sku": $0.sku, "name": $0.name, "quantity": String($0.quantity), "unitPrice": money($0.unitPrice),
-                    "amount": money($0.amount),
-                ]
+                Item(
+                    sku: $0.sku, name: $0.name, quantity: $0.quantity, unitPrice: money($0.unitPrice),
+                    amount: money($0.amount))
             }, forKey: .items)
         try c.encode(
             [
