@@ -6,22 +6,34 @@ import Testing
     import Glibc
 #endif
 
-/// `applepay serve` as a user runs it: a sandbox, a free port, a request, SIGTERM.
-@Suite("applepay serve")
-struct ServeCommandTests {
-    /// Runs blocking work on a thread of its own so that Swift's cooperative pool stays free for other suites.
-    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
+/// Runs blocking work on a thread of its own so that Swift's cooperative pool stays free for other suites.
+private func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
+}
 
-    func makeSandbox(_ folder: TemporaryDirectory) async throws -> String {
+/// One sandbox for the suite, made once with `applepay sandbox init` (RSA key generation is CPU-heavy).
+private enum ServeSandbox {
+    static let creation = Task { () throws -> String in
+        let folder = try TemporaryDirectory(prefix: "serve-sandbox")
         let path = folder.path("sandbox")
         let result = try await blocking {
             try CommandLineTool.run(["sandbox", "init", path, "--merchant-id", "merchant.com.example.cli"])
         }
-        #expect(result.status == 0, "\(result.standardError)")
+        guard result.status == 0 else { throw CocoaError(.fileWriteUnknown) }
+        return path
+    }
+}
+
+/// `applepay serve` as a user runs it: a sandbox, a free port, a request, SIGTERM.
+@Suite("applepay serve", .serialized)
+struct ServeCommandTests {
+    /// A private copy of the suite's sandbox in `folder`.
+    func makeSandbox(_ folder: TemporaryDirectory) async throws -> String {
+        let source = try await ServeSandbox.creation.value
+        let path = folder.path("sandbox")
+        try FileManager.default.copyItem(atPath: source, toPath: path)
         return path
     }
 
@@ -91,5 +103,27 @@ struct ServeCommandTests {
         let result = try await blocking { try CommandLineTool.run(["serve", "--store", "postgres://x"]) }
         #expect(result.status == 64)
         #expect(result.standardError.contains("--store must be sqlite:PATH"))
+    }
+
+    @Test("applepay demo plays the scenarios against a live server and prints transcripts and orders")
+    func demo() async throws {
+        let scenarios = Repository.scenarios.path
+        let folder = try TemporaryDirectory(prefix: "demo")
+        defer { folder.remove() }
+        let sandbox = try await makeSandbox(folder)
+        let result = try await blocking {
+            try CommandLineTool.run(["demo", "--scenarios", scenarios, "--sandbox", sandbox], timeout: 120)
+        }
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = result.standardOutput.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(lines.first?["server"] as? String != nil)
+        #expect(lines.contains { $0["event"] as? String == "finished" && $0["outcome"] as? String == "success" })
+        let orders = lines.compactMap { $0["order"] as? [String: Any] }
+        #expect(!orders.isEmpty)
+        #expect(orders.allSatisfy { $0["status"] as? String == "paid" })
+        #expect(orders.allSatisfy { (($0["payment"] as? [String: Any])?["lastFour"] as? String)?.count == 4 })
+        #expect(!result.standardOutput.contains("onlinePaymentCryptogram"))
     }
 }

@@ -42,6 +42,12 @@ struct DemoCommand: Command {
         }
         let work = manager.temporaryDirectory.appendingPathComponent("applepay-demo-\(UUID().uuidString)")
         defer { try? manager.removeItem(at: work) }
+        do {
+            try manager.createDirectory(at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            Output.standardError("error: cannot create a working folder in \(manager.temporaryDirectory.path)")
+            return ExitCode.failure
+        }
         let sandbox: Sandbox
         do {
             sandbox =

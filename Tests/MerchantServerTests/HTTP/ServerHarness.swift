@@ -64,7 +64,7 @@ struct ServerHarness {
         configure(&configuration)
         let log = CapturedLog()
         let application = try await MerchantApplication.start(
-            configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(5)), logger: log.logger)
+            configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(30)), logger: log.logger)
         return ServerHarness(
             application: application, sandbox: sandbox, directory: directory, log: log, databasePath: databasePath)
     }
