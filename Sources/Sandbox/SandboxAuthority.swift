@@ -167,9 +167,11 @@ public struct SandboxAuthority: Sendable {
                     "a \(kind.rawValue) certificate needs \(kind == .paymentProcessing ? "an EC P-256 or RSA-2048" : "an RSA-2048") key, not \(keyKind)"
             )
         }
-        let commonName =
-            kind == .paymentProcessing
-            ? "Apple Pay Payment Processing:\(merchant.identifier)" : "Merchant ID: \(merchant.identifier)"
+        // X.520 caps a common name at 64 characters; the subject UID always carries the whole identifier.
+        let commonName = String(
+            (kind == .paymentProcessing
+                ? "Apple Pay Payment Processing:\(merchant.identifier)" : "Merchant ID: \(merchant.identifier)")
+                .prefix(64))
         var builder = CertificateBuilder(
             subject: DistinguishedName(
                 userID: merchant.identifier, commonName: commonName, organizationalUnit: merchant.teamIdentifier,

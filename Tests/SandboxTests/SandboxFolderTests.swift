@@ -127,6 +127,17 @@ struct SandboxFolderTests {
         #expect(loaded.authority.rsaLeaf.certificate == sandbox.authority.rsaLeaf.certificate)
     }
 
+    @Test("a merchant identifier too long for a common name still gets certificates, with the whole identifier as UID")
+    func longMerchantIdentifier() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let identifier = "merchant.com.example.a-rather-long-merchant-identifier-for-the-sandbox"
+        let sandbox = try Sandbox.create(
+            at: directory.url.appendingPathComponent("sandbox"), merchantIdentifier: identifier)
+        #expect(sandbox.paymentProcessingEC.certificate.subjectUID == identifier)
+        #expect(sandbox.merchantIdentity.certificate.subjectUID == identifier)
+    }
+
     @Test("an existing sandbox is refused without force and replaced with it; a non-empty other folder is refused")
     func overwriting() throws {
         let folder = try TemporaryDirectory()
