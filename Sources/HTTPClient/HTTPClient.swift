@@ -19,7 +19,9 @@ public struct HTTPClientRequest: Sendable {
     }
 
     /// A `POST` of `body` as JSON.
-    public static func postJSON(_ url: String, body: Data, headers: [(name: String, value: String)] = []) -> HTTPClientRequest {
+    public static func postJSON(_ url: String, body: Data, headers: [(name: String, value: String)] = [])
+        -> HTTPClientRequest
+    {
         HTTPClientRequest(
             method: "POST", url: url,
             headers: [("Content-Type", "application/json"), ("Accept", "application/json")] + headers, body: body)
@@ -106,7 +108,8 @@ public final class HTTPClient: Sendable {
         public var maximumResponseSize: Int
 
         public init(
-            timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10), clientIdentity: ClientIdentity? = nil,
+            timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
+            clientIdentity: ClientIdentity? = nil,
             trustedRootsPEM: Data? = nil, maximumResponseSize: Int = 8 * 1024 * 1024
         ) {
             self.timeout = timeout
@@ -133,7 +136,8 @@ public final class HTTPClient: Sendable {
             throw HTTPClientError(code: "invalidURL", message: "'\(request.url)' is not an absolute URL.")
         }
         guard scheme == "http" || scheme == "https" else {
-            throw HTTPClientError(code: "unsupportedProtocol", message: "Only http and https URLs are allowed, not '\(scheme)'.")
+            throw HTTPClientError(
+                code: "unsupportedProtocol", message: "Only http and https URLs are allowed, not '\(scheme)'.")
         }
         guard components.host?.isEmpty == false else {
             throw HTTPClientError(code: "invalidURL", message: "'\(request.url)' has no host.")
@@ -166,12 +170,14 @@ public final class HTTPClient: Sendable {
             if let identity = configuration.clientIdentity {
                 set(CCurl_setopt_string(handle, CURLOPT_SSLCERTTYPE, "PEM"))
                 set(CCurl_setopt_string(handle, CURLOPT_SSLKEYTYPE, "PEM"))
-                set(identity.certificatePEM.withUnsafeBytes {
-                    CCurl_setopt_blob(handle, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count)
-                })
-                set(identity.privateKeyPEM.withUnsafeBytes {
-                    CCurl_setopt_blob(handle, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count)
-                })
+                set(
+                    identity.certificatePEM.withUnsafeBytes {
+                        CCurl_setopt_blob(handle, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count)
+                    })
+                set(
+                    identity.privateKeyPEM.withUnsafeBytes {
+                        CCurl_setopt_blob(handle, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count)
+                    })
             }
             let method = request.method.uppercased()
             if method == "GET" {
@@ -186,9 +192,11 @@ public final class HTTPClient: Sendable {
                 if body.isEmpty {
                     set(CCurl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, ""))
                 } else {
-                    set(body.withUnsafeBytes { bytes in
-                        CCurl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-                    })
+                    set(
+                        body.withUnsafeBytes { bytes in
+                            CCurl_setopt_pointer(
+                                handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+                        })
                 }
             }
             for (name, value) in request.headers {
@@ -233,7 +241,8 @@ public final class HTTPClient: Sendable {
 
     private static func error(for code: CURLcode, reason: String, sink: ResponseSink) -> HTTPClientError {
         if sink.overflowed {
-            return HTTPClientError(code: "responseTooLarge", message: "The response is larger than \(sink.limit) bytes.")
+            return HTTPClientError(
+                code: "responseTooLarge", message: "The response is larger than \(sink.limit) bytes.")
         }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:

@@ -43,7 +43,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
         lhs.fields.count == rhs.fields.count
-            && zip(lhs.fields, rhs.fields).allSatisfy { $0.name.lowercased() == $1.name.lowercased() && $0.value == $1.value }
+            && zip(lhs.fields, rhs.fields).allSatisfy {
+                $0.name.lowercased() == $1.name.lowercased() && $0.value == $1.value
+            }
     }
 }
 
@@ -89,7 +91,9 @@ public struct HTTPResponse: Sendable {
 
     /// A response whose body is the JSON encoding of `value`, with `Content-Type: application/json`.
     /// - Throws: the encoder's error when `value` cannot be encoded.
-    public static func json<T: Encodable>(_ value: T, status: Int = 200, encoder: JSONEncoder = .http) throws -> HTTPResponse {
+    public static func json<T: Encodable>(_ value: T, status: Int = 200, encoder: JSONEncoder = .http) throws
+        -> HTTPResponse
+    {
         HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: try encoder.encode(value))
     }
 

@@ -91,7 +91,8 @@ public final class HTTPServer: Sendable {
                 }
             }
         } else {
-            throw StartError(code: "invalidAddress", message: "'\(configuration.host)' is not an IP address to listen on.")
+            throw StartError(
+                code: "invalidAddress", message: "'\(configuration.host)' is not an IP address to listen on.")
         }
         guard let daemon else {
             throw StartError(
@@ -122,10 +123,12 @@ public final class HTTPServer: Sendable {
     /// for requests still arriving; answers being computed are always awaited), then closes every connection.
     /// Calling it again does nothing.
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        guard let daemon = core.daemon.withLock({ handle -> DaemonHandle? in
-            defer { handle = nil }
-            return handle
-        }) else { return }
+        guard
+            let daemon = core.daemon.withLock({ handle -> DaemonHandle? in
+                defer { handle = nil }
+                return handle
+            })
+        else { return }
         // Quiescing hands the listening socket back to us: closing it refuses new connections at once.
         let listener = MHD_quiesce_daemon(daemon.pointer)
         if listener >= 0 { close(listener) }
@@ -222,19 +225,22 @@ private func collectValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> 
     final class Box { var pairs: [(String, String)] = [] }
     let box = Box()
     _ = withExtendedLifetime(box) {
-        MHD_get_connection_values(connection, kind, { context, _, key, value in
-            guard let context, let key else { return .YES }
-            let box = Unmanaged<Box>.fromOpaque(context).takeUnretainedValue()
-            box.pairs.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
-            return .YES
-        }, Unmanaged.passUnretained(box).toOpaque())
+        MHD_get_connection_values(
+            connection, kind,
+            { context, _, key, value in
+                guard let context, let key else { return .YES }
+                let box = Unmanaged<Box>.fromOpaque(context).takeUnretainedValue()
+                box.pairs.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+                return .YES
+            }, Unmanaged.passUnretained(box).toOpaque())
     }
     return box.pairs
 }
 
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
     let created = response.body.withUnsafeBytes { bytes in
-        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        MHD_create_response_from_buffer(
+            bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
     }
     guard let created else { return .NO }
     defer { MHD_destroy_response(created) }
@@ -292,7 +298,8 @@ private let accessHandler: MHD_AccessHandlerCallback = {
 
     // The body is complete.
     if state.tooLarge {
-        return queue(core.responder.respondToOversizedRequest(state.request, limit: core.maximumBodySize), on: connection)
+        return queue(
+            core.responder.respondToOversizedRequest(state.request, limit: core.maximumBodySize), on: connection)
     }
     if let answer = state.answer.withLock({ $0 }) {
         core.counters.withLock { $0.dispatched -= 1 }

@@ -53,7 +53,8 @@ struct ServeCommandTests {
             process.standardError = errors
             try process.run()
             var line = Data()
-            while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8)
+            {
                 line.append(byte)
             }
             let banner = String(decoding: line, as: UTF8.self)
@@ -91,7 +92,8 @@ struct ServeCommandTests {
         chmod(sandbox + "/merchant-identity.key.pem", 0o644)
         let store = folder.path("orders.sqlite")
         let result = try await blocking {
-            try CommandLineTool.run(["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"], timeout: 30)
+            try CommandLineTool.run(
+                ["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"], timeout: 30)
         }
         #expect(result.status == 1)
         #expect(result.standardError.contains("merchant-identity.key.pem is readable by other users"))

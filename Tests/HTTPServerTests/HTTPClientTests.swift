@@ -49,7 +49,9 @@ struct HTTPClientTests {
 
     @Test("reports a refused connection")
     func refused() async throws {
-        let port: UInt16 = try await HTTPServer.withServer(configuration: .init(port: 0), responder: ClosureResponder { _ in .text("") }) { $0.port }
+        let port: UInt16 = try await HTTPServer.withServer(
+            configuration: .init(port: 0), responder: ClosureResponder { _ in .text("") }
+        ) { $0.port }
         await #expect(throws: HTTPClientError.connectionFailed) {
             _ = try await HTTPClient().send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"))
         }

@@ -16,7 +16,8 @@ private final class TestResponder: Responder {
             try? await Task.sleep(for: .milliseconds(milliseconds))
             return .text("slept \(milliseconds)")
         case "/echo":
-            let text = "\(request.method) q=\(request.query["q"] ?? "-") x=\(request.headers["X-Test"] ?? "-") body=\(String(decoding: request.body, as: UTF8.self))"
+            let text =
+                "\(request.method) q=\(request.query["q"] ?? "-") x=\(request.headers["X-Test"] ?? "-") body=\(String(decoding: request.body, as: UTF8.self))"
             return .text(text)
         default:
             return HTTPError.notFound("nothing here").response
@@ -68,7 +69,8 @@ struct HTTPServerTests {
         try await HTTPServer.withServer(configuration: .init(port: 0, maximumBodySize: 1024), responder: responder) {
             server in
             let big = try await client.send(
-                HTTPClientRequest(method: "POST", url: "http://127.0.0.1:\(server.port)/echo", body: Data(count: 70_000)))
+                HTTPClientRequest(
+                    method: "POST", url: "http://127.0.0.1:\(server.port)/echo", body: Data(count: 70_000)))
             #expect(big.status == 413)
             let error = try JSONSerialization.jsonObject(with: big.body) as? [String: [String: String]]
             #expect(error?["error"]?["code"] == "payloadTooLarge")
@@ -124,13 +126,15 @@ struct HTTPServerTests {
 
     @Test("answers many concurrent slow requests without holding a server thread each")
     func concurrency() async throws {
-        try await HTTPServer.withServer(configuration: .init(port: 0, threads: 2), responder: TestResponder()) { server in
+        try await HTTPServer.withServer(configuration: .init(port: 0, threads: 2), responder: TestResponder()) {
+            server in
             let clock = ContinuousClock()
             let start = clock.now
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<24 {
                     group.addTask {
-                        try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/slow?ms=1000")).status
+                        try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/slow?ms=1000"))
+                            .status
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }

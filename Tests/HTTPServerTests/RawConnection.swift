@@ -42,7 +42,8 @@ final class RawConnection {
         try data.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
-                let sent = Foundation.send(socketDescriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                let sent = Foundation.send(
+                    socketDescriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
                 guard sent > 0 else { throw Failure(message: "send") }
                 offset += sent
             }
@@ -62,7 +63,8 @@ final class RawConnection {
                 var headers: [String: String] = [:]
                 for line in lines {
                     guard let colon = line.firstIndex(of: ":") else { continue }
-                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                        in: .whitespaces)
                 }
                 let length = Int(headers["content-length"] ?? "0") ?? 0
                 let bodyStart = range.upperBound

@@ -3,7 +3,9 @@ import HTTPServer
 
 /// Errors of the merchant API: each a status and a stable code, answered as `{"error": {"code", "message"}}`.
 extension HTTPError {
-    static func invalidJSON(_ message: String) -> HTTPError { HTTPError(status: 400, code: "invalidJSON", message: message) }
+    static func invalidJSON(_ message: String) -> HTTPError {
+        HTTPError(status: 400, code: "invalidJSON", message: message)
+    }
     static func invalidRequest(_ message: String) -> HTTPError {
         HTTPError(status: 400, code: "invalidRequest", message: message)
     }
@@ -14,7 +16,8 @@ extension HTTPError {
         HTTPError(status: 404, code: "orderNotFound", message: "There is no order with id \(id).")
     }
     static func storeUnavailable() -> HTTPError {
-        HTTPError(status: 503, code: "storeUnavailable", message: "The order store failed; nothing was changed. Try again.")
+        HTTPError(
+            status: 503, code: "storeUnavailable", message: "The order store failed; nothing was changed. Try again.")
     }
 }
 

@@ -94,7 +94,9 @@ public struct MerchantAPI: Responder {
         return response
     }
 
-    private func finish(request: HTTPRequest, route: String, response: HTTPResponse, notes: RequestNotes, elapsed: Duration) {
+    private func finish(
+        request: HTTPRequest, route: String, response: HTTPResponse, notes: RequestNotes, elapsed: Duration
+    ) {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.recordRequest(route: route, method: request.method.rawValue, status: response.status, seconds: seconds)
         let fields = notes.fields.withLock { $0 }
@@ -178,7 +180,8 @@ struct Endpoints: Sendable {
     func shippingContact(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
         let address = try JSONBody.decode(ShippingAddress.self, from: request)
         let checkout = try await loadCheckout(request)
-        return try await update(checkout.selectingShippingContact(address, configuration: configuration), after: .shippingContact)
+        return try await update(
+            checkout.selectingShippingContact(address, configuration: configuration), after: .shippingContact)
     }
 
     func shippingMethod(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
@@ -201,7 +204,8 @@ struct Endpoints: Sendable {
         }
         let body = try JSONBody.decode(Body.self, from: request)
         let checkout = try await loadCheckout(request)
-        return try await update(checkout.selectingPaymentMethod(type: body.type, network: body.network), after: .paymentMethod)
+        return try await update(
+            checkout.selectingPaymentMethod(type: body.type, network: body.network), after: .paymentMethod)
     }
 
     func coupon(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
@@ -237,7 +241,8 @@ struct Endpoints: Sendable {
     func merchantSession(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var validationURL: String? }
         let body = request.body.isEmpty ? Body(validationURL: nil) : try JSONBody.decode(Body.self, from: request)
-        let session = try await validator.session(validationURL: body.validationURL, requestHost: request.headers["Host"])
+        let session = try await validator.session(
+            validationURL: body.validationURL, requestHost: request.headers["Host"])
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: session)
     }
 

@@ -67,7 +67,9 @@ public final class MerchantApplication: Sendable {
             try MerchantCredential.readFile(path, role: "gateway trusted roots")
         }
         // In sandbox mode the certificates name the merchant: serve as that merchant.
-        if configuration.sandboxFolder != nil, let uid = (processing.first?.certificate.subjectUID ?? identity?.certificate.subjectUID) {
+        if configuration.sandboxFolder != nil,
+            let uid = (processing.first?.certificate.subjectUID ?? identity?.certificate.subjectUID)
+        {
             configuration.store.merchantIdentifier = uid
         }
 
@@ -116,8 +118,10 @@ public final class MerchantApplication: Sendable {
             configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server)
         logger.log(
             "info", "listening",
-            ["url": application.url, "merchantIdentifier": configuration.store.merchantIdentifier,
-             "store": configuration.storeLocation])
+            [
+                "url": application.url, "merchantIdentifier": configuration.store.merchantIdentifier,
+                "store": configuration.storeLocation,
+            ])
         return application
     }
 

@@ -79,7 +79,8 @@ public struct MerchantValidator: Sendable {
             }
             target = validationURL
         } else {
-            target = gatewayBaseURL.hasSuffix("/")
+            target =
+                gatewayBaseURL.hasSuffix("/")
                 ? String(gatewayBaseURL.dropLast()) + Self.sessionPath : gatewayBaseURL + Self.sessionPath
         }
         guard let client else {
@@ -87,9 +88,10 @@ public struct MerchantValidator: Sendable {
                 status: 503, code: "merchantValidationUnavailable",
                 message: "No Merchant Identity certificate is configured, so no merchant session can be requested.")
         }
-        let context = domain ?? requestHost.map { host in
-            host.split(separator: ":").first.map(String.init) ?? host
-        } ?? "localhost"
+        let context =
+            domain ?? requestHost.map { host in
+                host.split(separator: ":").first.map(String.init) ?? host
+            } ?? "localhost"
         struct SessionRequest: Encodable {
             var merchantIdentifier: String
             var displayName: String
@@ -110,7 +112,8 @@ public struct MerchantValidator: Sendable {
         do {
             response = try await client.send(request)
         } catch let error as HTTPClientError where error.code == "timeout" {
-            throw HTTPError(status: 504, code: "merchantValidationTimeout", message: "Apple's gateway did not answer in time.")
+            throw HTTPError(
+                status: 504, code: "merchantValidationTimeout", message: "Apple's gateway did not answer in time.")
         } catch let error as HTTPClientError {
             throw HTTPError(
                 status: 502, code: "merchantValidationFailed",

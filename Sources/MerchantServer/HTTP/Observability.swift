@@ -23,7 +23,8 @@ public struct RequestLogger: Sendable {
         var object: [String: Any] = ["time": Self.timestamp(), "level": level, "msg": message]
         for (key, value) in fields { object[key] = value }
         guard JSONSerialization.isValidJSONObject(object),
-            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }
         sink(String(decoding: data, as: UTF8.self))
     }
@@ -49,7 +50,9 @@ final class RequestNotes: Sendable {
 
     let fields = Mutex(Fields())
 
-    static func note(checkoutID: String? = nil, orderID: String? = nil, errorCode: String? = nil, paymentOutcome: String? = nil) {
+    static func note(
+        checkoutID: String? = nil, orderID: String? = nil, errorCode: String? = nil, paymentOutcome: String? = nil
+    ) {
         current?.fields.withLock { fields in
             if let checkoutID { fields.checkoutID = checkoutID }
             if let orderID { fields.orderID = orderID }
@@ -91,7 +94,9 @@ public final class Metrics: Sendable {
         state.withLock { state in
             state.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
             var histogram = state.latency[route] ?? Histogram()
-            for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { histogram.buckets[index] += 1 }
+            for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound {
+                histogram.buckets[index] += 1
+            }
             histogram.count += 1
             histogram.sum += seconds
             state.latency[route] = histogram
@@ -112,9 +117,12 @@ public final class Metrics: Sendable {
         var lines: [String] = []
         lines.append("# HELP applepay_http_requests_total HTTP requests answered, by route, method and status.")
         lines.append("# TYPE applepay_http_requests_total counter")
-        for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+        for (key, count) in snapshot.requests.sorted(by: {
+            ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status)
+        }) {
             lines.append(
-                "applepay_http_requests_total{route=\"\(Self.escape(key.route))\",method=\"\(key.method)\",status=\"\(key.status)\"} \(count)")
+                "applepay_http_requests_total{route=\"\(Self.escape(key.route))\",method=\"\(key.method)\",status=\"\(key.status)\"} \(count)"
+            )
         }
         lines.append("# HELP applepay_payments_total Payment attempts, by outcome.")
         lines.append("# TYPE applepay_payments_total counter")
@@ -127,9 +135,11 @@ public final class Metrics: Sendable {
             let label = Self.escape(route)
             for (index, bound) in Self.latencyBuckets.enumerated() {
                 lines.append(
-                    "applepay_http_request_duration_seconds_bucket{route=\"\(label)\",le=\"\(bound)\"} \(histogram.buckets[index])")
+                    "applepay_http_request_duration_seconds_bucket{route=\"\(label)\",le=\"\(bound)\"} \(histogram.buckets[index])"
+                )
             }
-            lines.append("applepay_http_request_duration_seconds_bucket{route=\"\(label)\",le=\"+Inf\"} \(histogram.count)")
+            lines.append(
+                "applepay_http_request_duration_seconds_bucket{route=\"\(label)\",le=\"+Inf\"} \(histogram.count)")
             lines.append("applepay_http_request_duration_seconds_sum{route=\"\(label)\"} \(histogram.sum)")
             lines.append("applepay_http_request_duration_seconds_count{route=\"\(label)\"} \(histogram.count)")
         }

@@ -86,7 +86,8 @@ extension Endpoints {
                 status: 400,
                 PaymentAnswer(
                     status: "failure", errors: breakdown.errors.isEmpty ? nil : breakdown.errors,
-                    error: .init(code: "checkoutNotPayable", message: "The checkout has errors to resolve before paying.")))
+                    error: .init(
+                        code: "checkoutNotPayable", message: "The checkout has errors to resolve before paying.")))
         }
 
         // The token must pay exactly this checkout's total, in its currency, for this checkout.
@@ -100,7 +101,8 @@ extension Endpoints {
             return refuse(
                 status: 400, code: "amountMismatch",
                 message: "The token's amount is not the checkout's current total "
-                    + "\(Money.string(minorUnits: breakdown.total, currencyCode: breakdown.currencyCode)) \(breakdown.currencyCode).")
+                    + "\(Money.string(minorUnits: breakdown.total, currencyCode: breakdown.currencyCode)) \(breakdown.currencyCode)."
+            )
         }
         guard let hash = opened.applicationDataHash,
             checkout.applicationDataCandidates.contains(where: { Digest.sha256($0) == hash })
@@ -118,7 +120,8 @@ extension Endpoints {
         do {
             result = try await payments.pay(newOrder, token: opened.networkToken)
         } catch {
-            logger.log("error", "store failure during payment", ["code": error.code.rawValue, "checkoutId": checkout.id])
+            logger.log(
+                "error", "store failure during payment", ["code": error.code.rawValue, "checkoutId": checkout.id])
             metrics.recordPayment(outcome: "error")
             RequestNotes.note(paymentOutcome: "storeFailure")
             throw .storeUnavailable()
@@ -163,7 +166,8 @@ extension Endpoints {
         case .pending:
             metrics.recordPayment(outcome: "inProgress")
             return failure(
-                status: 409, code: "paymentInProgress", message: "The payment is still being processed.", orderID: order.id)
+                status: 409, code: "paymentInProgress", message: "The payment is still being processed.",
+                orderID: order.id)
         }
     }
 

@@ -77,7 +77,8 @@ public struct MerchantServerConfiguration: Sendable {
         do {
             section = try JSONDecoder().decode(Envelope.self, from: data).server
         } catch {
-            throw ServerStartError(.invalidConfiguration, "\(file): the \"server\" section does not have the expected shape")
+            throw ServerStartError(
+                .invalidConfiguration, "\(file): the \"server\" section does not have the expected shape")
         }
         let base = url.deletingLastPathComponent()
         func resolve(_ path: String) -> String {
@@ -114,8 +115,10 @@ public struct MerchantServerConfiguration: Sendable {
         sandboxFolder = base.path
         trustedRootPath = path("root.pem")
         paymentProcessing = [
-            CertificateKeyPaths(certificate: path("payment-processing-ec.pem"), key: path("payment-processing-ec.key.pem")),
-            CertificateKeyPaths(certificate: path("payment-processing-rsa.pem"), key: path("payment-processing-rsa.key.pem")),
+            CertificateKeyPaths(
+                certificate: path("payment-processing-ec.pem"), key: path("payment-processing-ec.key.pem")),
+            CertificateKeyPaths(
+                certificate: path("payment-processing-rsa.pem"), key: path("payment-processing-rsa.key.pem")),
         ]
         merchantIdentity = CertificateKeyPaths(
             certificate: path("merchant-identity.pem"), key: path("merchant-identity.key.pem"))
@@ -148,7 +151,9 @@ public struct ServerStartError: Error, Sendable, Equatable, CustomStringConverti
         init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
-        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? ServerStartError)?.code == pattern }
+        public static func ~= (pattern: Code, value: any Error) -> Bool {
+            (value as? ServerStartError)?.code == pattern
+        }
 
         public static let invalidConfiguration = Code("invalidConfiguration")
         public static let invalidStore = Code("invalidStore")
@@ -194,7 +199,8 @@ public struct MerchantCredential: Sendable {
         do {
             certificate = try Certificate(pem: String(decoding: certificateData, as: UTF8.self))
         } catch {
-            throw ServerStartError(.unreadableFile, "the \(role) certificate \(paths.certificate) is not a PEM certificate")
+            throw ServerStartError(
+                .unreadableFile, "the \(role) certificate \(paths.certificate) is not a PEM certificate")
         }
         var status = stat()
         guard stat(paths.key, &status) == 0 else {
@@ -211,13 +217,16 @@ public struct MerchantCredential: Sendable {
         do {
             key = try PrivateKey(pem: String(decoding: keyData, as: UTF8.self))
         } catch {
-            throw ServerStartError(.unreadableFile, "the \(role) private key \(paths.key) is not a readable, unencrypted PEM key")
+            throw ServerStartError(
+                .unreadableFile, "the \(role) private key \(paths.key) is not a readable, unencrypted PEM key")
         }
         guard key.publicKey == certificate.publicKey else {
             throw ServerStartError(
-                .keyMismatch, "the \(role) private key \(paths.key) does not belong to the certificate \(paths.certificate)")
+                .keyMismatch,
+                "the \(role) private key \(paths.key) does not belong to the certificate \(paths.certificate)")
         }
-        return MerchantCredential(certificate: certificate, privateKey: key, certificatePEM: certificateData, privateKeyPEM: keyData)
+        return MerchantCredential(
+            certificate: certificate, privateKey: key, certificatePEM: certificateData, privateKeyPEM: keyData)
     }
 
     /// The credential as libcurl's client identity.

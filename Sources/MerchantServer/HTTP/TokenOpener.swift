@@ -46,6 +46,7 @@ func makeTokenOpener(
             merchants: identities, roots: trustedRoot.map { [$0] }, maximumAge: 300, now: clock)
         return DecryptingTokenOpener(decryptor: decryptor)
     } catch {
-        throw ServerStartError(.keyMismatch, "the Payment Processing certificates cannot decrypt tokens: \(error.message)")
+        throw ServerStartError(
+            .keyMismatch, "the Payment Processing certificates cannot decrypt tokens: \(error.message)")
     }
 }

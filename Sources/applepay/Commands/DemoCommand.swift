@@ -9,7 +9,8 @@ struct DemoCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "demo",
-            abstract: "Start a server on a free port, play the example scenarios against it, print transcripts and orders.",
+            abstract:
+                "Start a server on a free port, play the example scenarios against it, print transcripts and orders.",
             usage: ["[--scenarios DIR] [--sandbox DIR]"],
             options: [
                 ("--scenarios DIR", "Where the scenario files are (default: scenarios)."),
@@ -34,7 +35,9 @@ struct DemoCommand: Command {
 
     func run() async throws -> Int32 {
         let manager = FileManager.default
-        guard let names = try? manager.contentsOfDirectory(atPath: scenariosFolder).filter({ $0.hasSuffix(".json") }).sorted(),
+        guard
+            let names = try? manager.contentsOfDirectory(atPath: scenariosFolder).filter({ $0.hasSuffix(".json") })
+                .sorted(),
             !names.isEmpty
         else {
             Output.standardError("error: no scenario files (*.json) in \(scenariosFolder)")
@@ -43,7 +46,8 @@ struct DemoCommand: Command {
         let work = manager.temporaryDirectory.appendingPathComponent("applepay-demo-\(UUID().uuidString)")
         defer { try? manager.removeItem(at: work) }
         do {
-            try manager.createDirectory(at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try manager.createDirectory(
+                at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             Output.standardError("error: cannot create a working folder in \(manager.temporaryDirectory.path)")
             return ExitCode.failure
@@ -52,9 +56,11 @@ struct DemoCommand: Command {
         do {
             sandbox =
                 try sandboxFolder.map { try Sandbox.load(from: URL(fileURLWithPath: $0)) }
-                ?? Sandbox.create(at: work.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.demo")
+                ?? Sandbox.create(
+                    at: work.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.demo")
         } catch {
-            Output.standardError("error: the sandbox cannot be used: \((error as? SandboxError)?.message ?? "\(error)")")
+            Output.standardError(
+                "error: the sandbox cannot be used: \((error as? SandboxError)?.message ?? "\(error)")")
             return ExitCode.failure
         }
 
@@ -79,7 +85,9 @@ struct DemoCommand: Command {
         }
         let output = FileHandle.standardOutput
         func emit(_ object: [String: Any]) {
-            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
+            if let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            {
                 output.write(data + Data("\n".utf8))
             }
         }

@@ -11,7 +11,10 @@ struct ServeCommand: Command {
             usage: ["[--sandbox DIR] [--config FILE] [--store sqlite:PATH] [--host ADDRESS] [--port N]"],
             options: [
                 ("--sandbox DIR", "Trust the sandbox's root and use its merchant certificates and keys."),
-                ("--config FILE", "A store configuration (JSON) with an optional \"server\" section; default: the demo store."),
+                (
+                    "--config FILE",
+                    "A store configuration (JSON) with an optional \"server\" section; default: the demo store."
+                ),
                 ("--store sqlite:PATH", "Where orders live (default sqlite:applepay-orders.sqlite)."),
                 ("--host ADDRESS", "The address to listen on (default 127.0.0.1)."),
                 ("--port N", "The port to listen on; 0 picks a free one (default 8080)."),

@@ -1,7 +1,7 @@
 import Foundation
-import SQLite
 import HTTPServer
 import MerchantServer
+import SQLite
 import Testing
 
 @Suite("Checkout API over HTTP")
@@ -37,11 +37,13 @@ struct CheckoutAPITests {
             let method = try await server.post("/v1/checkouts/\(id)/shipping-method", json: ["identifier": second])
             #expect(method.status == 200)
             #expect(method.json["newShippingMethods"] == nil)
-            let unknownMethod = try await server.post("/v1/checkouts/\(id)/shipping-method", json: ["identifier": "teleport"])
+            let unknownMethod = try await server.post(
+                "/v1/checkouts/\(id)/shipping-method", json: ["identifier": "teleport"])
             #expect(unknownMethod.status == 400)
             #expect(unknownMethod.errorCode == "unknownShippingMethod")
 
-            let card = try await server.post("/v1/checkouts/\(id)/payment-method", json: ["type": "credit", "network": "Visa"])
+            let card = try await server.post(
+                "/v1/checkouts/\(id)/payment-method", json: ["type": "credit", "network": "Visa"])
             #expect(card.status == 200)
 
             let coupon = try await server.post("/v1/checkouts/\(id)/coupon", json: ["couponCode": "WELCOME10"])
@@ -69,8 +71,11 @@ struct CheckoutAPITests {
             let shape = try await server.post("/v1/checkouts", json: ["items": [["sku": 7, "quantity": 1]]])
             #expect(shape.status == 400)
             #expect(shape.errorCode == "invalidRequest")
-            #expect((shape.json["error"] as? [String: Any])?["message"] as? String == "Field items[0].sku should be a string.")
-            let unknownProduct = try await server.post("/v1/checkouts", json: ["items": [["sku": "NOPE", "quantity": 1]]])
+            #expect(
+                (shape.json["error"] as? [String: Any])?["message"] as? String
+                    == "Field items[0].sku should be a string.")
+            let unknownProduct = try await server.post(
+                "/v1/checkouts", json: ["items": [["sku": "NOPE", "quantity": 1]]])
             #expect(unknownProduct.errorCode == "unknownProduct")
             let unknownCheckout = try await server.post(
                 "/v1/checkouts/chk_000000000000000000000000/coupon", json: ["couponCode": "WELCOME10"])
@@ -101,13 +106,17 @@ struct CheckoutAPITests {
             #expect(reply.errorCode == "payloadTooLarge")
             let connection = try Connection(path: server.databasePath, readOnly: true)
             #expect(try connection.query("SELECT count(*) AS n FROM checkouts").first?.int64("n") == 0)
-            #expect(server.log.requests.contains { $0["status"] as? Int == 413 && $0["code"] as? String == "payloadTooLarge" })
+            #expect(
+                server.log.requests.contains {
+                    $0["status"] as? Int == 413 && $0["code"] as? String == "payloadTooLarge"
+                })
         }
     }
 
     @Test("health, domain association, metrics")
     func operations() async throws {
-        try await ServerHarness.with(configure: { $0.store.domainAssociation = "ASSOCIATION-FILE-CONTENTS" }) { server in
+        try await ServerHarness.with(configure: { $0.store.domainAssociation = "ASSOCIATION-FILE-CONTENTS" }) {
+            server in
             #expect(try await server.get("/healthz").json["status"] as? String == "ok")
             let association = try await server.get("/.well-known/apple-developer-merchantid-domain-association")
             #expect(association.status == 200)
@@ -115,9 +124,13 @@ struct CheckoutAPITests {
             _ = try await server.get("/v1/products")
             _ = try await server.get("/nope")
             let metrics = try await server.get("/metrics").text
-            #expect(metrics.contains("applepay_http_requests_total{route=\"/v1/products\",method=\"GET\",status=\"200\"} 1"))
-            #expect(metrics.contains("applepay_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1"))
-            #expect(metrics.contains("applepay_http_request_duration_seconds_bucket{route=\"/v1/products\",le=\"+Inf\"} 1"))
+            #expect(
+                metrics.contains("applepay_http_requests_total{route=\"/v1/products\",method=\"GET\",status=\"200\"} 1")
+            )
+            #expect(
+                metrics.contains("applepay_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1"))
+            #expect(
+                metrics.contains("applepay_http_request_duration_seconds_bucket{route=\"/v1/products\",le=\"+Inf\"} 1"))
             #expect(metrics.contains("# TYPE applepay_payments_total counter"))
             // One JSON object per line, with route, status and duration.
             let line = try #require(server.log.requests.first { $0["route"] as? String == "/v1/products" })

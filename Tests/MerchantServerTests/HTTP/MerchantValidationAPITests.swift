@@ -106,7 +106,8 @@ struct MerchantValidationAPITests {
         // Without the client certificate the gateway refuses the TLS handshake.
         let anonymous = HTTPClient(
             configuration: .init(
-                timeout: .seconds(10), trustedRootsPEM: FileManager.default.contents(atPath: gateway.serverCertificatePath)))
+                timeout: .seconds(10),
+                trustedRootsPEM: FileManager.default.contents(atPath: gateway.serverCertificatePath)))
         await #expect(throws: HTTPClientError.self) {
             let response = try await anonymous.send(
                 HTTPClientRequest.postJSON(gateway.baseURL + "/paymentservices/paymentSession", body: Data("{}".utf8)))
@@ -152,7 +153,9 @@ struct MerchantValidationAPITests {
             #expect(gateway.received.isEmpty)
         }
         #expect(MerchantValidator.isAllowed("https://apple-pay-gateway.apple.com/paymentservices/paymentSession"))
-        #expect(MerchantValidator.isAllowed("https://cn-apple-pay-gateway-tj-pod3.apple.com/paymentservices/startSession"))
-        #expect(!MerchantValidator.isAllowed("https://apple-pay-gateway-nc-pod6.apple.com/paymentservices/paymentSession"))
+        #expect(
+            MerchantValidator.isAllowed("https://cn-apple-pay-gateway-tj-pod3.apple.com/paymentservices/startSession"))
+        #expect(
+            !MerchantValidator.isAllowed("https://apple-pay-gateway-nc-pod6.apple.com/paymentservices/paymentSession"))
     }
 }

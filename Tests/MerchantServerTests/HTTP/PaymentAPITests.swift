@@ -27,7 +27,9 @@ func card(endingIn suffix: String) throws -> SandboxCard {
 
 @Suite("Payment API over HTTP with sandbox tokens")
 struct PaymentAPITests {
-    @Test("a valid token pays the checkout once; the order shows the last four digits only; a replay returns the first outcome")
+    @Test(
+        "a valid token pays the checkout once; the order shows the last four digits only; a replay returns the first outcome"
+    )
     func successAndReplay() async throws {
         let processor = SandboxProcessor(hangDuration: .seconds(5))
         try await ServerHarness.with(processor: processor) { server in
@@ -55,15 +57,36 @@ struct PaymentAPITests {
             // Never the PAN, the expiry or the cryptogram: not in the answer, the database or the log.
             let pan = "4761120010000492"
             #expect(!order.text.contains(pan))
-            for table in ["orders", "payments", "events", "checkouts"] { #expect(try !server.dump(table).contains(pan)) }
+            for table in ["orders", "payments", "events", "checkouts"] {
+                #expect(try !server.dump(table).contains(pan))
+            }
             #expect(!server.log.text.contains(pan))
             #expect(!server.log.text.contains("onlinePaymentCryptogram"))
-            let line = try #require(server.log.requests.first { $0["route"] as? String == "/v1/checkouts/{id}/payment" })
+            let line = try #require(
+                server.log.requests.first { $0["route"] as? String == "/v1/checkouts/{id}/payment" })
             #expect(line["orderId"] as? String == orderID)
             #expect(line["checkoutId"] as? String == checkout.id)
             let metrics = try await server.get("/metrics").text
             #expect(metrics.contains("applepay_payments_total{outcome=\"approved\"} 1"))
             #expect(metrics.contains("applepay_payments_total{outcome=\"replayed\"} 1"))
+        }
+    }
+
+    @Test("the same token submitted twice at once (a double click) charges once; both answers name the same order")
+    func doubleSubmit() async throws {
+        let processor = SandboxProcessor(hangDuration: .seconds(30))
+        try await ServerHarness.with(processor: processor) { server in
+            let checkout = try await server.createCheckout()
+            let total = try await server.shipToCalifornia(checkout.id)
+            let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData)
+            let path = "/v1/checkouts/\(checkout.id)/payment"
+            async let first = server.post(path, raw: body)
+            async let second = server.post(path, raw: body)
+            let replies = try await [first, second]
+            #expect(replies.map(\.status) == [200, 200])
+            #expect(Set(replies.compactMap { $0.json["orderId"] as? String }).count == 1)
+            #expect(processor.chargeCount == 1)
+            #expect(try server.statuses() == ["paid/approved"])
         }
     }
 
@@ -78,7 +101,9 @@ struct PaymentAPITests {
         }
     }
 
-    @Test("refusals before charging leave nothing written: amount, applicationData, signature, age, shape, unknown checkout")
+    @Test(
+        "refusals before charging leave nothing written: amount, applicationData, signature, age, shape, unknown checkout"
+    )
     func refusals() async throws {
         let processor = SandboxProcessor(hangDuration: .seconds(5))
         try await ServerHarness.with(processor: processor) { server in
@@ -188,7 +213,8 @@ struct PaymentAPITests {
             let checkout = try await server.createCheckout()
             let body = try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
             let port = server.application.port
-            let head = "POST /v1/checkouts/\(checkout.id)/payment HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            let head =
+                "POST /v1/checkouts/\(checkout.id)/payment HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
             let answered = try await sendAndHangUp(port: port, data: Data(head.utf8) + body.prefix(body.count / 2))
             #expect(!answered)

@@ -118,7 +118,9 @@ struct ServerHarness {
     // MARK: Flow helpers
 
     /// Creates a checkout and returns its id, total (decimal string) and applicationData.
-    func createCheckout(_ items: [[String: Any]] = [["sku": "MUG-01", "quantity": 2]]) async throws -> (id: String, total: String, applicationData: String) {
+    func createCheckout(_ items: [[String: Any]] = [["sku": "MUG-01", "quantity": 2]]) async throws -> (
+        id: String, total: String, applicationData: String
+    ) {
         let reply = try await post("/v1/checkouts", json: ["items": items])
         guard reply.status == 201, let id = reply.json["id"] as? String,
             let request = reply.json["paymentRequest"] as? [String: Any],

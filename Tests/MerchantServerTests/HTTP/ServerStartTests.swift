@@ -59,7 +59,8 @@ struct ServerStartTests {
         chmod(ecKey, 0o600)
         await #expect(throws: ServerStartError(.keyMismatch, "")) { try await start(folder, in: directory) }
 
-        try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8).write(to: URL(fileURLWithPath: ecKey))
+        try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8).write(
+            to: URL(fileURLWithPath: ecKey))
         chmod(ecKey, 0o600)
         await #expect(throws: ServerStartError(.unreadableFile, "")) { try await start(folder, in: directory) }
     }
@@ -68,7 +69,9 @@ struct ServerStartTests {
     func configurationFile() throws {
         let directory = try TemporaryDirectory(prefix: "config")
         defer { directory.remove() }
-        var store = try JSONSerialization.jsonObject(with: JSONEncoder().encode(StoreConfiguration.demo)) as? [String: Any] ?? [:]
+        var store =
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(StoreConfiguration.demo)) as? [String: Any]
+            ?? [:]
         store["server"] = [
             "port": 9191, "host": "127.0.0.1", "store": "sqlite:data/orders.sqlite", "maximumBodySize": 1000,
             "paymentProcessing": [["certificate": "keys/pp.pem", "key": "keys/pp.key.pem"]],
@@ -83,6 +86,8 @@ struct ServerStartTests {
         #expect(configuration.store.storeName == StoreConfiguration.demo.storeName)
 
         try Data("{\"storeName\": 3}".utf8).write(to: URL(fileURLWithPath: file))
-        #expect(throws: ServerStartError(.invalidConfiguration, "")) { _ = try MerchantServerConfiguration.load(file: file) }
+        #expect(throws: ServerStartError(.invalidConfiguration, "")) {
+            _ = try MerchantServerConfiguration.load(file: file)
+        }
     }
 }
