@@ -139,20 +139,29 @@ public final class HTTPServer: Sendable {
             if inFlight == 0 || (dispatched == 0 && clock.now >= deadline) { break }
             try? await Task.sleep(for: .milliseconds(5))
         }
+        // From here on a request arriving on a kept-alive connection is answered 503 at once instead of being
+        // suspended: libmicrohttpd must not be stopped with a suspended connection.
+        core.counters.withLock { $0.stopping = true }
+        while core.counters.withLock({ $0.dispatched }) > 0 { try? await Task.sleep(for: .milliseconds(5)) }
         // A resumed connection is sent its answer by the polling thread; give it a moment to flush.
         try? await Task.sleep(for: .milliseconds(20))
         MHD_stop_daemon(daemon.pointer)
-        core.stopped()
     }
 
     /// Requests received and not yet finished (answered or abandoned).
     public var requestsInFlight: Int { core.counters.withLock { $0.inFlight } }
 
     deinit {
-        if let daemon = core.daemon.withLock({ $0 }) {
-            // Not shut down: stop without waiting. Suspended requests keep the core alive until they finish.
-            MHD_stop_daemon(daemon.pointer)
+        guard let daemon = core.daemon.withLock({ $0 }) else { return }
+        // Not shut down. Stop taking new work, wait (bounded) for answers being computed, then stop; if some never
+        // finish, leave the daemon running rather than free what their connections still use.
+        core.counters.withLock { $0.stopping = true }
+        for _ in 0..<3000 where core.counters.withLock({ $0.dispatched }) > 0 { usleep(10_000) }
+        if core.counters.withLock({ $0.dispatched }) > 0 {
+            _ = Unmanaged.passRetained(core)
+            return
         }
+        MHD_stop_daemon(daemon.pointer)
     }
 
     private static func startDaemon(
@@ -194,6 +203,8 @@ final class ServerCore: Sendable {
         var inFlight = 0
         /// Requests handed to the responder (their connection suspended) and not yet answered.
         var dispatched = 0
+        /// Set when shutting down: no connection may be suspended any more.
+        var stopping = false
     }
 
     let responder: any Responder
@@ -206,7 +217,6 @@ final class ServerCore: Sendable {
         self.maximumBodySize = maximumBodySize
     }
 
-    func stopped() {}
 }
 
 /// One request's state across MHD's calls. MHD calls back for a connection from one thread at a time;
@@ -306,8 +316,17 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         return queue(answer, on: connection)
     }
     if state.dispatched { return .YES }
+    let stopping = core.counters.withLock { counters -> Bool in
+        if counters.stopping { return true }
+        counters.dispatched += 1
+        return false
+    }
+    if stopping {
+        var response = HTTPError(status: 503, code: "shuttingDown", message: "The server is shutting down.").response
+        response.headers["Connection"] = "close"
+        return queue(response, on: connection)
+    }
     state.dispatched = true
-    core.counters.withLock { $0.dispatched += 1 }
     MHD_suspend_connection(connection)
     let handle = DaemonHandle(pointer: connection)
     let request = state.request

@@ -161,6 +161,17 @@ struct HTTPServerTests {
         #expect(refused)
     }
 
+    @Test("a server released without shutdown stops listening")
+    func releasedWithoutShutdown() async throws {
+        var server: HTTPServer? = try HTTPServer.start(configuration: .init(port: 0), responder: TestResponder())
+        let port = try #require(server?.port)
+        let reply = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/echo"))
+        #expect(reply.status == 200)
+        server = nil
+        let refused = try await offPool { (try? RawConnection(port: port)) == nil }
+        #expect(refused)
+    }
+
     @Test("refuses an address that is not an IP literal, and a port in use")
     func startErrors() async throws {
         #expect(throws: HTTPServer.StartError(code: "invalidAddress", message: "")) {
