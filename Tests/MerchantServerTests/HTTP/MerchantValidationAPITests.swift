@@ -136,6 +136,15 @@ struct MerchantValidationAPITests {
         }
     }
 
+    @Test("without a Merchant Identity certificate the server answers 503 merchantValidationUnavailable")
+    func noIdentity() async throws {
+        try await ServerHarness.with(configure: { $0.merchantIdentity = nil }) { server in
+            let reply = try await server.post("/v1/apple-pay/merchant-session", json: [String: Any]())
+            #expect(reply.status == 503)
+            #expect(reply.errorCode == "merchantValidationUnavailable")
+        }
+    }
+
     @Test("a validation URL pointing at a reachable non-Apple host gets no request")
     func noRequestToOtherHosts() async throws {
         let sandbox = try await SharedSandbox.get()

@@ -148,6 +148,18 @@ struct PaymentAPITests {
                 "paymentData without data")
             try await expectRefused(Data("{\"token\": ".utf8), code: "invalidJSON", "cut JSON")
 
+            // A checkout whose sheet still shows an error (an invalid coupon) cannot be paid.
+            let blocked = try await server.createCheckout()
+            let blockedTotal = try await server.shipToCalifornia(blocked.id)
+            _ = try await server.post("/v1/checkouts/\(blocked.id)/coupon", json: ["couponCode": "NOPE"])
+            let notPayable = try await server.post(
+                "/v1/checkouts/\(blocked.id)/payment",
+                raw: try server.paymentBody(amount: blockedTotal, applicationData: blocked.applicationData))
+            #expect(notPayable.status == 400)
+            #expect(notPayable.errorCode == "checkoutNotPayable")
+            #expect((notPayable.json["errors"] as? [[String: Any]])?.first?["code"] as? String == "couponCodeInvalid")
+            #expect(try server.counts().orders == 0)
+
             let unknown = try await server.post(
                 "/v1/checkouts/chk_ffffffffffffffffffffffff/payment",
                 raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData))
@@ -155,7 +167,7 @@ struct PaymentAPITests {
             #expect(unknown.errorCode == "checkoutNotFound")
             #expect(processor.chargeCount == 0)
             let metrics = try await server.get("/metrics").text
-            #expect(metrics.contains("applepay_payments_total{outcome=\"refused\"} 5"))
+            #expect(metrics.contains("applepay_payments_total{outcome=\"refused\"} 6"))
         }
     }
 
