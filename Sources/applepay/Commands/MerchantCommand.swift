@@ -89,7 +89,7 @@ struct MerchantCSRCommand: Command {
             throw error
         }
         print(
-            try SandboxOutput.json(
+            try Output.json(
                 Report(
                     privateKey: keyURL.path, csr: requestURL.path, keyType: made.privateKey.kind.description,
                     subject: made.request.subject.description)))
@@ -157,7 +157,7 @@ struct MerchantInspectCommand: Command {
             try AtomicFile.write(
                 certificate.pemRepresentation, to: URL(fileURLWithPath: pemOut), mode: AtomicFile.publicMode)
         }
-        print(try SandboxOutput.json(inspection, pretty: pretty))
+        print(try Output.json(inspection, pretty: pretty))
         return inspection.keyMatches == false ? ExitCode.failure : ExitCode.success
     }
 }

@@ -19,17 +19,6 @@ enum SandboxExit {
     static let noInput: Int32 = 66
 }
 
-/// Encodes command output as JSON with ISO 8601 dates.
-enum SandboxOutput {
-    static func json<T: Encodable>(_ value: T, pretty: Bool = false) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting =
-            pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-}
-
 /// `applepay sandbox init DIR --merchant-id ID [--force]`.
 struct SandboxInitCommand: Command {
     static var configuration: CommandConfiguration {
@@ -84,7 +73,7 @@ struct SandboxInitCommand: Command {
             at: URL(fileURLWithPath: folder), merchantIdentifier: merchantIdentifier, force: force)
         let fingerprint = sandbox.rootCertificate.sha256Fingerprint.map { String(format: "%02x", $0) }.joined()
         print(
-            try SandboxOutput.json(
+            try Output.json(
                 Report(
                     folder: sandbox.folder.path, merchantIdentifier: sandbox.merchantIdentifier,
                     files: Sandbox.fileNames.map { sandbox.folder.appendingPathComponent($0).path },

@@ -122,14 +122,15 @@ struct Arguments {
 enum CommandRunner {
     static func main(root: any Command.Type, arguments: [String]) async -> Int32 {
         var path: [any Command.Type] = [root]
+        var command = root
         var rest = arguments
         while let next = rest.first, !next.hasPrefix("-"),
-            let sub = path.last!.configuration.subcommands.first(where: { $0.configuration.name == next })
+            let sub = command.configuration.subcommands.first(where: { $0.configuration.name == next })
         {
             path.append(sub)
+            command = sub
             rest.removeFirst()
         }
-        let command = path.last!
         let prefix = path.map { $0.configuration.name }.joined(separator: " ")
         if rest.contains("--help") || rest.contains("-h") {
             print(helpText(for: command, prefix: prefix), terminator: "")
@@ -191,10 +192,13 @@ enum CommandRunner {
 
 /// Writing JSON to standard output and standard error.
 enum Output {
-    /// Encodes a value as JSON with sorted keys and prints it on one line (or pretty, when asked).
+    /// Encodes a value as JSON with sorted keys, unescaped slashes and ISO 8601 dates, on one line (or pretty,
+    /// when asked).
     static func json<T: Encodable>(_ value: T, pretty: Bool = false) throws -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting =
+            pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
