@@ -72,4 +72,14 @@ struct CatalogTests {
         #expect(Money.parseDecimal("1,5") == nil)
         #expect(Money.parseDecimal("0x10") == nil)
     }
+
+    @Test("decimal strings: the whole text must be one plain decimal, not just a prefix of one")
+    func decimalStrings() {
+        #expect(Money.parseDecimal("19.99") == Decimal(string: "19.99"))
+        #expect(Money.parseDecimal("-2") == -2)
+        #expect(Money.parseDecimal(" +3 ") == 3)
+        for text in ["1.2.3", "1-2", "--1", "+-1", "1+", "-", "+", ".", "1..2", "", " "] {
+            #expect(Money.parseDecimal(text) == nil, "\(text)")
+        }
+    }
 }

@@ -51,15 +51,16 @@ public enum Money {
         int64(rounded(Decimal(minorUnits) * factor))
     }
 
-    /// Parses a decimal string such as `"19.99"` or `"-2"` with the POSIX locale; `nil` when it is not a plain
-    /// decimal number.
+    /// Parses a decimal string such as `"19.99"` or `"-2"`: surrounding spaces and one leading `+` are allowed,
+    /// the rest must be ApplePay's amount grammar `-?[0-9]+(\.[0-9]+)?` as a whole (``Currency/parseDecimal(_:)``);
+    /// `nil` otherwise (`"1.2.3"`, `"-"`, `"1,5"`).
     public static func parseDecimal(_ text: String) -> Decimal? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty,
-            trimmed.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }),
-            let value = Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX"))
-        else { return nil }
-        return value
+        var trimmed = Substring(text.trimmingCharacters(in: .whitespaces))
+        if trimmed.first == "+" {
+            trimmed = trimmed.dropFirst()
+            if trimmed.first == "-" { return nil }
+        }
+        return try? Currency.parseDecimal(String(trimmed))
     }
 
     static func power(of digits: Int) -> Decimal {
