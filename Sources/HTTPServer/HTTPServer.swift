@@ -26,10 +26,14 @@ public final class HTTPServer: Sendable {
         public var connectionTimeout: Int
         /// The most connections open at once.
         public var connectionLimit: Int
+        /// Threads that run responders (their own executor, apart from Swift's shared pool); defaults to twice the
+        /// cores, at least 4.
+        public var responderThreads: Int
 
         public init(
             host: String = "127.0.0.1", port: UInt16 = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount,
-            maximumBodySize: Int = 64 * 1024, connectionTimeout: Int = 30, connectionLimit: Int = 1024
+            maximumBodySize: Int = 64 * 1024, connectionTimeout: Int = 30, connectionLimit: Int = 1024,
+            responderThreads: Int = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
         ) {
             self.host = host
             self.port = port
@@ -37,6 +41,7 @@ public final class HTTPServer: Sendable {
             self.maximumBodySize = maximumBodySize
             self.connectionTimeout = connectionTimeout
             self.connectionLimit = connectionLimit
+            self.responderThreads = responderThreads
         }
     }
 
@@ -67,7 +72,9 @@ public final class HTTPServer: Sendable {
     /// Starts listening; requests go to `responder` until `shutdown()`.
     /// - Throws: `StartError` when the address does not parse or the port cannot be bound.
     public static func start(configuration: Configuration, responder: any Responder) throws -> HTTPServer {
-        let core = ServerCore(responder: responder, maximumBodySize: configuration.maximumBodySize)
+        let core = ServerCore(
+            responder: responder, maximumBodySize: configuration.maximumBodySize,
+            executor: ResponderExecutor(threads: configuration.responderThreads))
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
         #if os(Linux)
@@ -91,10 +98,12 @@ public final class HTTPServer: Sendable {
                 }
             }
         } else {
+            core.executor.stop()
             throw StartError(
                 code: "invalidAddress", message: "'\(configuration.host)' is not an IP address to listen on.")
         }
         guard let daemon else {
+            core.executor.stop()
             throw StartError(
                 code: "cannotListen",
                 message: "Cannot listen on \(configuration.host):\(configuration.port) (in use, or not allowed).")
@@ -146,6 +155,7 @@ public final class HTTPServer: Sendable {
         // A resumed connection is sent its answer by the polling thread; give it a moment to flush.
         try? await Task.sleep(for: .milliseconds(20))
         MHD_stop_daemon(daemon.pointer)
+        core.executor.stop()
     }
 
     /// Requests received and not yet finished (answered or abandoned).
@@ -162,6 +172,7 @@ public final class HTTPServer: Sendable {
             return
         }
         MHD_stop_daemon(daemon.pointer)
+        core.executor.stop()
     }
 
     private static func startDaemon(
@@ -210,11 +221,14 @@ final class ServerCore: Sendable {
     let responder: any Responder
     let maximumBodySize: Int
     let daemon = Mutex<DaemonHandle?>(nil)
+    /// Runs the responders.
+    let executor: ResponderExecutor
     let counters = Mutex(Counters())
 
-    init(responder: any Responder, maximumBodySize: Int) {
+    init(responder: any Responder, maximumBodySize: Int, executor: ResponderExecutor) {
         self.responder = responder
         self.maximumBodySize = maximumBodySize
+        self.executor = executor
     }
 
 }
@@ -331,10 +345,15 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     let handle = DaemonHandle(pointer: connection)
     let request = state.request
     let responder = core.responder
-    Task {
+    let answer: @Sendable () async -> Void = {
         let response = await responder.respond(to: request)
         state.answer.withLock { $0 = response }
         MHD_resume_connection(handle.pointer)
+    }
+    if #available(macOS 15.0, *) {
+        Task(executorPreference: core.executor) { await answer() }
+    } else {
+        Task { await answer() }
     }
     return .YES
 }

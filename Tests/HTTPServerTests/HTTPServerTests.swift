@@ -118,7 +118,9 @@ struct HTTPServerTests {
             }
             #expect(!answered)
             #expect(elapsed < .seconds(3))
-            for _ in 0..<200 where server.requestsInFlight > 0 { try await Task.sleep(for: .milliseconds(5)) }
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(10)
+            while server.requestsInFlight > 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
             #expect(server.requestsInFlight == 0)
             #expect(responder.calls.withLock { $0 } == 0)
         }
@@ -146,12 +148,38 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("answers while Swift's cooperative pool is held by blocking work elsewhere in the process")
+    func independentOfTheCooperativePool() async throws {
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: TestResponder()) { server in
+            let port = server.port
+            // Hold every cooperative thread for 0.6 s.
+            let blockers = (0..<ProcessInfo.processInfo.activeProcessorCount + 1).map { _ in
+                Task.detached { _ = usleep(600_000) }
+            }
+            let elapsed = try await offPool { () throws -> Duration in
+                usleep(100_000)  // let the blockers start
+                let clock = ContinuousClock()
+                let start = clock.now
+                let reply = try HTTPClient().send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/echo"))
+                guard reply.status == 200 else { throw RawConnection.Failure(message: "status \(reply.status)") }
+                return clock.now - start
+            }
+            for blocker in blockers { await blocker.value }
+            #expect(elapsed < .milliseconds(350))
+        }
+    }
+
     @Test("shutdown waits for a request in flight, then refuses new connections")
     func gracefulShutdown() async throws {
         let server = try HTTPServer.start(configuration: .init(port: 0), responder: TestResponder())
         let port = server.port
-        let pending = Task { try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=400")) }
-        for _ in 0..<400 where server.requestsInFlight == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        let client = client
+        let pending = Task {
+            try await offPool { try client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=400")) }
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while server.requestsInFlight == 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
         #expect(server.requestsInFlight == 1)
         await server.shutdown()
         let response = try await pending.value
