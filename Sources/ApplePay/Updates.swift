@@ -291,8 +291,8 @@ public struct PaymentMethod: Sendable, Hashable, Codable {
 
 /// An authorized payment: Apple Pay JS `ApplePayPayment`. The token is kept as the raw JSON it came as
 /// (`{paymentData, paymentMethod, transactionIdentifier}`) for the PaymentToken module to parse; its
-/// `description` never prints it.
-public struct Payment: Sendable, Hashable, Codable, CustomStringConvertible {
+/// `description`, `dump` and debuggers never print it.
+public struct Payment: Sendable, Hashable, Codable, CustomStringConvertible, CustomReflectable {
     public var token: JSONValue
     public var billingContact: Contact?
     public var shippingContact: Contact?
@@ -306,5 +306,15 @@ public struct Payment: Sendable, Hashable, Codable, CustomStringConvertible {
     public var description: String {
         "Payment(token: <redacted>, billingContact: \(billingContact == nil ? "none" : "present"), "
             + "shippingContact: \(shippingContact == nil ? "none" : "present"))"
+    }
+
+    /// What `dump` and debuggers see: the same as ``description``.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "token": "<redacted>", "billingContact": billingContact == nil ? "none" : "present",
+                "shippingContact": shippingContact == nil ? "none" : "present",
+            ])
     }
 }

@@ -22,8 +22,9 @@ public struct TokenIssueRequest: Sendable {
     }
 }
 
-/// A token, with what a transcript may say about it.
-public struct IssuedToken: Sendable, CustomStringConvertible {
+/// A token, with what a transcript may say about it. `description`, `dump` and debuggers show the version and
+/// transaction identifier only.
+public struct IssuedToken: Sendable, CustomStringConvertible, CustomReflectable {
     /// The whole PKPaymentToken JSON (`paymentData`, `paymentMethod`, `transactionIdentifier`).
     public var token: JSONValue
     /// `transactionIdentifier`: safe to log.
@@ -38,6 +39,11 @@ public struct IssuedToken: Sendable, CustomStringConvertible {
     }
 
     public var description: String { "IssuedToken(\(version), transaction \(transactionIdentifier.prefix(16))…)" }
+
+    /// What `dump` and debuggers see: no token.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["version": version, "transactionIdentifier": transactionIdentifier])
+    }
 }
 
 /// Makes payment tokens, as Apple's servers do for a device.

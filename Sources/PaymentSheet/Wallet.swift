@@ -1,10 +1,12 @@
 import ApplePay
 import Foundation
+import Sandbox
 
 /// A card in the simulated Wallet.
 ///
-/// `description` shows the display name only (for example "Visa 0492"); the device PAN is never printed.
-public struct WalletCard: Sendable, Hashable, CustomStringConvertible {
+/// `description`, `dump` and debuggers show the display name (for example "Visa 0492") and non-secret fields only;
+/// the device PAN is never printed.
+public struct WalletCard: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// How scripts and transcripts name the card; defaults to `displayName`.
     public var identifier: String
     public var network: PaymentNetwork
@@ -29,15 +31,10 @@ public struct WalletCard: Sendable, Hashable, CustomStringConvertible {
         expirationDate: String, displayName: String? = nil, cardholderName: String? = nil,
         billingContact: Contact? = nil, identifier: String? = nil
     ) throws(PaymentSheetError) {
-        guard (12...19).contains(devicePAN.count), devicePAN.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-            Self.passesLuhn(devicePAN)
-        else {
+        guard SandboxCard.isValidDevicePAN(devicePAN) else {
             throw PaymentSheetError(.invalidCard, "the device PAN must be 12 to 19 digits and pass the Luhn check")
         }
-        let month = Int(expirationDate.dropFirst(2).prefix(2)) ?? 0
-        guard expirationDate.count == 6, expirationDate.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-            (1...12).contains(month)
-        else {
+        guard SandboxCard.isValidExpirationDate(expirationDate) else {
             throw PaymentSheetError(.invalidCard, "the expiration date must be YYMMDD, for example 291231")
         }
         guard Country.isKnown(issuingCountry) else {
@@ -61,6 +58,16 @@ public struct WalletCard: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "WalletCard(\(displayName))" }
 
+    /// What `dump` and debuggers see: everything but the device PAN and its expiration date.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "identifier": identifier, "displayName": displayName, "network": network, "type": type,
+                "issuingCountry": issuingCountry, "lastFour": lastFour,
+            ])
+    }
+
     /// The card as the merchant sees it before authorization: display name, network and type, no number.
     public var paymentMethod: PaymentMethod { PaymentMethod(displayName: displayName, network: network, type: type) }
 
@@ -71,19 +78,6 @@ public struct WalletCard: Sendable, Hashable, CustomStringConvertible {
         ]
         if let name = names[network] { return name }
         return network.rawValue.prefix(1).uppercased() + network.rawValue.dropFirst()
-    }
-
-    static func passesLuhn(_ digits: String) -> Bool {
-        var sum = 0
-        for (index, byte) in digits.utf8.reversed().enumerated() {
-            var digit = Int(byte) - 0x30
-            if index % 2 == 1 {
-                digit *= 2
-                if digit > 9 { digit -= 9 }
-            }
-            sum += digit
-        }
-        return sum % 10 == 0
     }
 }
 

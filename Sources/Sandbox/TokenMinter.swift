@@ -17,8 +17,8 @@ public enum CardType: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// A card in the sandbox wallet.
 ///
-/// `description` shows the network and the last four digits only.
-public struct SandboxCard: Sendable, Hashable, CustomStringConvertible {
+/// `description`, `dump` and debuggers show the network, type and last four digits only.
+public struct SandboxCard: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// The network, as Apple Pay JS names it (`visa`, `masterCard`, `amex`, …).
     public var network: PaymentNetwork
     public var type: CardType
@@ -37,17 +37,12 @@ public struct SandboxCard: Sendable, Hashable, CustomStringConvertible {
         network: PaymentNetwork, type: CardType = .debit, devicePAN: String, expirationDate: String,
         cardholderName: String? = nil, displayLastFour: String? = nil
     ) throws {
-        guard (12...19).contains(devicePAN.count), devicePAN.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-            SandboxCard.passesLuhn(devicePAN)
-        else {
+        guard Self.isValidDevicePAN(devicePAN) else {
             throw SandboxError(
                 code: SandboxError.invalidCard.code,
                 message: "the card number must be 12 to 19 digits and pass the Luhn check")
         }
-        let month = Int(expirationDate.dropFirst(2).prefix(2)) ?? 0
-        guard expirationDate.count == 6, expirationDate.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-            (1...12).contains(month)
-        else {
+        guard Self.isValidExpirationDate(expirationDate) else {
             throw SandboxError(code: SandboxError.invalidCard.code, message: "the expiration date must be YYMMDD")
         }
         self.network = network
@@ -81,10 +76,13 @@ public struct SandboxCard: Sendable, Hashable, CustomStringConvertible {
         return String(format: "%02d%02d%02d", (parts.year ?? 2000) % 100, parts.month ?? 1, days)
     }
 
-    static func passesLuhn(_ digits: String) -> Bool {
+    /// Whether `pan` can be a device account number: 12 to 19 ASCII digits passing the Luhn check.
+    public static func isValidDevicePAN(_ pan: String) -> Bool {
+        let bytes = Array(pan.utf8)
+        guard (12...19).contains(bytes.count), bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
         var sum = 0
-        for (index, byte) in digits.utf8.reversed().enumerated() {
-            var digit = Int(byte - 0x30)
+        for (index, byte) in bytes.reversed().enumerated() {
+            var digit = Int(byte) - 0x30
             if index % 2 == 1 {
                 digit *= 2
                 if digit > 9 { digit -= 9 }
@@ -92,6 +90,14 @@ public struct SandboxCard: Sendable, Hashable, CustomStringConvertible {
             sum += digit
         }
         return sum % 10 == 0
+    }
+
+    /// Whether `date` is an `applicationExpirationDate`: six ASCII digits `YYMMDD` with a month from 01 to 12.
+    public static func isValidExpirationDate(_ date: String) -> Bool {
+        let bytes = Array(date.utf8)
+        guard bytes.count == 6, bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
+        let month = Int(bytes[2] - 0x30) * 10 + Int(bytes[3] - 0x30)
+        return (1...12).contains(month)
     }
 
     /// `paymentMethod.network` as Apple writes it in tokens (`Visa`, `MasterCard`, `AmEx`, …).
@@ -107,6 +113,11 @@ public struct SandboxCard: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "SandboxCard(\(tokenNetworkName) …\(displayLastFour))" }
+
+    /// What `dump` and debuggers see: no device PAN, no expiration date.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["network": network, "type": type, "displayLastFour": displayLastFour])
+    }
 }
 
 /// The request's `applicationData`: raw bytes (native apps) or the base64 text Apple Pay JS sends.
@@ -168,8 +179,9 @@ public struct MintRequest: Sendable {
 
 /// A PKPaymentToken as Apple delivers it: `paymentData`, `paymentMethod`, `transactionIdentifier`.
 ///
-/// `description` names the version and transaction only: the encrypted data is not printed.
-public struct MintedToken: Sendable, Codable, Hashable, CustomStringConvertible {
+/// `description`, `dump` and debuggers name the version, transaction and payment method only: the encrypted data,
+/// signature and header are not printed.
+public struct MintedToken: Sendable, Codable, Hashable, CustomStringConvertible, CustomReflectable {
     public struct Header: Sendable, Codable, Hashable {
         public var ephemeralPublicKey: String?
         public var wrappedKey: String?
@@ -212,6 +224,16 @@ public struct MintedToken: Sendable, Codable, Hashable, CustomStringConvertible 
 
     public var description: String {
         "MintedToken(\(paymentData.version), transaction \(transactionIdentifier.prefix(16))…)"
+    }
+
+    /// What `dump` and debuggers see: no payment data.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "version": paymentData.version, "transactionIdentifier": transactionIdentifier,
+                "paymentMethod": paymentMethod,
+            ])
     }
 }
 

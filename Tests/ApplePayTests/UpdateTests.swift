@@ -123,6 +123,11 @@ struct UpdateTests {
         #expect(try JSONValue(parsing: JSONEncoder().encode(payment)) == JSONValue(parsing: Data(json.utf8)))
         #expect(!"\(payment)".contains("c2VjcmV0"))
         #expect(!String(describing: payment).contains("EC_v1"))
+        var dumped = ""
+        dump(payment, to: &dumped)
+        for text in [dumped, String(reflecting: payment), "\([payment])"] {
+            #expect(!text.contains("c2VjcmV0") && !text.contains("c2ln"), "\(text)")
+        }
     }
 
     @Test("a payment method reads Apple Pay JS's fields; unknown types and networks are kept")

@@ -1,4 +1,5 @@
 import ApplePay
+import Foundation
 import PaymentSheet
 import Testing
 
@@ -79,5 +80,23 @@ struct WalletTests {
         #expect(card.lastFour == "0492")
         #expect(!String(describing: card).contains("4761120010000492"))
         #expect(card.paymentMethod == PaymentMethod(displayName: "Visa 0492", network: .visa, type: .debit))
+    }
+
+    @Test("dump, debug descriptions and enclosing values never show the PAN or the token")
+    func noSecretsInReflection() throws {
+        let card = try Fixture.visa()
+        let wallet = Wallet(cards: [card])
+        let request = TokenIssueRequest(
+            card: card, amount: 1, currencyCode: "USD", applicationData: nil, now: Date())
+        let issued = try SandboxTokenIssuer(sandbox: try SharedSandbox.get()).issueToken(request)
+        let data = try #require(issued.token["paymentData"]?["data"]?.stringValue)
+        for value in [card, wallet, request, issued] as [Any] {
+            var dumped = ""
+            dump(value, to: &dumped)
+            for text in [dumped, String(reflecting: value), "\([value])"] {
+                #expect(!text.contains("4761120010000492"), "\(text)")
+                #expect(!text.contains(data.prefix(20)), "\(text)")
+            }
+        }
     }
 }

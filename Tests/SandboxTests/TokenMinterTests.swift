@@ -260,12 +260,38 @@ struct TokenMinterTests {
         }
     }
 
+    @Test("card checks: 12 to 19 digits passing Luhn, YYMMDD with a month from 01 to 12")
+    func cardChecks() {
+        for pan in ["4761120010000492", "349956959041362", "6011000991300009", "000000000000"] {
+            #expect(SandboxCard.isValidDevicePAN(pan), "\(pan)")
+        }
+        for pan in ["4761120010000493", "00000000000", "00000000000000000000", "4761 1200 1000 0492", "476112001000049/",
+            "٤٧٦١١٢٠٠١٠٠٠٠٤٩٢", ""]
+        {
+            #expect(!SandboxCard.isValidDevicePAN(pan), "\(pan)")
+        }
+        for date in ["291231", "300101", "000131"] { #expect(SandboxCard.isValidExpirationDate(date), "\(date)") }
+        for date in ["291331", "290031", "2912", "2912310", "29-231", "２９１２３１", ""] {
+            #expect(!SandboxCard.isValidExpirationDate(date), "\(date)")
+        }
+    }
+
     @Test("descriptions never show the PAN")
     func noPANInDescriptions() throws {
         let sandbox = try SharedSandbox.get()
         let token = try sandbox.mint(MintRequest(card: Self.visa, amount: 1, currencyCode: "USD"))
         #expect(!Self.visa.description.contains("4761120010000492"))
         #expect(!token.description.contains(token.paymentData.data.prefix(20)))
+        let request = MintRequest(card: Self.visa, amount: 1, currencyCode: "USD")
+        for value in [Self.visa, request, token] as [Any] {
+            var dumped = ""
+            dump(value, to: &dumped)
+            for text in [dumped, String(reflecting: value), "\([value])"] {
+                #expect(!text.contains("4761120010000492"), "\(text)")
+                #expect(!text.contains(token.paymentData.data.prefix(20)), "\(text)")
+                #expect(!text.contains(token.paymentData.signature.prefix(20)), "\(text)")
+            }
+        }
     }
 
     @Test("minting is fast: 150 EC_v1 and 50 RSA_v1 tokens from one minter, on several threads")
