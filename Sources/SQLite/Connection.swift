@@ -46,9 +46,7 @@ public final class Connection {
         handle = pointer
         self.path = path
         sqlite3_extended_result_codes(handle, 1)
-        let milliseconds =
-            busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
-        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        sqlite3_busy_timeout(handle, Self.milliseconds(busyTimeout))
         // `deinit` closes the handle if any of these throw.
         try execute("PRAGMA foreign_keys = ON")
         if !readOnly && path != ":memory:" && !path.isEmpty {
@@ -58,6 +56,15 @@ public final class Connection {
                     .error, "cannot switch \(path) to WAL journal mode (got \(mode?.description ?? "nothing"))")
             }
         }
+    }
+
+    /// A duration in whole milliseconds for `sqlite3_busy_timeout`: capped at `Int32.max` (about 24 days) without
+    /// overflowing on the way; zero or negative turns waiting off.
+    static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
+        guard seconds < Int64(Int32.max) / 1000 else { return Int32.max }
+        return Int32(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 
     /// A private in-memory database.

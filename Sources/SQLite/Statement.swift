@@ -60,7 +60,7 @@ public final class Statement {
                 .range, "the statement takes \(parameterCount) values, \(values.count) given", sql: sql)
         }
         for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
+            let index = Int32(offset + 1)  // at most parameterCount, an Int32, by the guard above
             let status: Int32
             switch value {
             case .null:
@@ -70,15 +70,17 @@ public final class Statement {
             case .real(let real):
                 status = sqlite3_bind_double(handle, index, real)
             case .text(let text):
+                // The 64-bit binds take any length: SQLite answers SQLITE_TOOBIG past its limit.
                 status = text.withCString { chars in
-                    sqlite3_bind_text(handle, index, chars, Int32(text.utf8.count), CSQLite_TRANSIENT())
+                    sqlite3_bind_text64(
+                        handle, index, chars, UInt64(text.utf8.count), CSQLite_TRANSIENT(), UInt8(SQLITE_UTF8))
                 }
             case .blob(let data):
                 if data.isEmpty {
                     status = sqlite3_bind_zeroblob(handle, index, 0)
                 } else {
                     status = data.withUnsafeBytes { bytes in
-                        sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), CSQLite_TRANSIENT())
+                        sqlite3_bind_blob64(handle, index, bytes.baseAddress, UInt64(bytes.count), CSQLite_TRANSIENT())
                     }
                 }
             }

@@ -169,6 +169,14 @@ struct ConnectionTests {
         expectSQLiteError(.readOnly) { try readOnly.run("INSERT INTO t VALUES (1)") }
     }
 
+    @Test("any busy timeout opens: huge ones are capped, negative ones turn waiting off")
+    func busyTimeoutRange() throws {
+        for timeout: Duration in [.seconds(Int64.max), .seconds(Int64.min), .seconds(3_000_000), .milliseconds(-5)] {
+            let db = try Connection(path: ":memory:", busyTimeout: timeout)
+            #expect(try db.query("SELECT 1 AS one").first?.int64("one") == 1)
+        }
+    }
+
     @Test("a second writer waits for the busy timeout, then fails with busy")
     func busy() throws {
         let folder = try TemporaryDirectory(prefix: "sqlite-test")
