@@ -265,9 +265,10 @@ struct TokenMinterTests {
         for pan in ["4761120010000492", "349956959041362", "6011000991300009", "000000000000"] {
             #expect(SandboxCard.isValidDevicePAN(pan), "\(pan)")
         }
-        for pan in ["4761120010000493", "00000000000", "00000000000000000000", "4761 1200 1000 0492", "476112001000049/",
-            "٤٧٦١١٢٠٠١٠٠٠٠٤٩٢", ""]
-        {
+        for pan in [
+            "4761120010000493", "00000000000", "00000000000000000000", "4761 1200 1000 0492", "476112001000049/",
+            "٤٧٦١١٢٠٠١٠٠٠٠٤٩٢", "",
+        ] {
             #expect(!SandboxCard.isValidDevicePAN(pan), "\(pan)")
         }
         for date in ["291231", "300101", "000131"] { #expect(SandboxCard.isValidExpirationDate(date), "\(date)") }

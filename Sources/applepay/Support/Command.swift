@@ -142,7 +142,8 @@ enum CommandRunner {
             try parsed.finish()
             return try await instance.run()
         } catch let error as UsageError {
-            let text = "error: \(error.message)\n\n" + usageSection(for: command, prefix: prefix)
+            let text =
+                "error: \(error.message)\n\n" + usageSection(for: command, prefix: prefix)
                 + "See '\(prefix) --help'.\n"
             FileHandle.standardError.write(Data(text.utf8))
             return ExitCode.usage
@@ -172,7 +173,8 @@ enum CommandRunner {
             text += "OPTIONS:\n"
             let width = min(34, max("-h, --help".count, configuration.options.map { $0.0.count }.max() ?? 0) + 2)
             for (name, help) in configuration.options {
-                let padded = name.count >= width ? name + "  " : name.padding(toLength: width, withPad: " ", startingAt: 0)
+                let padded =
+                    name.count >= width ? name + "  " : name.padding(toLength: width, withPad: " ", startingAt: 0)
                 text += "  \(padded)\(help)\n"
             }
             text += "  " + "-h, --help".padding(toLength: width, withPad: " ", startingAt: 0) + "Show help.\n\n"
