@@ -110,7 +110,7 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
             throw PaymentTokenError(.malformedToken, "header.publicKeyHash must be a base64 SHA-256 (32 bytes)")
         }
         transactionId = try hex(header["transactionId"], "header.transactionId")
-        if let application = header["applicationData"], application != .null {
+        if let application = header["applicationData"], !application.isNull {
             applicationData = try hex(application, "header.applicationData")
         } else {
             applicationData = nil

@@ -64,7 +64,7 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
             return value
         }
         func optionalString(_ name: String) throws(PaymentTokenError) -> String? {
-            guard let value = fields[name], value != .null else { return nil }
+            guard let value = fields[name], !value.isNull else { return nil }
             guard let text = value.string else { throw PaymentTokenPayload.malformed("\(name) is not a string") }
             return text
         }
@@ -132,8 +132,8 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
         cardholderName = try optionalString("cardholderName")
         deviceManufacturerIdentifier = try optionalString("deviceManufacturerIdentifier") ?? ""
         merchantTokenIdentifier = try optionalString("merchantTokenIdentifier")
-        merchantTokenMetadata = fields["merchantTokenMetadata"].flatMap { $0 == .null ? nil : $0.jsonValue }
-        authenticationResponses = fields["authenticationResponses"].flatMap { $0 == .null ? nil : $0.jsonValue }
+        merchantTokenMetadata = fields["merchantTokenMetadata"].flatMap { $0.isNull ? nil : $0.jsonValue }
+        authenticationResponses = fields["authenticationResponses"].flatMap { $0.isNull ? nil : $0.jsonValue }
     }
 
     static func malformed(_ what: String) -> PaymentTokenError {

@@ -3,7 +3,7 @@ import Foundation
 
 /// A small, strict JSON reader for tokens and payloads: no Foundation bridging, bounded depth, never traps.
 /// Numbers keep their text so that integers are read exactly.
-enum TokenJSON: Sendable, Equatable {
+enum TokenJSON: Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -11,13 +11,42 @@ enum TokenJSON: Sendable, Equatable {
     /// a `String` only when asked, so that large base64 fields are decoded straight from the document's bytes.
     case string(ArraySlice<UInt8>)
     case array([TokenJSON])
-    case object([String: TokenJSON])
+    case object(JSONObject)
 
     struct ParseError: Error {
         let message: String
     }
 
     static let maximumDepth = 32
+    /// The most members an object may have (tokens have a handful; this bounds the duplicate-key check).
+    static let maximumMembers = 512
+
+    /// An object's members in document order; looked up by linear search, which beats hashing for the handful of
+    /// members tokens and payloads have.
+    struct JSONObject: Sendable {
+        var members: [(key: ArraySlice<UInt8>, value: TokenJSON)] = []
+
+        subscript(key: String) -> TokenJSON? {
+            var key = key
+            return key.withUTF8 { wanted in
+                guard let target = wanted.baseAddress, !wanted.isEmpty else {
+                    return members.first { $0.key.isEmpty }?.value
+                }
+                for member in members where member.key.count == wanted.count {
+                    let same = member.key.withUnsafeBufferPointer { candidate in
+                        candidate.baseAddress.map { memcmp($0, target, wanted.count) == 0 } ?? false
+                    }
+                    if same { return member.value }
+                }
+                return nil
+            }
+        }
+    }
+
+    var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
 
     /// Parses a whole document.
     static func parse(_ bytes: [UInt8]) throws(ParseError) -> TokenJSON {
@@ -46,7 +75,7 @@ enum TokenJSON: Sendable, Equatable {
         return nil
     }
 
-    var object: [String: TokenJSON]? {
+    var object: JSONObject? {
         if case .object(let value) = self { return value }
         return nil
     }
@@ -59,7 +88,11 @@ enum TokenJSON: Sendable, Equatable {
         case .number(let text): .number(Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) ?? 0)
         case .string(let bytes): .string(String(decoding: bytes, as: UTF8.self))
         case .array(let values): .array(values.map(\.jsonValue))
-        case .object(let members): .object(members.mapValues(\.jsonValue))
+        case .object(let object):
+            .object(
+                Dictionary(
+                    object.members.map { (String(decoding: $0.key, as: UTF8.self), $0.value.jsonValue) },
+                    uniquingKeysWith: { first, _ in first }))
         }
     }
 
@@ -79,7 +112,7 @@ enum TokenJSON: Sendable, Equatable {
             switch bytes[index] {
             case UInt8(ascii: "{"):
                 index += 1
-                var members: [String: TokenJSON] = [:]
+                var members = JSONObject()
                 skipSpace()
                 if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                     index += 1
@@ -90,15 +123,19 @@ enum TokenJSON: Sendable, Equatable {
                     guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                         throw ParseError(message: "expected a member name")
                     }
-                    let key = String(decoding: try string(), as: UTF8.self)
+                    let key = try string()
                     skipSpace()
                     guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw ParseError(message: "expected ':'") }
                     index += 1
                     skipSpace()
                     let member = try value(depth: depth + 1)
-                    guard members.updateValue(member, forKey: key) == nil else {
-                        throw ParseError(message: "member \"\(key.prefix(40))\" appears twice")
+                    guard !members.members.contains(where: { $0.key.elementsEqual(key) }) else {
+                        throw ParseError(message: "member \"\(String(decoding: key.prefix(40), as: UTF8.self))\" appears twice")
                     }
+                    guard members.members.count < TokenJSON.maximumMembers else {
+                        throw ParseError(message: "a JSON object has too many members")
+                    }
+                    members.members.append((key, member))
                     skipSpace()
                     guard index < bytes.count else { throw ParseError(message: "unexpected end of JSON") }
                     if bytes[index] == UInt8(ascii: ",") {
@@ -188,6 +225,20 @@ enum TokenJSON: Sendable, Equatable {
             // Fast path: scan for the closing quote; no escapes, no control characters.
             let stop = bytes.withUnsafeBufferPointer { buffer -> Int in
                 var cursor = start
+                // Eight bytes at a time: stop at the first word holding a quote, a backslash or a control byte.
+                if let base = buffer.baseAddress {
+                    let ones: UInt64 = 0x0101_0101_0101_0101
+                    let highs: UInt64 = 0x8080_8080_8080_8080
+                    while cursor + 8 <= buffer.count {
+                        let word = UInt64(littleEndian: UnsafeRawPointer(base + cursor).loadUnaligned(as: UInt64.self))
+                        let quote = word ^ (ones &* 0x22)
+                        let backslash = word ^ (ones &* 0x5c)
+                        let special =
+                            ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                        if special & highs != 0 { break }
+                        cursor += 8
+                    }
+                }
                 while cursor < buffer.count {
                     let byte = buffer[cursor]
                     if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }

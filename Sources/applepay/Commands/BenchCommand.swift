@@ -55,10 +55,11 @@ struct BenchDecryptCommand: Command {
         var version: String
     }
 
+    /// User CPU time of the process, as `openssl speed` measures by default (`times()` user time).
     static func processCPUTime() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
     }
 
     func run() async throws -> Int32 {
