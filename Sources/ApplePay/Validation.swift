@@ -90,17 +90,7 @@ enum JSONDiagnostics {
         }
     }
 
-    static func path(_ codingPath: [any CodingKey]) -> String {
-        var text = ""
-        for key in codingPath {
-            if let index = key.intValue {
-                text += "[\(index)]"
-            } else {
-                text += (text.isEmpty ? "" : ".") + key.stringValue
-            }
-        }
-        return text
-    }
+    static func path(_ codingPath: [any CodingKey]) -> String { FieldPath.text(codingPath) }
 
     static func problem(from error: DecodingError) -> ValidationProblem {
         switch error {

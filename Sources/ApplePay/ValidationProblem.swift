@@ -5,6 +5,22 @@ public enum ValidationSeverity: String, Sendable, Hashable, Codable, CaseIterabl
     case warning
 }
 
+/// Field paths as problems and errors name them: `lineItems[2].amount`.
+public enum FieldPath {
+    /// A decoder's coding path as a field path: keys joined with `.`, array indices as `[n]`; empty for the top.
+    public static func text(_ codingPath: [any CodingKey]) -> String {
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text
+    }
+}
+
 /// One broken rule in a payment request, with where it is and what to do about it.
 public struct ValidationProblem: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The field's path in the request's JSON, for example `lineItems[2].amount` or `total.amount`;

@@ -74,17 +74,7 @@ public struct Scenario: Sendable {
         }
     }
 
-    static func path(_ keys: [any CodingKey]) -> String {
-        var text = ""
-        for key in keys {
-            if let index = key.intValue {
-                text += "[\(index)]"
-            } else {
-                text += (text.isEmpty ? "" : ".") + key.stringValue
-            }
-        }
-        return text
-    }
+    static func path(_ keys: [any CodingKey]) -> String { FieldPath.text(keys) }
 }
 
 /// `checkout`: the cart for `POST /v1/checkouts`.

@@ -114,6 +114,12 @@ struct ConfigurationTests {
         }
         #expect(error?.code == .malformed)
         #expect(error?.message.contains("merchantIdentifier") == true)
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(Self.sample.utf8)) as? [String: Any])
+        setProduct(&object, "price", true)
+        let wrongType = #expect(throws: StoreConfigurationError.self) {
+            try StoreConfiguration.decode(try JSONSerialization.data(withJSONObject: object))
+        }
+        #expect(wrongType?.message.contains("products[0].price") == true, "\(wrongType?.message ?? "")")
         let notJSON = #expect(throws: StoreConfigurationError.self) { try StoreConfiguration.decode(Data("{".utf8)) }
         #expect(notJSON?.code == .malformed)
         let missing = #expect(throws: StoreConfigurationError.self) {

@@ -133,8 +133,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
     }
 
     private static func pathText(_ path: [any CodingKey]) -> String {
-        path.isEmpty
-            ? "(top level)" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        path.isEmpty ? "(top level)" : FieldPath.text(path)
     }
 
     /// The product with this SKU, if the catalog has it.
