@@ -94,6 +94,7 @@ struct ConfigurationTests {
         ("fee for an unknown payment method type", .duplicateIdentifier, { setFee(&$0, "type", "cash") }),
         ("fee above 10 percent", .invalidRate, { setFee(&$0, "percent", "12") }),
         ("processor timeout above the sheet's 30 s", .invalidProcessor, { $0["processor"] = ["timeoutSeconds": 31] }),
+        ("a processor kind the server cannot run", .invalidProcessor, { $0["processor"] = ["kind": "stripe"] }),
     ]
 
     @Test("invalid configurations are refused with a stable code", arguments: invalid.indices)
@@ -105,6 +106,19 @@ struct ConfigurationTests {
         let error = #expect(throws: StoreConfigurationError.self, "\(name)") { try StoreConfiguration.decode(data) }
         #expect(error?.code == code, "\(name): \(error?.description ?? "")")
         #expect(error?.message.isEmpty == false)
+    }
+
+    @Test("processor settings built in code: a NaN or huge timeout is refused and converts without trapping")
+    func processorSettingsInCode() throws {
+        var configuration = StoreConfiguration.demo
+        for seconds in [Double.nan, .infinity, -1, 0, 1e300] {
+            configuration.processor = ProcessorSettings(timeoutSeconds: seconds)
+            #expect(throws: StoreConfigurationError.self, "\(seconds)") { try configuration.validate() }
+            #expect(configuration.processor.timeout <= .seconds(86_400))
+        }
+        configuration.processor = ProcessorSettings(timeoutSeconds: 2.5)
+        try configuration.validate()
+        #expect(configuration.processor.timeout == .milliseconds(2500))
     }
 
     @Test("a missing field is named in the message; unreadable files and non-JSON have their own codes")

@@ -232,7 +232,13 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
                 throw fail(.invalidRate, "payment method fee for \(fee.type): percent must be in (0, 10]")
             }
         }
-        if processor.timeoutSeconds <= 0 || processor.timeoutSeconds > 30 {
+        guard ProcessorSettings.kinds.contains(processor.kind) else {
+            throw fail(
+                .invalidProcessor,
+                "processor.kind \"\(processor.kind.prefix(40))\" is not one of \(ProcessorSettings.kinds.sorted())")
+        }
+        // Written so that NaN fails too.
+        if !(processor.timeoutSeconds > 0 && processor.timeoutSeconds <= 30) {
             throw fail(.invalidProcessor, "processor.timeoutSeconds must be in (0, 30]: the sheet gives up after 30 s")
         }
     }
@@ -575,7 +581,10 @@ public struct MerchantValidationSettings: Codable, Sendable, Equatable {
 
 /// Which processor receives payments, and how long a call may take.
 public struct ProcessorSettings: Codable, Sendable, Equatable {
-    /// `sandbox` (the built-in ``SandboxProcessor``) is the only kind so far.
+    /// The processor kinds the server can run: `sandbox` (the built-in ``SandboxProcessor``) is the only one so far.
+    public static let kinds: Set<String> = ["sandbox"]
+
+    /// One of ``kinds``; validation refuses any other, so that a payment never goes to the sandbox by mistake.
     public var kind: String
     /// Upper bound for one processor call; on timeout the order ends `failed`. In (0, 30].
     public var timeoutSeconds: Double
@@ -593,8 +602,12 @@ public struct ProcessorSettings: Codable, Sendable, Equatable {
         timeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .timeoutSeconds) ?? 10
     }
 
-    /// ``timeoutSeconds`` as a `Duration`.
-    public var timeout: Duration { .milliseconds(Int64((timeoutSeconds * 1000).rounded())) }
+    /// ``timeoutSeconds`` as a `Duration` (zero when it is not a positive number; at most a day, so that an
+    /// unvalidated value cannot overflow the conversion).
+    public var timeout: Duration {
+        guard timeoutSeconds > 0 else { return .zero }
+        return .milliseconds(Int64((min(timeoutSeconds, 86_400) * 1000).rounded()))
+    }
 }
 
 /// A configuration file that cannot be used, with a stable ``code`` and a message naming the field.
