@@ -120,4 +120,15 @@ struct DecryptCommandTests {
         #expect(result.status == 64)
         #expect(result.standardError.contains("USAGE:"))
     }
+
+    @Test("bench decrypt mints its own tokens and reports a rate")
+    func bench() throws {
+        let result = try CommandLineTool.run(["bench", "decrypt", "--seconds", "0.2", "--threads", "2"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let json = try #require(result.json)
+        #expect(json["threads"] as? Int == 2)
+        #expect((json["tokens"] as? Int ?? 0) > 0)
+        #expect((json["tokensPerSecond"] as? Int ?? 0) > 0)
+        #expect(try CommandLineTool.run(["bench", "decrypt", "--threads", "0"]).status == 64)
+    }
 }

@@ -90,24 +90,33 @@ struct BenchDecryptCommand: Command {
         let failures = Mutex<String?>(nil)
         let cpuStart = Self.processCPUTime()
         let wallStart = Date()
-        DispatchQueue.concurrentPerform(iterations: threadCount) { worker in
-            var count = 0
-            let deadline = Date().addingTimeInterval(duration)
-            var index = worker
-            repeat {
-                for _ in 0..<16 {
-                    do {
-                        _ = try decryptor.decrypt(jsonData: tokens[index % tokens.count])
-                    } catch {
-                        failures.withLock { $0 = "\(error)" }
-                        return
+        // One thread per worker, all running until the same deadline.
+        let deadline = wallStart.addingTimeInterval(duration)
+        let finished = DispatchGroup()
+        for worker in 0..<threadCount {
+            finished.enter()
+            let thread = Thread {
+                defer { finished.leave() }
+                var count = 0
+                var index = worker
+                repeat {
+                    for _ in 0..<16 {
+                        do {
+                            _ = try decryptor.decrypt(jsonData: tokens[index % tokens.count])
+                        } catch {
+                            failures.withLock { $0 = "\(error)" }
+                            return
+                        }
+                        index += 1
+                        count += 1
                     }
-                    index += 1
-                    count += 1
-                }
-            } while Date() < deadline
-            total.withLock { $0 += count }
+                } while Date() < deadline
+                total.withLock { $0 += count }
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
         }
+        finished.wait()
         let wall = Date().timeIntervalSince(wallStart)
         let cpu = Self.processCPUTime() - cpuStart
         if let failure = failures.withLock({ $0 }) {
