@@ -29,7 +29,8 @@ public struct CMSSigner: Sendable {
     /// - Parameters:
     ///   - content: the bytes the signature covers; a verifier supplies them again.
     ///   - signingTime: the value of the signed `signingTime` attribute (whole seconds).
-    /// - Throws: `CryptographyError` with code `internalError` when OpenSSL fails.
+    /// - Throws: `CryptographyError` with code `malformedInput` for a signing time outside the years 0 to 9999,
+    ///   `internalError` when OpenSSL fails.
     public func signDetached(_ content: Data, signingTime: Date) throws -> Data {
         OpenSSLErrorQueue.clear()
         let flags = UInt32(CMS_DETACHED | CMS_BINARY | CMS_PARTIAL | CMS_NOSMIMECAP)
@@ -40,7 +41,10 @@ public struct CMSSigner: Sendable {
         guard let signerInfo = CMS_add1_signer(cms, certificate.x509, privateKey.pkey, EVP_sha256(), flags) else {
             throw CryptographyError.openSSL(.invalidKey, "could not add the signer")
         }
-        guard let time = ASN1_TIME_set(nil, time_t(signingTime.timeIntervalSince1970.rounded(.down))) else {
+        guard let seconds = signingTime.certificateTime else {
+            throw CryptographyError(.malformedInput, "the signing time must lie between the years 0 and 9999")
+        }
+        guard let time = ASN1_TIME_set(nil, seconds) else {
             throw CryptographyError.openSSL(.malformedInput, "the signing time cannot be encoded")
         }
         defer { ASN1_TIME_free(time) }

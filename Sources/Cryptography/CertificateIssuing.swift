@@ -80,9 +80,12 @@ public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
         }
         for attribute in attributes {
             let bytes = Array(attribute.value.utf8)
+            // A length past Int32 cannot be passed; OpenSSL refuses long values anyway (CN ≤ 64 characters).
             let added = bytes.withUnsafeBufferPointer { buffer in
-                X509_NAME_add_entry_by_NID(
-                    name, attribute.type.nid, MBSTRING_UTF8, buffer.baseAddress, Int32(buffer.count), -1, 0)
+                Int32(exactly: buffer.count).map { length in
+                    X509_NAME_add_entry_by_NID(
+                        name, attribute.type.nid, MBSTRING_UTF8, buffer.baseAddress, length, -1, 0)
+                } ?? 0
             }
             guard added == 1 else {
                 X509_NAME_free(name)
@@ -286,7 +289,7 @@ public struct CertificateBuilder: Sendable {
         }
 
         // Serial number.
-        let serial = serialNumber.withUnsafeBytes { raw in
+        let serial = serialNumber.withUnsafeBytes { raw in  // 1 to 20 bytes, checked above
             BN_bin2bn(raw.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(raw.count), nil)
         }
         guard let serial else { throw CryptographyError.openSSL(.internalError, "could not read the serial number") }
@@ -318,8 +321,11 @@ public struct CertificateBuilder: Sendable {
         }
 
         // Validity (UTCTime before 2050, GeneralizedTime after, as RFC 5280 asks).
-        guard ASN1_TIME_set(X509_getm_notBefore(x509), time_t(notBefore.timeIntervalSince1970.rounded(.down))) != nil,
-            ASN1_TIME_set(X509_getm_notAfter(x509), time_t(notAfter.timeIntervalSince1970.rounded(.down))) != nil
+        guard let start = notBefore.certificateTime, let end = notAfter.certificateTime else {
+            throw CryptographyError(.malformedInput, "the validity dates must lie between the years 0 and 9999")
+        }
+        guard ASN1_TIME_set(X509_getm_notBefore(x509), start) != nil,
+            ASN1_TIME_set(X509_getm_notAfter(x509), end) != nil
         else { throw CryptographyError.openSSL(.malformedInput, "could not set the validity dates") }
 
         guard X509_set_pubkey(x509, publicKey.pkey) == 1 else {
@@ -384,7 +390,9 @@ public struct CertificateBuilder: Sendable {
         }
         defer { ASN1_OCTET_STRING_free(octets) }
         let set = custom.value.withUnsafeBytes { raw in
-            ASN1_OCTET_STRING_set(octets, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(raw.count))
+            Int32(exactly: raw.count).map { length in
+                ASN1_OCTET_STRING_set(octets, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), length)
+            } ?? 0
         }
         guard set == 1, let ext = X509_EXTENSION_create_by_OBJ(nil, object, custom.isCritical ? 1 : 0, octets) else {
             throw CryptographyError.openSSL(.internalError, "could not build extension \(custom.oid)")
@@ -393,6 +401,16 @@ public struct CertificateBuilder: Sendable {
         guard X509_add_ext(x509, ext, -1) == 1 else {
             throw CryptographyError.openSSL(.internalError, "could not add extension \(custom.oid)")
         }
+    }
+}
+
+extension Date {
+    /// Whole seconds since 1970 for `ASN1_TIME_set`, or nil for a date an ASN.1 time cannot hold (before the year 0,
+    /// after 9999, or not a number), which would otherwise trap in the conversion to `time_t`.
+    var certificateTime: time_t? {
+        let seconds = timeIntervalSince1970.rounded(.down)
+        guard seconds >= -62_167_219_200, seconds <= 253_402_300_799 else { return nil }
+        return time_t(seconds)
     }
 }
 

@@ -79,4 +79,17 @@ struct CMSSigningTests {
             try CMSSigner(certificate: leaf, privateKey: authority.intermediateKey)
         }
     }
+
+    @Test("a signing time no certificate time can hold is refused, not a crash")
+    func unrepresentableSigningTime() throws {
+        let authority = try TestAuthority()
+        let key = try PrivateKey.generate(.p256)
+        let signer = try CMSSigner(
+            certificate: try authority.leaf(key: key, name: DistinguishedName(commonName: "signer")), privateKey: key)
+        for seconds in [1e30, -Double.infinity] {
+            #expect(throws: CryptographyError(.malformedInput, ""), "\(seconds)") {
+                try signer.signDetached(Data("content".utf8), signingTime: Date(timeIntervalSince1970: seconds))
+            }
+        }
+    }
 }

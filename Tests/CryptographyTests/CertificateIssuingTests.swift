@@ -166,5 +166,11 @@ struct CertificateIssuingTests {
         var badOID = builder
         badOID.extensions = [CertificateExtension(oid: "not an oid", value: Data([5, 0]))]
         #expect(throws: CryptographyError(.malformedInput, "")) { try badOID.selfSigned(with: key) }
+        for seconds in [1e30, Double.infinity, -1e30] {
+            var farOff = builder
+            farOff.notAfter = Date(timeIntervalSince1970: seconds)
+            farOff.notBefore = min(farOff.notBefore, farOff.notAfter)
+            #expect(throws: CryptographyError(.malformedInput, ""), "\(seconds)") { try farOff.selfSigned(with: key) }
+        }
     }
 }
