@@ -17,9 +17,13 @@ public protocol SessionClock: Sendable {
 extension SessionClock {
     public func sleep(until deadline: Date) async throws {
         let seconds = deadline.timeIntervalSince(now)
-        if seconds > 0 { try await sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }
+        if seconds > 0 { try await sleep(for: .milliseconds(Int64((min(seconds, maximumWait) * 1000).rounded(.up)))) }
     }
 }
+
+/// The longest wait a clock converts a deadline into (about 31 years): far enough to mean "never", near enough
+/// that the conversion to whole milliseconds or nanoseconds cannot overflow `Int64`.
+let maximumWait: TimeInterval = 1e9
 
 /// Wall-clock time and real sleeping.
 public struct SystemSessionClock: SessionClock {
@@ -67,7 +71,8 @@ public final class VirtualClock: SessionClock {
     }
 
     public func sleep(until deadline: Date) async throws {
-        let seconds = deadline.timeIntervalSince(start)
+        let interval = deadline.timeIntervalSince(start)
+        let seconds = interval.isNaN ? 0 : max(min(interval, maximumWait), -maximumWait)
         let whole = seconds.rounded(.down)
         let elapsed = Duration.seconds(Int64(whole)) + .nanoseconds(Int64(((seconds - whole) * 1e9).rounded()))
         try await sleep(untilElapsed: elapsed)
