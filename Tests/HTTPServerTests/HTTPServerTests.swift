@@ -7,14 +7,29 @@ import Testing
 /// Answers: `/echo` echoes method, query, a header and the body; `/slow` sleeps `ms` milliseconds.
 private final class TestResponder: Responder {
     let calls = Mutex(0)
+    /// `/gated` answers only once this is true.
+    let gateOpen = Mutex(false)
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
         calls.withLock { $0 += 1 }
         switch request.path {
         case "/slow":
             let milliseconds = Int(request.query["ms"] ?? "100") ?? 100
-            try? await Task.sleep(for: .milliseconds(milliseconds))
+            // A timer whose continuation resumes on the responder's executor (Task.sleep would resume on Swift's
+            // shared pool, which other suites' blocking work can hold for seconds).
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+                    continuation.resume()
+                }
+            }
             return .text("slept \(milliseconds)")
+        case "/gated":
+            while !gateOpen.withLock({ $0 }) {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { continuation.resume() }
+                }
+            }
+            return .text("released")
         case "/echo":
             let text =
                 "\(request.method) q=\(request.query["q"] ?? "-") x=\(request.headers["X-Test"] ?? "-") body=\(String(decoding: request.body, as: UTF8.self))"
@@ -130,18 +145,26 @@ struct HTTPServerTests {
     func concurrency() async throws {
         try await HTTPServer.withServer(configuration: .init(port: 0, threads: 2), responder: TestResponder()) {
             server in
-            let clock = ContinuousClock()
-            let start = clock.now
-            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            let port = server.port
+            let client = client
+            // 24 clients on threads of their own, timed there.
+            let (statuses, elapsed) = try await offPool { () -> ([Int], Duration) in
+                let clock = ContinuousClock()
+                let start = clock.now
+                let statuses = Mutex<[Int]>([])
+                let group = DispatchGroup()
                 for _ in 0..<24 {
-                    group.addTask {
-                        try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/slow?ms=1000"))
-                            .status
-                    }
+                    group.enter()
+                    Thread {
+                        let status =
+                            (try? client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=1000")))?.status
+                        statuses.withLock { $0.append(status ?? 0) }
+                        group.leave()
+                    }.start()
                 }
-                return try await group.reduce(into: []) { $0.append($1) }
+                group.wait()
+                return (statuses.withLock { $0 }, clock.now - start)
             }
-            let elapsed = clock.now - start
             #expect(statuses == Array(repeating: 200, count: 24))
             // 24 × 1 s one after another would be 24 s; two at a time (one per server thread) 12 s.
             #expect(elapsed < .seconds(8))
@@ -171,22 +194,24 @@ struct HTTPServerTests {
 
     @Test("shutdown waits for a request in flight, then refuses new connections")
     func gracefulShutdown() async throws {
-        let server = try HTTPServer.start(configuration: .init(port: 0), responder: TestResponder())
+        let responder = TestResponder()
+        let server = try HTTPServer.start(configuration: .init(port: 0), responder: responder)
         let port = server.port
-        let client = client
-        let pending = Task {
-            try await offPool { try client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=400")) }
-        }
+        // The request runs on a thread of its own from the start, and is held by the responder until released.
+        let pending = BackgroundRequest(client: client, url: "http://127.0.0.1:\(port)/gated")
         let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
+        let deadline = clock.now + .seconds(20)
         while server.requestsInFlight == 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
         #expect(server.requestsInFlight == 1)
-        await server.shutdown()
-        let response = try await pending.value
+        let shutdown = Task { await server.shutdown() }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(pending.finished == nil)
+        #expect(try await offPool { (try? RawConnection(port: port)) == nil }, "a new connection after shutdown began")
+        responder.gateOpen.withLock { $0 = true }
+        await shutdown.value
+        let response = try await pending.result()
         #expect(response.status == 200)
-        #expect(String(decoding: response.body, as: UTF8.self) == "slept 400")
-        let refused = try await offPool { (try? RawConnection(port: port)) == nil }
-        #expect(refused)
+        #expect(String(decoding: response.body, as: UTF8.self) == "released")
     }
 
     @Test("a server released without shutdown stops listening")
@@ -263,5 +288,27 @@ extension Router.Resolution {
     var isMethodNotAllowed: Bool {
         if case .methodNotAllowed = self { return true }
         return false
+    }
+}
+
+/// A synchronous request started at once on a thread of its own; `result()` waits for it without blocking.
+private final class BackgroundRequest: Sendable {
+    private let outcome = Mutex<Result<HTTPClientResponse, any Error>?>(nil)
+
+    init(client: HTTPClient, url: String) {
+        Thread { [self] in
+            let result = Result { try client.send(HTTPClientRequest(url: url)) }
+            outcome.withLock { $0 = result }
+        }.start()
+    }
+
+    /// The outcome if the request has ended.
+    var finished: Result<HTTPClientResponse, any Error>? { outcome.withLock { $0 } }
+
+    func result() async throws -> HTTPClientResponse {
+        while true {
+            if let result = outcome.withLock({ $0 }) { return try result.get() }
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 }
