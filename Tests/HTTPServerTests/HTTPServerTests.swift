@@ -198,7 +198,8 @@ struct HTTPServerTests {
         let server = try HTTPServer.start(configuration: .init(port: 0), responder: responder)
         let port = server.port
         // The request runs on a thread of its own from the start, and is held by the responder until released.
-        let pending = BackgroundRequest(client: client, url: "http://127.0.0.1:\(port)/gated")
+        let patient = HTTPClient(configuration: .init(timeout: .seconds(120)))
+        let pending = BackgroundRequest(client: patient, url: "http://127.0.0.1:\(port)/gated")
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(20)
         while server.requestsInFlight == 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
