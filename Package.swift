@@ -41,7 +41,9 @@ let package = Package(
         .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
         .target(
             name: "MerchantServer",
-            dependencies: ["ApplePay", "PaymentToken", "Sandbox", "SQLite", "HTTPServer", "HTTPClient"]),
+            dependencies: [
+                "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "SQLite", "HTTPServer", "HTTPClient",
+            ]),
 
         // The command-line tool.
         .executableTarget(
