@@ -21,24 +21,49 @@ enum TokenJSON: Sendable {
     /// The most members an object may have (tokens have a handful; this bounds the duplicate-key check).
     static let maximumMembers = 512
 
-    /// An object's members in document order; looked up by linear search, which beats hashing for the handful of
-    /// members tokens and payloads have.
+    /// An object's members in document order; looked up by a 64-bit fingerprint of the key and a linear scan,
+    /// which beats hashing into a dictionary for the handful of members tokens and payloads have.
     struct JSONObject: Sendable {
-        var members: [(key: ArraySlice<UInt8>, value: TokenJSON)] = []
+        private(set) var keys: [ArraySlice<UInt8>] = []
+        private(set) var values: [TokenJSON] = []
+        private var fingerprints: [UInt64] = []
+
+        var count: Int { keys.count }
+        var members: Zip2Sequence<[ArraySlice<UInt8>], [TokenJSON]> { zip(keys, values) }
+
+        /// FNV-1a over the key's bytes.
+        static func fingerprint(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            return hash
+        }
+
+        func index(of key: UnsafeBufferPointer<UInt8>, fingerprint: UInt64) -> Int? {
+            var index = 0
+            while index < fingerprints.count {
+                if fingerprints[index] == fingerprint, keys[index].elementsEqual(key) { return index }
+                index += 1
+            }
+            return nil
+        }
+
+        /// Adds a member; false when the key is already present.
+        mutating func append(key: ArraySlice<UInt8>, value: TokenJSON) -> Bool {
+            let found = key.withUnsafeBufferPointer { bytes -> (Int?, UInt64) in
+                let fingerprint = JSONObject.fingerprint(bytes)
+                return (index(of: bytes, fingerprint: fingerprint), fingerprint)
+            }
+            guard found.0 == nil else { return false }
+            keys.append(key)
+            values.append(value)
+            fingerprints.append(found.1)
+            return true
+        }
 
         subscript(key: String) -> TokenJSON? {
             var key = key
             return key.withUTF8 { wanted in
-                guard let target = wanted.baseAddress, !wanted.isEmpty else {
-                    return members.first { $0.key.isEmpty }?.value
-                }
-                for member in members where member.key.count == wanted.count {
-                    let same = member.key.withUnsafeBufferPointer { candidate in
-                        candidate.baseAddress.map { memcmp($0, target, wanted.count) == 0 } ?? false
-                    }
-                    if same { return member.value }
-                }
-                return nil
+                index(of: wanted, fingerprint: JSONObject.fingerprint(wanted)).map { values[$0] }
             }
         }
     }
@@ -91,7 +116,7 @@ enum TokenJSON: Sendable {
         case .object(let object):
             .object(
                 Dictionary(
-                    object.members.map { (String(decoding: $0.key, as: UTF8.self), $0.value.jsonValue) },
+                    object.members.map { (String(decoding: $0.0, as: UTF8.self), $0.1.jsonValue) },
                     uniquingKeysWith: { first, _ in first }))
         }
     }
@@ -129,13 +154,12 @@ enum TokenJSON: Sendable {
                     index += 1
                     skipSpace()
                     let member = try value(depth: depth + 1)
-                    guard !members.members.contains(where: { $0.key.elementsEqual(key) }) else {
-                        throw ParseError(message: "member \"\(String(decoding: key.prefix(40), as: UTF8.self))\" appears twice")
-                    }
-                    guard members.members.count < TokenJSON.maximumMembers else {
+                    guard members.count < TokenJSON.maximumMembers else {
                         throw ParseError(message: "a JSON object has too many members")
                     }
-                    members.members.append((key, member))
+                    guard members.append(key: key, value: member) else {
+                        throw ParseError(message: "member \"\(String(decoding: key.prefix(40), as: UTF8.self))\" appears twice")
+                    }
                     skipSpace()
                     guard index < bytes.count else { throw ParseError(message: "unexpected end of JSON") }
                     if bytes[index] == UInt8(ascii: ",") {
