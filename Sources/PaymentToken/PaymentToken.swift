@@ -14,14 +14,18 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
 
     /// `paymentMethod`, when the whole PKPaymentToken was given.
     public struct PaymentMethod: Sendable, Hashable, Codable {
+        /// E.g. "Visa 0492".
         public var displayName: String?
+        /// E.g. "Visa".
         public var network: String?
+        /// debit, credit, prepaid, store or eMoney.
         public var type: String?
     }
 
     /// The largest token accepted, in bytes of JSON (real tokens are about 4 KB).
     public static let maximumJSONSize = 256 * 1024
 
+    /// EC_v1 or RSA_v1.
     public let version: Version
     /// The ciphertext with its 16-byte GCM tag.
     public let data: [UInt8]

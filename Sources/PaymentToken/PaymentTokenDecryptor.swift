@@ -12,12 +12,14 @@ public struct PaymentTokenExpectations: Sendable {
         case bytes(Data)
     }
 
+    /// The application data the token's header must carry (as its SHA-256).
     public var applicationData: ApplicationData?
     /// The amount in minor units.
     public var amount: Int64?
     /// The currency: numeric ("840") or alphabetic ("USD") ISO 4217.
     public var currencyCode: String?
 
+    /// Checks to make; nil ones are skipped.
     public init(applicationData: ApplicationData? = nil, amount: Int64? = nil, currencyCode: String? = nil) {
         self.applicationData = applicationData
         self.amount = amount
@@ -27,7 +29,9 @@ public struct PaymentTokenExpectations: Sendable {
 
 /// A verified and decrypted token.
 public struct DecryptedPaymentToken: Sendable, CustomStringConvertible {
+    /// What verification established (signing time, transaction id, signer).
     public let verification: PaymentTokenVerification
+    /// The decrypted contents.
     public let payload: PaymentTokenPayload
     /// The identity whose key opened the token.
     public let merchant: MerchantIdentity

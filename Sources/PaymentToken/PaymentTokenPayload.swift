@@ -31,11 +31,15 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
     public var currencyCode: String
     /// The amount in minor units of the currency.
     public var transactionAmount: Int64
+    /// The cardholder's name, when the card carries one.
     public var cardholderName: String?
     /// Hex identifier of the device manufacturer.
     public var deviceManufacturerIdentifier: String
+    /// The cryptogram (3DSecure) or EMV data.
     public var credentials: Credentials
+    /// The merchant token (MPAN) identifier, for merchant tokens.
     public var merchantTokenIdentifier: String?
+    /// Merchant token metadata (card art and the like), as sent.
     public var merchantTokenMetadata: JSONValue?
     /// For multi-token requests.
     public var authenticationResponses: JSONValue?
@@ -44,9 +48,10 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
     public var paymentDataType: String { credentials.paymentDataType }
     /// The currency, when the numeric code is a known ISO 4217 one.
     public var currency: Currency? { Currency(numericCode: currencyCode) }
-    /// Two-digit year and month of expiry, e.g. (24, 9).
-    public var expiration: (year: Int, month: Int) {
+    /// Two-digit year and month of expiry, e.g. (24, 9); nil when `applicationExpirationDate` is not YYMMDD.
+    public var expiration: (year: Int, month: Int)? {
         let digits = Array(applicationExpirationDate.utf8).map { Int($0) - 48 }
+        guard digits.count == 6, digits.allSatisfy({ (0...9).contains($0) }) else { return nil }
         return (digits[0] * 10 + digits[1], digits[2] * 10 + digits[3])
     }
     /// The last four digits of the account number.

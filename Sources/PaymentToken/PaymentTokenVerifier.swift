@@ -4,6 +4,7 @@ import Synchronization
 
 /// What verification established about a token.
 public struct PaymentTokenVerification: Sendable {
+    /// EC_v1 or RSA_v1.
     public let version: PaymentToken.Version
     /// The CMS signing time (certificate validity was checked at this time).
     public let signingTime: Date
