@@ -151,6 +151,8 @@ public final class PaymentTokenVerifier: Sendable {
         }
         let entry = CachedSigner(certificatesField: field, leaf: leaf, verifier: verifier, chain: chain)
         cache.withLock { entries in
+            // Another thread may have verified the same certificates meanwhile: keep one entry.
+            guard !entries.contains(where: { PaymentTokenVerifier.equalBytes($0.certificatesField, field) }) else { return }
             if entries.count >= PaymentTokenVerifier.cacheLimit { entries.removeFirst() }
             entries.append(entry)
         }
