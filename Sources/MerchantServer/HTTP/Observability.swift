@@ -20,20 +20,52 @@ public struct RequestLogger: Sendable {
 
     /// Writes a line with `level` (`info`, `warn`, `error`), `msg` and the given fields (strings, numbers, booleans).
     public func log(_ level: String, _ message: String, _ fields: [String: any Sendable] = [:]) {
-        var object: [String: Any] = ["time": Self.timestamp(), "level": level, "msg": message]
-        for (key, value) in fields { object[key] = value }
-        guard JSONSerialization.isValidJSONObject(object),
-            let data = try? JSONSerialization.data(
-                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        else { return }
-        sink(String(decoding: data, as: UTF8.self))
+        var object: [String: any Sendable] = fields
+        object["time"] = Self.timestamp()
+        object["level"] = level
+        object["msg"] = message
+        var line = "{"
+        for (index, key) in object.keys.sorted().enumerated() {
+            if index > 0 { line += "," }
+            Self.appendString(key, to: &line)
+            line += ":"
+            switch object[key] {
+            case let value as String: Self.appendString(value, to: &line)
+            case let value as Int: line += String(value)
+            case let value as Int64: line += String(value)
+            case let value as UInt16: line += String(value)
+            case let value as Double where value.isFinite: line += String(value)
+            case let value as Bool: line += value ? "true" : "false"
+            default: line += "null"
+            }
+        }
+        line += "}"
+        sink(line)
     }
 
-    private static func timestamp() -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date())
+    /// A JSON string literal: quotes, backslashes and control characters escaped.
+    private static func appendString(_ text: String, to line: inout String) {
+        line += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": line += "\\\""
+            case "\\": line += "\\\\"
+            case "\n": line += "\\n"
+            case "\r": line += "\\r"
+            case "\t": line += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                line += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: line.unicodeScalars.append(scalar)
+            }
+        }
+        line += "\""
     }
+
+    /// ISO 8601 with milliseconds, UTC; a value type, shared by every thread.
+    private static let timeStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    private static func timestamp() -> String { Date().formatted(timeStyle) }
 }
 
 /// What a handler learned about its request, for the log line and the metrics: bound as a task-local for the
