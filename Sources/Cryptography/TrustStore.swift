@@ -71,7 +71,12 @@ public final class TrustStore: @unchecked Sendable {
             throw CryptographyError.openSSL(.internalError, "could not start chain verification")
         }
         if let date {
-            X509_VERIFY_PARAM_set_time(parameters, time_t(date.timeIntervalSince1970.rounded(.down)))
+            // Years 0 to 9999 only: anything else (or a non-finite time) is a caller's mistake, not a trap.
+            let seconds = date.timeIntervalSince1970.rounded(.down)
+            guard seconds.isFinite, seconds >= -62_167_219_200, seconds <= 253_402_300_799 else {
+                throw CryptographyError(.malformedInput, "the verification time is outside the years 0 to 9999")
+            }
+            X509_VERIFY_PARAM_set_time(parameters, time_t(seconds))
         } else {
             X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_NO_CHECK_TIME))
         }

@@ -94,7 +94,7 @@ public final class PaymentTokenVerifier: Sendable {
         guard abs(current.timeIntervalSince(signingTime)) <= maximumAge else {
             throw PaymentTokenError(
                 .signingTimeOutOfRange,
-                "the token was signed at \(Self.format(signingTime)), more than \(Int(maximumAge)) s from now (\(Self.format(current))): a replay, or a wrong clock")
+                "the token was signed at \(Self.format(signingTime)), more than \(maximumAge) s from now (\(Self.format(current))): a replay, or a wrong clock")
         }
         return PaymentTokenVerification(
             version: token.version, signingTime: signingTime, transactionId: token.transactionIdHex,

@@ -65,6 +65,20 @@ struct CMSAndChainTests {
         }
     }
 
+    @Test("a verification time that is not finite or beyond year 9999 is malformedInput, not a trap")
+    func absurdTimes() throws {
+        let token = try SignedToken("gala-2021-ec")
+        let verified = try CMSSignedData.verifyDetached(token.signature, content: token.content)
+        let root = try Certificate(pem: String(contentsOf: Repository.appleTokenVectors.appendingPathComponent("apple-root-ca-g3.pem"), encoding: .utf8))
+        let store = try TrustStore(roots: [root])
+        let intermediates = verified.certificates.filter { $0 != verified.signer }
+        for seconds in [Double.infinity, -Double.infinity, Double.nan, 1e15, -1e15] {
+            #expect(throws: CryptographyError(.malformedInput, "")) {
+                try store.verify(verified.signer, intermediates: intermediates, at: Date(timeIntervalSince1970: seconds))
+            }
+        }
+    }
+
     @Test("altered content or signature fails with invalidSignature; truncated BER is malformedInput")
     func rejectsTampering() throws {
         let token = try SignedToken("gala-2021-ec")
