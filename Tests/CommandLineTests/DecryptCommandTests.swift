@@ -27,9 +27,9 @@ enum TokenCLIFixture {
 @Suite("applepay decrypt")
 struct DecryptCommandTests {
     @Test("a real EC_v1 token with its certificate decrypts to expected.json; exit 0")
-    func decryptsWithCertificate() throws {
+    func decryptsWithCertificate() async throws {
         let folder = "gala-2021-ec"
-        let result = try CommandLineTool.run([
+        let result = try await CommandLineTool.run([
             "decrypt", TokenCLIFixture.path(folder, "token.json"),
             "--merchant-key", TokenCLIFixture.path(folder, "merchant-key.pem"),
             "--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem"),
@@ -40,16 +40,16 @@ struct DecryptCommandTests {
     }
 
     @Test("an RSA_v1 token, and a bare key with --merchant-id, decrypt")
-    func decryptsRSAAndBareKey() throws {
+    func decryptsRSAAndBareKey() async throws {
         let rsa = "basistheory-2024-rsa"
-        let first = try CommandLineTool.run([
+        let first = try await CommandLineTool.run([
             "decrypt", TokenCLIFixture.path(rsa, "token.json"), "--merchant-key", TokenCLIFixture.path(rsa, "merchant-key.pem"),
             "--merchant-cert", TokenCLIFixture.path(rsa, "merchant-cert.pem"), "--now", try TokenCLIFixture.signingTime(rsa),
         ])
         #expect(first.status == 0, "\(first.standardError)")
         #expect(first.json.map { NSDictionary(dictionary: $0) } == (try TokenCLIFixture.expected(rsa)))
         let bare = "payu-2018-sandbox-ec"
-        let second = try CommandLineTool.run([
+        let second = try await CommandLineTool.run([
             "decrypt", TokenCLIFixture.path(bare, "token.json"), "--merchant-key", TokenCLIFixture.path(bare, "merchant-key.pem"),
             "--merchant-id", "merchant.sandbox.payu", "--now", try TokenCLIFixture.signingTime(bare), "--max-age", "60",
         ])
@@ -58,24 +58,24 @@ struct DecryptCommandTests {
     }
 
     @Test("failures print the error object on standard error and exit 1")
-    func failures() throws {
+    func failures() async throws {
         let folder = "gala-2021-ec"
         let base = [
             "decrypt", TokenCLIFixture.path(folder, "token.json"),
             "--merchant-key", TokenCLIFixture.path(folder, "merchant-key.pem"),
         ]
         // The wall clock: years after signing.
-        let stale = try CommandLineTool.run(base + ["--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem")])
+        let stale = try await CommandLineTool.run(base + ["--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem")])
         #expect(stale.status == 1)
         #expect(stale.standardOutput.isEmpty)
         #expect(TokenCLIFixture.errorCode(stale) == "signingTimeOutOfRange")
         // The wrong merchant identifier: the KDF differs.
         let now = try TokenCLIFixture.signingTime(folder)
-        let wrong = try CommandLineTool.run(base + ["--merchant-id", "merchant.com.example", "--now", now])
+        let wrong = try await CommandLineTool.run(base + ["--merchant-id", "merchant.com.example", "--now", now])
         #expect(TokenCLIFixture.errorCode(wrong) == "decryptionFailed")
         #expect(!wrong.standardError.contains("5353756319181169"))
         // Another merchant's key and certificate.
-        let other = try CommandLineTool.run([
+        let other = try await CommandLineTool.run([
             "decrypt", TokenCLIFixture.path(folder, "token.json"),
             "--merchant-key", TokenCLIFixture.path("gala-2014-ec", "merchant-key.pem"),
             "--merchant-cert", TokenCLIFixture.path("gala-2014-ec", "merchant-cert.pem"), "--now", now,
@@ -83,7 +83,7 @@ struct DecryptCommandTests {
         #expect(other.status == 1)
         #expect(TokenCLIFixture.errorCode(other) == "merchantKeyMismatch")
         // An applicationData hash the token does not carry.
-        let application = try CommandLineTool.run(
+        let application = try await CommandLineTool.run(
             base + ["--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem"), "--now", now,
                     "--application-data-hash", String(repeating: "ab", count: 32)])
         #expect(TokenCLIFixture.errorCode(application) == "applicationDataMismatch")
@@ -91,13 +91,13 @@ struct DecryptCommandTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try Data("{}".utf8).write(to: URL(fileURLWithPath: directory.path("empty.json")))
-        let empty = try CommandLineTool.run([
+        let empty = try await CommandLineTool.run([
             "decrypt", directory.path("empty.json"), "--merchant-key", TokenCLIFixture.path(folder, "merchant-key.pem"),
             "--merchant-id", "merchant.test.spreedly.123merchant",
         ])
         #expect(empty.status == 1)
         #expect(TokenCLIFixture.errorCode(empty) == "malformedToken")
-        let missing = try CommandLineTool.run([
+        let missing = try await CommandLineTool.run([
             "decrypt", directory.path("absent.json"), "--merchant-key", TokenCLIFixture.path(folder, "merchant-key.pem"),
             "--merchant-id", "merchant.test.spreedly.123merchant",
         ])
@@ -115,20 +115,20 @@ struct DecryptCommandTests {
         ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--application-data-hash", "xyz"],
         ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--bogus"],
     ])
-    func usageErrors(arguments: [String]) throws {
-        let result = try CommandLineTool.run(arguments)
+    func usageErrors(arguments: [String]) async throws {
+        let result = try await CommandLineTool.run(arguments)
         #expect(result.status == 64)
         #expect(result.standardError.contains("USAGE:"))
     }
 
     @Test("bench decrypt mints its own tokens and reports a rate")
-    func bench() throws {
-        let result = try CommandLineTool.run(["bench", "decrypt", "--seconds", "0.2", "--threads", "2"])
+    func bench() async throws {
+        let result = try await CommandLineTool.run(["bench", "decrypt", "--seconds", "0.2", "--threads", "2"])
         #expect(result.status == 0, "\(result.standardError)")
         let json = try #require(result.json)
         #expect(json["threads"] as? Int == 2)
         #expect((json["tokens"] as? Int ?? 0) > 0)
         #expect((json["tokensPerSecond"] as? Int ?? 0) > 0)
-        #expect(try CommandLineTool.run(["bench", "decrypt", "--threads", "0"]).status == 64)
+        #expect(try await CommandLineTool.run(["bench", "decrypt", "--threads", "0"]).status == 64)
     }
 }

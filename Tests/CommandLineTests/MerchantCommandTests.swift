@@ -11,12 +11,12 @@ struct MerchantCommandTests {
             (["--kind", "payment-processing", "--rsa"], "Private-Key: (2048 bit"),
             (["--kind", "merchant-identity"], "Private-Key: (2048 bit"),
         ])
-    func csr(options: [String], keyText: String) throws {
+    func csr(options: [String], keyText: String) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let out = folder.path("portal")
         let kind = options[1]
-        let result = try CommandLineTool.run(
+        let result = try await CommandLineTool.run(
             ["merchant", "csr"] + options + ["--out", out, "--merchant-id", "merchant.com.example"])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(!result.standardOutput.contains("PRIVATE KEY"))
@@ -33,24 +33,24 @@ struct MerchantCommandTests {
         let keyPublic = try ExternalTool.run("openssl", ["pkey", "-in", key, "-pubout"])
         #expect(requestKey.standardOutput == keyPublic.standardOutput)
 
-        let again = try CommandLineTool.run(["merchant", "csr"] + options + ["--out", out])
+        let again = try await CommandLineTool.run(["merchant", "csr"] + options + ["--out", out])
         #expect(again.status == 1)
         #expect(again.standardError.contains("--force"))
-        let forced = try CommandLineTool.run(["merchant", "csr"] + options + ["--out", out, "--force"])
+        let forced = try await CommandLineTool.run(["merchant", "csr"] + options + ["--out", out, "--force"])
         #expect(forced.status == 0)
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: out).sorted() == ["\(kind).csr", "\(kind).key.pem"])
     }
 
     @Test("csr usage errors: no --kind, an unknown kind, no --out")
-    func csrUsageErrors() throws {
-        #expect(try CommandLineTool.run(["merchant", "csr", "--out", "/tmp/x"]).status == 64)
-        #expect(try CommandLineTool.run(["merchant", "csr", "--kind", "apple", "--out", "/tmp/x"]).status == 64)
-        #expect(try CommandLineTool.run(["merchant", "csr", "--kind", "merchant-identity"]).status == 64)
+    func csrUsageErrors() async throws {
+        #expect(try await CommandLineTool.run(["merchant", "csr", "--out", "/tmp/x"]).status == 64)
+        #expect(try await CommandLineTool.run(["merchant", "csr", "--kind", "apple", "--out", "/tmp/x"]).status == 64)
+        #expect(try await CommandLineTool.run(["merchant", "csr", "--kind", "merchant-identity"]).status == 64)
     }
 
     @Test("inspect reads a DER .cer: merchant identifier, hash, kind, validity, key match; --pem-out writes PEM")
-    func inspectDER() throws {
+    func inspectDER() async throws {
         let box = try CommandLineSandbox.path()
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
@@ -59,7 +59,7 @@ struct MerchantCommandTests {
             "openssl", ["x509", "-in", "\(box)/payment-processing-ec.pem", "-outform", "DER", "-out", cer])
         try #require(converted.status == 0)
         let pemOut = folder.path("apple_pay.pem")
-        let result = try CommandLineTool.run([
+        let result = try await CommandLineTool.run([
             "merchant", "inspect", cer, "--key", "\(box)/payment-processing-ec.key.pem", "--pem-out", pemOut,
         ])
         #expect(result.status == 0, "\(result.standardError)")
@@ -76,11 +76,11 @@ struct MerchantCommandTests {
             try String(contentsOfFile: pemOut, encoding: .utf8)
                 == String(contentsOfFile: "\(box)/payment-processing-ec.pem", encoding: .utf8))
 
-        let identity = try CommandLineTool.run(["merchant", "inspect", "\(box)/merchant-identity.pem"])
+        let identity = try await CommandLineTool.run(["merchant", "inspect", "\(box)/merchant-identity.pem"])
         #expect(identity.json?["kind"] as? String == "merchant-identity")
         #expect(identity.json?["keyMatches"] is NSNull || identity.json?["keyMatches"] == nil)
 
-        let wrongKey = try CommandLineTool.run([
+        let wrongKey = try await CommandLineTool.run([
             "merchant", "inspect", cer, "--key", "\(box)/merchant-identity.key.pem",
         ])
         #expect(wrongKey.status == 1)
@@ -88,9 +88,9 @@ struct MerchantCommandTests {
     }
 
     @Test("inspect reads a real Apple merchant certificate: expired, identifier and hash")
-    func inspectApple() throws {
+    func inspectApple() async throws {
         let path = Repository.appleTokenVectors.appendingPathComponent("basistheory-2023a-ec/merchant-cert.pem").path
-        let result = try CommandLineTool.run([
+        let result = try await CommandLineTool.run([
             "merchant", "inspect", path, "--key",
             Repository.appleTokenVectors.appendingPathComponent("basistheory-2023a-ec/merchant-key.pem").path,
         ])
@@ -107,23 +107,23 @@ struct MerchantCommandTests {
     }
 
     @Test("inspect bad inputs: not a certificate, a missing file, a bad key; nothing written")
-    func inspectBadInputs() throws {
+    func inspectBadInputs() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let bogus = folder.path("bogus.cer")
         try Data([0x30, 0x82, 0x01, 0x00, 0x01, 0x02]).write(to: URL(fileURLWithPath: bogus))
         let pemOut = folder.path("out.pem")
-        let notCertificate = try CommandLineTool.run(["merchant", "inspect", bogus, "--pem-out", pemOut])
+        let notCertificate = try await CommandLineTool.run(["merchant", "inspect", bogus, "--pem-out", pemOut])
         #expect(notCertificate.status == 1)
         #expect(notCertificate.standardError.contains("not an X.509 certificate"))
         #expect(!FileManager.default.fileExists(atPath: pemOut))
 
-        let missing = try CommandLineTool.run(["merchant", "inspect", folder.path("nope.cer")])
+        let missing = try await CommandLineTool.run(["merchant", "inspect", folder.path("nope.cer")])
         #expect(missing.status == 66)
         #expect(missing.standardError.contains("no such file"))
 
         let box = try CommandLineSandbox.path()
-        let badKey = try CommandLineTool.run(["merchant", "inspect", "\(box)/root.pem", "--key", bogus])
+        let badKey = try await CommandLineTool.run(["merchant", "inspect", "\(box)/root.pem", "--key", bogus])
         #expect(badKey.status == 1)
         #expect(badKey.standardError.contains("not a PEM private key"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == ["bogus.cer"])

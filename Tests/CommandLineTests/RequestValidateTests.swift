@@ -11,8 +11,8 @@ struct RequestValidateTests {
     @Test(
         "Apple's documented examples are valid: exit 0 and {\"valid\": true, \"problems\": []}",
         arguments: ["basic.json", "recurring.json", "multi-token.json"])
-    func valid(name: String) throws {
-        let result = try CommandLineTool.run(["request", "validate", Self.fixture(name)])
+    func valid(name: String) async throws {
+        let result = try await CommandLineTool.run(["request", "validate", Self.fixture(name)])
         #expect(result.status == 0, "\(result.standardError)")
         let json = try #require(result.json)
         #expect(json["valid"] as? Bool == true)
@@ -20,8 +20,8 @@ struct RequestValidateTests {
     }
 
     @Test("a request breaking rules: exit 1 and every problem with path, code, severity and message")
-    func invalid() throws {
-        let result = try CommandLineTool.run(["request", "validate", Self.fixture("invalid.json")])
+    func invalid() async throws {
+        let result = try await CommandLineTool.run(["request", "validate", Self.fixture("invalid.json")])
         #expect(result.status == 1)
         let json = try #require(result.json)
         #expect(json["valid"] as? Bool == false)
@@ -37,12 +37,12 @@ struct RequestValidateTests {
     }
 
     @Test("warnings alone still exit 0, and the document can come on standard input")
-    func warningsOnly() throws {
+    func warningsOnly() async throws {
         let json = """
             {"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": ["supports3DS", "supportsEMV"],
              "supportedNetworks": ["visa"], "total": {"label": "Shop", "amount": "0.00"}}
             """
-        let result = try CommandLineTool.run(["request", "validate", "-"], input: Data(json.utf8))
+        let result = try await CommandLineTool.run(["request", "validate", "-"], input: Data(json.utf8))
         #expect(result.status == 0)
         let problems = try #require(result.json?["problems"] as? [[String: Any]])
         #expect(problems.map { $0["code"] as? String } == ["capabilities.emvWithoutChinaUnionPay"])
@@ -50,13 +50,13 @@ struct RequestValidateTests {
     }
 
     @Test("JSON of the wrong shape is a problem (exit 1), not a crash")
-    func wrongShape() throws {
+    func wrongShape() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.path("shape.json")
         try Data(#"{"countryCode": "US", "total": {"label": "A", "amount": 5}}"#.utf8).write(
             to: URL(fileURLWithPath: path))
-        let result = try CommandLineTool.run(["request", "validate", path])
+        let result = try await CommandLineTool.run(["request", "validate", path])
         #expect(result.status == 1)
         let problems = try #require(result.json?["problems"] as? [[String: Any]])
         #expect(problems.first?["code"] as? String == "json.missingField")
@@ -66,12 +66,12 @@ struct RequestValidateTests {
     @Test(
         "a file that is not JSON at all: exit 2, a clear message on standard error, nothing on standard output",
         arguments: ["not json at all", "{\"countryCode\": ", ""])
-    func notJSON(text: String) throws {
+    func notJSON(text: String) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.path("request.json")
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        let result = try CommandLineTool.run(["request", "validate", path])
+        let result = try await CommandLineTool.run(["request", "validate", path])
         #expect(result.status == 2)
         #expect(result.standardOutput.isEmpty)
         #expect(result.standardError.contains("not JSON"))
@@ -79,8 +79,8 @@ struct RequestValidateTests {
     }
 
     @Test("a missing file: exit 66 with the file named on standard error")
-    func missingFile() throws {
-        let result = try CommandLineTool.run(["request", "validate", "/no/such/request.json"])
+    func missingFile() async throws {
+        let result = try await CommandLineTool.run(["request", "validate", "/no/such/request.json"])
         #expect(result.status == 66)
         #expect(result.standardError.contains("/no/such/request.json"))
         #expect(result.standardOutput.isEmpty)
@@ -92,20 +92,20 @@ struct RequestValidateTests {
             ["request", "validate"], ["request", "validate", "a.json", "b.json"],
             ["request", "validate", "--strict", "a.json"], ["request"],
         ])
-    func usage(arguments: [String]) throws {
-        let result = try CommandLineTool.run(arguments)
+    func usage(arguments: [String]) async throws {
+        let result = try await CommandLineTool.run(arguments)
         #expect(result.status == 64)
         #expect(result.standardError.contains("USAGE:"))
     }
 
     @Test("--help documents the output and every exit status")
-    func help() throws {
-        let result = try CommandLineTool.run(["request", "validate", "--help"])
+    func help() async throws {
+        let result = try await CommandLineTool.run(["request", "validate", "--help"])
         #expect(result.status == 0)
         for text in ["\"valid\"", "EXIT STATUS", "  2 ", "  64 ", "  66 ", "FILE.json"] {
             #expect(result.standardOutput.contains(text), "missing \(text)")
         }
-        let parent = try CommandLineTool.run(["request", "--help"])
+        let parent = try await CommandLineTool.run(["request", "--help"])
         #expect(parent.status == 0)
         #expect(parent.standardOutput.contains("validate"))
     }

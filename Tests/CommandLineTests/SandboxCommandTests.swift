@@ -51,7 +51,7 @@ enum CommandLineSandbox {
     static let made: Result<String, any Error> = Result {
         let folder = try TemporaryDirectory(prefix: "cli-sandbox")
         let path = folder.path("box")
-        let result = try CommandLineTool.run(["sandbox", "init", path, "--merchant-id", merchantIdentifier])
+        let result = try CommandLineTool.runBlocking(["sandbox", "init", path, "--merchant-id", merchantIdentifier])
         guard result.status == 0 else {
             throw ExternalToolFailure(description: "sandbox init failed: \(result.standardError)")
         }
@@ -72,18 +72,18 @@ struct SandboxCommandTests {
             ["sandbox"], ["sandbox", "init"], ["sandbox", "mint"], ["merchant"], ["merchant", "csr"],
             ["merchant", "inspect"],
         ])
-    func help(command: [String]) throws {
-        let result = try CommandLineTool.run(command + ["--help"])
+    func help(command: [String]) async throws {
+        let result = try await CommandLineTool.run(command + ["--help"])
         #expect(result.status == 0)
         #expect(result.standardOutput.contains("OVERVIEW:"))
     }
 
     @Test("init writes every file, keys 0600, and reports them as JSON")
-    func initWrites() throws {
+    func initWrites() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let box = folder.path("box")
-        let result = try CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init"])
+        let result = try await CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init"])
         #expect(result.status == 0, "\(result.standardError)")
         let report = try #require(result.json)
         #expect(report["merchantIdentifier"] as? String == "merchant.com.example.init")
@@ -108,11 +108,11 @@ struct SandboxCommandTests {
 
         // A second init without --force is refused and changes nothing; with --force it replaces the sandbox.
         let before = try String(contentsOfFile: box + "/root.pem", encoding: .utf8)
-        let again = try CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init"])
+        let again = try await CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init"])
         #expect(again.status != 0)
         #expect(again.standardError.contains("--force"))
         #expect(try String(contentsOfFile: box + "/root.pem", encoding: .utf8) == before)
-        let forced = try CommandLineTool.run([
+        let forced = try await CommandLineTool.run([
             "sandbox", "init", box, "--merchant-id", "merchant.com.example.init", "--force",
         ])
         #expect(forced.status == 0, "\(forced.standardError)")
@@ -121,24 +121,24 @@ struct SandboxCommandTests {
     }
 
     @Test("init usage errors: no --merchant-id, a bad merchant identifier; nothing is created")
-    func initUsageErrors() throws {
+    func initUsageErrors() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let missing = try CommandLineTool.run(["sandbox", "init", folder.path("a")])
+        let missing = try await CommandLineTool.run(["sandbox", "init", folder.path("a")])
         #expect(missing.status == 64)
-        let bad = try CommandLineTool.run(["sandbox", "init", folder.path("b"), "--merchant-id", "not a merchant id"])
+        let bad = try await CommandLineTool.run(["sandbox", "init", folder.path("b"), "--merchant-id", "not a merchant id"])
         #expect(bad.status == 64)
         #expect(bad.standardError.contains("merchant identifier"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).isEmpty)
     }
 
     @Test("mint writes a PKPaymentToken that the independent Python code decrypts", arguments: ["EC_v1", "RSA_v1"])
-    func mintDecrypts(kind: String) throws {
+    func mintDecrypts(kind: String) async throws {
         let box = try CommandLineSandbox.path()
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let out = folder.path("token.json")
-        let result = try CommandLineTool.run([
+        let result = try await CommandLineTool.run([
             "sandbox", "mint", box, "--amount", "10.75", "--currency", "USD", "--kind", kind, "--network", "masterCard",
             "--cardholder-name", "Grace Hopper", "--application-data", Data("cart-7".utf8).base64EncodedString(),
             "--signing-time", "2026-01-02T03:04:05Z", "--out", out,
@@ -177,9 +177,9 @@ struct SandboxCommandTests {
     }
 
     @Test("mint prints to standard output without --out; --emv gives an EMV payload")
-    func mintToStandardOutput() throws {
+    func mintToStandardOutput() async throws {
         let box = try CommandLineSandbox.path()
-        let result = try CommandLineTool.run(["sandbox", "mint", box, "--amount", "500", "--currency", "JPY", "--emv"])
+        let result = try await CommandLineTool.run(["sandbox", "mint", box, "--amount", "500", "--currency", "JPY", "--emv"])
         #expect(result.status == 0, "\(result.standardError)")
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
@@ -198,7 +198,7 @@ struct SandboxCommandTests {
     }
 
     @Test("mint bad inputs: missing folder, unknown currency, too many decimals, bad options; no file is written")
-    func mintBadInputs() throws {
+    func mintBadInputs() async throws {
         let box = try CommandLineSandbox.path()
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
@@ -232,7 +232,7 @@ struct SandboxCommandTests {
             (["sandbox", "mint", box, "--currency", "USD", "--out", out], 64, "--amount"),
         ]
         for (arguments, status, message) in cases {
-            let result = try CommandLineTool.run(arguments)
+            let result = try await CommandLineTool.run(arguments)
             #expect(result.status == status, "\(arguments): \(result.standardError)")
             #expect(result.standardError.contains(message), "\(arguments): \(result.standardError)")
             #expect(result.standardOutput.isEmpty)

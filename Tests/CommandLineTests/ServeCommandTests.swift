@@ -19,7 +19,7 @@ private enum ServeSandbox {
         let folder = try TemporaryDirectory(prefix: "serve-sandbox")
         let path = folder.path("sandbox")
         let result = try await blocking {
-            try CommandLineTool.run(["sandbox", "init", path, "--merchant-id", "merchant.com.example.cli"])
+            try CommandLineTool.runBlocking(["sandbox", "init", path, "--merchant-id", "merchant.com.example.cli"])
         }
         guard result.status == 0 else { throw CocoaError(.fileWriteUnknown) }
         return path
@@ -92,7 +92,7 @@ struct ServeCommandTests {
         chmod(sandbox + "/merchant-identity.key.pem", 0o644)
         let store = folder.path("orders.sqlite")
         let result = try await blocking {
-            try CommandLineTool.run(
+            try CommandLineTool.runBlocking(
                 ["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"], timeout: 30)
         }
         #expect(result.status == 1)
@@ -102,7 +102,7 @@ struct ServeCommandTests {
 
     @Test("a store that is not sqlite:PATH is a usage error")
     func usage() async throws {
-        let result = try await blocking { try CommandLineTool.run(["serve", "--store", "postgres://x"]) }
+        let result = try await blocking { try CommandLineTool.runBlocking(["serve", "--store", "postgres://x"]) }
         #expect(result.status == 64)
         #expect(result.standardError.contains("--store must be sqlite:PATH"))
     }
@@ -114,7 +114,7 @@ struct ServeCommandTests {
         defer { folder.remove() }
         let sandbox = try await makeSandbox(folder)
         let result = try await blocking {
-            try CommandLineTool.run(["demo", "--scenarios", scenarios, "--sandbox", sandbox], timeout: 120)
+            try CommandLineTool.runBlocking(["demo", "--scenarios", scenarios, "--sandbox", sandbox], timeout: 120)
         }
         #expect(result.status == 0, "\(result.standardError)")
         let lines = result.standardOutput.split(separator: "\n").compactMap {

@@ -24,10 +24,10 @@ struct SimulateCommandTests {
     static func scenario(_ name: String) -> String { Repository.scenarios.appendingPathComponent("\(name).json").path }
 
     static func makeSandbox(in folder: TemporaryDirectory, merchantIdentifier: String = "merchant.com.example.shop")
-        throws -> String
+        async throws -> String
     {
         let path = folder.path("sandbox")
-        let made = try CommandLineTool.run(["sandbox", "init", path, "--merchant-id", merchantIdentifier])
+        let made = try await CommandLineTool.run(["sandbox", "init", path, "--merchant-id", merchantIdentifier])
         #expect(made.status == 0, "sandbox init: \(made.standardError)")
         return path
     }
@@ -76,13 +76,13 @@ struct SimulateCommandTests {
     ]
 
     @Test("every example scenario runs with its own merchant: events and outcome as expected")
-    func examples() throws {
+    func examples() async throws {
         let folder = try TemporaryDirectory(prefix: "simulate")
         defer { folder.remove() }
-        let sandbox = try Self.makeSandbox(in: folder)
+        let sandbox = try await Self.makeSandbox(in: folder)
         for (name, events, outcome) in Self.expectations {
             let started = Date()
-            let result = try CommandLineTool.run(["simulate", Self.scenario(name), "--sandbox", sandbox])
+            let result = try await CommandLineTool.run(["simulate", Self.scenario(name), "--sandbox", sandbox])
             #expect(result.status == 0, "\(name): \(result.standardError)")
             let transcript = Transcript(result.standardOutput)
             #expect(transcript.events == events, "\(name)")
@@ -105,13 +105,13 @@ struct SimulateCommandTests {
     }
 
     @Test("the transcripts carry the merchant's answers")
-    func answers() throws {
+    func answers() async throws {
         let folder = try TemporaryDirectory(prefix: "simulate")
         defer { folder.remove() }
-        let sandbox = try Self.makeSandbox(in: folder)
+        let sandbox = try await Self.makeSandbox(in: folder)
 
         let unserviceable = Transcript(
-            try CommandLineTool.run(["simulate", Self.scenario("unserviceable-address"), "--sandbox", sandbox])
+            try await CommandLineTool.run(["simulate", Self.scenario("unserviceable-address"), "--sandbox", sandbox])
                 .standardOutput)
         let contacts = unserviceable.lines("shippingcontactselected")
         let firstErrors = (contacts.first?["answer"] as? [String: Any])?["errors"] as? [[String: Any]]
@@ -120,7 +120,7 @@ struct SimulateCommandTests {
         #expect((unserviceable.lines("authorizationblocked").first?["reasons"] as? [String]) == ["merchantErrors"])
 
         let purchase = Transcript(
-            try CommandLineTool.run(["simulate", Self.scenario("plain-purchase"), "--sandbox", sandbox]).standardOutput)
+            try await CommandLineTool.run(["simulate", Self.scenario("plain-purchase"), "--sandbox", sandbox]).standardOutput)
         let payment = purchase.lines("paymentauthorized").first?["payment"] as? [String: Any]
         #expect(payment?["card"] as? String == "Visa 0492")
         #expect(payment?["lastFour"] as? String == "0492")
@@ -134,21 +134,21 @@ struct SimulateCommandTests {
         #expect(full?["givenName"] as? String == "Jane")
 
         let timeout = Transcript(
-            try CommandLineTool.run(["simulate", Self.scenario("merchant-timeout"), "--sandbox", sandbox])
+            try await CommandLineTool.run(["simulate", Self.scenario("merchant-timeout"), "--sandbox", sandbox])
                 .standardOutput)
         #expect(timeout.lines("shippingmethodselected").first?["timedOut"] as? Bool == true)
         #expect(timeout.lines.last?["reason"] as? String == "merchantTimeout")
     }
 
     @Test("without --sandbox a temporary sandbox is made for the run")
-    func temporarySandbox() throws {
-        let result = try CommandLineTool.run(["simulate", Self.scenario("recurring-subscription")])
+    func temporarySandbox() async throws {
+        let result = try await CommandLineTool.run(["simulate", Self.scenario("recurring-subscription")])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(Transcript(result.standardOutput).outcome == "success")
     }
 
     @Test("an invalid scenario exits 1 naming the field; usage mistakes exit 64")
-    func errors() throws {
+    func errors() async throws {
         let folder = try TemporaryDirectory(prefix: "simulate")
         defer { folder.remove() }
         let data = try Data(contentsOf: URL(fileURLWithPath: Self.scenario("plain-purchase")))
@@ -160,25 +160,25 @@ struct SimulateCommandTests {
         object["wallet"] = wallet
         let bad = folder.path("bad.json")
         try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: bad))
-        let invalid = try CommandLineTool.run(["simulate", bad])
+        let invalid = try await CommandLineTool.run(["simulate", bad])
         #expect(invalid.status == 1)
         #expect(invalid.standardError.contains("wallet.cards[0].expirationDate"))
         #expect(invalid.standardOutput.isEmpty)
 
-        let missing = try CommandLineTool.run(["simulate", folder.path("nothing.json")])
+        let missing = try await CommandLineTool.run(["simulate", folder.path("nothing.json")])
         #expect(missing.status == 1)
-        #expect(try CommandLineTool.run(["simulate"]).status == 64)
-        #expect(try CommandLineTool.run(["simulate", bad, "--merchant-url", "ftp://example.com"]).status == 64)
-        #expect(try CommandLineTool.run(["simulate", bad, "--frobnicate"]).status == 64)
-        let help = try CommandLineTool.run(["simulate", "--help"])
+        #expect(try await CommandLineTool.run(["simulate"]).status == 64)
+        #expect(try await CommandLineTool.run(["simulate", bad, "--merchant-url", "ftp://example.com"]).status == 64)
+        #expect(try await CommandLineTool.run(["simulate", bad, "--frobnicate"]).status == 64)
+        let help = try await CommandLineTool.run(["simulate", "--help"])
         #expect(help.status == 0 && help.standardOutput.contains("--merchant-url"))
     }
 
     @Test("with --merchant-url the scenarios run against the merchant server's demo store")
-    func merchantServer() throws {
+    func merchantServer() async throws {
         let folder = try TemporaryDirectory(prefix: "simulate-server")
         defer { folder.remove() }
-        let sandbox = try Self.makeSandbox(in: folder)
+        let sandbox = try await Self.makeSandbox(in: folder)
         let server = try RunningServer(
             arguments: [
                 "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
@@ -191,7 +191,7 @@ struct SimulateCommandTests {
             ("coupon-invalid-then-valid", "success", "authorizationblocked"), ("cancel", "cancelled", nil),
         ]
         for (name, outcome, mustContain) in expected {
-            let result = try CommandLineTool.run(
+            let result = try await CommandLineTool.run(
                 ["simulate", Self.scenario(name), "--merchant-url", url, "--sandbox", sandbox], timeout: 60)
             #expect(result.status == 0, "\(name): \(result.standardError)")
             let transcript = Transcript(result.standardOutput)
@@ -200,7 +200,7 @@ struct SimulateCommandTests {
             if let mustContain { #expect(transcript.events.contains(mustContain), "\(name)") }
         }
         // Scenarios without a cart cannot ask a server.
-        let subscription = try CommandLineTool.run(
+        let subscription = try await CommandLineTool.run(
             ["simulate", Self.scenario("recurring-subscription"), "--merchant-url", url, "--sandbox", sandbox])
         #expect(subscription.status == 1)
         #expect(subscription.standardError.contains("checkout"))

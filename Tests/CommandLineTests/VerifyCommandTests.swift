@@ -5,9 +5,9 @@ import Testing
 @Suite("applepay verify")
 struct VerifyCommandTests {
     @Test("tokens without keys verify at their signing time", arguments: ["processout-2017-ec", "processout-2017-rsa"])
-    func verifies(folder: String) throws {
+    func verifies(folder: String) async throws {
         let now = try TokenCLIFixture.signingTime(folder)
-        let result = try CommandLineTool.run(["verify", TokenCLIFixture.path(folder, "token.json"), "--now", now])
+        let result = try await CommandLineTool.run(["verify", TokenCLIFixture.path(folder, "token.json"), "--now", now])
         #expect(result.status == 0, "\(result.standardError)")
         let json = try #require(result.json)
         #expect(json["valid"] as? Bool == true)
@@ -17,17 +17,17 @@ struct VerifyCommandTests {
     }
 
     @Test("too old, a foreign root, and a tampered token: exact codes, exit 1")
-    func rejects() throws {
+    func rejects() async throws {
         let folder = "processout-2017-ec"
         let token = TokenCLIFixture.path(folder, "token.json")
         let now = try TokenCLIFixture.signingTime(folder)
-        let old = try CommandLineTool.run(["verify", token, "--now", "2017-02-01T19:45:06Z", "--max-age", "300"])
+        let old = try await CommandLineTool.run(["verify", token, "--now", "2017-02-01T19:45:06Z", "--max-age", "300"])
         #expect(old.status == 1)
         #expect(TokenCLIFixture.errorCode(old) == "signingTimeOutOfRange")
-        let foreign = try CommandLineTool.run(["verify", token, "--now", now, "--root", TokenCLIFixture.path("gala-2021-ec", "merchant-cert.pem")])
+        let foreign = try await CommandLineTool.run(["verify", token, "--now", now, "--root", TokenCLIFixture.path("gala-2021-ec", "merchant-cert.pem")])
         #expect(TokenCLIFixture.errorCode(foreign) == "untrustedCertificateChain")
         // The bundled root passed explicitly behaves like the default.
-        let explicit = try CommandLineTool.run([
+        let explicit = try await CommandLineTool.run([
             "verify", token, "--now", now, "--root", Repository.appleTokenVectors.appendingPathComponent("apple-root-ca-g3.pem").path,
         ])
         #expect(explicit.status == 0)
@@ -38,15 +38,15 @@ struct VerifyCommandTests {
         text = text.replacingOccurrences(of: transactionId, with: "e" + transactionId.dropFirst())
         let tampered = directory.path("tampered.json")
         try Data(text.utf8).write(to: URL(fileURLWithPath: tampered))
-        let result = try CommandLineTool.run(["verify", tampered, "--now", now])
+        let result = try await CommandLineTool.run(["verify", tampered, "--now", now])
         #expect(result.status == 1)
         #expect(TokenCLIFixture.errorCode(result) == "signatureInvalid")
     }
 
     @Test("usage errors exit 64")
-    func usage() throws {
-        #expect(try CommandLineTool.run(["verify"]).status == 64)
-        #expect(try CommandLineTool.run(["verify", "a.json", "--now", "not-a-date"]).status == 64)
-        #expect(try CommandLineTool.run(["verify", "a.json", "b.json"]).status == 64)
+    func usage() async throws {
+        #expect(try await CommandLineTool.run(["verify"]).status == 64)
+        #expect(try await CommandLineTool.run(["verify", "a.json", "--now", "not-a-date"]).status == 64)
+        #expect(try await CommandLineTool.run(["verify", "a.json", "b.json"]).status == 64)
     }
 }

@@ -67,7 +67,25 @@ public enum CommandLineTool {
     }
 
     /// Runs `applepay` with the arguments and optional standard input; waits at most `timeout` seconds.
+    ///
+    /// The child is waited for on a thread of its own, so a test that runs the tool does not hold one of
+    /// Swift's cooperative threads (there are as many as cores) and stall every other test meanwhile.
     public static func run(
+        _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil, timeout: TimeInterval = 120
+    ) async throws -> ToolResult {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(
+                    with: Result {
+                        try runBlocking(arguments, input: input, environment: environment, timeout: timeout)
+                    })
+            }
+            thread.start()
+        }
+    }
+
+    /// Runs `applepay` and blocks the calling thread until it ends; prefer the `async` variant in tests.
+    public static func runBlocking(
         _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil, timeout: TimeInterval = 120
     ) throws -> ToolResult {
         let process = Process()
