@@ -139,8 +139,9 @@ public enum PaymentProcessing {
                 }
                 return answer.resume(with: outcome)
             }
-            let timer = Task {
-                try? await Task.sleep(for: timeout)
+            // The time limit runs on a Dispatch timer, not on Swift's cooperative pool, so that it fires on time
+            // even when every cooperative thread is busy.
+            let timer = DispatchWorkItem {
                 if answer.resume(
                     with: .error(
                         code: "processorTimeout", message: "\(processor.name) did not answer within \(timeout)"))
@@ -148,12 +149,21 @@ public enum PaymentProcessing {
                     call.cancel()
                 }
             }
+            DispatchQueue.global().asyncAfter(deadline: .now() + dispatchInterval(timeout), execute: timer)
             Task {
                 // Once the processor has answered, the timer has nothing left to do.
                 if await call.value { timer.cancel() }
             }
         }
     }
+}
+
+/// A `Duration` as a Dispatch interval: negative is zero, too long to count in nanoseconds is never.
+private func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+    let (seconds, attoseconds) = max(duration, .zero).components
+    let whole = Int(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000)
+    let total = whole.partialValue.addingReportingOverflow(Int(attoseconds / 1_000_000_000))
+    return whole.overflow || total.overflow ? .never : .nanoseconds(total.partialValue)
 }
 
 /// Resumes a continuation exactly once, whichever of the processor and the timer answers first.
