@@ -29,8 +29,8 @@ public enum Digest {
 
     /// Calls `body` with the bytes as one contiguous buffer (copying only when they are not contiguous already).
     static func withContiguousBytes<R>(_ data: some DataProtocol, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        if let data = data as? Data { return data.withUnsafeBytes(body) }
         if let result = data.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) { return result }
+        if let data = data as? Data { return data.withUnsafeBytes(body) }
         return Array(data).withUnsafeBytes(body)
     }
 }
