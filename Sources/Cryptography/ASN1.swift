@@ -46,7 +46,8 @@ struct ASN1Reader {
             while true {
                 guard cursor + 2 <= limit else { throw ASN1Reader.malformed("ASN.1 end-of-contents missing") }
                 if bytes[cursor] == 0 && bytes[cursor + 1] == 0 {
-                    return ASN1Node(tag: tag, start: offset, contentStart: contentStart, contentEnd: cursor, end: cursor + 2)
+                    return ASN1Node(
+                        tag: tag, start: offset, contentStart: contentStart, contentEnd: cursor, end: cursor + 2)
                 }
                 cursor = try node(at: cursor, limit: limit, depth: depth + 1).end
             }
@@ -65,7 +66,8 @@ struct ASN1Reader {
             }
         }
         guard length <= limit - cursor else { throw ASN1Reader.malformed("ASN.1 length runs past the end of the data") }
-        return ASN1Node(tag: tag, start: offset, contentStart: cursor, contentEnd: cursor + length, end: cursor + length)
+        return ASN1Node(
+            tag: tag, start: offset, contentStart: cursor, contentEnd: cursor + length, end: cursor + length)
     }
 
     /// The single top-level element, which must span all the bytes.
@@ -161,8 +163,11 @@ enum ASN1Time {
         default:
             return nil
         }
-        let month = number(index, 2), day = number(index + 2, 2)
-        let hour = number(index + 4, 2), minute = number(index + 6, 2), second = number(index + 8, 2)
+        let month = number(index, 2)
+        let day = number(index + 2, 2)
+        let hour = number(index + 4, 2)
+        let minute = number(index + 6, 2)
+        let second = number(index + 8, 2)
         guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
         // Days from civil (Howard Hinnant's algorithm), exact for the proleptic Gregorian calendar.
         let y = month <= 2 ? year - 1 : year

@@ -118,7 +118,9 @@ public struct CMSSignedData: Sendable {
                 }
                 contentTypeIsData = true
             } else if type.elementsEqual(OID.messageDigest) {
-                guard values.count == 1, values[0].tag == 0x04 else { throw ASN1Reader.malformed("message-digest attribute") }
+                guard values.count == 1, values[0].tag == 0x04 else {
+                    throw ASN1Reader.malformed("message-digest attribute")
+                }
                 digest = Data(reader.content(values[0]))
             } else if type.elementsEqual(OID.signingTime) {
                 guard values.count == 1, let date = ASN1Time.parse(tag: values[0].tag, reader.content(values[0])) else {
@@ -149,7 +151,8 @@ public struct CMSSignedData: Sendable {
         } else if reader.isOID(algorithm, OID.rsaEncryption) || reader.isOID(algorithm, OID.sha256WithRSAEncryption) {
             isECDSA = false
         } else {
-            throw CryptographyError(.unsupportedAlgorithm, "the CMS signature algorithm is neither ECDSA-SHA256 nor RSA-SHA256")
+            throw CryptographyError(
+                .unsupportedAlgorithm, "the CMS signature algorithm is neither ECDSA-SHA256 nor RSA-SHA256")
         }
         self.certificatesField = field
         self.certificateRanges = ranges

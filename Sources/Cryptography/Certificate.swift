@@ -2,9 +2,9 @@ internal import COpenSSL
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An X.509 certificate, parsed once and held in memory.
@@ -110,7 +110,8 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         if let failure { throw failure }
         guard !certificates.isEmpty else {
             throw CryptographyError(
-                .invalidCertificate, "no readable \"CERTIFICATE\" block in the PEM text" + (queue.isEmpty ? "" : " (OpenSSL: \(queue))"))
+                .invalidCertificate,
+                "no readable \"CERTIFICATE\" block in the PEM text" + (queue.isEmpty ? "" : " (OpenSSL: \(queue))"))
         }
         return certificates
     }
@@ -159,7 +160,9 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     /// Whether the certificate is within its validity period at `date` (inclusive at both ends).
     public func isValid(at date: Date) -> Bool { notBefore <= date && date <= notAfter }
 
-    public static func == (lhs: Certificate, rhs: Certificate) -> Bool { lhs.derRepresentation == rhs.derRepresentation }
+    public static func == (lhs: Certificate, rhs: Certificate) -> Bool {
+        lhs.derRepresentation == rhs.derRepresentation
+    }
     public func hash(into hasher: inout Hasher) { hasher.combine(derRepresentation) }
 
     public var description: String { "Certificate(\(subject), serial \(serialNumber))" }

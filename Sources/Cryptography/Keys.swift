@@ -83,7 +83,8 @@ public final class PrivateKey: @unchecked Sendable, CustomStringConvertible {
             PEM_read_bio_PrivateKey(bio, nil, OpenSSLSupport.refusePassword, nil)
         }
         guard let parsed else {
-            throw CryptographyError.openSSL(.invalidKey, "no readable private key in the PEM text (is it a key file, and not encrypted?)")
+            throw CryptographyError.openSSL(
+                .invalidKey, "no readable private key in the PEM text (is it a key file, and not encrypted?)")
         }
         try self.init(takingOwnershipOf: parsed)
     }
@@ -201,7 +202,8 @@ public final class PublicKey: @unchecked Sendable, Hashable, CustomStringConvert
         OpenSSLErrorQueue.clear()
         let parsed = OpenSSLSupport.parseDER(der) { cursor, length in d2i_PUBKEY(nil, cursor, length) }
         guard let parsed else {
-            throw CryptographyError.openSSL(.invalidKey, "the bytes are not a DER SubjectPublicKeyInfo (or the point is not on the curve)")
+            throw CryptographyError.openSSL(
+                .invalidKey, "the bytes are not a DER SubjectPublicKeyInfo (or the point is not on the curve)")
         }
         try self.init(takingOwnershipOf: parsed)
     }

@@ -69,8 +69,9 @@ enum OpenSSLSupport {
     }
 
     /// A password callback that refuses: encrypted PEM keys fail instead of prompting on the terminal.
-    static let refusePassword: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?)
-        -> Int32 = { _, _, _, _ in -1 }
+    static let refusePassword:
+        @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?)
+            -> Int32 = { _, _, _, _ in -1 }
 }
 
 extension Data {

@@ -8,7 +8,8 @@ public enum Digest {
         var output = Data(count: Int(SHA256_DIGEST_LENGTH))
         withContiguousBytes(data) { input in
             output.withUnsafeMutableBytes { out in
-                _ = SHA256(input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
+                _ = SHA256(
+                    input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
                     out.baseAddress?.assumingMemoryBound(to: UInt8.self))
             }
         }
@@ -20,7 +21,8 @@ public enum Digest {
         var output = Data(count: Int(SHA384_DIGEST_LENGTH))
         withContiguousBytes(data) { input in
             output.withUnsafeMutableBytes { out in
-                _ = SHA384(input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
+                _ = SHA384(
+                    input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
                     out.baseAddress?.assumingMemoryBound(to: UInt8.self))
             }
         }
@@ -66,7 +68,8 @@ public enum ECDH {
     /// - Throws: `CryptographyError` with code `invalidKey` when the keys are not on the same curve or not EC.
     public static func sharedSecret(privateKey: PrivateKey, publicKey: PublicKey) throws -> Data {
         guard privateKey.kind == publicKey.kind, privateKey.kind == .p256 || privateKey.kind == .p384 else {
-            throw CryptographyError(.invalidKey, "ECDH needs two EC keys on the same curve (got \(privateKey.kind) and \(publicKey.kind))")
+            throw CryptographyError(
+                .invalidKey, "ECDH needs two EC keys on the same curve (got \(privateKey.kind) and \(publicKey.kind))")
         }
         OpenSSLErrorQueue.clear()
         guard let context = EVP_PKEY_CTX_new(privateKey.pkey, nil) else {
@@ -120,7 +123,8 @@ public enum AESGCM {
             throw CryptographyError(.decryptionFailed, "ciphertext is shorter than the 16-byte GCM tag")
         }
         let tag = combined.suffix(tagLength)
-        return try run(encrypt: false, input: combined.prefix(combined.count - tagLength), tag: Data(tag), key: key, iv: iv)
+        return try run(
+            encrypt: false, input: combined.prefix(combined.count - tagLength), tag: Data(tag), key: key, iv: iv)
     }
 
     private static func run(encrypt: Bool, input: Data, tag: Data?, key: Data, iv: Data) throws -> Data {
@@ -149,7 +153,8 @@ public enum AESGCM {
         }
         let keyed = key.withUnsafeBytes { k in
             iv.withUnsafeBytes { v in
-                initialise(context, nil, nil, k.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                initialise(
+                    context, nil, nil, k.baseAddress?.assumingMemoryBound(to: UInt8.self),
                     v.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
             }
         }
@@ -165,8 +170,12 @@ public enum AESGCM {
             if !input.isEmpty {
                 let ok = input.withUnsafeBytes { inp in
                     encrypt
-                        ? EVP_EncryptUpdate(context, outBase, &written, inp.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(input.count))
-                        : EVP_DecryptUpdate(context, outBase, &written, inp.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(input.count))
+                        ? EVP_EncryptUpdate(
+                            context, outBase, &written, inp.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                            Int32(input.count))
+                        : EVP_DecryptUpdate(
+                            context, outBase, &written, inp.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                            Int32(input.count))
                 }
                 guard ok == 1, Int(written) == input.count else {
                     failed = true
@@ -183,7 +192,9 @@ public enum AESGCM {
             var finalLength: Int32 = 0
             var scratch = [UInt8](repeating: 0, count: 32)
             let finished =
-                encrypt ? EVP_EncryptFinal_ex(context, &scratch, &finalLength) : EVP_DecryptFinal_ex(context, &scratch, &finalLength)
+                encrypt
+                ? EVP_EncryptFinal_ex(context, &scratch, &finalLength)
+                : EVP_DecryptFinal_ex(context, &scratch, &finalLength)
             guard finished == 1, finalLength == 0 else {
                 failed = true
                 return
@@ -201,7 +212,8 @@ public enum AESGCM {
             output.resetBytes(in: 0..<output.count)
             if encrypt { throw CryptographyError.openSSL(.internalError, "AES-GCM encryption failed") }
             OpenSSLErrorQueue.clear()
-            throw CryptographyError(.decryptionFailed, "AES-GCM authentication failed: wrong key, or the ciphertext or tag was altered")
+            throw CryptographyError(
+                .decryptionFailed, "AES-GCM authentication failed: wrong key, or the ciphertext or tag was altered")
         }
         return output
     }
@@ -249,7 +261,8 @@ public enum RSAOAEP {
                 : EVP_PKEY_decrypt(context, nil, &length, inp.baseAddress, inp.count)
         }
         guard sized == 1, length > 0 else {
-            throw CryptographyError.openSSL(encrypt ? .malformedInput : .decryptionFailed, "RSA-OAEP could not size its output")
+            throw CryptographyError.openSSL(
+                encrypt ? .malformedInput : .decryptionFailed, "RSA-OAEP could not size its output")
         }
         var output = [UInt8](repeating: 0, count: length)
         let done = bytes.withUnsafeBufferPointer { inp in
@@ -258,9 +271,13 @@ public enum RSAOAEP {
                 : EVP_PKEY_decrypt(context, &output, &length, inp.baseAddress, inp.count)
         }
         guard done == 1 else {
-            if encrypt { throw CryptographyError.openSSL(.malformedInput, "RSA-OAEP encryption failed (message too long for the key?)") }
+            if encrypt {
+                throw CryptographyError.openSSL(
+                    .malformedInput, "RSA-OAEP encryption failed (message too long for the key?)")
+            }
             OpenSSLErrorQueue.clear()
-            throw CryptographyError(.decryptionFailed, "RSA-OAEP decryption failed: wrong key, or the ciphertext was altered")
+            throw CryptographyError(
+                .decryptionFailed, "RSA-OAEP decryption failed: wrong key, or the ciphertext was altered")
         }
         return Data(output.prefix(length))
     }

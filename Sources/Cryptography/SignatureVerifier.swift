@@ -166,13 +166,15 @@ public final class P256KeyAgreement: @unchecked Sendable {
             let top = try reader.children(of: try reader.root(), expecting: 0x30, "SubjectPublicKeyInfo")
             guard top.count == 2, top[1].tag == 0x03 else { throw ASN1Reader.malformed("SubjectPublicKeyInfo") }
             let algorithm = try reader.children(of: top[0], expecting: 0x30, "AlgorithmIdentifier")
-            guard algorithm.count == 2, reader.isOID(algorithm[0], OID.ecPublicKey), reader.isOID(algorithm[1], OID.prime256v1)
+            guard algorithm.count == 2, reader.isOID(algorithm[0], OID.ecPublicKey),
+                reader.isOID(algorithm[1], OID.prime256v1)
             else { throw CryptographyError(.invalidKey, "the public key is not an EC P-256 key") }
             let bits = reader.content(top[1])
             guard bits.first == 0 else { throw ASN1Reader.malformed("BIT STRING with unused bits") }
             return bits.dropFirst()
         } catch {
-            throw CryptographyError(.invalidKey, "the public key is not a P-256 SubjectPublicKeyInfo (\(error.message))")
+            throw CryptographyError(
+                .invalidKey, "the public key is not a P-256 SubjectPublicKeyInfo (\(error.message))")
         }
     }
 }

@@ -27,7 +27,9 @@ public final class TrustStore: @unchecked Sendable {
     /// Trusts exactly these roots.
     /// - Throws: `CryptographyError` with code `invalidCertificate` when there are none or one cannot be added.
     public init(roots: [Certificate]) throws {
-        guard !roots.isEmpty else { throw CryptographyError(.invalidCertificate, "a trust store needs at least one root") }
+        guard !roots.isEmpty else {
+            throw CryptographyError(.invalidCertificate, "a trust store needs at least one root")
+        }
         OpenSSLErrorQueue.clear()
         guard let store = X509_STORE_new() else {
             throw CryptographyError.openSSL(.internalError, "could not create a certificate store")
@@ -51,7 +53,9 @@ public final class TrustStore: @unchecked Sendable {
     ///   - date: the time at which every certificate must be valid; nil skips validity-period checks (then use
     ///     `VerifiedCertificateChain.isValid(at:)` for each time of interest).
     /// - Throws: `CryptographyError` with code `untrustedCertificateChain`, saying what OpenSSL rejected.
-    public func verify(_ leaf: Certificate, intermediates: [Certificate], at date: Date?) throws -> VerifiedCertificateChain {
+    public func verify(_ leaf: Certificate, intermediates: [Certificate], at date: Date?) throws
+        -> VerifiedCertificateChain
+    {
         OpenSSLErrorQueue.clear()
         guard let context = X509_STORE_CTX_new(), let untrusted = OPENSSL_sk_new_null() else {
             throw CryptographyError.openSSL(.internalError, "could not create a verification context")
@@ -111,7 +115,9 @@ public final class TrustStore: @unchecked Sendable {
 extension Certificate {
     /// A new owner of one more reference to an `X509` the caller does not own.
     static func copying(_ pointer: OpaquePointer) throws -> Certificate {
-        guard X509_up_ref(pointer) == 1 else { throw CryptographyError.openSSL(.internalError, "could not reference a certificate") }
+        guard X509_up_ref(pointer) == 1 else {
+            throw CryptographyError.openSSL(.internalError, "could not reference a certificate")
+        }
         return try Certificate(takingOwnershipOf: pointer)
     }
 }

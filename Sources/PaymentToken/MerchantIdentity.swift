@@ -21,10 +21,15 @@ public struct MerchantIdentity: Sendable, CustomStringConvertible {
     ///   lacks the merchant identifier extension or uses an unsupported key.
     public init(certificate: Certificate, privateKey: PrivateKey) throws(PaymentTokenError) {
         guard certificate.publicKey == privateKey.publicKey else {
-            throw PaymentTokenError(.merchantKeyMismatch, "the private key does not belong to the Payment Processing certificate (\(certificate.subject))")
+            throw PaymentTokenError(
+                .merchantKeyMismatch,
+                "the private key does not belong to the Payment Processing certificate (\(certificate.subject))")
         }
         guard let hash = MerchantIdentity.merchantIdentifierHash(from: certificate) else {
-            throw PaymentTokenError(.merchantKeyMismatch, "the certificate has no merchant identifier extension (1.2.840.113635.100.6.32): is it a Payment Processing certificate?")
+            throw PaymentTokenError(
+                .merchantKeyMismatch,
+                "the certificate has no merchant identifier extension (1.2.840.113635.100.6.32): is it a Payment Processing certificate?"
+            )
         }
         try self.init(privateKey: privateKey, certificate: certificate, merchantIdentifierHash: hash)
     }
@@ -33,7 +38,9 @@ public struct MerchantIdentity: Sendable, CustomStringConvertible {
     /// certificate is not at hand.
     /// - Throws: `PaymentTokenError.merchantKeyMismatch` for an unsupported key.
     public init(privateKey: PrivateKey, merchantIdentifier: String) throws(PaymentTokenError) {
-        try self.init(privateKey: privateKey, certificate: nil, merchantIdentifierHash: Digest.sha256(Data(merchantIdentifier.utf8)))
+        try self.init(
+            privateKey: privateKey, certificate: nil,
+            merchantIdentifierHash: Digest.sha256(Data(merchantIdentifier.utf8)))
     }
 
     /// Reads PEM texts: the certificate and the key.
@@ -54,7 +61,9 @@ public struct MerchantIdentity: Sendable, CustomStringConvertible {
         try self.init(certificate: certificate, privateKey: key)
     }
 
-    private init(privateKey: PrivateKey, certificate: Certificate?, merchantIdentifierHash: Data) throws(PaymentTokenError) {
+    private init(privateKey: PrivateKey, certificate: Certificate?, merchantIdentifierHash: Data)
+        throws(PaymentTokenError)
+    {
         switch privateKey.kind {
         case .p256:
             do {
@@ -65,7 +74,8 @@ public struct MerchantIdentity: Sendable, CustomStringConvertible {
         case .rsa:
             agreement = nil
         case .p384:
-            throw PaymentTokenError(.merchantKeyMismatch, "Apple Pay merchant keys are EC P-256 (EC_v1) or RSA (RSA_v1), not P-384")
+            throw PaymentTokenError(
+                .merchantKeyMismatch, "Apple Pay merchant keys are EC P-256 (EC_v1) or RSA (RSA_v1), not P-384")
         }
         self.privateKey = privateKey
         self.certificate = certificate
@@ -83,7 +93,9 @@ public struct MerchantIdentity: Sendable, CustomStringConvertible {
         {
             return Data(decoded)
         }
-        if bytes.count == 64, let decoded = HexCoding.decode(String(decoding: bytes, as: UTF8.self)) { return Data(decoded) }
+        if bytes.count == 64, let decoded = HexCoding.decode(String(decoding: bytes, as: UTF8.self)) {
+            return Data(decoded)
+        }
         if bytes.count == 34, bytes[0] == 0x04, bytes[1] == 32 { return Data(bytes[2...]) }
         return nil
     }

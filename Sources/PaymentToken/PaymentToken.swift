@@ -51,7 +51,10 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
     /// - Throws: `PaymentTokenError` `.malformedToken` for anything that is not a token, `.unsupportedVersion`.
     public init(jsonData: some DataProtocol) throws(PaymentTokenError) {
         guard jsonData.count <= PaymentToken.maximumJSONSize else {
-            throw PaymentTokenError(.malformedToken, "the token is \(jsonData.count) bytes; tokens are a few kilobytes (limit \(PaymentToken.maximumJSONSize))")
+            throw PaymentTokenError(
+                .malformedToken,
+                "the token is \(jsonData.count) bytes; tokens are a few kilobytes (limit \(PaymentToken.maximumJSONSize))"
+            )
         }
         let root: TokenJSON
         do {
@@ -60,7 +63,8 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
             throw PaymentTokenError(.malformedToken, "the token is not valid JSON: \(error.message)")
         }
         guard case .object(let top) = root else {
-            throw PaymentTokenError(.malformedToken, "the token must be a JSON object (paymentData or a whole PKPaymentToken)")
+            throw PaymentTokenError(
+                .malformedToken, "the token must be a JSON object (paymentData or a whole PKPaymentToken)")
         }
         var paymentData = top
         var method: PaymentMethod? = nil
@@ -81,20 +85,25 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
             throw PaymentTokenError(.malformedToken, "paymentData.version is missing: is this an Apple Pay token?")
         }
         guard let version = Version(rawValue: versionText) else {
-            throw PaymentTokenError(.unsupportedVersion, "version \"\(versionText.prefix(32))\" is not supported: use EC_v1 or RSA_v1")
+            throw PaymentTokenError(
+                .unsupportedVersion, "version \"\(versionText.prefix(32))\" is not supported: use EC_v1 or RSA_v1")
         }
         guard let header = paymentData["header"]?.object else {
             throw PaymentTokenError(.malformedToken, "paymentData.header is missing or not an object")
         }
         func base64(_ value: TokenJSON?, _ name: String) throws(PaymentTokenError) -> [UInt8] {
-            guard let text = value?.stringBytes else { throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string") }
+            guard let text = value?.stringBytes else {
+                throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string")
+            }
             guard let bytes = Base64.decode(utf8: text), !bytes.isEmpty else {
                 throw PaymentTokenError(.malformedToken, "\(name) is not valid base64")
             }
             return bytes
         }
         func hex(_ value: TokenJSON?, _ name: String) throws(PaymentTokenError) -> [UInt8] {
-            guard let text = value?.stringBytes else { throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string") }
+            guard let text = value?.stringBytes else {
+                throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string")
+            }
             guard let bytes = HexCoding.decode(utf8: text), !bytes.isEmpty else {
                 throw PaymentTokenError(.malformedToken, "\(name) is not valid hexadecimal")
             }

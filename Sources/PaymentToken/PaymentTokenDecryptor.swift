@@ -68,7 +68,8 @@ public final class PaymentTokenDecryptor: Sendable {
         merchants: [MerchantIdentity], roots: [Certificate]? = nil, maximumAge: TimeInterval = 300,
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws(PaymentTokenError) {
-        try self.init(merchants: merchants, verifier: PaymentTokenVerifier(roots: roots, maximumAge: maximumAge, now: now))
+        try self.init(
+            merchants: merchants, verifier: PaymentTokenVerifier(roots: roots, maximumAge: maximumAge, now: now))
     }
 
     /// Parses, verifies and decrypts a token's JSON.
@@ -87,7 +88,8 @@ public final class PaymentTokenDecryptor: Sendable {
         guard let merchant = identities[verification.publicKeyHash] else {
             throw PaymentTokenError(
                 .merchantKeyMismatch,
-                "the token is for the key with publicKeyHash \(verification.publicKeyHash.base64EncodedString()); no configured merchant key has it (check which Payment Processing certificate the payment request used)")
+                "the token is for the key with publicKeyHash \(verification.publicKeyHash.base64EncodedString()); no configured merchant key has it (check which Payment Processing certificate the payment request used)"
+            )
         }
         if let expected = expectations.applicationData {
             let hash: [UInt8]?
@@ -113,12 +115,18 @@ public final class PaymentTokenDecryptor: Sendable {
         }
         let payload = try PaymentTokenPayload(json: json)
         if let amount = expectations.amount, amount != payload.transactionAmount {
-            throw PaymentTokenError(.amountMismatch, "the token is for \(payload.transactionAmount) minor units, the caller expected \(amount)")
+            throw PaymentTokenError(
+                .amountMismatch,
+                "the token is for \(payload.transactionAmount) minor units, the caller expected \(amount)")
         }
         if let currency = expectations.currencyCode {
-            let numeric = currency.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } ? currency : (Currency(code: currency.uppercased())?.numericCode ?? currency)
+            let numeric =
+                currency.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+                ? currency : (Currency(code: currency.uppercased())?.numericCode ?? currency)
             guard Int(numeric) == Int(payload.currencyCode) else {
-                throw PaymentTokenError(.amountMismatch, "the token is in currency \(payload.currencyCode), the caller expected \(currency)")
+                throw PaymentTokenError(
+                    .amountMismatch, "the token is in currency \(payload.currencyCode), the caller expected \(currency)"
+                )
             }
         }
         return DecryptedPaymentToken(verification: verification, payload: payload, merchant: merchant)
@@ -130,13 +138,16 @@ public final class PaymentTokenDecryptor: Sendable {
         switch token.version {
         case .ecV1:
             guard let agreement = merchant.agreement else {
-                throw PaymentTokenError(.merchantKeyMismatch, "an EC_v1 token needs an EC P-256 merchant key, the matching key is \(merchant.privateKey.kind)")
+                throw PaymentTokenError(
+                    .merchantKeyMismatch,
+                    "an EC_v1 token needs an EC P-256 merchant key, the matching key is \(merchant.privateKey.kind)")
             }
             var shared: Data
             do {
                 shared = try agreement.sharedSecret(peerSubjectPublicKeyInfoDER: token.keyMaterial)
             } catch {
-                throw PaymentTokenError(.malformedToken, "header.ephemeralPublicKey is not a usable P-256 public key: \(error)")
+                throw PaymentTokenError(
+                    .malformedToken, "header.ephemeralPublicKey is not a usable P-256 public key: \(error)")
             }
             var kdf = Data(capacity: 4 + 32 + 1 + 13 + 5 + 32)
             kdf.append(contentsOf: [0, 0, 0, 1])
@@ -150,12 +161,16 @@ public final class PaymentTokenDecryptor: Sendable {
             kdf.resetBytes(in: 0..<kdf.count)
         case .rsaV1:
             guard case .rsa = merchant.privateKey.kind else {
-                throw PaymentTokenError(.merchantKeyMismatch, "an RSA_v1 token needs an RSA merchant key, the matching key is \(merchant.privateKey.kind)")
+                throw PaymentTokenError(
+                    .merchantKeyMismatch,
+                    "an RSA_v1 token needs an RSA merchant key, the matching key is \(merchant.privateKey.kind)")
             }
             do {
                 key = try RSAOAEP.decrypt(Data(token.keyMaterial), privateKey: merchant.privateKey)
             } catch {
-                throw PaymentTokenError(.decryptionFailed, "header.wrappedKey cannot be unwrapped with the merchant's RSA key (RSA-OAEP SHA-256)")
+                throw PaymentTokenError(
+                    .decryptionFailed,
+                    "header.wrappedKey cannot be unwrapped with the merchant's RSA key (RSA-OAEP SHA-256)")
             }
             guard key.count == 16 || key.count == 32 else {
                 throw PaymentTokenError(.decryptionFailed, "the unwrapped key is \(key.count) bytes, not an AES key")
@@ -165,7 +180,10 @@ public final class PaymentTokenDecryptor: Sendable {
         do {
             return Array(try AESGCM.open(Data(token.data), key: key, iv: Data(count: 16)))
         } catch {
-            throw PaymentTokenError(.decryptionFailed, "the token's data does not decrypt with the merchant key (AES-GCM tag mismatch): check the merchant identifier and key")
+            throw PaymentTokenError(
+                .decryptionFailed,
+                "the token's data does not decrypt with the merchant key (AES-GCM tag mismatch): check the merchant identifier and key"
+            )
         }
     }
 }

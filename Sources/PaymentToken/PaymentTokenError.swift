@@ -43,7 +43,9 @@ public struct PaymentTokenError: Error, Sendable, Equatable, CustomStringConvert
         ]
 
         /// Lets a code match an error in `catch` or `switch`: `catch PaymentTokenError.Code.signatureInvalid`.
-        public static func ~= (pattern: Code, error: any Error) -> Bool { (error as? PaymentTokenError)?.code == pattern }
+        public static func ~= (pattern: Code, error: any Error) -> Bool {
+            (error as? PaymentTokenError)?.code == pattern
+        }
     }
 
     /// What kind of failure this is.

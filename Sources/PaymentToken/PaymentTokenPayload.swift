@@ -63,9 +63,13 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
 
     /// Reads Apple's payload JSON.
     init(json: TokenJSON) throws(PaymentTokenError) {
-        guard case .object(let fields) = json else { throw PaymentTokenPayload.malformed("the payload is not a JSON object") }
+        guard case .object(let fields) = json else {
+            throw PaymentTokenPayload.malformed("the payload is not a JSON object")
+        }
         func string(_ name: String) throws(PaymentTokenError) -> String {
-            guard let value = fields[name]?.string else { throw PaymentTokenPayload.malformed("\(name) is missing or not a string") }
+            guard let value = fields[name]?.string else {
+                throw PaymentTokenPayload.malformed("\(name) is missing or not a string")
+            }
             return value
         }
         func optionalString(_ name: String) throws(PaymentTokenError) -> String? {

@@ -71,10 +71,14 @@ public final class PaymentTokenVerifier: Sendable {
         do {
             message = try CMSSignedData(berEncoded: token.signature)
         } catch {
-            throw PaymentTokenError(.malformedSignature, "paymentData.signature is not a CMS signature Apple would produce: \(error)")
+            throw PaymentTokenError(
+                .malformedSignature, "paymentData.signature is not a CMS signature Apple would produce: \(error)")
         }
         guard message.isECDSA == (token.version == .ecV1) else {
-            throw PaymentTokenError(.malformedSignature, "\(token.version.rawValue) tokens are signed with \(token.version == .ecV1 ? "ECDSA" : "RSA"), this one is not")
+            throw PaymentTokenError(
+                .malformedSignature,
+                "\(token.version.rawValue) tokens are signed with \(token.version == .ecV1 ? "ECDSA" : "RSA"), this one is not"
+            )
         }
         guard let signingTime = message.signingTime else {
             throw PaymentTokenError(.malformedSignature, "the signature has no signing time")
@@ -83,18 +87,23 @@ public final class PaymentTokenVerifier: Sendable {
         guard signer.chain.isValid(at: signingTime) else {
             throw PaymentTokenError(
                 .untrustedCertificateChain,
-                "a certificate of the chain is not valid at the signing time \(Self.format(signingTime)) (chain valid \(Self.format(signer.chain.validFrom)) to \(Self.format(signer.chain.validUntil)))")
+                "a certificate of the chain is not valid at the signing time \(Self.format(signingTime)) (chain valid \(Self.format(signer.chain.validFrom)) to \(Self.format(signer.chain.validUntil)))"
+            )
         }
         do {
             try message.verify(content: token.signedContent, verifier: signer.verifier)
         } catch {
-            throw PaymentTokenError(.signatureInvalid, "the signature does not match the token's key, data, transactionId and applicationData: \((error as? CryptographyError)?.message ?? "\(error)")")
+            throw PaymentTokenError(
+                .signatureInvalid,
+                "the signature does not match the token's key, data, transactionId and applicationData: \((error as? CryptographyError)?.message ?? "\(error)")"
+            )
         }
         let current = now()
         guard abs(current.timeIntervalSince(signingTime)) <= maximumAge else {
             throw PaymentTokenError(
                 .signingTimeOutOfRange,
-                "the token was signed at \(Self.format(signingTime)), more than \(maximumAge) s from now (\(Self.format(current))): a replay, or a wrong clock")
+                "the token was signed at \(Self.format(signingTime)), more than \(maximumAge) s from now (\(Self.format(current))): a replay, or a wrong clock"
+            )
         }
         return PaymentTokenVerification(
             version: token.version, signingTime: signingTime, transactionId: token.transactionIdHex,
@@ -112,7 +121,8 @@ public final class PaymentTokenVerifier: Sendable {
         }
         if let cached = found {
             guard message.isSigner(cached.leaf) else {
-                throw PaymentTokenError(.malformedSignature, "the signer's certificate is not among the embedded certificates")
+                throw PaymentTokenError(
+                    .malformedSignature, "the signer's certificate is not among the embedded certificates")
             }
             return cached
         }
@@ -123,25 +133,33 @@ public final class PaymentTokenVerifier: Sendable {
             throw PaymentTokenError(.malformedSignature, "an embedded certificate cannot be read: \(error)")
         }
         guard let index = message.signerIndex(in: certificates) else {
-            throw PaymentTokenError(.malformedSignature, "the signer's certificate is not among the embedded certificates")
+            throw PaymentTokenError(
+                .malformedSignature, "the signer's certificate is not among the embedded certificates")
         }
         let leaf = certificates[index]
         var intermediates = certificates
         intermediates.remove(at: index)
         guard leaf.hasExtension(oid: ApplePayOID.leafMarker) else {
-            throw PaymentTokenError(.missingAppleExtension, "the signing certificate (\(leaf.subject)) lacks Apple's Apple Pay leaf marker 1.2.840.113635.100.6.29")
+            throw PaymentTokenError(
+                .missingAppleExtension,
+                "the signing certificate (\(leaf.subject)) lacks Apple's Apple Pay leaf marker 1.2.840.113635.100.6.29")
         }
         guard intermediates.contains(where: { $0.hasExtension(oid: ApplePayOID.intermediateMarker) }) else {
-            throw PaymentTokenError(.missingAppleExtension, "no embedded intermediate carries Apple's marker 1.2.840.113635.100.6.2.14")
+            throw PaymentTokenError(
+                .missingAppleExtension, "no embedded intermediate carries Apple's marker 1.2.840.113635.100.6.2.14")
         }
         let chain: VerifiedCertificateChain
         do {
             chain = try trustStore.verify(leaf, intermediates: intermediates, at: nil)
         } catch {
-            throw PaymentTokenError(.untrustedCertificateChain, "the signing certificate does not chain to a trusted root: \(error)")
+            throw PaymentTokenError(
+                .untrustedCertificateChain, "the signing certificate does not chain to a trusted root: \(error)")
         }
-        guard chain.certificates.count >= 3, chain.certificates[1].hasExtension(oid: ApplePayOID.intermediateMarker) else {
-            throw PaymentTokenError(.missingAppleExtension, "the certificate that issued the leaf lacks Apple's marker 1.2.840.113635.100.6.2.14")
+        guard chain.certificates.count >= 3, chain.certificates[1].hasExtension(oid: ApplePayOID.intermediateMarker)
+        else {
+            throw PaymentTokenError(
+                .missingAppleExtension,
+                "the certificate that issued the leaf lacks Apple's marker 1.2.840.113635.100.6.2.14")
         }
         let verifier: SignatureVerifier
         do {
@@ -152,7 +170,9 @@ public final class PaymentTokenVerifier: Sendable {
         let entry = CachedSigner(certificatesField: field, leaf: leaf, verifier: verifier, chain: chain)
         cache.withLock { entries in
             // Another thread may have verified the same certificates meanwhile: keep one entry.
-            guard !entries.contains(where: { PaymentTokenVerifier.equalBytes($0.certificatesField, field) }) else { return }
+            guard !entries.contains(where: { PaymentTokenVerifier.equalBytes($0.certificatesField, field) }) else {
+                return
+            }
             if entries.count >= PaymentTokenVerifier.cacheLimit { entries.removeFirst() }
             entries.append(entry)
         }

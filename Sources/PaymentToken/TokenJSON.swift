@@ -126,7 +126,9 @@ enum TokenJSON: Sendable {
         var index = 0
 
         mutating func skipSpace() {
-            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0a || bytes[index] == 0x0d || bytes[index] == 0x09 {
+            while index < bytes.count,
+                bytes[index] == 0x20 || bytes[index] == 0x0a || bytes[index] == 0x0d || bytes[index] == 0x09
+            {
                 index += 1
             }
         }
@@ -150,7 +152,9 @@ enum TokenJSON: Sendable {
                     }
                     let key = try string()
                     skipSpace()
-                    guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw ParseError(message: "expected ':'") }
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
+                        throw ParseError(message: "expected ':'")
+                    }
                     index += 1
                     skipSpace()
                     let member = try value(depth: depth + 1)
@@ -158,7 +162,8 @@ enum TokenJSON: Sendable {
                         throw ParseError(message: "a JSON object has too many members")
                     }
                     guard members.append(key: key, value: member) else {
-                        throw ParseError(message: "member \"\(String(decoding: key.prefix(40), as: UTF8.self))\" appears twice")
+                        throw ParseError(
+                            message: "member \"\(String(decoding: key.prefix(40), as: UTF8.self))\" appears twice")
                     }
                     skipSpace()
                     guard index < bytes.count else { throw ParseError(message: "unexpected end of JSON") }
@@ -219,7 +224,9 @@ enum TokenJSON: Sendable {
             let start = index
             func digits(_ parser: inout Parser) -> Int {
                 let begin = parser.index
-                while parser.index < parser.bytes.count, parser.bytes[parser.index] >= 0x30, parser.bytes[parser.index] <= 0x39 {
+                while parser.index < parser.bytes.count, parser.bytes[parser.index] >= 0x30,
+                    parser.bytes[parser.index] <= 0x39
+                {
                     parser.index += 1
                 }
                 return parser.index - begin
@@ -236,7 +243,9 @@ enum TokenJSON: Sendable {
             }
             if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
                 index += 1
-                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                    index += 1
+                }
                 guard digits(&self) > 0 else { throw ParseError(message: "invalid JSON number") }
             }
             guard index - start <= 64 else { throw ParseError(message: "JSON number too long") }
@@ -258,7 +267,8 @@ enum TokenJSON: Sendable {
                         let quote = word ^ (ones &* 0x22)
                         let backslash = word ^ (ones &* 0x5c)
                         let special =
-                            ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                            ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
+                            | ((word &- ones &* 0x20) & ~word)
                         if special & highs != 0 { break }
                         cursor += 8
                     }
@@ -296,15 +306,21 @@ enum TokenJSON: Sendable {
                     case UInt8(ascii: "u"):
                         var scalar = try hex4()
                         if (0xd800..<0xdc00).contains(scalar) {
-                            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                                bytes[index + 1] == UInt8(ascii: "u")
+                            else {
                                 throw ParseError(message: "unpaired surrogate in a JSON string")
                             }
                             index += 2
                             let low = try hex4()
-                            guard (0xdc00..<0xe000).contains(low) else { throw ParseError(message: "unpaired surrogate in a JSON string") }
+                            guard (0xdc00..<0xe000).contains(low) else {
+                                throw ParseError(message: "unpaired surrogate in a JSON string")
+                            }
                             scalar = 0x10000 + ((scalar - 0xd800) << 10) + (low - 0xdc00)
                         }
-                        guard let unicode = Unicode.Scalar(scalar) else { throw ParseError(message: "invalid \\u escape") }
+                        guard let unicode = Unicode.Scalar(scalar) else {
+                            throw ParseError(message: "invalid \\u escape")
+                        }
                         out.append(contentsOf: Array(String(Character(unicode)).utf8))
                     default:
                         throw ParseError(message: "invalid escape in a JSON string")
@@ -321,7 +337,9 @@ enum TokenJSON: Sendable {
             guard index + 4 <= bytes.count else { throw ParseError(message: "truncated \\u escape") }
             var value: UInt32 = 0
             for _ in 0..<4 {
-                guard let digit = HexCoding.nibble(bytes[index]) else { throw ParseError(message: "invalid \\u escape") }
+                guard let digit = HexCoding.nibble(bytes[index]) else {
+                    throw ParseError(message: "invalid \\u escape")
+                }
                 value = value << 4 | UInt32(digit)
                 index += 1
             }
@@ -400,8 +418,10 @@ enum Base64 {
                 var read = 0
                 var written = 0
                 while read + 4 <= length {
-                    let a = table[Int(input[read])], b = table[Int(input[read + 1])]
-                    let c = table[Int(input[read + 2])], d = table[Int(input[read + 3])]
+                    let a = table[Int(input[read])]
+                    let b = table[Int(input[read + 1])]
+                    let c = table[Int(input[read + 2])]
+                    let d = table[Int(input[read + 3])]
                     if (a | b | c | d) & 0x80 != 0 {
                         valid = false
                         break
@@ -415,7 +435,8 @@ enum Base64 {
                 }
                 let rest = length - read
                 if valid, rest >= 2 {
-                    let a = table[Int(input[read])], b = table[Int(input[read + 1])]
+                    let a = table[Int(input[read])]
+                    let b = table[Int(input[read + 1])]
                     let c = rest == 3 ? table[Int(input[read + 2])] : 0
                     if (a | b | c) & 0x80 != 0 {
                         valid = false

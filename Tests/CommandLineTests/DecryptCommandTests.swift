@@ -9,12 +9,14 @@ enum TokenCLIFixture {
     }
 
     static func signingTime(_ folder: String) throws -> String {
-        let meta = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path(folder, "meta.json"))))
+        let meta = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: path(folder, "meta.json"))))
         return try #require((meta as? [String: Any])?["signingTime"] as? String)
     }
 
     static func expected(_ folder: String) throws -> NSDictionary {
-        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path(folder, "expected.json"))))
+        let object = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: path(folder, "expected.json"))))
         return try #require(object as? NSDictionary)
     }
 
@@ -43,14 +45,17 @@ struct DecryptCommandTests {
     func decryptsRSAAndBareKey() async throws {
         let rsa = "basistheory-2024-rsa"
         let first = try await CommandLineTool.run([
-            "decrypt", TokenCLIFixture.path(rsa, "token.json"), "--merchant-key", TokenCLIFixture.path(rsa, "merchant-key.pem"),
-            "--merchant-cert", TokenCLIFixture.path(rsa, "merchant-cert.pem"), "--now", try TokenCLIFixture.signingTime(rsa),
+            "decrypt", TokenCLIFixture.path(rsa, "token.json"), "--merchant-key",
+            TokenCLIFixture.path(rsa, "merchant-key.pem"),
+            "--merchant-cert", TokenCLIFixture.path(rsa, "merchant-cert.pem"), "--now",
+            try TokenCLIFixture.signingTime(rsa),
         ])
         #expect(first.status == 0, "\(first.standardError)")
         #expect(first.json.map { NSDictionary(dictionary: $0) } == (try TokenCLIFixture.expected(rsa)))
         let bare = "payu-2018-sandbox-ec"
         let second = try await CommandLineTool.run([
-            "decrypt", TokenCLIFixture.path(bare, "token.json"), "--merchant-key", TokenCLIFixture.path(bare, "merchant-key.pem"),
+            "decrypt", TokenCLIFixture.path(bare, "token.json"), "--merchant-key",
+            TokenCLIFixture.path(bare, "merchant-key.pem"),
             "--merchant-id", "merchant.sandbox.payu", "--now", try TokenCLIFixture.signingTime(bare), "--max-age", "60",
         ])
         #expect(second.status == 0, "\(second.standardError)")
@@ -65,7 +70,8 @@ struct DecryptCommandTests {
             "--merchant-key", TokenCLIFixture.path(folder, "merchant-key.pem"),
         ]
         // The wall clock: years after signing.
-        let stale = try await CommandLineTool.run(base + ["--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem")])
+        let stale = try await CommandLineTool.run(
+            base + ["--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem")])
         #expect(stale.status == 1)
         #expect(stale.standardOutput.isEmpty)
         #expect(TokenCLIFixture.errorCode(stale) == "signingTimeOutOfRange")
@@ -84,8 +90,10 @@ struct DecryptCommandTests {
         #expect(TokenCLIFixture.errorCode(other) == "merchantKeyMismatch")
         // An applicationData hash the token does not carry.
         let application = try await CommandLineTool.run(
-            base + ["--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem"), "--now", now,
-                    "--application-data-hash", String(repeating: "ab", count: 32)])
+            base + [
+                "--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem"), "--now", now,
+                "--application-data-hash", String(repeating: "ab", count: 32),
+            ])
         #expect(TokenCLIFixture.errorCode(application) == "applicationDataMismatch")
         // Not a token.
         let directory = try TemporaryDirectory()
@@ -98,23 +106,29 @@ struct DecryptCommandTests {
         #expect(empty.status == 1)
         #expect(TokenCLIFixture.errorCode(empty) == "malformedToken")
         let missing = try await CommandLineTool.run([
-            "decrypt", directory.path("absent.json"), "--merchant-key", TokenCLIFixture.path(folder, "merchant-key.pem"),
+            "decrypt", directory.path("absent.json"), "--merchant-key",
+            TokenCLIFixture.path(folder, "merchant-key.pem"),
             "--merchant-id", "merchant.test.spreedly.123merchant",
         ])
         #expect(missing.status == 1)
         #expect(TokenCLIFixture.errorCode(missing) == "inputUnreadable")
     }
 
-    @Test("usage errors exit 64", arguments: [
-        ["decrypt"],
-        ["decrypt", "token.json", "--merchant-id", "merchant.x"],
-        ["decrypt", "token.json", "--merchant-key", "k.pem"],
-        ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--merchant-cert", "c.pem"],
-        ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--now", "yesterday"],
-        ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--max-age", "-5"],
-        ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--application-data-hash", "xyz"],
-        ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--bogus"],
-    ])
+    @Test(
+        "usage errors exit 64",
+        arguments: [
+            ["decrypt"],
+            ["decrypt", "token.json", "--merchant-id", "merchant.x"],
+            ["decrypt", "token.json", "--merchant-key", "k.pem"],
+            ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--merchant-cert", "c.pem"],
+            ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--now", "yesterday"],
+            ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--max-age", "-5"],
+            [
+                "decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--application-data-hash",
+                "xyz",
+            ],
+            ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--bogus"],
+        ])
     func usageErrors(arguments: [String]) async throws {
         let result = try await CommandLineTool.run(arguments)
         #expect(result.status == 64)

@@ -24,11 +24,14 @@ struct VerifyCommandTests {
         let old = try await CommandLineTool.run(["verify", token, "--now", "2017-02-01T19:45:06Z", "--max-age", "300"])
         #expect(old.status == 1)
         #expect(TokenCLIFixture.errorCode(old) == "signingTimeOutOfRange")
-        let foreign = try await CommandLineTool.run(["verify", token, "--now", now, "--root", TokenCLIFixture.path("gala-2021-ec", "merchant-cert.pem")])
+        let foreign = try await CommandLineTool.run([
+            "verify", token, "--now", now, "--root", TokenCLIFixture.path("gala-2021-ec", "merchant-cert.pem"),
+        ])
         #expect(TokenCLIFixture.errorCode(foreign) == "untrustedCertificateChain")
         // The bundled root passed explicitly behaves like the default.
         let explicit = try await CommandLineTool.run([
-            "verify", token, "--now", now, "--root", Repository.appleTokenVectors.appendingPathComponent("apple-root-ca-g3.pem").path,
+            "verify", token, "--now", now, "--root",
+            Repository.appleTokenVectors.appendingPathComponent("apple-root-ca-g3.pem").path,
         ])
         #expect(explicit.status == 0)
         let directory = try TemporaryDirectory()

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import Cryptography
 
@@ -13,7 +13,8 @@ struct SignedToken {
     init(_ folder: String) throws {
         let url = Repository.appleTokenVectors.appendingPathComponent(folder)
         var object = try #require(
-            JSONSerialization.jsonObject(with: Data(contentsOf: url.appendingPathComponent("token.json"))) as? [String: Any])
+            JSONSerialization.jsonObject(with: Data(contentsOf: url.appendingPathComponent("token.json")))
+                as? [String: Any])
         if let nested = object["paymentData"] as? [String: Any] { object = nested }
         let header = try #require(object["header"] as? [String: Any])
         let key = (header["ephemeralPublicKey"] ?? header["wrappedKey"]) as? String ?? ""
@@ -24,7 +25,8 @@ struct SignedToken {
         self.content = content
         signature = try #require(Data(base64Encoded: object["signature"] as? String ?? ""))
         let meta = try #require(
-            JSONSerialization.jsonObject(with: Data(contentsOf: url.appendingPathComponent("meta.json"))) as? [String: Any])
+            JSONSerialization.jsonObject(with: Data(contentsOf: url.appendingPathComponent("meta.json")))
+                as? [String: Any])
         signingTime = try #require(ISO8601DateFormatter().date(from: meta["signingTime"] as? String ?? ""))
     }
 }
@@ -36,14 +38,18 @@ struct CMSAndChainTests {
         "basistheory-2024-rsa", "processout-2017-ec", "processout-2017-rsa",
     ]
 
-    @Test("each token's CMS signature verifies, with its signing time and the leaf and intermediate", arguments: folders)
+    @Test(
+        "each token's CMS signature verifies, with its signing time and the leaf and intermediate", arguments: folders)
     func verifiesRealSignatures(folder: String) throws {
         let token = try SignedToken(folder)
         let verified = try CMSSignedData.verifyDetached(token.signature, content: token.content)
         #expect(verified.signingTime == token.signingTime)
         #expect(verified.certificates.count == 2)
         #expect(verified.signer.hasExtension(oid: "1.2.840.113635.100.6.29"))
-        let root = try Certificate(pem: String(contentsOf: Repository.appleTokenVectors.appendingPathComponent("apple-root-ca-g3.pem"), encoding: .utf8))
+        let root = try Certificate(
+            pem: String(
+                contentsOf: Repository.appleTokenVectors.appendingPathComponent("apple-root-ca-g3.pem"), encoding: .utf8
+            ))
         let store = try TrustStore(roots: [root])
         let intermediates = verified.certificates.filter { $0 != verified.signer }
         let chain = try store.verify(verified.signer, intermediates: intermediates, at: token.signingTime)
@@ -69,12 +75,16 @@ struct CMSAndChainTests {
     func absurdTimes() throws {
         let token = try SignedToken("gala-2021-ec")
         let verified = try CMSSignedData.verifyDetached(token.signature, content: token.content)
-        let root = try Certificate(pem: String(contentsOf: Repository.appleTokenVectors.appendingPathComponent("apple-root-ca-g3.pem"), encoding: .utf8))
+        let root = try Certificate(
+            pem: String(
+                contentsOf: Repository.appleTokenVectors.appendingPathComponent("apple-root-ca-g3.pem"), encoding: .utf8
+            ))
         let store = try TrustStore(roots: [root])
         let intermediates = verified.certificates.filter { $0 != verified.signer }
         for seconds in [Double.infinity, -Double.infinity, Double.nan, 1e15, -1e15] {
             #expect(throws: CryptographyError(.malformedInput, "")) {
-                try store.verify(verified.signer, intermediates: intermediates, at: Date(timeIntervalSince1970: seconds))
+                try store.verify(
+                    verified.signer, intermediates: intermediates, at: Date(timeIntervalSince1970: seconds))
             }
         }
     }
@@ -88,7 +98,8 @@ struct CMSAndChainTests {
             try CMSSignedData.verifyDetached(token.signature, content: content)
         }
         let message = try CMSSignedData(berEncoded: token.signature)
-        let signer = try #require(try message.certificates.map { try Certificate(der: $0) }.first { message.isSigner($0) })
+        let signer = try #require(
+            try message.certificates.map { try Certificate(der: $0) }.first { message.isSigner($0) })
         let verifier = try SignatureVerifier(publicKey: signer.publicKey)
         try message.verify(content: token.content, verifier: verifier)
         // Flip a byte inside the signature value (near the end of the BER, before the end-of-contents octets).
@@ -103,14 +114,21 @@ struct CMSAndChainTests {
                 try CMSSignedData(berEncoded: token.signature.prefix(cut))
             }
         }
-        #expect(throws: CryptographyError(.malformedInput, "")) { try CMSSignedData(berEncoded: Data(repeating: 0x30, count: 64)) }
-        #expect(throws: CryptographyError(.malformedInput, "")) { try CMSSignedData(berEncoded: Data([0x30, 0x80] + [UInt8](repeating: 0x30, count: 20) + [0x80])) }
+        #expect(throws: CryptographyError(.malformedInput, "")) {
+            try CMSSignedData(berEncoded: Data(repeating: 0x30, count: 64))
+        }
+        #expect(throws: CryptographyError(.malformedInput, "")) {
+            try CMSSignedData(berEncoded: Data([0x30, 0x80] + [UInt8](repeating: 0x30, count: 20) + [0x80]))
+        }
     }
 }
 
 /// A root that is not Apple's: a merchant certificate from the fixtures, trusted as if it were a root.
 enum PrivateKeyFreeRoot {
     static func other() throws -> Certificate {
-        try Certificate(pem: String(contentsOf: Repository.appleTokenVectors.appendingPathComponent("gala-2021-ec/merchant-cert.pem"), encoding: .utf8))
+        try Certificate(
+            pem: String(
+                contentsOf: Repository.appleTokenVectors.appendingPathComponent("gala-2021-ec/merchant-cert.pem"),
+                encoding: .utf8))
     }
 }

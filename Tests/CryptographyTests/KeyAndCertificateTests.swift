@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import Cryptography
 
@@ -25,22 +25,22 @@ enum CryptographyFixtures {
     }
     /// A throwaway 1024-bit RSA key in PKCS#1 ("RSA PRIVATE KEY") form, generated for this test only.
     static let pkcs1RSAKey = """
------BEGIN RSA PRIVATE KEY-----
-MIICXgIBAAKBgQCsiI1EeDXw1vmzqHM3hAZx2MuKgNyUWqrOaRLPKQRXkzkGhH+Q
-a6FrSP2vlr1MTejagM4I6WxXr48zOULIeybiPUFXEaOpdxfztsI4QrmvDQARfm60
-9NxPROsBoVnIFwrqe5OSVXQ+YyB+UG89qitnulxrOqZxLkHRT5NGtoAUxwIDAQAB
-AoGBAJdP2rTlyEjEAJHzdbiGbTCDNV7uzIS/T3Ve6UQNcOVtFGIG6ek6u4JfrTzF
-Mpcs7L5UoF1oecAdE7WUzmEMwHfPsfqc1c4lEUD6gHp5hBMcO64ruRjaxb5ZbJdc
-EqcFOqLNJzc2zZYUGbxm1GsFyApbGWfqzl2l80R/Itr2n8fBAkEA5bOvRyHeRi4k
-/xwDtf5SIYwcR1XIRsCW+Rj1ff/Hl7A1cXYtLMGVGfkS6bf4pxBJ708fMT7sHSTy
-kp3vjPRCSQJBAMBJUf5r3dl+AsJnWHnabneeK+C1z5Gyoqc9YtijuqilDcPJGvs+
-0R14OzTBfN+sftLbQYGnMU/STHT77E/2no8CQQCoiLcBFOt2SKMifpaGcKwoKxoQ
-iPMiXmonKFXu9b2nIUWFEzVAEmTooqRq0W3ifgQRTtdPFaC+HX7Rbon1vL3pAkEA
-ppogd89f7cS3gVbnmtR+KBgcrlr42KUtNrgCP/BEl0BDF+LUBOJdbyowKjqHBom/
-bNRaAospN57fbfCkxHfK0wJAUaaSfhbtrFPpEzNfDk3Mtw7JMdLhyR4XQqH864eS
-w6EJCyCQBUYoBGIhJMHDpfxLA6ViwV0wG+9iGELUj4FREQ==
------END RSA PRIVATE KEY-----
-"""
+        -----BEGIN RSA PRIVATE KEY-----
+        MIICXgIBAAKBgQCsiI1EeDXw1vmzqHM3hAZx2MuKgNyUWqrOaRLPKQRXkzkGhH+Q
+        a6FrSP2vlr1MTejagM4I6WxXr48zOULIeybiPUFXEaOpdxfztsI4QrmvDQARfm60
+        9NxPROsBoVnIFwrqe5OSVXQ+YyB+UG89qitnulxrOqZxLkHRT5NGtoAUxwIDAQAB
+        AoGBAJdP2rTlyEjEAJHzdbiGbTCDNV7uzIS/T3Ve6UQNcOVtFGIG6ek6u4JfrTzF
+        Mpcs7L5UoF1oecAdE7WUzmEMwHfPsfqc1c4lEUD6gHp5hBMcO64ruRjaxb5ZbJdc
+        EqcFOqLNJzc2zZYUGbxm1GsFyApbGWfqzl2l80R/Itr2n8fBAkEA5bOvRyHeRi4k
+        /xwDtf5SIYwcR1XIRsCW+Rj1ff/Hl7A1cXYtLMGVGfkS6bf4pxBJ708fMT7sHSTy
+        kp3vjPRCSQJBAMBJUf5r3dl+AsJnWHnabneeK+C1z5Gyoqc9YtijuqilDcPJGvs+
+        0R14OzTBfN+sftLbQYGnMU/STHT77E/2no8CQQCoiLcBFOt2SKMifpaGcKwoKxoQ
+        iPMiXmonKFXu9b2nIUWFEzVAEmTooqRq0W3ifgQRTtdPFaC+HX7Rbon1vL3pAkEA
+        ppogd89f7cS3gVbnmtR+KBgcrlr42KUtNrgCP/BEl0BDF+LUBOJdbyowKjqHBom/
+        bNRaAospN57fbfCkxHfK0wJAUaaSfhbtrFPpEzNfDk3Mtw7JMdLhyR4XQqH864eS
+        w6EJCyCQBUYoBGIhJMHDpfxLA6ViwV0wG+9iGELUj4FREQ==
+        -----END RSA PRIVATE KEY-----
+        """
 }
 
 @Suite("Keys: PEM and DER parsing, generation, descriptions")
@@ -63,14 +63,18 @@ struct KeyTests {
 
     @Test("garbage, certificates and truncated keys are invalidKey, never a crash")
     func rejectsGarbage() throws {
-        for text in ["", "hello", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-                     try CryptographyFixtures.text("apple-root-ca-g3.pem")] {
+        for text in [
+            "", "hello", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+            try CryptographyFixtures.text("apple-root-ca-g3.pem"),
+        ] {
             #expect(throws: CryptographyError(.invalidKey, "")) { try PrivateKey(pem: text) }
         }
         let der = try PrivateKey.generate(.p256).pkcs8DERRepresentation
         #expect(throws: CryptographyError(.invalidKey, "")) { try PrivateKey(der: der.prefix(der.count - 3)) }
         #expect(throws: CryptographyError(.invalidKey, "")) { try PrivateKey(der: Data()) }
-        #expect(throws: CryptographyError(.invalidKey, "")) { try PublicKey(subjectPublicKeyInfoDER: Data([0x30, 0x03, 0x02, 0x01])) }
+        #expect(throws: CryptographyError(.invalidKey, "")) {
+            try PublicKey(subjectPublicKeyInfoDER: Data([0x30, 0x03, 0x02, 0x01]))
+        }
         #expect(throws: CryptographyError(.invalidKey, "")) { try PublicKey(pem: "not a key") }
     }
 
@@ -115,7 +119,8 @@ struct CertificateTests {
         #expect(uid == "merchant.test.spreedly.123merchant")
         let value = try #require(certificate.extensionValue(oid: "1.2.840.113635.100.6.32"))
         #expect(value.count == 66)
-        #expect(String(decoding: value.dropFirst(2), as: UTF8.self).lowercased() == Digest.sha256(Data(uid.utf8)).hexString)
+        #expect(
+            String(decoding: value.dropFirst(2), as: UTF8.self).lowercased() == Digest.sha256(Data(uid.utf8)).hexString)
         #expect(!certificate.serialNumber.isEmpty)
     }
 

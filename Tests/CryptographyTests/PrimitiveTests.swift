@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import Cryptography
 
@@ -8,17 +8,22 @@ import TestSupport
 struct PrimitiveTests {
     @Test("SHA-256 and SHA-384 known answers")
     func digests() {
-        #expect(Digest.sha256(Data("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(Digest.sha384(Data("abc".utf8)).hexString
-            == "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed8086072ba1e7cc2358baeca134c825a7")
-        #expect(Digest.sha256([UInt8]()).hexString == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(
+            Digest.sha256(Data("abc".utf8)).hexString
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            Digest.sha384(Data("abc".utf8)).hexString
+                == "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed8086072ba1e7cc2358baeca134c825a7")
+        #expect(
+            Digest.sha256([UInt8]()).hexString == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
     @Test("AES-GCM known answers (GCM specification test cases 2, 13 and 14)")
     func aesGCMKnownAnswers() throws {
         let iv12 = Data(count: 12)
-        #expect(try AESGCM.seal(Data(count: 16), key: Data(count: 16), iv: iv12).hexString
-            == "0388dace60b6a392f328c2b971b2fe78" + "ab6e47d42cec13bdf53a67b21257bddf")
+        #expect(
+            try AESGCM.seal(Data(count: 16), key: Data(count: 16), iv: iv12).hexString
+                == "0388dace60b6a392f328c2b971b2fe78" + "ab6e47d42cec13bdf53a67b21257bddf")
         #expect(try AESGCM.seal(Data(), key: Data(count: 32), iv: iv12).hexString == "530f8afbc74536b9a963b4f1c4cb738b")
         let sealed = try AESGCM.seal(Data(count: 16), key: Data(count: 32), iv: iv12)
         #expect(sealed.hexString == "cea7403d4d606b6e074ec5d3baf39d18" + "d0d1c8a799996bf0265b98b5d48ab919")
@@ -35,11 +40,15 @@ struct PrimitiveTests {
         #expect(try AESGCM.open(sealed, key: key, iv: iv) == plaintext)
         // 16-byte IVs are not the 12-byte case: the same key and a 12-byte IV give other bytes.
         #expect(try AESGCM.seal(plaintext, key: key, iv: Data(count: 12)) != sealed)
-        #expect(throws: CryptographyError(.decryptionFailed, "")) { try AESGCM.open(sealed, key: SecureRandom.bytes(32), iv: iv) }
+        #expect(throws: CryptographyError(.decryptionFailed, "")) {
+            try AESGCM.open(sealed, key: SecureRandom.bytes(32), iv: iv)
+        }
         sealed[3] ^= 1
         #expect(throws: CryptographyError(.decryptionFailed, "")) { try AESGCM.open(sealed, key: key, iv: iv) }
         #expect(throws: CryptographyError(.decryptionFailed, "")) { try AESGCM.open(Data(count: 5), key: key, iv: iv) }
-        #expect(throws: CryptographyError(.invalidKey, "")) { try AESGCM.seal(plaintext, key: Data(count: 24 + 1), iv: iv) }
+        #expect(throws: CryptographyError(.invalidKey, "")) {
+            try AESGCM.seal(plaintext, key: Data(count: 24 + 1), iv: iv)
+        }
         #expect(throws: CryptographyError(.malformedInput, "")) { try AESGCM.seal(plaintext, key: key, iv: Data()) }
     }
 
@@ -54,7 +63,9 @@ struct PrimitiveTests {
         let prepared = try P256KeyAgreement(privateKey: alice)
         #expect(try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: bob.publicKey.subjectPublicKeyInfoDER) == ab)
         let other = try PrivateKey.generate(.p384)
-        #expect(throws: CryptographyError(.invalidKey, "")) { try ECDH.sharedSecret(privateKey: alice, publicKey: other.publicKey) }
+        #expect(throws: CryptographyError(.invalidKey, "")) {
+            try ECDH.sharedSecret(privateKey: alice, publicKey: other.publicKey)
+        }
         #expect(throws: CryptographyError(.invalidKey, "")) { try P256KeyAgreement(privateKey: other) }
     }
 
@@ -63,12 +74,20 @@ struct PrimitiveTests {
         let prepared = try P256KeyAgreement(privateKey: PrivateKey.generate(.p256))
         var spki = try PrivateKey.generate(.p256).publicKey.subjectPublicKeyInfoDER
         spki[spki.count - 1] ^= 0x01  // y no longer matches x: off the curve
-        #expect(throws: CryptographyError(.invalidKey, "")) { try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: spki) }
+        #expect(throws: CryptographyError(.invalidKey, "")) {
+            try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: spki)
+        }
         #expect(throws: CryptographyError(.invalidKey, "")) { try PublicKey(subjectPublicKeyInfoDER: spki) }
-        #expect(throws: CryptographyError(.invalidKey, "")) { try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: spki.prefix(40)) }
-        #expect(throws: CryptographyError(.invalidKey, "")) { try prepared.sharedSecret(peerPoint: Data([4]) + Data(count: 64)) }
+        #expect(throws: CryptographyError(.invalidKey, "")) {
+            try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: spki.prefix(40))
+        }
+        #expect(throws: CryptographyError(.invalidKey, "")) {
+            try prepared.sharedSecret(peerPoint: Data([4]) + Data(count: 64))
+        }
         let p384 = try PrivateKey.generate(.p384).publicKey.subjectPublicKeyInfoDER
-        #expect(throws: CryptographyError(.invalidKey, "")) { try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: p384) }
+        #expect(throws: CryptographyError(.invalidKey, "")) {
+            try prepared.sharedSecret(peerSubjectPublicKeyInfoDER: p384)
+        }
     }
 
     @Test("RSA-OAEP SHA-256 round trip; wrong key and altered ciphertext fail")
@@ -82,7 +101,9 @@ struct PrimitiveTests {
         #expect(throws: CryptographyError(.decryptionFailed, "")) { try RSAOAEP.decrypt(wrapped, privateKey: other) }
         wrapped[10] ^= 0x80
         #expect(throws: CryptographyError(.decryptionFailed, "")) { try RSAOAEP.decrypt(wrapped, privateKey: key) }
-        #expect(throws: CryptographyError(.invalidKey, "")) { try RSAOAEP.decrypt(wrapped, privateKey: PrivateKey.generate(.p256)) }
+        #expect(throws: CryptographyError(.invalidKey, "")) {
+            try RSAOAEP.decrypt(wrapped, privateKey: PrivateKey.generate(.p256))
+        }
     }
 
     @Test("random bytes have the asked length and differ")

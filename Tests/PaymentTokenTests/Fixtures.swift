@@ -1,8 +1,8 @@
 import Cryptography
 import Foundation
 import PaymentToken
-import Testing
 import TestSupport
+import Testing
 
 /// One folder of `Tests/Fixtures/apple-pay-tokens`.
 struct TokenFixture: Sendable, CustomStringConvertible {
@@ -19,7 +19,10 @@ struct TokenFixture: Sendable, CustomStringConvertible {
         "gala-2021-ec", "gala-2014-ec", "payu-2018-sandbox-ec", "basistheory-2023a-ec", "basistheory-2023b-ec",
         "basistheory-2024-rsa", "processout-2017-ec", "processout-2017-rsa",
     ]
-    static let decryptable = ["gala-2021-ec", "gala-2014-ec", "payu-2018-sandbox-ec", "basistheory-2023a-ec", "basistheory-2023b-ec", "basistheory-2024-rsa"]
+    static let decryptable = [
+        "gala-2021-ec", "gala-2014-ec", "payu-2018-sandbox-ec", "basistheory-2023a-ec", "basistheory-2023b-ec",
+        "basistheory-2024-rsa",
+    ]
     static let verifyOnly = ["processout-2017-ec", "processout-2017-rsa"]
 
     var description: String { folder }
@@ -29,7 +32,9 @@ struct TokenFixture: Sendable, CustomStringConvertible {
         let url = Repository.appleTokenVectors.appendingPathComponent(folder)
         func optional(_ name: String) -> Data? { try? Data(contentsOf: url.appendingPathComponent(name)) }
         tokenJSON = try Data(contentsOf: url.appendingPathComponent("token.json"))
-        let meta = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: url.appendingPathComponent("meta.json"))) as? [String: Any])
+        let meta = try #require(
+            JSONSerialization.jsonObject(with: Data(contentsOf: url.appendingPathComponent("meta.json")))
+                as? [String: Any])
         signingTime = try #require(ISO8601DateFormatter().date(from: meta["signingTime"] as? String ?? ""))
         version = meta["version"] as? String ?? ""
         merchantIdentifier = meta["merchantIdentifier"] as? String
@@ -48,7 +53,9 @@ struct TokenFixture: Sendable, CustomStringConvertible {
     }
 
     /// A verifier whose clock reads the token's signing time plus `offset`.
-    func verifier(offset: TimeInterval = 0, maximumAge: TimeInterval = 300, roots: [Certificate]? = nil) throws -> PaymentTokenVerifier {
+    func verifier(offset: TimeInterval = 0, maximumAge: TimeInterval = 300, roots: [Certificate]? = nil) throws
+        -> PaymentTokenVerifier
+    {
         let now = signingTime.addingTimeInterval(offset)
         return try PaymentTokenVerifier(roots: roots, maximumAge: maximumAge, now: { now })
     }
@@ -87,7 +94,9 @@ struct TokenFixture: Sendable, CustomStringConvertible {
 }
 
 /// Expects `body` to throw a `PaymentTokenError` with exactly `code`.
-func expectCode<R>(_ code: PaymentTokenError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {
+func expectCode<R>(
+    _ code: PaymentTokenError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R
+) {
     do {
         _ = try body()
         Issue.record("expected \(code), but it succeeded", sourceLocation: sourceLocation)

@@ -36,11 +36,15 @@ struct TestApple {
 
         let intermediateKey = try PrivateKey.generate(.p256)
         var intermediateBuilder = CertificateBuilder(
-            subject: DistinguishedName(commonName: "Test Application Integration CA", organization: "Tests", country: "US"),
-            publicKey: intermediateKey.publicKey, notBefore: Self.epoch - 5 * Self.year, notAfter: Self.epoch + 5 * Self.year)
+            subject: DistinguishedName(
+                commonName: "Test Application Integration CA", organization: "Tests", country: "US"),
+            publicKey: intermediateKey.publicKey, notBefore: Self.epoch - 5 * Self.year,
+            notAfter: Self.epoch + 5 * Self.year)
         intermediateBuilder.basicConstraints = .certificateAuthority(pathLength: 0)
         intermediateBuilder.keyUsage = [.keyCertSign, .cRLSign]
-        if options.intermediateMarker { intermediateBuilder.extensions = [.marker(oid: ApplePayOID.intermediateMarker)] }
+        if options.intermediateMarker {
+            intermediateBuilder.extensions = [.marker(oid: ApplePayOID.intermediateMarker)]
+        }
         intermediate = try intermediateBuilder.signed(by: root, key: rootKey)
 
         let leafKey = try PrivateKey.generate(.p256)
@@ -62,7 +66,8 @@ struct TestApple {
         try PaymentTokenDecryptor(merchants: [identity()], roots: [root], maximumAge: maximumAge, now: { now })
     }
 
-    static let payload = Data(#"""
+    static let payload = Data(
+        #"""
         {"applicationPrimaryAccountNumber":"4761120010000492","applicationExpirationDate":"291231","currencyCode":"978",
          "transactionAmount":1234,"cardholderName":"A. Tester","deviceManufacturerIdentifier":"040010030273",
          "paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AAECAwQFBgcICQoLDA0ODxAREhM=","eciIndicator":"5"}}
@@ -81,13 +86,16 @@ struct TestApple {
         let key = ephemeralPublicKey ?? ephemeral.publicKey.subjectPublicKeyInfoDER
         let transactionId = SecureRandom.bytes(32)
         let applicationHash = applicationData.map { Digest.sha256($0) }
-        let signature = try signer.signDetached(key + ciphertext + transactionId + (applicationHash ?? Data()), signingTime: signingTime)
+        let signature = try signer.signDetached(
+            key + ciphertext + transactionId + (applicationHash ?? Data()), signingTime: signingTime)
         var header: [String: Any] = [
             "ephemeralPublicKey": key.base64EncodedString(),
             "publicKeyHash": Digest.sha256(merchantKey.publicKey.subjectPublicKeyInfoDER).base64EncodedString(),
             "transactionId": transactionId.map { String(format: "%02x", $0) }.joined(),
         ]
-        if let applicationHash { header["applicationData"] = applicationHash.map { String(format: "%02x", $0) }.joined() }
+        if let applicationHash {
+            header["applicationData"] = applicationHash.map { String(format: "%02x", $0) }.joined()
+        }
         let token: [String: Any] = [
             "version": "EC_v1", "data": ciphertext.base64EncodedString(), "signature": signature.base64EncodedString(),
             "header": header,
@@ -103,22 +111,26 @@ struct ForgedChainTests {
         let apple = try TestApple()
         let token = try apple.mint(applicationData: Data("order-42".utf8))
         let decrypted = try apple.decryptor().decrypt(
-            jsonData: token, expecting: .init(applicationData: .bytes(Data("order-42".utf8)), amount: 1234, currencyCode: "EUR"))
+            jsonData: token,
+            expecting: .init(applicationData: .bytes(Data("order-42".utf8)), amount: 1234, currencyCode: "EUR"))
         #expect(decrypted.payload.transactionAmount == 1234)
         #expect(decrypted.payload.cardholderName == "A. Tester")
-        #expect(decrypted.payload.credentials == .threeDSecure(onlinePaymentCryptogram: "AAECAwQFBgcICQoLDA0ODxAREhM=", eciIndicator: "5"))
+        #expect(
+            decrypted.payload.credentials
+                == .threeDSecure(onlinePaymentCryptogram: "AAECAwQFBgcICQoLDA0ODxAREhM=", eciIndicator: "5"))
         #expect(decrypted.payload.currency?.code == "EUR")
         #expect(decrypted.verification.signer == apple.leaf)
         let appleRooted = try PaymentTokenDecryptor(merchants: [apple.identity()], now: { TestApple.epoch })
         expectCode(.untrustedCertificateChain) { try appleRooted.decrypt(jsonData: token) }
         // applicationData removed from the header: the signature no longer matches.
-        let stripped = try JSONSerialization.data(withJSONObject: {
-            var object = try JSONSerialization.jsonObject(with: token) as? [String: Any] ?? [:]
-            var header = object["header"] as? [String: Any] ?? [:]
-            header["applicationData"] = nil
-            object["header"] = header
-            return object
-        }())
+        let stripped = try JSONSerialization.data(
+            withJSONObject: {
+                var object = try JSONSerialization.jsonObject(with: token) as? [String: Any] ?? [:]
+                var header = object["header"] as? [String: Any] ?? [:]
+                header["applicationData"] = nil
+                object["header"] = header
+                return object
+            }())
         expectCode(.signatureInvalid) { try apple.decryptor().decrypt(jsonData: stripped) }
     }
 
@@ -127,7 +139,9 @@ struct ForgedChainTests {
         let noLeafMarker = try TestApple(.init(leafMarker: false))
         expectCode(.missingAppleExtension) { try noLeafMarker.decryptor().decrypt(jsonData: noLeafMarker.mint()) }
         let noIntermediateMarker = try TestApple(.init(intermediateMarker: false))
-        expectCode(.missingAppleExtension) { try noIntermediateMarker.decryptor().decrypt(jsonData: noIntermediateMarker.mint()) }
+        expectCode(.missingAppleExtension) {
+            try noIntermediateMarker.decryptor().decrypt(jsonData: noIntermediateMarker.mint())
+        }
     }
 
     @Test("validity is checked at each token's signing time, also when the chain is cached")
@@ -138,7 +152,8 @@ struct ForgedChainTests {
         let after = try apple.mint(signingTime: expiry + 60)
         // The same decryptor (and cache) for both: the clock follows each token.
         let clock = ManualClock(expiry - 60)
-        let decryptor = try PaymentTokenDecryptor(merchants: [apple.identity()], roots: [apple.root], now: { clock.now })
+        let decryptor = try PaymentTokenDecryptor(
+            merchants: [apple.identity()], roots: [apple.root], now: { clock.now })
         _ = try decryptor.decrypt(jsonData: before)
         clock.now = expiry + 60
         expectCode(.untrustedCertificateChain) { try decryptor.decrypt(jsonData: after) }
@@ -146,9 +161,11 @@ struct ForgedChainTests {
         let early = try TestApple(.init(leafNotBefore: TestApple.epoch + 3600))
         expectCode(.untrustedCertificateChain) { try early.decryptor().decrypt(jsonData: early.mint()) }
         // A leaf valid today but signed long ago, checked with a wide window: still refused at the signing time.
-        let late = try TestApple(.init(leafNotBefore: TestApple.epoch - 60, leafNotAfter: TestApple.epoch + 10 * TestApple.year))
+        let late = try TestApple(
+            .init(leafNotBefore: TestApple.epoch - 60, leafNotAfter: TestApple.epoch + 10 * TestApple.year))
         expectCode(.untrustedCertificateChain) {
-            try late.decryptor(now: TestApple.epoch, maximumAge: 10 * TestApple.year).decrypt(jsonData: late.mint(signingTime: TestApple.epoch - 3600))
+            try late.decryptor(now: TestApple.epoch, maximumAge: 10 * TestApple.year).decrypt(
+                jsonData: late.mint(signingTime: TestApple.epoch - 3600))
         }
     }
 
@@ -158,7 +175,10 @@ struct ForgedChainTests {
         var spki = try PrivateKey.generate(.p256).publicKey.subjectPublicKeyInfoDER
         spki[spki.count - 1] ^= 0x01
         expectCode(.malformedToken) { try apple.decryptor().decrypt(jsonData: apple.mint(ephemeralPublicKey: spki)) }
-        expectCode(.malformedToken) { try apple.decryptor().decrypt(jsonData: apple.mint(ephemeralPublicKey: Data([0x30, 0x03, 0x02, 0x01, 0x00]))) }
+        expectCode(.malformedToken) {
+            try apple.decryptor().decrypt(
+                jsonData: apple.mint(ephemeralPublicKey: Data([0x30, 0x03, 0x02, 0x01, 0x00])))
+        }
         // Verification alone does not look at the key: the token is validly signed.
         _ = try apple.decryptor().verifier.verify(jsonData: apple.mint(ephemeralPublicKey: spki))
     }
@@ -166,7 +186,8 @@ struct ForgedChainTests {
     @Test("payloads: EMV and merchant tokens decode; garbage plaintext is malformedPayload")
     func payloads() throws {
         let apple = try TestApple()
-        let emv = Data(#"""
+        let emv = Data(
+            #"""
             {"applicationPrimaryAccountNumber":"5204245250001488","applicationExpirationDate":"300131","currencyCode":"840",
              "transactionAmount":"0","deviceManufacturerIdentifier":"040010030273","paymentDataType":"EMV",
              "paymentData":{"emvData":"n0ABAQ==","encryptedPINData":"0a1b2c"},"merchantTokenIdentifier":"DNITHE302308980427388297",
@@ -177,16 +198,27 @@ struct ForgedChainTests {
         #expect(decrypted.payload.credentials == .emv(emvData: "n0ABAQ==", encryptedPINData: "0a1b2c"))
         #expect(decrypted.payload.transactionAmount == 0)
         #expect(decrypted.payload.merchantTokenIdentifier == "DNITHE302308980427388297")
-        #expect(decrypted.payload.merchantTokenMetadata?["cardArt"]?[0]?["url"]?.stringValue == "https://example.com/a.png")
+        #expect(
+            decrypted.payload.merchantTokenMetadata?["cardArt"]?[0]?["url"]?.stringValue == "https://example.com/a.png")
         #expect(decrypted.payload.authenticationResponses?[0]?["merchantIdentifier"]?.stringValue == "merchant.a")
         #expect(!decrypted.payload.description.contains("n0ABAQ"))
         for garbage in [
             Data("not json".utf8), Data("[]".utf8), Data("{}".utf8),
-            Data(#"{"applicationPrimaryAccountNumber":"12","applicationExpirationDate":"291231","currencyCode":"840","transactionAmount":1,"paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AA=="}}"#.utf8),
-            Data(#"{"applicationPrimaryAccountNumber":"4761120010000492","applicationExpirationDate":"291331","currencyCode":"840","transactionAmount":1,"paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AA=="}}"#.utf8),
-            Data(#"{"applicationPrimaryAccountNumber":"4761120010000492","applicationExpirationDate":"291231","currencyCode":"840","transactionAmount":1.5,"paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AA=="}}"#.utf8),
-            Data(#"{"applicationPrimaryAccountNumber":"4761120010000492","applicationExpirationDate":"291231","currencyCode":"840","transactionAmount":99999999999999999999,"paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AA=="}}"#.utf8),
-            Data(#"{"applicationPrimaryAccountNumber":"4761120010000492","applicationExpirationDate":"291231","currencyCode":"840","transactionAmount":1,"paymentDataType":"Other","paymentData":{}}"#.utf8),
+            Data(
+                #"{"applicationPrimaryAccountNumber":"12","applicationExpirationDate":"291231","currencyCode":"840","transactionAmount":1,"paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AA=="}}"#
+                    .utf8),
+            Data(
+                #"{"applicationPrimaryAccountNumber":"4761120010000492","applicationExpirationDate":"291331","currencyCode":"840","transactionAmount":1,"paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AA=="}}"#
+                    .utf8),
+            Data(
+                #"{"applicationPrimaryAccountNumber":"4761120010000492","applicationExpirationDate":"291231","currencyCode":"840","transactionAmount":1.5,"paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AA=="}}"#
+                    .utf8),
+            Data(
+                #"{"applicationPrimaryAccountNumber":"4761120010000492","applicationExpirationDate":"291231","currencyCode":"840","transactionAmount":99999999999999999999,"paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AA=="}}"#
+                    .utf8),
+            Data(
+                #"{"applicationPrimaryAccountNumber":"4761120010000492","applicationExpirationDate":"291231","currencyCode":"840","transactionAmount":1,"paymentDataType":"Other","paymentData":{}}"#
+                    .utf8),
         ] {
             expectCode(.malformedPayload) { try apple.decryptor().decrypt(jsonData: apple.mint(payload: garbage)) }
         }

@@ -1,7 +1,7 @@
 import Foundation
 import PaymentToken
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Garbage in any field gives a stable code, never a crash or a hang")
 struct GarbageTests {
@@ -34,7 +34,9 @@ struct GarbageTests {
     func garbageFields() throws {
         let fixture = try TokenFixture(Self.fixture)
         let decryptor = try fixture.decryptor()
-        func with(_ change: @escaping (inout [String: Any]) -> Void) throws -> Data { try fixture.modified { change(&$0) } }
+        func with(_ change: @escaping (inout [String: Any]) -> Void) throws -> Data {
+            try fixture.modified { change(&$0) }
+        }
         func header(_ key: String, _ value: Any?) throws -> Data {
             try with { paymentData in
                 var header = paymentData["header"] as? [String: Any] ?? [:]
@@ -52,13 +54,24 @@ struct GarbageTests {
         expectCode(.malformedToken) { try decryptor.decrypt(jsonData: header("applicationData", "abc")) }
         expectCode(.unsupportedVersion) { try decryptor.decrypt(jsonData: with { $0["version"] = "RSA_v2" }) }
         // A well-formed EC_v1 token whose "signature" is random bytes or a truncated CMS.
-        expectCode(.malformedSignature) { try decryptor.decrypt(jsonData: with { $0["signature"] = Data(repeating: 7, count: 300).base64EncodedString() }) }
-        expectCode(.malformedSignature) { try decryptor.decrypt(jsonData: with { $0["signature"] = Data([0x30, 0x80, 0x06, 0x09]).base64EncodedString() }) }
+        expectCode(.malformedSignature) {
+            try decryptor.decrypt(
+                jsonData: with { $0["signature"] = Data(repeating: 7, count: 300).base64EncodedString() })
+        }
+        expectCode(.malformedSignature) {
+            try decryptor.decrypt(
+                jsonData: with { $0["signature"] = Data([0x30, 0x80, 0x06, 0x09]).base64EncodedString() })
+        }
         // The version says RSA_v1 but the token is signed with ECDSA (and has no wrappedKey): refused before decryption.
         expectCode(.malformedToken) { try decryptor.decrypt(jsonData: with { $0["version"] = "RSA_v1" }) }
         // An ephemeral key that is not on the curve: the signature check fails first, as it covers the key.
-        var offCurve = Data(base64Encoded: ((try JSONSerialization.jsonObject(with: fixture.tokenJSON) as? [String: Any])?["header"] as? [String: Any])?["ephemeralPublicKey"] as? String ?? "") ?? Data()
+        var offCurve =
+            Data(
+                base64Encoded: ((try JSONSerialization.jsonObject(with: fixture.tokenJSON) as? [String: Any])?["header"]
+                    as? [String: Any])?["ephemeralPublicKey"] as? String ?? "") ?? Data()
         offCurve[offCurve.count - 1] ^= 1
-        expectCode(.signatureInvalid) { try decryptor.decrypt(jsonData: header("ephemeralPublicKey", offCurve.base64EncodedString())) }
+        expectCode(.signatureInvalid) {
+            try decryptor.decrypt(jsonData: header("ephemeralPublicKey", offCurve.base64EncodedString()))
+        }
     }
 }

@@ -1,8 +1,8 @@
 import Cryptography
 import Foundation
 import PaymentToken
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Real Apple Pay tokens: verification and decryption at their own signing time")
 struct RealTokenTests {
@@ -15,7 +15,8 @@ struct RealTokenTests {
         let expectedData = try #require(fixture.expectedJSON)
         let expected = try #require(JSONSerialization.jsonObject(with: expectedData) as? NSDictionary)
         let encoder = JSONEncoder()
-        let actual = try #require(JSONSerialization.jsonObject(with: encoder.encode(decrypted.payload)) as? NSDictionary)
+        let actual = try #require(
+            JSONSerialization.jsonObject(with: encoder.encode(decrypted.payload)) as? NSDictionary)
         #expect(actual == expected)
         let payload = decrypted.payload
         #expect(payload.applicationPrimaryAccountNumber == expected["applicationPrimaryAccountNumber"] as? String)
@@ -52,8 +53,13 @@ struct RealTokenTests {
         let lenient = try PaymentTokenVerifier(maximumAge: 50 * 366 * 86_400)
         _ = try lenient.verify(jsonData: fixture.tokenJSON)
         // A root that is not Apple's.
-        let foreign = try Certificate(pem: String(contentsOf: Repository.appleTokenVectors.appendingPathComponent("gala-2021-ec/merchant-cert.pem"), encoding: .utf8))
-        expectCode(.untrustedCertificateChain) { try fixture.verifier(roots: [foreign]).verify(jsonData: fixture.tokenJSON) }
+        let foreign = try Certificate(
+            pem: String(
+                contentsOf: Repository.appleTokenVectors.appendingPathComponent("gala-2021-ec/merchant-cert.pem"),
+                encoding: .utf8))
+        expectCode(.untrustedCertificateChain) {
+            try fixture.verifier(roots: [foreign]).verify(jsonData: fixture.tokenJSON)
+        }
     }
 
     @Test("tampered tokens fail with the exact code", arguments: TokenFixture.all)
@@ -61,8 +67,12 @@ struct RealTokenTests {
         let fixture = try TokenFixture(folder)
         let verifier = try fixture.verifier()
         let keyField = fixture.version == "EC_v1" ? "ephemeralPublicKey" : "wrappedKey"
-        expectCode(.signatureInvalid) { try verifier.verify(jsonData: fixture.flippingBase64("data", inHeader: false) { $0 / 2 }) }
-        expectCode(.signatureInvalid) { try verifier.verify(jsonData: fixture.flippingBase64(keyField, inHeader: true) { $0 - 5 }) }
+        expectCode(.signatureInvalid) {
+            try verifier.verify(jsonData: fixture.flippingBase64("data", inHeader: false) { $0 / 2 })
+        }
+        expectCode(.signatureInvalid) {
+            try verifier.verify(jsonData: fixture.flippingBase64(keyField, inHeader: true) { $0 - 5 })
+        }
         // A bit of the signature value itself (the ECDSA or RSA signature bytes inside the CMS).
         let flippedSignature = try fixture.modified { paymentData in
             var bytes = try #require(Data(base64Encoded: paymentData["signature"] as? String ?? ""))
@@ -102,13 +112,18 @@ struct RealTokenTests {
         // Another merchant's key: no identity matches publicKeyHash.
         let otherFolder = folder == "gala-2021-ec" ? "gala-2014-ec" : "gala-2021-ec"
         let other = try TokenFixture(otherFolder).identity()
-        expectCode(.merchantKeyMismatch) { try fixture.decryptor(merchants: [other]).decrypt(jsonData: fixture.tokenJSON) }
+        expectCode(.merchantKeyMismatch) {
+            try fixture.decryptor(merchants: [other]).decrypt(jsonData: fixture.tokenJSON)
+        }
         // Rotation: several identities, the right one is picked by publicKeyHash.
         _ = try fixture.decryptor(merchants: [other, identity]).decrypt(jsonData: fixture.tokenJSON)
         // The right key with the wrong merchant identifier: the EC_v1 KDF differs and GCM fails.
         if fixture.version == "EC_v1" {
-            let wrong = try MerchantIdentity(privateKey: identity.privateKey, merchantIdentifier: "merchant.com.example.wrong")
-            expectCode(.decryptionFailed) { try fixture.decryptor(merchants: [wrong]).decrypt(jsonData: fixture.tokenJSON) }
+            let wrong = try MerchantIdentity(
+                privateKey: identity.privateKey, merchantIdentifier: "merchant.com.example.wrong")
+            expectCode(.decryptionFailed) {
+                try fixture.decryptor(merchants: [wrong]).decrypt(jsonData: fixture.tokenJSON)
+            }
         }
         let decryptor = try fixture.decryptor()
         let expectedData = try #require(fixture.expectedJSON)
@@ -116,13 +131,20 @@ struct RealTokenTests {
         let amount = try #require((expected["transactionAmount"] as? NSNumber)?.int64Value)
         let currency = try #require(expected["currencyCode"] as? String)
         _ = try decryptor.decrypt(jsonData: fixture.tokenJSON, expecting: .init(amount: amount, currencyCode: currency))
-        expectCode(.amountMismatch) { try decryptor.decrypt(jsonData: fixture.tokenJSON, expecting: .init(amount: amount + 1)) }
-        expectCode(.amountMismatch) { try decryptor.decrypt(jsonData: fixture.tokenJSON, expecting: .init(currencyCode: "999")) }
-        expectCode(.applicationDataMismatch) {
-            try decryptor.decrypt(jsonData: fixture.tokenJSON, expecting: .init(applicationData: .bytes(Data("order-1".utf8))))
+        expectCode(.amountMismatch) {
+            try decryptor.decrypt(jsonData: fixture.tokenJSON, expecting: .init(amount: amount + 1))
+        }
+        expectCode(.amountMismatch) {
+            try decryptor.decrypt(jsonData: fixture.tokenJSON, expecting: .init(currencyCode: "999"))
         }
         expectCode(.applicationDataMismatch) {
-            try decryptor.decrypt(jsonData: fixture.tokenJSON, expecting: .init(applicationData: .sha256Hex(String(repeating: "0", count: 64))))
+            try decryptor.decrypt(
+                jsonData: fixture.tokenJSON, expecting: .init(applicationData: .bytes(Data("order-1".utf8))))
+        }
+        expectCode(.applicationDataMismatch) {
+            try decryptor.decrypt(
+                jsonData: fixture.tokenJSON,
+                expecting: .init(applicationData: .sha256Hex(String(repeating: "0", count: 64))))
         }
     }
 
@@ -130,7 +152,9 @@ struct RealTokenTests {
     func currencyAndIdentity() throws {
         let fixture = try TokenFixture("gala-2021-ec")
         _ = try fixture.decryptor().decrypt(jsonData: fixture.tokenJSON, expecting: .init(currencyCode: "USD"))
-        expectCode(.amountMismatch) { try fixture.decryptor().decrypt(jsonData: fixture.tokenJSON, expecting: .init(currencyCode: "EUR")) }
+        expectCode(.amountMismatch) {
+            try fixture.decryptor().decrypt(jsonData: fixture.tokenJSON, expecting: .init(currencyCode: "EUR"))
+        }
         let otherKey = try PrivateKey(pem: try #require(TokenFixture("gala-2014-ec").keyPEM))
         let certificate = try Certificate(pem: try #require(fixture.certificatePEM))
         expectCode(.merchantKeyMismatch) { try MerchantIdentity(certificate: certificate, privateKey: otherKey) }
@@ -146,7 +170,10 @@ struct RealTokenTests {
             Issue.record("expected 3DSecure")
             return
         }
-        for text in ["\(decrypted)", "\(decrypted.payload)", String(reflecting: decrypted.payload.description), "\(decrypted.merchant)"] {
+        for text in [
+            "\(decrypted)", "\(decrypted.payload)", String(reflecting: decrypted.payload.description),
+            "\(decrypted.merchant)",
+        ] {
             #expect(!text.contains(pan))
             #expect(!text.contains(cryptogram))
             #expect(!text.contains("PRIVATE"))
@@ -171,6 +198,12 @@ struct RealTokenTests {
             return all
         }
         #expect(pans.count == 48)
-        #expect(Set(pans).count == Set(try fixtures.map { try decryptor.decrypt(jsonData: $0.tokenJSON).payload.applicationPrimaryAccountNumber }).count)
+        #expect(
+            Set(pans).count
+                == Set(
+                    try fixtures.map {
+                        try decryptor.decrypt(jsonData: $0.tokenJSON).payload.applicationPrimaryAccountNumber
+                    }
+                ).count)
     }
 }

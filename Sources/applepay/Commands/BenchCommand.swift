@@ -6,7 +6,7 @@ import Sandbox
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `applepay bench`: measurements.
@@ -66,7 +66,8 @@ struct BenchDecryptCommand: Command {
         let now = Date()
         let merchantIdentifier = "merchant.com.example.bench"
         let authority = try SandboxAuthority.generate(now: now)
-        let keyAndRequest = try MerchantOnboarding.makeKeyAndRequest(.paymentProcessing, merchantIdentifier: merchantIdentifier)
+        let keyAndRequest = try MerchantOnboarding.makeKeyAndRequest(
+            .paymentProcessing, merchantIdentifier: merchantIdentifier)
         let certificate = try authority.issueMerchantCertificate(
             .paymentProcessing, for: keyAndRequest.request, merchant: .init(identifier: merchantIdentifier), now: now)
         let minter = try TokenMinter(authority: authority)

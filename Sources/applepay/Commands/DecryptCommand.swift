@@ -18,9 +18,10 @@ struct TokenCheckOptions {
     init(arguments: inout Arguments) throws {
         rootPaths = try arguments.options("--root")
         now = try arguments.option("--now", as: TokenCheckOptions.parseDate)
-        maximumAge = try arguments.option("--max-age") { text in
-            TimeInterval(text).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
-        } ?? 300
+        maximumAge =
+            try arguments.option("--max-age") { text in
+                TimeInterval(text).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+            } ?? 300
         tokenPath = try arguments.positional("TOKEN.json")
     }
 
@@ -50,7 +51,8 @@ struct TokenCheckOptions {
                 do {
                     return try Certificate.chain(fromPEM: text)
                 } catch {
-                    throw TokenCommandFailure(code: "inputUnreadable", message: "no PEM certificate in the root file \(path)")
+                    throw TokenCommandFailure(
+                        code: "inputUnreadable", message: "no PEM certificate in the root file \(path)")
                 }
             }
         }
@@ -100,10 +102,13 @@ struct DecryptCommand: Command {
             ],
             options: [
                 ("--merchant-key KEY.pem", "The Payment Processing private key (EC P-256 or RSA)."),
-                ("--merchant-cert CERT.pem", "The Payment Processing certificate (gives the merchant identifier hash)."),
+                (
+                    "--merchant-cert CERT.pem",
+                    "The Payment Processing certificate (gives the merchant identifier hash)."
+                ),
                 ("--merchant-id ID", "The merchant identifier, when the certificate is not at hand."),
             ] + TokenCheckOptions.help + [
-                ("--application-data-hash HEX", "Require the token's applicationData to be this SHA-256 (hex)."),
+                ("--application-data-hash HEX", "Require the token's applicationData to be this SHA-256 (hex).")
             ],
             discussion: """
                 TOKEN.json is the bare paymentData object or a whole PKPaymentToken ("-" reads standard input).
@@ -130,7 +135,9 @@ struct DecryptCommand: Command {
         default: break
         }
         applicationDataHash = try arguments.option("--application-data-hash") { text in
-            text.utf8.count == 64 && text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }) ? text : nil
+            text.utf8.count == 64
+                && text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) })
+                ? text : nil
         }
         options = try TokenCheckOptions(arguments: &arguments)
     }
@@ -146,12 +153,14 @@ struct DecryptCommand: Command {
             }
             let identity: MerchantIdentity
             if let certificatePath {
-                let text = String(decoding: try TokenCheckOptions.read(certificatePath, what: "merchant certificate"), as: UTF8.self)
+                let text = String(
+                    decoding: try TokenCheckOptions.read(certificatePath, what: "merchant certificate"), as: UTF8.self)
                 let certificate: Certificate
                 do {
                     certificate = try Certificate(pem: text)
                 } catch {
-                    throw TokenCommandFailure(code: "inputUnreadable", message: "no PEM certificate in \(certificatePath)")
+                    throw TokenCommandFailure(
+                        code: "inputUnreadable", message: "no PEM certificate in \(certificatePath)")
                 }
                 identity = try MerchantIdentity(certificate: certificate, privateKey: key)
             } else {

@@ -6,7 +6,8 @@ struct VerifyCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "verify",
-            abstract: "Check an Apple Pay token's signature, certificate chain and signing time, without decrypting it.",
+            abstract:
+                "Check an Apple Pay token's signature, certificate chain and signing time, without decrypting it.",
             usage: ["TOKEN.json [--root ROOT.pem]... [--now ISO8601] [--max-age SECONDS]"],
             options: TokenCheckOptions.help,
             discussion: """
