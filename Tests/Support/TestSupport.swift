@@ -1,4 +1,9 @@
 import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Locations in the repository that tests read from.
 public enum Repository {
@@ -68,26 +73,76 @@ public enum CommandLineTool {
 
     /// Runs `applepay` with the arguments and optional standard input; waits at most `timeout` seconds.
     ///
-    /// The child is waited for on a thread of its own, so a test that runs the tool does not hold one of
-    /// Swift's cooperative threads (there are as many as cores) and stall every other test meanwhile.
+    /// The child is waited for on threads of its own (see ``Subprocess``), so a test that runs the tool does not
+    /// hold one of Swift's cooperative threads (there are as many as cores) and stall every other test meanwhile.
     public static func run(
         _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil, timeout: TimeInterval = 120
     ) async throws -> ToolResult {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(
-                    with: Result {
-                        try runBlocking(arguments, input: input, environment: environment, timeout: timeout)
-                    })
-            }
-            thread.start()
-        }
+        try await Subprocess.run(
+            executable: executable, arguments, input: input, environment: environment, timeout: timeout)
     }
 
     /// Runs `applepay` and blocks the calling thread until it ends; prefer the `async` variant in tests.
     public static func runBlocking(
         _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil, timeout: TimeInterval = 120
     ) throws -> ToolResult {
+        try Subprocess.runBlocking(
+            executable: executable, arguments, input: input, environment: environment, timeout: timeout)
+    }
+}
+
+/// Runs blocking work (a child process, a pipe, a socket, a long computation) on a thread of its own and
+/// suspends the caller meanwhile.
+///
+/// Swift Testing runs tests on Swift's cooperative thread pool, which has only as many threads as cores (two
+/// on CI). A test that blocks one of them stalls every other test in the process, including timing tests that
+/// expect a 150 ms timeout to fire on time.
+public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.start()
+    }
+}
+
+/// Runs external tools (`openssl`, `python3`, `curl`, the built `applepay`) and collects what they print.
+///
+/// The child is waited for on a thread of its own, its standard output and standard error are read by two
+/// more threads at the same time (so neither pipe can fill up and block it), and standard input is written by
+/// another. No work is put on Swift's cooperative pool or on Dispatch's global queues, which other tests use for
+/// their timers.
+public enum Subprocess {
+    /// Runs `tool`, found on the `PATH` through `/usr/bin/env`, with the arguments and optional standard input.
+    ///
+    /// - Parameters:
+    ///   - environment: variables added to (or replacing those of) the test process's environment.
+    ///   - timeout: seconds after which the child is killed (SIGKILL); the result then has a nonzero status and
+    ///     standard error says so.
+    public static func run(
+        _ tool: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+        timeout: TimeInterval = 120
+    ) async throws -> ToolResult {
+        try await run(
+            executable: URL(fileURLWithPath: "/usr/bin/env"), [tool] + arguments, input: input,
+            environment: environment, timeout: timeout)
+    }
+
+    /// Runs the executable at `executable`; see ``run(_:_:input:environment:timeout:)``.
+    public static func run(
+        executable: URL, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+        timeout: TimeInterval = 120
+    ) async throws -> ToolResult {
+        try await blocking {
+            try runBlocking(
+                executable: executable, arguments, input: input, environment: environment, timeout: timeout)
+        }
+    }
+
+    /// Runs the executable and blocks the calling thread until it ends (for one-shot setup outside async code).
+    public static func runBlocking(
+        executable: URL, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+        timeout: TimeInterval = 120
+    ) throws -> ToolResult {
+        _ = ignoreBrokenPipes
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -96,35 +151,59 @@ public enum CommandLineTool {
         }
         let output = Pipe()
         let error = Pipe()
-        let inputPipe = Pipe()
+        let standardInput = input.map { _ in Pipe() }
         process.standardOutput = output
         process.standardError = error
-        process.standardInput = inputPipe
+        process.standardInput = standardInput ?? FileHandle.nullDevice
         try process.run()
-        if let input { inputPipe.fileHandleForWriting.write(input) }
-        try? inputPipe.fileHandleForWriting.close()
-        // Read both pipes concurrently so that a chatty process cannot block on a full pipe.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var outData = Data()
-        nonisolated(unsafe) var errData = Data()
-        group.enter()
-        DispatchQueue.global().async {
-            outData = output.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
+
+        let finished = DispatchGroup()
+        let outData = Mutex(Data())
+        let errData = Mutex(Data())
+        onThread(finished) {
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            outData.withLock { $0 = data }
         }
-        group.enter()
-        DispatchQueue.global().async {
-            errData = error.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
+        onThread(finished) {
+            let data = error.fileHandleForReading.readDataToEndOfFile()
+            errData.withLock { $0 = data }
         }
-        if group.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
-            group.wait()
+        if let input, let writer = standardInput?.fileHandleForWriting {
+            // A child that exits without reading gives EPIPE here, not a signal (see `ignoreBrokenPipes`).
+            onThread(nil) {
+                try? writer.write(contentsOf: input)
+                try? writer.close()
+            }
+        }
+        var killed = false
+        if finished.wait(timeout: .now() + timeout) == .timedOut {
+            // SIGKILL: the test process may have SIGTERM blocked, and children inherit the mask.
+            kill(process.processIdentifier, SIGKILL)
+            killed = true
+            // A grandchild may still hold the pipes open: give up on the rest of the output after a while.
+            _ = finished.wait(timeout: .now() + 10)
         }
         process.waitUntilExit()
+        var standardError = String(decoding: errData.withLock { $0 }, as: UTF8.self)
+        if killed {
+            let name = arguments.first.map { "\(executable.lastPathComponent) \($0)" } ?? executable.lastPathComponent
+            standardError += "\n[Subprocess: \(name) killed after \(timeout) s]\n"
+        }
         return ToolResult(
             status: process.terminationStatus,
-            standardOutput: String(decoding: outData, as: UTF8.self),
-            standardError: String(decoding: errData, as: UTF8.self))
+            standardOutput: String(decoding: outData.withLock { $0 }, as: UTF8.self),
+            standardError: standardError)
+    }
+
+    /// Writing to a child that has exited must fail with EPIPE rather than kill the test process.
+    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
+    private static func onThread(_ group: DispatchGroup?, _ body: @escaping @Sendable () -> Void) {
+        group?.enter()
+        let thread = Thread {
+            body()
+            group?.leave()
+        }
+        thread.start()
     }
 }
