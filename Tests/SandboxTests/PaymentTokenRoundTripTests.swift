@@ -25,8 +25,8 @@ struct PaymentTokenRoundTripTests {
     @Test(
         "Swift-minted EC_v1 and RSA_v1 tokens verify and decrypt with the expected amount, currency and data",
         arguments: TokenVersion.allCases)
-    func swiftMinted(version: TokenVersion) throws {
-        let sandbox = try SharedSandbox.get()
+    func swiftMinted(version: TokenVersion) async throws {
+        let sandbox = try await SharedSandbox.get()
         let applicationData = Data("order 1001".utf8)
         let token = try sandbox.mint(
             MintRequest(
@@ -54,8 +54,8 @@ struct PaymentTokenRoundTripTests {
     }
 
     @Test("EMV tokens decrypt to EMV credentials")
-    func emv() throws {
-        let sandbox = try SharedSandbox.get()
+    func emv() async throws {
+        let sandbox = try await SharedSandbox.get()
         let token = try sandbox.mint(
             MintRequest(card: TokenMinterTests.visa, amount: 88, currencyCode: "CNY", paymentDataType: .emv),
             version: .rsaV1)
@@ -70,8 +70,8 @@ struct PaymentTokenRoundTripTests {
     }
 
     @Test("the signing time chosen is the one the verifier checks")
-    func signingTime() throws {
-        let sandbox = try SharedSandbox.get()
+    func signingTime() async throws {
+        let sandbox = try await SharedSandbox.get()
         let past = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 86_400 * 30).rounded(.down))
         let token = try sandbox.mint(
             MintRequest(card: TokenMinterTests.visa, amount: 1, currencyCode: "USD", signingTime: past))
@@ -84,8 +84,8 @@ struct PaymentTokenRoundTripTests {
     }
 
     @Test("sandbox tokens are not trusted by a verifier that trusts only Apple's root")
-    func notAppleTrusted() throws {
-        let sandbox = try SharedSandbox.get()
+    func notAppleTrusted() async throws {
+        let sandbox = try await SharedSandbox.get()
         let token = try sandbox.mint(MintRequest(card: TokenMinterTests.visa, amount: 1, currencyCode: "USD"))
         let appleOnly = try PaymentTokenDecryptor(
             merchants: [
@@ -99,8 +99,8 @@ struct PaymentTokenRoundTripTests {
     }
 
     @Test("tokens minted by the independent Python code open in the Swift decryptor", arguments: TokenVersion.allCases)
-    func pythonMinted(version: TokenVersion) throws {
-        let sandbox = try SharedSandbox.get()
+    func pythonMinted(version: TokenVersion) async throws {
+        let sandbox = try await SharedSandbox.get()
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let payload = """
@@ -109,7 +109,7 @@ struct PaymentTokenRoundTripTests {
         try Data(payload.utf8).write(to: folder.url.appendingPathComponent("payload.json"))
         let applicationData = Data("python order".utf8)
         let applicationHash = Digest.sha256(applicationData).map { String(format: "%02x", $0) }.joined()
-        let minted = try ToolRunner.python([
+        let minted = try await ToolRunner.python([
             "mint", "--sandbox", sandbox.folder.path, "--kind", version.rawValue, "--payload",
             folder.path("payload.json"),
             "--application-data-hash", applicationHash,

@@ -7,8 +7,8 @@ import Testing
 @Suite("Sandbox folder: authority, merchant certificates, files")
 struct SandboxFolderTests {
     @Test("every file is there; keys are 0600; openssl x509 reads every certificate")
-    func filesAndModes() throws {
-        let sandbox = try SharedSandbox.get()
+    func filesAndModes() async throws {
+        let sandbox = try await SharedSandbox.get()
         for name in Sandbox.fileNames {
             let path = sandbox.folder.appendingPathComponent(name).path
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
@@ -17,7 +17,7 @@ struct SandboxFolderTests {
                 #expect(mode == 0o600, "\(name) has mode \(String(mode, radix: 8))")
             } else if name.hasSuffix(".pem") {
                 #expect(mode == 0o644, "\(name) has mode \(String(mode, radix: 8))")
-                let read = try ToolRunner.openssl(["x509", "-in", path, "-noout", "-subject"])
+                let read = try await ToolRunner.openssl(["x509", "-in", path, "-noout", "-subject"])
                 #expect(read.status == 0, "openssl x509 cannot read \(name): \(read.error)")
             }
         }
@@ -33,11 +33,11 @@ struct SandboxFolderTests {
     @Test(
         "the chains verify with openssl verify: leaves under the intermediate, merchant certificates under the merchant CA"
     )
-    func chainsVerify() throws {
-        let sandbox = try SharedSandbox.get()
+    func chainsVerify() async throws {
+        let sandbox = try await SharedSandbox.get()
         let path = { (name: String) in sandbox.folder.appendingPathComponent(name).path }
         for leaf in [Sandbox.File.ecLeaf, Sandbox.File.rsaLeaf] {
-            let result = try ToolRunner.openssl([
+            let result = try await ToolRunner.openssl([
                 "verify", "-CAfile", path(Sandbox.File.root), "-untrusted", path(Sandbox.File.intermediate), path(leaf),
             ])
             #expect(result.status == 0, "\(leaf): \(result.error)")
@@ -45,13 +45,13 @@ struct SandboxFolderTests {
         for merchant in [
             Sandbox.File.paymentProcessingEC, Sandbox.File.paymentProcessingRSA, Sandbox.File.merchantIdentity,
         ] {
-            let result = try ToolRunner.openssl([
+            let result = try await ToolRunner.openssl([
                 "verify", "-CAfile", path(Sandbox.File.root), "-untrusted", path(Sandbox.File.merchantCA),
                 path(merchant),
             ])
             #expect(result.status == 0, "\(merchant): \(result.error)")
         }
-        let identityPurpose = try ToolRunner.openssl([
+        let identityPurpose = try await ToolRunner.openssl([
             "verify", "-purpose", "sslclient", "-CAfile", path(Sandbox.File.root), "-untrusted",
             path(Sandbox.File.merchantCA),
             path(Sandbox.File.merchantIdentity),
@@ -60,8 +60,8 @@ struct SandboxFolderTests {
     }
 
     @Test("certificates have Apple's shapes: keys, marker OIDs, merchant identifier hash and UID")
-    func applesShapes() throws {
-        let sandbox = try SharedSandbox.get()
+    func applesShapes() async throws {
+        let sandbox = try await SharedSandbox.get()
         let authority = sandbox.authority
         #expect(authority.root.certificate.publicKey.kind == .p384)
         #expect(authority.root.certificate.isCertificateAuthority)
@@ -100,14 +100,14 @@ struct SandboxFolderTests {
     }
 
     @Test("the same encoding as a real Apple merchant certificate's OID .32")
-    func sameEncodingAsApple() throws {
+    func sameEncodingAsApple() async throws {
         let pem = try String(
             contentsOf: Repository.appleTokenVectors.appendingPathComponent("basistheory-2023a-ec/merchant-cert.pem"),
             encoding: .utf8)
         let apple = try Certificate(pem: pem)
         let appleValue = try #require(apple.extensionValue(oid: "1.2.840.113635.100.6.32"))
         let merchant = try #require(apple.subjectUID)
-        let issued = try SharedSandbox.get().authority.issueMerchantCertificate(
+        let issued = try await SharedSandbox.get().authority.issueMerchantCertificate(
             .paymentProcessing,
             for: try CertificateSigningRequest(
                 subject: DistinguishedName(commonName: "x"), privateKey: PrivateKey.generate(.p256)),
@@ -117,8 +117,8 @@ struct SandboxFolderTests {
     }
 
     @Test("load reads back the same certificates, keys and merchant identifier")
-    func loadRoundTrip() throws {
-        let sandbox = try SharedSandbox.get()
+    func loadRoundTrip() async throws {
+        let sandbox = try await SharedSandbox.get()
         let loaded = try Sandbox.load(from: sandbox.folder)
         #expect(loaded.merchantIdentifier == SharedSandbox.merchantIdentifier)
         #expect(loaded.rootCertificate == sandbox.rootCertificate)
@@ -163,7 +163,7 @@ struct SandboxFolderTests {
     }
 
     @Test("bad inputs: a missing folder, a missing file, a damaged key, a bad merchant identifier")
-    func badInputs() throws {
+    func badInputs() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         #expect(throws: SandboxError.folderMissing) {
@@ -175,7 +175,8 @@ struct SandboxFolderTests {
         #expect(!FileManager.default.fileExists(atPath: folder.path("x")))
 
         let copy = folder.url.appendingPathComponent("copy")
-        try FileManager.default.copyItem(at: try SharedSandbox.get().folder, to: copy)
+        let shared = try await SharedSandbox.get()
+        try FileManager.default.copyItem(at: shared.folder, to: copy)
         try FileManager.default.removeItem(at: copy.appendingPathComponent(Sandbox.File.ecLeafKey))
         #expect(throws: SandboxError.fileMissing) { try Sandbox.load(from: copy) }
         try Data("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".utf8)
@@ -190,8 +191,8 @@ struct SandboxFolderTests {
     }
 
     @Test("issuing refuses a CSR with the wrong key kind or a broken signature")
-    func issuingRefusals() throws {
-        let authority = try SharedSandbox.get().authority
+    func issuingRefusals() async throws {
+        let authority = try await SharedSandbox.get().authority
         let merchant = SandboxAuthority.Merchant(identifier: "merchant.com.example")
         let ecRequest = try CertificateSigningRequest(
             subject: DistinguishedName(commonName: "x"), privateKey: PrivateKey.generate(.p256))

@@ -56,8 +56,8 @@ struct TokenMinterTests {
     }()
 
     @Test("openssl cms -verify accepts minted signatures against the sandbox root", arguments: TokenVersion.allCases)
-    func opensslVerifies(version: TokenVersion) throws {
-        let sandbox = try SharedSandbox.get()
+    func opensslVerifies(version: TokenVersion) async throws {
+        let sandbox = try await SharedSandbox.get()
         let token = try sandbox.mint(
             MintRequest(
                 card: Self.visa, amount: Decimal(string: "10.75") ?? 0, currencyCode: "USD",
@@ -72,7 +72,7 @@ struct TokenMinterTests {
         let signature = try #require(Data(base64Encoded: token.paymentData.signature))
         try signature.write(to: folder.url.appendingPathComponent("signature.der"))
         try content.write(to: folder.url.appendingPathComponent("content.bin"))
-        let result = try ToolRunner.openssl([
+        let result = try await ToolRunner.openssl([
             "cms", "-verify", "-binary", "-inform", "DER", "-in", folder.path("signature.der"), "-content",
             folder.path("content.bin"), "-CAfile", sandbox.folder.appendingPathComponent(Sandbox.File.root).path,
             "-purpose", "any", "-out", "/dev/null",
@@ -87,8 +87,8 @@ struct TokenMinterTests {
     }
 
     @Test("the header is Apple's: publicKeyHash, transactionId, applicationData = SHA-256 of the decoded bytes")
-    func header() throws {
-        let sandbox = try SharedSandbox.get()
+    func header() async throws {
+        let sandbox = try await SharedSandbox.get()
         let applicationBytes = Data("{\"order\":42}".utf8)
         let transaction = Data((0..<32).map { UInt8($0) })
         let fromBase64 = try sandbox.mint(
@@ -118,8 +118,8 @@ struct TokenMinterTests {
     }
 
     @Test("Python's cryptography package decrypts minted EC_v1 and RSA_v1 tokens", arguments: TokenVersion.allCases)
-    func pythonDecrypts(version: TokenVersion) throws {
-        let sandbox = try SharedSandbox.get()
+    func pythonDecrypts(version: TokenVersion) async throws {
+        let sandbox = try await SharedSandbox.get()
         let signingTime = Date(timeIntervalSince1970: 1_780_000_000)
         let token = try sandbox.mint(
             MintRequest(
@@ -131,7 +131,7 @@ struct TokenMinterTests {
         try token.jsonData().write(to: folder.url.appendingPathComponent("token.json"))
         let credential = sandbox.paymentProcessing(version)
         let suffix = version == .ecV1 ? "ec" : "rsa"
-        let result = try ToolRunner.python([
+        let result = try await ToolRunner.python([
             "decrypt", folder.path("token.json"),
             "--cert", sandbox.folder.appendingPathComponent("payment-processing-\(suffix).pem").path,
             "--key", sandbox.folder.appendingPathComponent("payment-processing-\(suffix).key.pem").path,
@@ -162,14 +162,14 @@ struct TokenMinterTests {
     }
 
     @Test("EMV payloads carry emvData and encryptedPINData")
-    func emvPayload() throws {
-        let sandbox = try SharedSandbox.get()
+    func emvPayload() async throws {
+        let sandbox = try await SharedSandbox.get()
         let token = try sandbox.mint(
             MintRequest(card: Self.visa, amount: 5, currencyCode: "CNY", paymentDataType: .emv), version: .rsaV1)
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         try token.jsonData().write(to: folder.url.appendingPathComponent("token.json"))
-        let result = try ToolRunner.python([
+        let result = try await ToolRunner.python([
             "decrypt", folder.path("token.json"),
             "--cert", sandbox.folder.appendingPathComponent(Sandbox.File.paymentProcessingRSA).path,
             "--key", sandbox.folder.appendingPathComponent(Sandbox.File.paymentProcessingRSAKey).path,
@@ -188,8 +188,8 @@ struct TokenMinterTests {
     @Test(
         "tokens minted by the independent Python code verify against the sandbox root", arguments: TokenVersion.allCases
     )
-    func pythonMintedVerify(version: TokenVersion) throws {
-        let sandbox = try SharedSandbox.get()
+    func pythonMintedVerify(version: TokenVersion) async throws {
+        let sandbox = try await SharedSandbox.get()
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let payload = """
@@ -197,7 +197,7 @@ struct TokenMinterTests {
             """
         try Data(payload.utf8).write(to: folder.url.appendingPathComponent("payload.json"))
         let applicationHash = String(repeating: "ab", count: 32)
-        let minted = try ToolRunner.python([
+        let minted = try await ToolRunner.python([
             "mint", "--sandbox", sandbox.folder.path, "--kind", version.rawValue, "--payload",
             folder.path("payload.json"),
             "--application-data-hash", applicationHash,
@@ -214,7 +214,7 @@ struct TokenMinterTests {
                 == (version == .ecV1 ? sandbox.authority.ecLeaf.certificate : sandbox.authority.rsaLeaf.certificate))
         try signature.write(to: folder.url.appendingPathComponent("signature.der"))
         try content.write(to: folder.url.appendingPathComponent("content.bin"))
-        let result = try ToolRunner.openssl([
+        let result = try await ToolRunner.openssl([
             "cms", "-verify", "-binary", "-inform", "DER", "-in", folder.path("signature.der"), "-content",
             folder.path("content.bin"), "-CAfile", sandbox.folder.appendingPathComponent(Sandbox.File.root).path,
             "-purpose", "any", "-out", "/dev/null",
@@ -231,8 +231,8 @@ struct TokenMinterTests {
     }
 
     @Test("bad inputs: unknown currency, too many decimals, negative amount, bad base64, bad card")
-    func badInputs() throws {
-        let sandbox = try SharedSandbox.get()
+    func badInputs() async throws {
+        let sandbox = try await SharedSandbox.get()
         #expect(throws: SandboxError.unknownCurrency) {
             try sandbox.mint(MintRequest(card: Self.visa, amount: 1, currencyCode: "XYZ"))
         }
@@ -278,8 +278,8 @@ struct TokenMinterTests {
     }
 
     @Test("descriptions never show the PAN")
-    func noPANInDescriptions() throws {
-        let sandbox = try SharedSandbox.get()
+    func noPANInDescriptions() async throws {
+        let sandbox = try await SharedSandbox.get()
         let token = try sandbox.mint(MintRequest(card: Self.visa, amount: 1, currencyCode: "USD"))
         #expect(!Self.visa.description.contains("4761120010000492"))
         #expect(!token.description.contains(token.paymentData.data.prefix(20)))
@@ -297,7 +297,7 @@ struct TokenMinterTests {
 
     @Test("minting is fast: 150 EC_v1 and 50 RSA_v1 tokens from one minter, on several threads")
     func speed() async throws {
-        let sandbox = try SharedSandbox.get()
+        let sandbox = try await SharedSandbox.get()
         let request = MintRequest(card: Self.visa, amount: Decimal(string: "10.75") ?? 0, currencyCode: "USD")
         let start = ContinuousClock.now
         let ecCount = 150
