@@ -9,7 +9,7 @@ struct CMSSigningTests {
     @Test(
         "detached signatures verify with openssl cms -verify and carry the chosen signing time",
         arguments: [KeyKind.p256, .rsa(bits: 2048)])
-    func opensslVerifies(kind: KeyKind) throws {
+    func opensslVerifies(kind: KeyKind) async throws {
         let authority = try TestAuthority()
         let key = try PrivateKey.generate(kind)
         let leaf = try authority.leaf(key: key, name: DistinguishedName(commonName: "signer", country: "US")) {
@@ -32,7 +32,7 @@ struct CMSSigningTests {
         try signature.write(to: folder.url.appendingPathComponent("sig.der"))
         try content.write(to: folder.url.appendingPathComponent("content.bin"))
         try authority.root.pemRepresentation.write(toFile: folder.path("root.pem"), atomically: true, encoding: .utf8)
-        let opensslVerified = try OpenSSLTool.run([
+        let opensslVerified = try await OpenSSLTool.run([
             "cms", "-verify", "-binary", "-inform", "DER", "-in", folder.path("sig.der"), "-content",
             folder.path("content.bin"), "-CAfile", folder.path("root.pem"), "-purpose", "any", "-attime",
             String(Int(signingTime.timeIntervalSince1970)),
@@ -40,7 +40,9 @@ struct CMSSigningTests {
         ])
         #expect(opensslVerified.status == 0, "\(opensslVerified.error)")
 
-        let printed = try OpenSSLTool.run(["cms", "-cmsout", "-print", "-inform", "DER", "-in", folder.path("sig.der")])
+        let printed = try await OpenSSLTool.run([
+            "cms", "-cmsout", "-print", "-inform", "DER", "-in", folder.path("sig.der"),
+        ])
         #expect(printed.status == 0)
         #expect(printed.output.contains("UTCTIME:\(Self.openSSLTime(signingTime))"))
         #expect(printed.output.contains("eContent: <ABSENT>"))
@@ -51,7 +53,7 @@ struct CMSSigningTests {
         var changed = content
         changed[0] ^= 1
         try changed.write(to: folder.url.appendingPathComponent("changed.bin"))
-        let refused = try OpenSSLTool.run([
+        let refused = try await OpenSSLTool.run([
             "cms", "-verify", "-binary", "-inform", "DER", "-in", folder.path("sig.der"), "-content",
             folder.path("changed.bin"), "-CAfile", folder.path("root.pem"), "-purpose", "any", "-out", "/dev/null",
         ])

@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Runs the `openssl` command-line tool: an independent reader of what the wrapper writes.
+/// Runs the `openssl` command-line tool: an independent reader of what the wrapper writes (see `Subprocess`).
 enum OpenSSLTool {
     struct Result {
         var status: Int32
@@ -11,25 +11,9 @@ enum OpenSSLTool {
         var error: String
     }
 
-    static func run(_ arguments: [String], input: Data? = nil) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        let output = Pipe()
-        let error = Pipe()
-        let standardInput = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = standardInput
-        try process.run()
-        if let input { standardInput.fileHandleForWriting.write(input) }
-        try? standardInput.fileHandleForWriting.close()
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self),
-            error: String(decoding: errData, as: UTF8.self))
+    static func run(_ arguments: [String], input: Data? = nil) async throws -> Result {
+        let result = try await Subprocess.run("openssl", arguments, input: input)
+        return Result(status: result.status, output: result.standardOutput, error: result.standardError)
     }
 }
 
@@ -77,7 +61,7 @@ struct TestAuthority {
 @Suite("Certificate issuing")
 struct CertificateIssuingTests {
     @Test("a root, intermediate and leaf chain verifies with openssl verify")
-    func chainVerifies() throws {
+    func chainVerifies() async throws {
         let authority = try TestAuthority()
         let leafKey = try PrivateKey.generate(.p256)
         let leaf = try authority.leaf(key: leafKey, name: DistinguishedName(commonName: "leaf", country: "US")) {
@@ -90,7 +74,7 @@ struct CertificateIssuingTests {
         try authority.intermediate.pemRepresentation.write(
             toFile: folder.path("intermediate.pem"), atomically: true, encoding: .utf8)
         try leaf.pemRepresentation.write(toFile: folder.path("leaf.pem"), atomically: true, encoding: .utf8)
-        let result = try OpenSSLTool.run([
+        let result = try await OpenSSLTool.run([
             "verify", "-CAfile", folder.path("root.pem"), "-untrusted", folder.path("intermediate.pem"),
             folder.path("leaf.pem"),
         ])
@@ -103,7 +87,7 @@ struct CertificateIssuingTests {
     }
 
     @Test("names with UID, custom extensions with raw DER and key usages come out as written")
-    func extensionsAndNames() throws {
+    func extensionsAndNames() async throws {
         let authority = try TestAuthority()
         let key = try PrivateKey.generate(.rsa(bits: 2048))
         let hash = String(repeating: "AB", count: 32)
@@ -125,7 +109,8 @@ struct CertificateIssuingTests {
         #expect(certificate.keyUsage == [.digitalSignature, .keyEncipherment])
         #expect(certificate.publicKey == key.publicKey)
 
-        let text = try OpenSSLTool.run(["x509", "-noout", "-text"], input: Data(certificate.pemRepresentation.utf8))
+        let text = try await OpenSSLTool.run(
+            ["x509", "-noout", "-text"], input: Data(certificate.pemRepresentation.utf8))
         #expect(text.status == 0)
         #expect(text.output.contains("UID = merchant.com.example"))
         #expect(text.output.contains("TLS Web Client Authentication"))

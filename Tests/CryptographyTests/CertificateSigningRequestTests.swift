@@ -7,7 +7,7 @@ import Testing
 struct CertificateSigningRequestTests {
     @Test(
         "EC P-256 and RSA-2048 requests verify with openssl req -verify", arguments: [KeyKind.p256, .rsa(bits: 2048)])
-    func opensslVerifies(kind: KeyKind) throws {
+    func opensslVerifies(kind: KeyKind) async throws {
         let key = try PrivateKey.generate(kind)
         let subject = DistinguishedName(commonName: "merchant.com.example", country: "US")
         let request = try CertificateSigningRequest(subject: subject, privateKey: key)
@@ -16,7 +16,7 @@ struct CertificateSigningRequestTests {
         #expect(request.publicKey == key.publicKey)
         #expect(request.pemRepresentation.hasPrefix("-----BEGIN CERTIFICATE REQUEST-----\n"))
 
-        let result = try OpenSSLTool.run(
+        let result = try await OpenSSLTool.run(
             ["req", "-verify", "-noout", "-subject"], input: Data(request.pemRepresentation.utf8))
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("CN = merchant.com.example"))
@@ -35,10 +35,10 @@ struct CertificateSigningRequestTests {
     }
 
     @Test("a request made by openssl req parses and verifies")
-    func readsOpenSSLRequests() throws {
+    func readsOpenSSLRequests() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let made = try OpenSSLTool.run([
+        let made = try await OpenSSLTool.run([
             "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
             folder.path("k.pem"), "-subj", "/CN=from openssl/C=US", "-out", folder.path("r.csr"),
         ])
