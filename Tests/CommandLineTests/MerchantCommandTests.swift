@@ -24,13 +24,13 @@ struct MerchantCommandTests {
         let request = "\(out)/\(kind).csr"
         #expect(result.json?["privateKey"] as? String == key)
         #expect(ExternalTool.mode(key) == 0o600)
-        let verified = try ExternalTool.run("openssl", ["req", "-verify", "-noout", "-in", request])
+        let verified = try await ExternalTool.run("openssl", ["req", "-verify", "-noout", "-in", request])
         #expect(verified.status == 0, "\(verified.standardError)")
-        let text = try ExternalTool.run("openssl", ["pkey", "-in", key, "-noout", "-text"])
+        let text = try await ExternalTool.run("openssl", ["pkey", "-in", key, "-noout", "-text"])
         #expect(text.standardOutput.contains(keyText))
         // The CSR's key is the key's.
-        let requestKey = try ExternalTool.run("openssl", ["req", "-in", request, "-noout", "-pubkey"])
-        let keyPublic = try ExternalTool.run("openssl", ["pkey", "-in", key, "-pubout"])
+        let requestKey = try await ExternalTool.run("openssl", ["req", "-in", request, "-noout", "-pubkey"])
+        let keyPublic = try await ExternalTool.run("openssl", ["pkey", "-in", key, "-pubout"])
         #expect(requestKey.standardOutput == keyPublic.standardOutput)
 
         let again = try await CommandLineTool.run(["merchant", "csr"] + options + ["--out", out])
@@ -51,11 +51,11 @@ struct MerchantCommandTests {
 
     @Test("inspect reads a DER .cer: merchant identifier, hash, kind, validity, key match; --pem-out writes PEM")
     func inspectDER() async throws {
-        let box = try CommandLineSandbox.path()
+        let box = try await CommandLineSandbox.path()
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let cer = folder.path("apple_pay.cer")
-        let converted = try ExternalTool.run(
+        let converted = try await ExternalTool.run(
             "openssl", ["x509", "-in", "\(box)/payment-processing-ec.pem", "-outform", "DER", "-out", cer])
         try #require(converted.status == 0)
         let pemOut = folder.path("apple_pay.pem")
@@ -122,7 +122,7 @@ struct MerchantCommandTests {
         #expect(missing.status == 66)
         #expect(missing.standardError.contains("no such file"))
 
-        let box = try CommandLineSandbox.path()
+        let box = try await CommandLineSandbox.path()
         let badKey = try await CommandLineTool.run(["merchant", "inspect", "\(box)/root.pem", "--key", bogus])
         #expect(badKey.status == 1)
         #expect(badKey.standardError.contains("not a PEM private key"))

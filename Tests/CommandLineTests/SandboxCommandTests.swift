@@ -2,40 +2,10 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Runs `openssl` or the independent Python implementation for the command-line tests.
+/// Runs `openssl` or the independent Python implementation for the command-line tests (see `Subprocess`).
 enum ExternalTool {
-    struct Result {
-        var status: Int32
-        var standardOutput: String
-        var standardError: String
-        var json: [String: Any]? {
-            (try? JSONSerialization.jsonObject(with: Data(standardOutput.utf8))) as? [String: Any]
-        }
-    }
-
-    static func run(_ tool: String, _ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        nonisolated(unsafe) var errorData = Data()
-        let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async {
-            errorData = error.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, standardOutput: String(decoding: outData, as: UTF8.self),
-            standardError: String(decoding: errorData, as: UTF8.self))
+    static func run(_ tool: String, _ arguments: [String]) async throws -> ToolResult {
+        try await Subprocess.run(tool, arguments)
     }
 
     static let python = Repository.root.appendingPathComponent("Tests/SandboxTests/python/independent_applepay.py").path
@@ -45,19 +15,21 @@ enum ExternalTool {
     }
 }
 
-/// One sandbox folder made with `applepay sandbox init`, shared by the tests that only read it.
+/// One sandbox folder made with `applepay sandbox init`, shared by the tests that only read it (and copied by
+/// those that change it). The child runs on a thread of its own: tests await it without holding any of Swift's
+/// cooperative threads.
 enum CommandLineSandbox {
     static let merchantIdentifier = "merchant.com.example.cli"
-    static let made: Result<String, any Error> = Result {
+    private static let creation = Task { () throws -> String in
         let folder = try TemporaryDirectory(prefix: "cli-sandbox")
         let path = folder.path("box")
-        let result = try CommandLineTool.runBlocking(["sandbox", "init", path, "--merchant-id", merchantIdentifier])
+        let result = try await CommandLineTool.run(["sandbox", "init", path, "--merchant-id", merchantIdentifier])
         guard result.status == 0 else {
             throw ExternalToolFailure(description: "sandbox init failed: \(result.standardError)")
         }
         return path
     }
-    static func path() throws -> String { try made.get() }
+    static func path() async throws -> String { try await creation.value }
 }
 
 struct ExternalToolFailure: Error, CustomStringConvertible {
@@ -101,7 +73,8 @@ struct SandboxCommandTests {
             if path.hasSuffix(".key.pem") {
                 #expect(ExternalTool.mode(path) == 0o600, "\(path)")
             } else if path.hasSuffix(".pem") {
-                #expect(try ExternalTool.run("openssl", ["x509", "-in", path, "-noout"]).status == 0, "\(path)")
+                let read = try await ExternalTool.run("openssl", ["x509", "-in", path, "-noout"])
+                #expect(read.status == 0, "\(path)")
             }
         }
         #expect(!result.standardOutput.contains("PRIVATE KEY"))
@@ -134,7 +107,7 @@ struct SandboxCommandTests {
 
     @Test("mint writes a PKPaymentToken that the independent Python code decrypts", arguments: ["EC_v1", "RSA_v1"])
     func mintDecrypts(kind: String) async throws {
-        let box = try CommandLineSandbox.path()
+        let box = try await CommandLineSandbox.path()
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let out = folder.path("token.json")
@@ -155,7 +128,7 @@ struct SandboxCommandTests {
         #expect(paymentData["version"] as? String == kind)
 
         let suffix = kind == "EC_v1" ? "ec" : "rsa"
-        let decrypted = try ExternalTool.run(
+        let decrypted = try await ExternalTool.run(
             "python3",
             [
                 ExternalTool.python, "decrypt", out, "--cert", "\(box)/payment-processing-\(suffix).pem", "--key",
@@ -171,20 +144,20 @@ struct SandboxCommandTests {
         let signatureText = try #require(paymentData["signature"] as? String)
         let signature = try #require(Data(base64Encoded: signatureText))
         try signature.write(to: folder.url.appendingPathComponent("signature.der"))
-        let printed = try ExternalTool.run(
+        let printed = try await ExternalTool.run(
             "openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", folder.path("signature.der")])
         #expect(printed.standardOutput.contains("UTCTIME:Jan  2 03:04:05 2026 GMT"))
     }
 
     @Test("mint prints to standard output without --out; --emv gives an EMV payload")
     func mintToStandardOutput() async throws {
-        let box = try CommandLineSandbox.path()
+        let box = try await CommandLineSandbox.path()
         let result = try await CommandLineTool.run(["sandbox", "mint", box, "--amount", "500", "--currency", "JPY", "--emv"])
         #expect(result.status == 0, "\(result.standardError)")
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         try Data(result.standardOutput.utf8).write(to: folder.url.appendingPathComponent("t.json"))
-        let decrypted = try ExternalTool.run(
+        let decrypted = try await ExternalTool.run(
             "python3",
             [
                 ExternalTool.python, "decrypt", folder.path("t.json"), "--cert", "\(box)/payment-processing-ec.pem",
@@ -199,7 +172,7 @@ struct SandboxCommandTests {
 
     @Test("mint bad inputs: missing folder, unknown currency, too many decimals, bad options; no file is written")
     func mintBadInputs() async throws {
-        let box = try CommandLineSandbox.path()
+        let box = try await CommandLineSandbox.path()
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let out = folder.path("token.json")

@@ -6,32 +6,12 @@ import Testing
     import Glibc
 #endif
 
-/// Runs blocking work on a thread of its own so that Swift's cooperative pool stays free for other suites.
-private func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
-/// One sandbox for the suite, made once with `applepay sandbox init` (RSA key generation is CPU-heavy).
-private enum ServeSandbox {
-    static let creation = Task { () throws -> String in
-        let folder = try TemporaryDirectory(prefix: "serve-sandbox")
-        let path = folder.path("sandbox")
-        let result = try await blocking {
-            try CommandLineTool.runBlocking(["sandbox", "init", path, "--merchant-id", "merchant.com.example.cli"])
-        }
-        guard result.status == 0 else { throw CocoaError(.fileWriteUnknown) }
-        return path
-    }
-}
-
 /// `applepay serve` as a user runs it: a sandbox, a free port, a request, SIGTERM.
 @Suite("applepay serve", .serialized)
 struct ServeCommandTests {
-    /// A private copy of the suite's sandbox in `folder`.
+    /// A private copy of the command-line tests' shared sandbox in `folder`.
     func makeSandbox(_ folder: TemporaryDirectory) async throws -> String {
-        let source = try await ServeSandbox.creation.value
+        let source = try await CommandLineSandbox.path()
         let path = folder.path("sandbox")
         try FileManager.default.copyItem(atPath: source, toPath: path)
         return path
@@ -43,36 +23,14 @@ struct ServeCommandTests {
         defer { folder.remove() }
         let sandbox = try await makeSandbox(folder)
         let store = folder.path("orders.sqlite")
-        let outcome = try await blocking { () throws -> (String, String, Int32, String) in
-            let process = Process()
-            process.executableURL = CommandLineTool.executable
-            process.arguments = ["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"]
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            var line = Data()
-            while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8)
-            {
-                line.append(byte)
-            }
-            let banner = String(decoding: line, as: UTF8.self)
-            let url = banner.split(separator: " ").last.map(String.init) ?? ""
-            let curl = Process()
-            curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            curl.arguments = ["curl", "-s", "--max-time", "10", url + "/v1/products"]
-            let curlOutput = Pipe()
-            curl.standardOutput = curlOutput
-            try curl.run()
-            let products = String(decoding: curlOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            curl.waitUntilExit()
-            kill(process.processIdentifier, SIGTERM)
-            let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (banner, products, process.terminationStatus, log)
+        let arguments = ["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"]
+        let (banner, products, status, log) = try await RunningServer.with(arguments: arguments) { server in
+            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+            let curl = try await Subprocess.run("curl", ["-s", "--max-time", "10", url + "/v1/products"])
+            let status = await server.stop()
+            let banner = server.standardOutput.split(separator: "\n").first.map(String.init) ?? ""
+            return (banner, curl.standardOutput, status, server.standardError)
         }
-        let (banner, products, status, log) = outcome
         #expect(banner.hasPrefix("Serving Example Coffee Roasters on http://127.0.0.1:"))
         #expect(products.contains("\"sku\":\"MUG-01\""))
         #expect(status == 0)
@@ -91,10 +49,8 @@ struct ServeCommandTests {
         let sandbox = try await makeSandbox(folder)
         chmod(sandbox + "/merchant-identity.key.pem", 0o644)
         let store = folder.path("orders.sqlite")
-        let result = try await blocking {
-            try CommandLineTool.runBlocking(
-                ["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"], timeout: 30)
-        }
+        let result = try await CommandLineTool.run(
+            ["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"], timeout: 30)
         #expect(result.status == 1)
         #expect(result.standardError.contains("merchant-identity.key.pem is readable by other users"))
         #expect(result.standardError.contains("insecureKeyFile"))
@@ -102,7 +58,7 @@ struct ServeCommandTests {
 
     @Test("a store that is not sqlite:PATH is a usage error")
     func usage() async throws {
-        let result = try await blocking { try CommandLineTool.runBlocking(["serve", "--store", "postgres://x"]) }
+        let result = try await CommandLineTool.run(["serve", "--store", "postgres://x"])
         #expect(result.status == 64)
         #expect(result.standardError.contains("--store must be sqlite:PATH"))
     }
@@ -113,9 +69,8 @@ struct ServeCommandTests {
         let folder = try TemporaryDirectory(prefix: "demo")
         defer { folder.remove() }
         let sandbox = try await makeSandbox(folder)
-        let result = try await blocking {
-            try CommandLineTool.runBlocking(["demo", "--scenarios", scenarios, "--sandbox", sandbox], timeout: 120)
-        }
+        let result = try await CommandLineTool.run(
+            ["demo", "--scenarios", scenarios, "--sandbox", sandbox], timeout: 120)
         #expect(result.status == 0, "\(result.standardError)")
         let lines = result.standardOutput.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]

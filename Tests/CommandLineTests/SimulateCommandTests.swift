@@ -179,35 +179,39 @@ struct SimulateCommandTests {
         let folder = try TemporaryDirectory(prefix: "simulate-server")
         defer { folder.remove() }
         let sandbox = try await Self.makeSandbox(in: folder)
-        let server = try RunningServer(
-            arguments: [
-                "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
-            ])
-        defer { server.stop() }
-        let url = try #require(server.url, "the server did not start: \(server.standardError)")
-
-        let expected: [(String, String, String?)] = [
-            ("plain-purchase", "success", nil), ("unserviceable-address", "success", "authorizationblocked"),
-            ("coupon-invalid-then-valid", "success", "authorizationblocked"), ("cancel", "cancelled", nil),
+        let arguments = [
+            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
         ]
-        for (name, outcome, mustContain) in expected {
-            let result = try await CommandLineTool.run(
-                ["simulate", Self.scenario(name), "--merchant-url", url, "--sandbox", sandbox], timeout: 60)
-            #expect(result.status == 0, "\(name): \(result.standardError)")
-            let transcript = Transcript(result.standardOutput)
-            #expect(transcript.outcome == outcome, "\(name): \(result.standardOutput)")
-            #expect(!transcript.events.contains("validatemerchant"), "an app session asks for no merchant validation")
-            if let mustContain { #expect(transcript.events.contains(mustContain), "\(name)") }
+        try await RunningServer.with(arguments: arguments) { server in
+            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+
+            let expected: [(String, String, String?)] = [
+                ("plain-purchase", "success", nil), ("unserviceable-address", "success", "authorizationblocked"),
+                ("coupon-invalid-then-valid", "success", "authorizationblocked"), ("cancel", "cancelled", nil),
+            ]
+            for (name, outcome, mustContain) in expected {
+                let result = try await CommandLineTool.run(
+                    ["simulate", Self.scenario(name), "--merchant-url", url, "--sandbox", sandbox], timeout: 60)
+                #expect(result.status == 0, "\(name): \(result.standardError)")
+                let transcript = Transcript(result.standardOutput)
+                #expect(transcript.outcome == outcome, "\(name): \(result.standardOutput)")
+                #expect(
+                    !transcript.events.contains("validatemerchant"), "an app session asks for no merchant validation")
+                if let mustContain { #expect(transcript.events.contains(mustContain), "\(name)") }
+            }
+            // Scenarios without a cart cannot ask a server.
+            let subscription = try await CommandLineTool.run(
+                ["simulate", Self.scenario("recurring-subscription"), "--merchant-url", url, "--sandbox", sandbox])
+            #expect(subscription.status == 1)
+            #expect(subscription.standardError.contains("checkout"))
         }
-        // Scenarios without a cart cannot ask a server.
-        let subscription = try await CommandLineTool.run(
-            ["simulate", Self.scenario("recurring-subscription"), "--merchant-url", url, "--sandbox", sandbox])
-        #expect(subscription.status == 1)
-        #expect(subscription.standardError.contains("checkout"))
     }
 }
 
 /// `applepay serve` in the background, stopped with SIGTERM.
+///
+/// Its output is read by threads of its own and its exit is waited for on another, so that no test holds one of
+/// Swift's cooperative threads while the server runs.
 final class RunningServer: Sendable {
     private let process: Process
     /// Bytes a pipe's reader collects.
@@ -219,10 +223,14 @@ final class RunningServer: Sendable {
 
     private let output = Buffer()
     private let errors = Buffer()
-    /// The URL the server printed, or nil when it did not start within 20 seconds.
-    let url: String?
+    private let url = Mutex<String?>(nil)
+    /// Entered by each pipe reader, left at end of file.
+    private let readers = DispatchGroup()
 
-    init(arguments: [String]) throws {
+    private init(process: Process) { self.process = process }
+
+    /// Starts `applepay` with `arguments` and waits (at most 20 seconds) for it to print its URL.
+    static func start(arguments: [String]) async throws -> RunningServer {
         let process = Process()
         process.executableURL = CommandLineTool.executable
         process.arguments = arguments
@@ -231,35 +239,72 @@ final class RunningServer: Sendable {
         process.standardOutput = stdout
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
-        self.process = process
-        let output = self.output
-        let errors = self.errors
-        stdout.fileHandleForReading.readabilityHandler = { handle in
-            output.append(handle.availableData)
-        }
-        stderr.fileHandleForReading.readabilityHandler = { handle in
-            errors.append(handle.availableData)
-        }
+        let server = RunningServer(process: process)
         try process.run()
-        var found: String?
-        let deadline = Date().addingTimeInterval(20)
-        while found == nil, Date() < deadline, process.isRunning {
-            let text = output.text
-            if let range = text.range(of: #"http://[0-9.]+:[0-9]+"#, options: .regularExpression) {
-                found = String(text[range])
-            } else {
-                Thread.sleep(forTimeInterval: 0.05)
+        for (pipe, buffer) in [(stdout, server.output), (stderr, server.errors)] {
+            let readers = server.readers
+            readers.enter()
+            let reader = Thread {
+                defer { readers.leave() }
+                while true {
+                    let bytes = pipe.fileHandleForReading.availableData
+                    if bytes.isEmpty { break }
+                    buffer.append(bytes)
+                }
             }
+            reader.start()
         }
-        url = found
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline, process.isRunning {
+            let text = server.output.text
+            if let range = text.range(of: #"http://[0-9.]+:[0-9]+"#, options: .regularExpression) {
+                server.url.withLock { $0 = String(text[range]) }
+                break
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return server
     }
 
+    /// The URL the server printed, or nil when it did not start within 20 seconds.
+    var baseURL: String? { url.withLock { $0 } }
+
+    /// What the server printed on standard output so far.
+    var standardOutput: String { output.text }
+
+    /// What the server printed on standard error so far.
     var standardError: String { errors.text }
 
-    func stop() {
-        if process.isRunning {
-            process.terminate()
+    /// Sends SIGTERM (SIGKILL after 30 seconds) and returns the exit status once the server has exited and all
+    /// it printed has been read.
+    @discardableResult
+    func stop() async -> Int32 {
+        let process = self.process
+        let readers = self.readers
+        let status = try? await blocking { () -> Int32 in
+            if process.isRunning {
+                kill(process.processIdentifier, SIGTERM)
+                let deadline = Date().addingTimeInterval(30)
+                while process.isRunning, Date() < deadline { usleep(20_000) }
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            }
             process.waitUntilExit()
+            _ = readers.wait(timeout: .now() + 10)
+            return process.terminationStatus
+        }
+        return status ?? -1
+    }
+
+    /// Runs `body` with a started server and stops the server afterwards, whether `body` throws or not.
+    static func with<T>(arguments: [String], _ body: (RunningServer) async throws -> T) async throws -> T {
+        let server = try await start(arguments: arguments)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
         }
     }
 }
