@@ -3,6 +3,7 @@ import HTTPClient
 import HTTPServer
 import MerchantServer
 import SQLite
+import TestSupport
 import Testing
 
 @Suite("Checkout API over HTTP")

@@ -24,16 +24,14 @@ final class LocalGateway: Sendable {
     init(directory: TemporaryDirectory, sandboxFolder: URL) throws {
         let certificate = directory.path("gateway.pem")
         let key = directory.path("gateway.key.pem")
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        openssl.arguments = [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate,
-        ]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        guard openssl.terminationStatus == 0 else { throw HarnessError("openssl req failed") }
+        let made = try Subprocess.runBlocking(
+            executable: URL(fileURLWithPath: "/usr/bin/env"),
+            [
+                "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days",
+                "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out",
+                certificate,
+            ], timeout: 60)
+        guard made.status == 0 else { throw HarnessError("openssl req failed: \(made.standardError)") }
         // Clients are trusted when their chain reaches the sandbox root through its merchant CA.
         let clientCA = directory.path("client-ca.pem")
         let chain =
@@ -50,7 +48,7 @@ final class LocalGateway: Sendable {
         let output = Pipe()
         process.standardOutput = output
         try process.run()
-        // The first line is the port.
+        // The first line is the port (read here, on the thread `start` made, never on the cooperative pool).
         var line = Data()
         while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
             line.append(byte)
@@ -65,9 +63,11 @@ final class LocalGateway: Sendable {
     }
 
     /// Kills the gateway (SIGKILL: the test process may have SIGTERM blocked, and children inherit the mask).
+    /// The child is reaped on a thread of its own, so the caller (a test on Swift's cooperative pool) never waits.
     func stop() {
+        let process = self.process
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        Thread { process.waitUntilExit() }.start()
     }
 
     /// Starts a gateway on a thread of its own (it waits for openssl and for the script's first line).

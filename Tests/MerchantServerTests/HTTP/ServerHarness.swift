@@ -7,7 +7,8 @@ import Sandbox
 import Synchronization
 import TestSupport
 
-/// One sandbox for every server test (key generation is the slow part), made once on a thread of its own:
+/// One sandbox for every server test (key generation is the slow part), made once on a thread of its own
+/// (`blocking` from TestSupport):
 /// tests await it without blocking any of Swift's cooperative threads (a `static let` initialiser would hold every
 /// waiting thread, and the pool has only as many threads as cores).
 enum SharedSandbox {
@@ -204,13 +205,5 @@ extension Optional {
     func orThrow(_ message: String) throws -> Wrapped {
         guard let self else { throw HarnessError(message) }
         return self
-    }
-}
-
-/// Runs blocking work (child processes, pipes, sockets) on a thread of its own, never on Swift's few
-/// cooperative threads, which the server under test needs.
-func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
