@@ -5,15 +5,18 @@ import Sandbox
 import Synchronization
 import TestSupport
 
-/// One sandbox for the whole test run (made once: three RSA keys take a moment).
+/// One sandbox for the whole test run (three RSA keys take a moment), made once on a thread of its own: tests
+/// await it without holding any of Swift's cooperative threads meanwhile.
 enum SharedSandbox {
-    private static let made: Result<Sandbox, any Error> = Result {
-        let folder = try TemporaryDirectory(prefix: "payment-sheet-tests")
-        return try Sandbox.create(
-            at: folder.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.sheet")
+    private static let creation = Task {
+        try await blocking { () throws -> Sandbox in
+            let folder = try TemporaryDirectory(prefix: "payment-sheet-tests")
+            return try Sandbox.create(
+                at: folder.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.sheet")
+        }
     }
 
-    static func get() throws -> Sandbox { try made.get() }
+    static func get() async throws -> Sandbox { try await creation.value }
 }
 
 enum Fixture {
@@ -220,10 +223,10 @@ final class RecordingMerchant: PaymentSheetDelegate {
 func makeSession(
     request: PaymentRequest = Fixture.request(), wallet: Wallet? = nil, merchant: RecordingMerchant,
     clock: VirtualClock = VirtualClock(), initiative: SessionInitiative = .inApp, announces: Bool = false
-) throws -> PaymentSession {
+) async throws -> PaymentSession {
     try PaymentSession(
         request: request, wallet: wallet ?? Fixture.wallet(), delegate: merchant,
-        tokenIssuer: SandboxTokenIssuer(sandbox: SharedSandbox.get()), clock: clock,
+        tokenIssuer: SandboxTokenIssuer(sandbox: try await SharedSandbox.get()), clock: clock,
         configuration: PaymentSession.Configuration(initiative: initiative, announcesInitialSelections: announces))
 }
 

@@ -13,7 +13,7 @@ struct PaymentSessionTests {
     func oneAtATime() async throws {
         let gate = Gate()
         let merchant = RecordingMerchant(gates: ["shippingcontactselected": gate])
-        let session = try makeSession(merchant: merchant)
+        let session = try await makeSession(merchant: merchant)
         try await session.begin()
         let first = Task { try await session.perform(.selectShippingContact(Fixture.jane)) }
         #expect(await eventually { merchant.calls == ["shippingcontactselected"] })
@@ -37,7 +37,7 @@ struct PaymentSessionTests {
     func cancelWhileWaiting() async throws {
         let gate = Gate()
         let merchant = RecordingMerchant(gates: ["couponcodechanged": gate])
-        let session = try makeSession(merchant: merchant)
+        let session = try await makeSession(merchant: merchant)
         try await session.begin()
         let pending = Task { try await session.perform(.enterCouponCode("WELCOME10")) }
         #expect(await eventually { merchant.calls == ["couponcodechanged"] })
@@ -55,7 +55,7 @@ struct PaymentSessionTests {
         "the merchant sees the shipping contact redacted before authorization and in full after, requested fields only")
     func contactsAroundAuthorization() async throws {
         let merchant = RecordingMerchant()
-        let session = try makeSession(
+        let session = try await makeSession(
             request: Fixture.request(shippingFields: [.postalAddress, .email], billingFields: [.name]),
             merchant: merchant)
         try await session.begin()
@@ -79,7 +79,7 @@ struct PaymentSessionTests {
     @Test("paymentmethodselected carries display name, network and type, never the number")
     func paymentMethodRedacted() async throws {
         let merchant = RecordingMerchant()
-        let session = try makeSession(merchant: merchant, announces: true)
+        let session = try await makeSession(merchant: merchant, announces: true)
         try await session.begin()
         try await session.perform(.selectCard(identifier: "Mastercard 1471"))
         #expect(merchant.paymentMethods.map(\.displayName) == ["Visa 0492", "Mastercard 1471"])
@@ -104,7 +104,7 @@ struct PaymentSessionTests {
             code == "GOOD" ? CouponCodeUpdate() : CouponCodeUpdate(errors: [PaymentError(code: .couponCodeInvalid)])
         }
         let merchant = RecordingMerchant(answers: answers)
-        let session = try makeSession(merchant: merchant)
+        let session = try await makeSession(merchant: merchant)
         try await session.begin()
         try await session.perform(.selectShippingContact(Fixture.sydney))
         await #expect(throws: PaymentSheetError(.authorizationBlocked, "")) { try await session.perform(.authorize) }
@@ -132,7 +132,7 @@ struct PaymentSessionTests {
                 : PaymentAuthorizationResult(status: .success)
         }
         let merchant = RecordingMerchant(answers: answers)
-        let session = try makeSession(merchant: merchant)
+        let session = try await makeSession(merchant: merchant)
         try await session.begin()
         try await session.perform(.selectShippingContact(Fixture.london))
         try await session.perform(.authorize)
@@ -154,7 +154,7 @@ struct PaymentSessionTests {
                 : PaymentAuthorizationResult(status: .success)
         }
         let merchant = RecordingMerchant(answers: answers)
-        let session = try makeSession(merchant: merchant)
+        let session = try await makeSession(merchant: merchant)
         try await session.begin()
         try await session.perform(.selectShippingContact(Fixture.jane))
         try await session.perform(.authorize)
@@ -174,7 +174,7 @@ struct PaymentSessionTests {
         var answers = RecordingMerchant.Answers()
         answers.authorization = { _ in PaymentAuthorizationResult(status: .failure) }
         let merchant = RecordingMerchant(answers: answers)
-        let session = try makeSession(merchant: merchant)
+        let session = try await makeSession(merchant: merchant)
         let outcome = await session.run([.selectShippingContact(Fixture.jane), .authorize, .authorize])
         #expect(outcome.kind == .failure)
         #expect(outcome.reason == "merchantRefused")
@@ -187,7 +187,7 @@ struct PaymentSessionTests {
         let merchant = RecordingMerchant()
         var noPhone = Fixture.jane
         noPhone.phoneNumber = nil
-        let session = try makeSession(merchant: merchant)
+        let session = try await makeSession(merchant: merchant)
         try await session.begin()
         try await session.perform(.selectShippingContact(noPhone))
         await #expect(throws: PaymentSheetError(.authorizationBlocked, "")) { try await session.perform(.authorize) }
@@ -198,7 +198,7 @@ struct PaymentSessionTests {
 
         // A card without a billing address blocks a request that asks for one.
         let bare = try WalletCard(network: .visa, devicePAN: "4761120010000492", expirationDate: "291231")
-        let other = try makeSession(wallet: Wallet(cards: [bare], contacts: []), merchant: RecordingMerchant())
+        let other = try await makeSession(wallet: Wallet(cards: [bare], contacts: []), merchant: RecordingMerchant())
         try await other.begin()
         try await other.perform(.selectShippingContact(Fixture.jane))
         await #expect(throws: PaymentSheetError(.authorizationBlocked, "")) { try await other.perform(.authorize) }
@@ -213,7 +213,7 @@ struct PaymentSessionTests {
         var answers = RecordingMerchant.Answers()
         answers.coupon = { _ in CouponCodeUpdate(newTotal: Fixture.total("-1.00")) }
         let merchant = RecordingMerchant(answers: answers)
-        let session = try makeSession(merchant: merchant)
+        let session = try await makeSession(merchant: merchant)
         let outcome = await session.run([.enterCouponCode("FREE"), .authorize])
         #expect(outcome.kind == .failure)
         #expect(outcome.reason == "invalidUpdate")
@@ -237,7 +237,7 @@ struct PaymentSessionTests {
             }
         }
         let merchant = RecordingMerchant(answers: answers)
-        let session = try makeSession(merchant: merchant)
+        let session = try await makeSession(merchant: merchant)
         let outcome = await session.run([.selectShippingContact(Fixture.jane), .authorize])
         #expect(outcome.kind == .failure && outcome.reason == "invalidUpdate")
         #expect(merchant.payments.isEmpty)
@@ -248,7 +248,7 @@ struct PaymentSessionTests {
     func zeroTotal() async throws {
         var answers = RecordingMerchant.Answers()
         answers.coupon = { _ in CouponCodeUpdate(newTotal: Fixture.total("0.00")) }
-        let session = try makeSession(merchant: RecordingMerchant(answers: answers))
+        let session = try await makeSession(merchant: RecordingMerchant(answers: answers))
         let outcome = await session.run([.selectShippingContact(Fixture.jane), .enterCouponCode("ALL"), .authorize])
         #expect(outcome.kind == .success)
     }
@@ -259,7 +259,7 @@ struct PaymentSessionTests {
     func timeout() async throws {
         let clock = VirtualClock()
         let merchant = RecordingMerchant(delays: ["shippingmethodselected": .seconds(31)], clock: clock)
-        let session = try makeSession(merchant: merchant, clock: clock)
+        let session = try await makeSession(merchant: merchant, clock: clock)
         let started = ContinuousClock.now
         let outcome = await session.run([
             .selectShippingContact(Fixture.jane), .selectShippingMethod(identifier: "express"), .authorize,
@@ -276,7 +276,7 @@ struct PaymentSessionTests {
     func inTime() async throws {
         let clock = VirtualClock()
         let merchant = RecordingMerchant(delays: ["shippingmethodselected": .seconds(29)], clock: clock)
-        let session = try makeSession(merchant: merchant, clock: clock)
+        let session = try await makeSession(merchant: merchant, clock: clock)
         let outcome = await session.run([
             .selectShippingContact(Fixture.jane), .selectShippingMethod(identifier: "express"), .authorize,
         ])
@@ -288,7 +288,7 @@ struct PaymentSessionTests {
     func silentMerchant() async throws {
         let clock = VirtualClock()
         let merchant = RecordingMerchant(clock: clock, silentEvents: ["paymentauthorized"])
-        let session = try makeSession(merchant: merchant, clock: clock)
+        let session = try await makeSession(merchant: merchant, clock: clock)
         try await session.begin()
         try await session.perform(.selectShippingContact(Fixture.jane))
         let authorizing = Task { try await session.perform(.authorize) }
@@ -321,9 +321,10 @@ struct PaymentSessionTests {
             answers: answers, gates: path == "cancelWhileWaiting" ? ["shippingmethodselected": gate] : [:],
             delays: path == "timeout" ? ["shippingmethodselected": .seconds(45)] : [:], clock: clock)
         let delegate: any PaymentSheetDelegate = path == "merchantThrows" ? ThrowingMerchant(inner: merchant) : merchant
+        let sandbox = try await SharedSandbox.get()
         let session = try PaymentSession(
             request: Fixture.request(), wallet: Fixture.wallet(), delegate: delegate,
-            tokenIssuer: SandboxTokenIssuer(sandbox: SharedSandbox.get()), clock: clock)
+            tokenIssuer: SandboxTokenIssuer(sandbox: sandbox), clock: clock)
         var script: [UserAction] = [.selectShippingContact(Fixture.jane), .selectShippingMethod(identifier: "express")]
         switch path {
         case "cancel": script.append(.cancel)
@@ -363,7 +364,7 @@ struct PaymentSessionTests {
         var request = Fixture.request()
         request.couponCode = "WELCOME10"
         let merchant = RecordingMerchant()
-        let session = try makeSession(request: request, merchant: merchant, initiative: .web, announces: true)
+        let session = try await makeSession(request: request, merchant: merchant, initiative: .web, announces: true)
         try await session.begin()
         #expect(await session.couponCode == "WELCOME10")
         #expect(merchant.calls == ["validatemerchant", "paymentmethodselected", "shippingcontactselected"])
@@ -374,7 +375,7 @@ struct PaymentSessionTests {
 
     @Test("a coupon needs supportsCouponCode; unknown cards and methods are refused")
     func refusals() async throws {
-        let session = try makeSession(request: Fixture.request(coupons: false), merchant: RecordingMerchant())
+        let session = try await makeSession(request: Fixture.request(coupons: false), merchant: RecordingMerchant())
         try await session.begin()
         await #expect(throws: PaymentSheetError(.notOffered, "")) { try await session.perform(.enterCouponCode("X")) }
         await #expect(throws: PaymentSheetError(.unknownCard, "")) {
@@ -387,21 +388,21 @@ struct PaymentSessionTests {
     }
 
     @Test("a request that breaks the rules, or a wallet that cannot pay, opens no sheet")
-    func cannotOpen() throws {
+    func cannotOpen() async throws {
         var bad = Fixture.request()
         bad.merchantCapabilities = [.supportsCredit]
-        #expect(throws: PaymentSheetError(.invalidRequest, "")) {
-            try makeSession(request: bad, merchant: RecordingMerchant())
+        await #expect(throws: PaymentSheetError(.invalidRequest, "")) {
+            try await makeSession(request: bad, merchant: RecordingMerchant())
         }
-        #expect(throws: PaymentSheetError(.cannotMakePayments, "")) {
-            try makeSession(
+        await #expect(throws: PaymentSheetError(.cannotMakePayments, "")) {
+            try await makeSession(
                 wallet: Wallet(device: Device(canMakePayments: false), cards: [try Fixture.visa()]),
                 merchant: RecordingMerchant())
         }
         var amexOnly = Fixture.request()
         amexOnly.supportedNetworks = [.amex]
-        #expect(throws: PaymentSheetError(.cannotMakePayments, "")) {
-            try makeSession(request: amexOnly, merchant: RecordingMerchant())
+        await #expect(throws: PaymentSheetError(.cannotMakePayments, "")) {
+            try await makeSession(request: amexOnly, merchant: RecordingMerchant())
         }
     }
 
@@ -420,14 +421,14 @@ struct PaymentSessionTests {
         }
         let merchant = RecordingMerchant(answers: answers)
         let clock = VirtualClock()
-        let session = try makeSession(merchant: merchant, clock: clock)
+        let session = try await makeSession(merchant: merchant, clock: clock)
         let outcome = await session.run([
             .selectShippingContact(Fixture.jane), .selectShippingMethod(identifier: "express"),
             .selectCard(identifier: "Mastercard 1471"), .authorize,
         ])
         #expect(outcome.kind == .success)
         let payment = try #require(merchant.payments.first)
-        let sandbox = try SharedSandbox.get()
+        let sandbox = try await SharedSandbox.get()
         let decryptor = try ScenarioRunner.decryptor(for: sandbox, clock: clock)
         let opened = try decryptor.decrypt(
             jsonData: JSONEncoder().encode(payment.token),
@@ -451,7 +452,7 @@ struct PaymentSessionTests {
     func rsaToken() async throws {
         let merchant = RecordingMerchant()
         let clock = VirtualClock()
-        let sandbox = try SharedSandbox.get()
+        let sandbox = try await SharedSandbox.get()
         let session = try PaymentSession(
             request: Fixture.request(), wallet: Fixture.wallet(), delegate: merchant,
             tokenIssuer: SandboxTokenIssuer(sandbox: sandbox, version: .rsaV1), clock: clock,

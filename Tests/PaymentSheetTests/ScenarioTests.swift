@@ -22,7 +22,8 @@ struct ScenarioTests {
     func couponScenario() async throws {
         let scenario = try Scenario.load(
             from: Repository.scenarios.appendingPathComponent("coupon-invalid-then-valid.json"))
-        let result = try await ScenarioRunner.run(scenario, sandbox: SharedSandbox.get())
+        let sandbox = try await SharedSandbox.get()
+        let result = try await ScenarioRunner.run(scenario, sandbox: sandbox)
         #expect(result.outcome.kind == .success)
         let coupons = result.transcript.filter { $0.event == "couponcodechanged" }
         #expect(

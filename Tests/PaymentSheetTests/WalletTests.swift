@@ -83,12 +83,13 @@ struct WalletTests {
     }
 
     @Test("dump, debug descriptions and enclosing values never show the PAN or the token")
-    func noSecretsInReflection() throws {
+    func noSecretsInReflection() async throws {
         let card = try Fixture.visa()
         let wallet = Wallet(cards: [card])
         let request = TokenIssueRequest(
             card: card, amount: 1, currencyCode: "USD", applicationData: nil, now: Date())
-        let issued = try SandboxTokenIssuer(sandbox: try SharedSandbox.get()).issueToken(request)
+        let sandbox = try await SharedSandbox.get()
+        let issued = try SandboxTokenIssuer(sandbox: sandbox).issueToken(request)
         let data = try #require(issued.token["paymentData"]?["data"]?.stringValue)
         for value in [card, wallet, request, issued] as [Any] {
             var dumped = ""
