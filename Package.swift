@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
-        .testTarget(name: "PaymentTokenTests", dependencies: ["PaymentToken", "TestSupport"]),
+        .testTarget(name: "PaymentTokenTests", dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport"]),
         .testTarget(
             name: "SandboxTests", dependencies: ["Sandbox", "PaymentToken", "TestSupport"], exclude: ["python"]),
         .testTarget(name: "PaymentSheetTests", dependencies: ["PaymentSheet", "Sandbox", "TestSupport"]),
