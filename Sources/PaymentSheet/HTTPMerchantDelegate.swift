@@ -58,6 +58,37 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
         }
     }
 
+    /// `GET /v1/checkouts/{id}` → `{"id", "paymentRequest"}`: an existing checkout, to pay it.
+    /// - Throws: `PaymentSheetError` `checkout.unknown` when the server has no such checkout (404),
+    ///   `merchant.failed` for any other error answer or an answer of the wrong shape, or the transport failure.
+    public static func fetchCheckout(
+        baseURL: String, id: String, client: HTTPClient = HTTPClient()
+    ) async throws -> Checkout {
+        struct Answer: Decodable {
+            var id: String
+            var paymentRequest: PaymentRequest
+        }
+        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        let route = "GET /v1/checkouts/\(id)"
+        let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+        let escaped = id.addingPercentEncoding(withAllowedCharacters: unreserved) ?? id
+        let response = try await client.send(HTTPClientRequest(url: base + "/v1/checkouts/" + escaped))
+        if response.status == 404 {
+            let object = try? JSONValue(parsing: response.body)
+            let message = object?["error"]?["message"]?.stringValue ?? "not found"
+            throw PaymentSheetError(
+                .unknownCheckout, "the merchant server at \(base) has no checkout '\(id)' (\(route) answered 404: "
+                    + "\(message)); create one with POST /v1/checkouts")
+        }
+        guard (200..<300).contains(response.status) else { throw failure(response, route: route) }
+        do {
+            let answer = try response.decode(Answer.self)
+            return Checkout(id: answer.id, paymentRequest: answer.paymentRequest)
+        } catch {
+            throw PaymentSheetError(.merchantFailed, "\(route) answered JSON that is not {id, paymentRequest}")
+        }
+    }
+
     public func validateMerchant(_ event: MerchantValidationEvent) async throws -> MerchantSession {
         try await post("/v1/apple-pay/merchant-session", event, as: MerchantSession.self)
     }
@@ -80,9 +111,18 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
     }
 
     public func didAuthorizePayment(_ payment: Payment) async throws -> PaymentAuthorizationResult {
+        try await authorizePayment(payment).result
+    }
+
+    /// `POST /v1/checkouts/{id}/payment`: the server's `ApplePayPaymentAuthorizationResult` and its `orderId`.
+    public func authorizePayment(_ payment: Payment) async throws -> PaymentAuthorizationAnswer {
+        struct OrderReference: Decodable { var orderId: String? }
         let path = checkoutPath("payment")
         let response = try await client.send(try HTTPClientRequest.postJSON(baseURL + path, encoding: payment))
-        if let result = try? response.decode(PaymentAuthorizationResult.self) { return result }
+        if let result = try? response.decode(PaymentAuthorizationResult.self) {
+            let orderID = (try? response.decode(OrderReference.self))?.orderId
+            return PaymentAuthorizationAnswer(result: result, orderID: orderID)
+        }
         throw Self.failure(response, route: "POST \(path)")
     }
 

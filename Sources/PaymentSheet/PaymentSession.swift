@@ -82,6 +82,8 @@ public actor PaymentSession {
     private var phase: Phase = .notBegun
     private var pending: AnswerRace?
     private var lastAuthorizationFailed = false
+    /// The order id of the merchant's last answer to `paymentauthorized`.
+    private var orderID: String?
 
     /// - Parameters:
     ///   - request: the payment request; it must pass `validate()` (warnings allowed).
@@ -457,10 +459,14 @@ public actor PaymentSession {
         if let contact = payment.billingContact { summary["billingContact"] = TranscriptFormat.value(contact) }
         let delegate = self.delegate
         let answer = await ask("paymentauthorized", fields: ["payment": .object(summary)]) {
-            try await delegate.didAuthorizePayment(payment)
+            try await delegate.authorizePayment(payment)
         }
-        guard case .answered(let result) = answer else { return }
-        record("paymentauthorized", ["payment": .object(summary), "answer": TranscriptFormat.result(result)])
+        guard case .answered(let authorization) = answer else { return }
+        let result = authorization.result
+        orderID = authorization.orderID ?? orderID
+        record(
+            "paymentauthorized",
+            ["payment": .object(summary), "answer": TranscriptFormat.result(result, orderID: authorization.orderID)])
         if result.status == .success {
             await finish(SessionOutcome(.success, reason: "authorized", message: "the merchant accepted the payment"))
             return
@@ -545,11 +551,14 @@ public actor PaymentSession {
 
     private func finish(_ outcome: SessionOutcome) async {
         if case .finished = phase { return }
+        var outcome = outcome
+        if outcome.orderID == nil { outcome.orderID = orderID }
         phase = .finished(outcome)
         var fields: [String: JSONValue] = [
             "outcome": .string(outcome.kind.rawValue), "reason": .string(outcome.reason),
         ]
         if let message = outcome.message { fields["message"] = .string(message) }
+        if let orderID = outcome.orderID { fields["orderId"] = .string(orderID) }
         fields["total"] = TranscriptFormat.total(request.total)
         record("finished", fields)
         await delegate.didFinish(outcome)

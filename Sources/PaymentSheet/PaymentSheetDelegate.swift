@@ -20,6 +20,9 @@ public protocol PaymentSheetDelegate: Sendable {
     func didChangeCouponCode(_ couponCode: String) async throws -> CouponCodeUpdate
     /// `onpaymentauthorized`: the token and the full contacts (only the requested fields).
     func didAuthorizePayment(_ payment: Payment) async throws -> PaymentAuthorizationResult
+    /// `onpaymentauthorized` as the sheet asks it: the result plus the merchant's reference for the order, when
+    /// it has one. The default calls `didAuthorizePayment(_:)` and carries no order id.
+    func authorizePayment(_ payment: Payment) async throws -> PaymentAuthorizationAnswer
     /// `didFinish` / `oncancel`: the sheet is gone. Always last, always once.
     func didFinish(_ outcome: SessionOutcome) async
 }
@@ -40,6 +43,9 @@ extension PaymentSheetDelegate {
         ShippingMethodUpdate()
     }
     public func didChangeCouponCode(_ couponCode: String) async throws -> CouponCodeUpdate { CouponCodeUpdate() }
+    public func authorizePayment(_ payment: Payment) async throws -> PaymentAuthorizationAnswer {
+        PaymentAuthorizationAnswer(result: try await didAuthorizePayment(payment))
+    }
     public func didFinish(_ outcome: SessionOutcome) async {}
 }
 
@@ -61,6 +67,19 @@ public struct MerchantSession: Sendable, Hashable, Codable {
     public func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
 }
 
+/// The merchant's answer to `onpaymentauthorized`: Apple Pay JS's result and, when the merchant made an order,
+/// its id (for example the merchant server's `orderId`), so a transcript can say where the payment went.
+public struct PaymentAuthorizationAnswer: Sendable, Hashable {
+    public var result: PaymentAuthorizationResult
+    /// The merchant's order id; never a card number, cryptogram or token.
+    public var orderID: String?
+
+    public init(result: PaymentAuthorizationResult, orderID: String? = nil) {
+        self.result = result
+        self.orderID = orderID
+    }
+}
+
 /// How a session ended.
 public struct SessionOutcome: Sendable, Hashable {
     public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
@@ -79,11 +98,15 @@ public struct SessionOutcome: Sendable, Hashable {
     public var reason: String
     /// A sentence for people.
     public var message: String?
+    /// The order the merchant's last answer to `paymentauthorized` named, if any (a success's order, or the
+    /// failed order of a refused payment).
+    public var orderID: String?
 
-    public init(_ kind: Kind, reason: String, message: String? = nil) {
+    public init(_ kind: Kind, reason: String, message: String? = nil, orderID: String? = nil) {
         self.kind = kind
         self.reason = reason
         self.message = message
+        self.orderID = orderID
     }
 }
 

@@ -30,6 +30,8 @@ public struct PaymentSheetError: Error, Sendable, Equatable, CustomStringConvert
         public static let tokenFailed = Code(rawValue: "token.failed")
         /// The merchant's delegate failed (threw, or an HTTP merchant answered with an error).
         public static let merchantFailed = Code(rawValue: "merchant.failed")
+        /// The merchant server has no checkout with the id given to pay.
+        public static let unknownCheckout = Code(rawValue: "checkout.unknown")
         /// The scenario document is invalid.
         public static let invalidScenario = Code(rawValue: "scenario.invalid")
     }

@@ -13,35 +13,51 @@ public enum ScenarioRunner {
     }
 
     /// Runs `scenario`: tokens come from `sandbox`; the merchant is the scenario's rules (on a `VirtualClock`,
-    /// so late answers cost no real time) or, with `merchantURL`, the merchant server's HTTP API (a checkout is
-    /// created from the scenario's cart first; real time).
+    /// so late answers cost no real time) or, with `merchantURL`, the merchant server's HTTP API (real time): a
+    /// checkout is created from the scenario's cart first, or, with `checkoutID`, the existing checkout is fetched
+    /// and paid (the scenario's cart and payment request are then ignored; its wallet and actions are played).
     ///
     /// - Parameters:
+    ///   - checkoutID: an existing checkout on the merchant server to pay; needs `merchantURL`.
     ///   - transcript: receives each line as it is written.
     /// - Throws: `PaymentSheetError` `scenario.invalid` when the scenario lacks what the mode needs or its
-    ///   request/wallet cannot open a sheet; `merchant.failed` when the checkout cannot be created.
+    ///   request/wallet cannot open a sheet; `checkout.unknown` when the server has no checkout `checkoutID`;
+    ///   `merchant.failed` when the checkout cannot be created or fetched, or `checkoutID` comes without
+    ///   `merchantURL`.
     public static func run(
-        _ scenario: Scenario, sandbox: Sandbox, merchantURL: String? = nil, transcript: TranscriptSink? = nil
+        _ scenario: Scenario, sandbox: Sandbox, merchantURL: String? = nil, checkoutID: String? = nil,
+        transcript: TranscriptSink? = nil
     ) async throws(PaymentSheetError) -> Result {
         let request: PaymentRequest
         let delegate: any PaymentSheetDelegate
         let clock: any SessionClock
         let initiative: SessionInitiative
+        if checkoutID != nil && merchantURL == nil {
+            throw PaymentSheetError(.merchantFailed, "a checkout id can only be paid on a merchant server (merchantURL)")
+        }
         if let merchantURL {
-            guard let checkout = scenario.checkout else {
-                throw PaymentSheetError(
-                    .invalidScenario, "with --merchant-url the scenario needs checkout.items (the cart to buy)",
-                    field: "checkout")
-            }
             let client = HTTPClient(configuration: .init(timeout: scenario.timeout + .seconds(5)))
             let created: HTTPMerchantDelegate.Checkout
             do {
-                created = try await HTTPMerchantDelegate.createCheckout(
-                    baseURL: merchantURL, items: checkout.items, client: client)
+                if let checkoutID {
+                    created = try await HTTPMerchantDelegate.fetchCheckout(
+                        baseURL: merchantURL, id: checkoutID, client: client)
+                } else {
+                    guard let checkout = scenario.checkout else {
+                        throw PaymentSheetError(
+                            .invalidScenario,
+                            "with --merchant-url the scenario needs checkout.items (the cart to buy), "
+                                + "or pay an existing checkout with --checkout ID",
+                            field: "checkout")
+                    }
+                    created = try await HTTPMerchantDelegate.createCheckout(
+                        baseURL: merchantURL, items: checkout.items, client: client)
+                }
             } catch let error as PaymentSheetError {
                 throw error
             } catch {
-                throw PaymentSheetError(.merchantFailed, "cannot create a checkout at \(merchantURL): \(error)")
+                let what = checkoutID.map { "fetch checkout '\($0)'" } ?? "create a checkout"
+                throw PaymentSheetError(.merchantFailed, "cannot \(what) at \(merchantURL): \(error)")
             }
             request = created.paymentRequest
             delegate = HTTPMerchantDelegate(baseURL: merchantURL, checkoutID: created.id, client: client)

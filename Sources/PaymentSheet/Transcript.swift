@@ -62,8 +62,9 @@ enum TranscriptFormat {
 
     static func errors(_ errors: [PaymentError]) -> JSONValue { value(errors) }
 
-    static func result(_ result: PaymentAuthorizationResult) -> JSONValue {
+    static func result(_ result: PaymentAuthorizationResult, orderID: String? = nil) -> JSONValue {
         var members: [String: JSONValue] = ["status": .string(result.status.description)]
+        if let orderID { members["orderId"] = .string(orderID) }
         if let errors = result.errors, !errors.isEmpty { members["errors"] = value(errors) }
         if let details = result.orderDetails {
             members["orderDetails"] = .object([

@@ -2,53 +2,70 @@ import Foundation
 import PaymentSheet
 import Sandbox
 
-/// `applepay simulate SCENARIO.json [--merchant-url URL] [--sandbox DIR]`: plays a payment-sheet scenario.
+/// `applepay simulate SCENARIO.json [--merchant-url URL [--checkout ID]] [--sandbox DIR]`: plays a payment-sheet
+/// scenario.
 struct SimulateCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "simulate",
             abstract: "Play a payment-sheet scenario against a merchant and print the transcript.",
-            usage: ["SCENARIO.json [--merchant-url URL] [--sandbox DIR]"],
+            usage: ["SCENARIO.json [--merchant-url URL [--checkout ID]] [--sandbox DIR]"],
             options: [
                 (
                     "--merchant-url URL",
                     "Ask this merchant server (its /v1/checkouts API) instead of the scenario's rules."
                 ),
+                (
+                    "--checkout ID",
+                    "With --merchant-url: pay this existing checkout (GET /v1/checkouts/ID) instead of creating one; "
+                        + "the scenario's checkout.items and paymentRequest are ignored."
+                ),
                 ("--sandbox DIR", "Mint tokens with this sandbox (default: a temporary one for the run)."),
             ],
             discussion: """
                 A headless Apple Pay sheet: shows the scenario's payment request (or, with --merchant-url, the one
-                the server returns for the scenario's checkout.items), plays the user's actions with the
+                the server returns for the scenario's checkout.items, or with --checkout ID the one of that
+                existing checkout, whose cart is then the server's, not the scenario's), plays the user's actions with the
                 scenario's wallet, asks the merchant one event at a time, redacts the shipping contact until
                 authorization, mints a real token on authorization, and enforces the 30-second answer timeout.
                 Without --merchant-url the scenario's own merchant answers (its late answers pass on a virtual
-                clock, so a timeout costs no real time). With --merchant-url, use the sandbox the server trusts; the sheet then acts as an app (no
-                merchant validation, which only Apple's gateway can answer) unless the scenario sets
-                "initiative": "web".
+                clock, so a timeout costs no real time). With --merchant-url, use the sandbox the server trusts;
+                the sheet then acts as an app (no merchant validation, which only Apple's gateway can answer)
+                unless the scenario sets "initiative": "web".
 
                 Prints the transcript: one JSON object per line, named after Apple Pay JS events
                 (validatemerchant, paymentmethodselected, shippingcontactselected, shippingmethodselected,
                 couponcodechanged, paymentauthorized, cancel), then {"event":"finished","outcome":...} with
-                success, failure, cancelled or timedOut. No card number, cryptogram or token is printed.
+                success, failure, cancelled or timedOut. When the merchant server answers the payment with an
+                orderId, the paymentauthorized answer and the finished line carry it (GET /v1/orders/ID shows the
+                order). No card number, cryptogram or token is printed.
 
                 Exit status: 0 the session ran to its end (whatever the outcome); 1 the scenario is invalid
                 (the message names the bad field) or cannot be read; 2 the run could not start (sandbox
-                unusable, merchant server unreachable); 64 usage.
+                unusable, merchant server unreachable, no such checkout); 64 usage.
                 """)
     }
 
     var scenarioPath: String
     var merchantURL: String?
+    var checkoutID: String?
     var sandboxPath: String?
 
     init(arguments: inout Arguments) throws {
         merchantURL = try arguments.option("--merchant-url")
+        checkoutID = try arguments.option("--checkout")
         sandboxPath = try arguments.option("--sandbox")
         scenarioPath = try arguments.positional("SCENARIO.json")
         if let url = merchantURL {
             guard let components = URLComponents(string: url), ["http", "https"].contains(components.scheme ?? ""),
                 components.host?.isEmpty == false
             else { throw UsageError("--merchant-url must be an http or https URL, e.g. http://127.0.0.1:8080") }
+        }
+        if let checkoutID {
+            guard merchantURL != nil else {
+                throw UsageError("--checkout needs --merchant-url (the server that holds the checkout)")
+            }
+            guard !checkoutID.isEmpty else { throw UsageError("--checkout needs a checkout id, e.g. chk_…") }
         }
     }
 
@@ -81,7 +98,9 @@ struct SimulateCommand: Command {
 
         let output = FileHandle.standardOutput
         do {
-            _ = try await ScenarioRunner.run(scenario, sandbox: sandbox, merchantURL: merchantURL) { entry in
+            _ = try await ScenarioRunner.run(
+                scenario, sandbox: sandbox, merchantURL: merchantURL, checkoutID: checkoutID
+            ) { entry in
                 output.write(Data((entry.jsonLine + "\n").utf8))
             }
         } catch {
