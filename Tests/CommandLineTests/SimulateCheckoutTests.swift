@@ -1,0 +1,100 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `applepay simulate --merchant-url URL --checkout ID`: paying a checkout someone else created, as in the
+/// README's curl session, against the real server.
+@Suite("applepay simulate --checkout")
+struct SimulateCheckoutTests {
+    typealias Transcript = SimulateCommandTests.Transcript
+
+    /// `curl -s` with the given extra arguments; the body parsed as a JSON object.
+    static func curlJSON(_ arguments: [String]) async throws -> [String: Any] {
+        let result = try await Subprocess.run("curl", ["-s", "--max-time", "10"] + arguments)
+        #expect(result.status == 0, "curl \(arguments): \(result.standardError)")
+        let object = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        return try #require(object, "curl \(arguments) printed \(result.standardOutput)")
+    }
+
+    static func total(_ object: [String: Any]?) -> String? {
+        (object?["total"] as? [String: Any])?["amount"] as? String
+    }
+
+    @Test("pays a checkout made with POST /v1/checkouts; the transcript's orderId is the order GET /v1/orders shows")
+    func paysExistingCheckout() async throws {
+        let folder = try TemporaryDirectory(prefix: "simulate-checkout")
+        defer { folder.remove() }
+        let sandbox = try await SimulateCommandTests.makeSandbox(in: folder)
+        let arguments = [
+            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
+        ]
+        try await RunningServer.with(arguments: arguments) { server in
+            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+            // Two mugs: a cart unlike the scenario's (two bags of coffee), so the test sees whose cart is paid.
+            let created = try await Self.curlJSON([
+                "-X", "POST", url + "/v1/checkouts", "-H", "Content-Type: application/json",
+                "-d", #"{"items": [{"sku": "MUG-01", "quantity": 2}]}"#,
+            ])
+            let checkoutID = try #require(created["id"] as? String)
+
+            let result = try await CommandLineTool.run(
+                [
+                    "simulate", SimulateCommandTests.scenario("plain-purchase"), "--merchant-url", url,
+                    "--checkout", checkoutID, "--sandbox", sandbox,
+                ], timeout: 60)
+            #expect(result.status == 0, "\(result.standardError)")
+            let transcript = Transcript(result.standardOutput)
+            #expect(transcript.outcome == "success", "\(result.standardOutput)")
+            let answer = transcript.lines("paymentauthorized").last?["answer"] as? [String: Any]
+            #expect(answer?["status"] as? String == "success")
+            let orderID = try #require(answer?["orderId"] as? String, "\(result.standardOutput)")
+            #expect(orderID.hasPrefix("ord_"))
+            #expect(transcript.lines.last?["orderId"] as? String == orderID, "the finished line names the order")
+            // Never the card number, the token's encrypted data or its cryptogram.
+            #expect(!result.standardOutput.contains("4761120010000492"))
+            #expect(!result.standardOutput.contains("paymentData"))
+            #expect(!result.standardOutput.contains("onlinePaymentCryptogram"))
+
+            let order = try await Self.curlJSON([url + "/v1/orders/" + orderID])
+            #expect(order["id"] as? String == orderID)
+            #expect(order["checkoutId"] as? String == checkoutID, "the order is for the curl's checkout")
+            #expect(order["status"] as? String == "paid")
+            let items = order["items"] as? [[String: Any]] ?? []
+            #expect(items.map { $0["sku"] as? String } == ["MUG-01"], "the server's cart, not the scenario's")
+            #expect(items.first?["quantity"] as? Int == 2)
+            // The order's total is the checkout's (as the sheet left it: address and express shipping chosen),
+            // and the amount the token was minted for.
+            let checkout = try await Self.curlJSON([url + "/v1/checkouts/" + checkoutID])
+            let checkoutTotal = try #require(Self.total(checkout["paymentRequest"] as? [String: Any]))
+            let orderTotal = (order["totals"] as? [String: Any])?["total"] as? String
+            #expect(orderTotal == checkoutTotal)
+            #expect(Self.total(transcript.lines.last) == checkoutTotal)
+            let payment = transcript.lines("paymentauthorized").last?["payment"] as? [String: Any]
+            #expect(payment?["amount"] as? String == checkoutTotal)
+
+            // An id the server does not know: a clear error, exit 2, no transcript.
+            let unknown = try await CommandLineTool.run(
+                [
+                    "simulate", SimulateCommandTests.scenario("plain-purchase"), "--merchant-url", url,
+                    "--checkout", "chk_doesnotexist", "--sandbox", sandbox,
+                ], timeout: 60)
+            #expect(unknown.status == 2)
+            #expect(unknown.standardError.contains("no checkout 'chk_doesnotexist'"), "\(unknown.standardError)")
+            #expect(unknown.standardOutput.isEmpty)
+        }
+    }
+
+    @Test("--checkout without --merchant-url, or with an empty id, is a usage error")
+    func usage() async throws {
+        let scenario = SimulateCommandTests.scenario("plain-purchase")
+        let alone = try await CommandLineTool.run(["simulate", scenario, "--checkout", "chk_1"])
+        #expect(alone.status == 64)
+        #expect(alone.standardError.contains("--merchant-url"))
+        let empty = try await CommandLineTool.run(
+            ["simulate", scenario, "--merchant-url", "http://127.0.0.1:9", "--checkout", ""])
+        #expect(empty.status == 64)
+        let help = try await CommandLineTool.run(["simulate", "--help"])
+        #expect(help.standardOutput.contains("--checkout"))
+        #expect(help.standardOutput.contains("ignored"), "the help says the scenario's cart is ignored")
+    }
+}
