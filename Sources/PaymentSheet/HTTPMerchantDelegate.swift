@@ -77,8 +77,9 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
             let object = try? JSONValue(parsing: response.body)
             let message = object?["error"]?["message"]?.stringValue ?? "not found"
             throw PaymentSheetError(
-                .unknownCheckout, "the merchant server at \(base) has no checkout '\(id)' (\(route) answered 404: "
-                    + "\(message)); create one with POST /v1/checkouts")
+                .unknownCheckout,
+                "the merchant server at \(base) has no checkout '\(id)' (\(route) answered 404: \(message)); "
+                    + "create one with POST /v1/checkouts")
         }
         guard (200..<300).contains(response.status) else { throw failure(response, route: route) }
         do {

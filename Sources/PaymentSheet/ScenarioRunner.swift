@@ -33,7 +33,8 @@ public enum ScenarioRunner {
         let clock: any SessionClock
         let initiative: SessionInitiative
         if checkoutID != nil && merchantURL == nil {
-            throw PaymentSheetError(.merchantFailed, "a checkout id can only be paid on a merchant server (merchantURL)")
+            throw PaymentSheetError(
+                .merchantFailed, "a checkout id can only be paid on a merchant server (merchantURL)")
         }
         if let merchantURL {
             let client = HTTPClient(configuration: .init(timeout: scenario.timeout + .seconds(5)))
