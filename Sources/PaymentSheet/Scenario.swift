@@ -3,7 +3,8 @@ import Foundation
 
 /// A payment-sheet scenario: the request (or the cart to check out on a merchant server), the wallet, the
 /// in-process merchant's rules and the user's actions. Read with `Scenario.load(from:)`, which names the bad
-/// field of an invalid document.
+/// field of an invalid document. To pay an existing checkout on a merchant server, the wallet and actions are
+/// enough: neither `paymentRequest` nor `checkout` is then needed.
 ///
 /// ```json
 /// {"description": "...", "initiative": "web",
@@ -20,7 +21,7 @@ public struct Scenario: Sendable {
     public var initiative: SessionInitiative?
     /// The request for the in-process merchant.
     public var paymentRequest: PaymentRequest?
-    /// The cart to create a checkout with on a merchant server (`--merchant-url`).
+    /// The cart to create a checkout with on a merchant server (`--merchant-url` without `--checkout`).
     public var checkout: ScenarioCheckout?
     public var wallet: Wallet
     public var merchant: ScenarioMerchantRules
@@ -241,9 +242,8 @@ struct ScenarioDocument: Decodable {
     }
 
     func checked() throws(PaymentSheetError) -> Scenario {
-        guard paymentRequest != nil || checkout != nil else {
-            throw invalid("paymentRequest", "give a paymentRequest (or a checkout with cart items for --merchant-url)")
-        }
+        // Neither a paymentRequest nor a checkout is needed to pay an existing checkout (`--checkout`); the runner
+        // says which one a mode lacks.
         if let request = paymentRequest, let problem = request.validate().errors.first {
             throw invalid(
                 "paymentRequest" + (problem.path.isEmpty ? "" : "." + problem.path),

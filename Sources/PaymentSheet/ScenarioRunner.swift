@@ -68,7 +68,9 @@ public enum ScenarioRunner {
         } else {
             guard let scenarioRequest = scenario.paymentRequest else {
                 throw PaymentSheetError(
-                    .invalidScenario, "without --merchant-url the scenario needs a paymentRequest",
+                    .invalidScenario,
+                    "without --merchant-url the scenario needs a paymentRequest "
+                        + "(or, for --merchant-url, a checkout with cart items)",
                     field: "paymentRequest")
             }
             request = scenarioRequest

@@ -84,6 +84,51 @@ struct SimulateCheckoutTests {
         }
     }
 
+    @Test("a scenario with only a wallet and actions pays an existing checkout, and is refused without one")
+    func walletOnlyScenario() async throws {
+        let folder = try TemporaryDirectory(prefix: "simulate-checkout")
+        defer { folder.remove() }
+        let data = try Data(contentsOf: URL(fileURLWithPath: SimulateCommandTests.scenario("plain-purchase")))
+        var object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        for key in ["paymentRequest", "checkout", "merchant"] { object[key] = nil }
+        let path = folder.path("wallet-only.json")
+        try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
+        let sandbox = try await SimulateCommandTests.makeSandbox(in: folder)
+
+        // Alone it has nothing to show: exit 1 naming the field.
+        let alone = try await CommandLineTool.run(["simulate", path, "--sandbox", sandbox])
+        #expect(alone.status == 1)
+        #expect(alone.standardError.contains("paymentRequest"), "\(alone.standardError)")
+
+        let arguments = [
+            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
+        ]
+        try await RunningServer.with(arguments: arguments) { server in
+            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+            // No cart to create a checkout from: exit 1 naming the field.
+            let noCart = try await CommandLineTool.run(
+                ["simulate", path, "--merchant-url", url, "--sandbox", sandbox], timeout: 60)
+            #expect(noCart.status == 1)
+            #expect(noCart.standardError.contains("checkout"), "\(noCart.standardError)")
+
+            let created = try await Self.curlJSON([
+                "-X", "POST", url + "/v1/checkouts", "-H", "Content-Type: application/json",
+                "-d", #"{"items": [{"sku": "GRINDER-9", "quantity": 1}]}"#,
+            ])
+            let checkoutID = try #require(created["id"] as? String)
+            let paid = try await CommandLineTool.run(
+                ["simulate", path, "--merchant-url", url, "--checkout", checkoutID, "--sandbox", sandbox],
+                timeout: 60)
+            #expect(paid.status == 0, "\(paid.standardError)")
+            let transcript = Transcript(paid.standardOutput)
+            #expect(transcript.outcome == "success", "\(paid.standardOutput)")
+            let orderID = try #require(transcript.lines.last?["orderId"] as? String)
+            let order = try await Self.curlJSON([url + "/v1/orders/" + orderID])
+            #expect(order["checkoutId"] as? String == checkoutID)
+            #expect((order["items"] as? [[String: Any]])?.first?["sku"] as? String == "GRINDER-9")
+        }
+    }
+
     @Test("--checkout without --merchant-url, or with an empty id, is a usage error")
     func usage() async throws {
         let scenario = SimulateCommandTests.scenario("plain-purchase")

@@ -24,9 +24,9 @@ struct SimulateCommand: Command {
             ],
             discussion: """
                 A headless Apple Pay sheet: shows the scenario's payment request (or, with --merchant-url, the one
-                the server returns for the scenario's checkout.items, or with --checkout ID the one of that
-                existing checkout, whose cart is then the server's, not the scenario's), plays the user's actions with the
-                scenario's wallet, asks the merchant one event at a time, redacts the shipping contact until
+                the server returns for the scenario's checkout.items; with --checkout ID as well, the one of that
+                existing checkout, so the cart is the server's and the scenario needs only its wallet and actions),
+                plays the user's actions with the scenario's wallet, asks the merchant one event at a time, redacts the shipping contact until
                 authorization, mints a real token on authorization, and enforces the 30-second answer timeout.
                 Without --merchant-url the scenario's own merchant answers (its late answers pass on a virtual
                 clock, so a timeout costs no real time). With --merchant-url, use the sandbox the server trusts;
