@@ -122,9 +122,24 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
         guard publicKeyHash.count == 32 else {
             throw PaymentTokenError(.malformedToken, "header.publicKeyHash must be a base64 SHA-256 (32 bytes)")
         }
+        // The signature covers the fields concatenated without lengths, so their boundaries must be fixed: with a
+        // variable-length transactionId, bytes could be moved between it and applicationData (or the end of data)
+        // and the signature would still verify, giving the same payment a new replay key. Apple's transactionId
+        // is 32 bytes and applicationData a SHA-256.
         transactionId = try hex(header["transactionId"], "header.transactionId")
+        guard transactionId.count == 32 else {
+            throw PaymentTokenError(
+                .malformedToken,
+                "header.transactionId must be 64 hex digits (32 bytes), not \(transactionId.count) bytes")
+        }
         if let application = header["applicationData"], !application.isNull {
-            applicationData = try hex(application, "header.applicationData")
+            let bytes = try hex(application, "header.applicationData")
+            guard bytes.count == 32 else {
+                throw PaymentTokenError(
+                    .malformedToken, "header.applicationData must be a hex SHA-256 (32 bytes), not \(bytes.count) bytes"
+                )
+            }
+            applicationData = bytes
         } else {
             applicationData = nil
         }

@@ -119,13 +119,9 @@ public final class PaymentTokenVerifier: Sendable {
             // field for every token.
             entries.first { PaymentTokenVerifier.equalBytes($0.certificatesField, field) }
         }
-        if let cached = found {
-            guard message.isSigner(cached.leaf) else {
-                throw PaymentTokenError(
-                    .malformedSignature, "the signer's certificate is not among the embedded certificates")
-            }
-            return cached
-        }
+        // A hit only when the signer identifier names the cached leaf; otherwise the full checks below run, so that
+        // the verdict and its code never depend on what was verified before.
+        if let cached = found, message.isSigner(cached.leaf) { return cached }
         let certificates: [Certificate]
         do {
             certificates = try message.certificates.map { try Certificate(der: $0) }
