@@ -9,8 +9,13 @@ public struct PaymentTokenVerification: Sendable {
     /// The CMS signing time (certificate validity was checked at this time).
     public let signingTime: Date
     /// `header.transactionId` in lowercase hex: the identifier to use for replay detection.
+    ///
+    /// Apple signs key ‖ data ‖ transactionId ‖ applicationData with no lengths, and `data` is authenticated only
+    /// by decryption. Verification alone therefore cannot stop bytes moving between the end of `data` and
+    /// transactionId when applicationData is added or removed at the same time: use this as a replay key only
+    /// after `PaymentTokenDecryptor` opened the token, or when the caller knows whether applicationData is present.
     public let transactionId: String
-    /// `header.publicKeyHash`.
+    /// `header.publicKeyHash`: not covered by Apple's signature (decryption with the matching key is what binds it).
     public let publicKeyHash: Data
     /// `header.applicationData` (a SHA-256), when present.
     public let applicationData: Data?

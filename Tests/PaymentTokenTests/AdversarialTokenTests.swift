@@ -49,6 +49,30 @@ struct AdversarialTokenTests {
         expectCode(.malformedToken) { try decryptor.verifier.verify(jsonData: longer) }
     }
 
+    @Test("verification alone cannot pin transactionId when applicationData appears: decryption does")
+    func verifyOnlyBoundary() throws {
+        let (fixture, decryptor) = try Self.gala()
+        let original = try decryptor.decrypt(jsonData: fixture.tokenJSON).verification.transactionId
+        // data loses its last 32 bytes, which become transactionId; the old transactionId becomes applicationData.
+        // Every field keeps its fixed length and the concatenation is unchanged.
+        let moved = try fixture.modified { paymentData in
+            var data = Data(base64Encoded: paymentData["data"] as? String ?? "") ?? Data()
+            let tail = data.suffix(32)
+            data.removeLast(32)
+            var header = paymentData["header"] as? [String: Any] ?? [:]
+            header["applicationData"] = header["transactionId"]
+            header["transactionId"] = tail.map { String(format: "%02x", $0) }.joined()
+            paymentData["header"] = header
+            paymentData["data"] = data.base64EncodedString()
+        }
+        // Documented limitation of Apple's format: the signature still verifies, with another transactionId...
+        let verified = try decryptor.verifier.verify(jsonData: moved)
+        #expect(verified.transactionId != original)
+        #expect(verified.applicationData != nil)
+        // ...but data has changed, so opening it fails (AES-GCM authenticates data).
+        expectCode(.decryptionFailed) { try decryptor.decrypt(jsonData: moved) }
+    }
+
     @Test("duplicate members, also spelled with escapes: malformedToken, never first-wins or last-wins")
     func duplicateKeys() throws {
         let (fixture, decryptor) = try Self.gala()
