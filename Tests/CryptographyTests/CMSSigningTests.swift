@@ -11,7 +11,8 @@ struct CMSSigningTests {
         arguments: [KeyKind.p256, .rsa(bits: 2048)])
     func opensslVerifies(kind: KeyKind) async throws {
         let authority = try TestAuthority()
-        let key = try PrivateKey.generate(kind)
+        // RSA key generation takes a while on a busy machine: on a thread of its own, not Swift's cooperative pool.
+        let key = try await blocking { try PrivateKey.generate(kind) }
         let leaf = try authority.leaf(key: key, name: DistinguishedName(commonName: "signer", country: "US")) {
             $0.keyUsage = [.digitalSignature]
         }

@@ -89,7 +89,8 @@ struct CertificateIssuingTests {
     @Test("names with UID, custom extensions with raw DER and key usages come out as written")
     func extensionsAndNames() async throws {
         let authority = try TestAuthority()
-        let key = try PrivateKey.generate(.rsa(bits: 2048))
+        // RSA key generation takes a while on a busy machine: on a thread of its own, not Swift's cooperative pool.
+        let key = try await blocking { try PrivateKey.generate(.rsa(bits: 2048)) }
         let hash = String(repeating: "AB", count: 32)
         let name = DistinguishedName(
             userID: "merchant.com.example", commonName: "Merchant ID: merchant.com.example",

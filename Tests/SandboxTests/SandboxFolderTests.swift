@@ -128,27 +128,33 @@ struct SandboxFolderTests {
     }
 
     @Test("a merchant identifier too long for a common name still gets certificates, with the whole identifier as UID")
-    func longMerchantIdentifier() throws {
+    func longMerchantIdentifier() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let identifier = "merchant.com.example.a-rather-long-merchant-identifier-for-the-sandbox"
-        let sandbox = try Sandbox.create(
-            at: directory.url.appendingPathComponent("sandbox"), merchantIdentifier: identifier)
+        // Three RSA keys: made on a thread of its own, not on Swift's cooperative pool (see `blocking`).
+        let sandbox = try await blocking {
+            try Sandbox.create(at: directory.url.appendingPathComponent("sandbox"), merchantIdentifier: identifier)
+        }
         #expect(sandbox.paymentProcessingEC.certificate.subjectUID == identifier)
         #expect(sandbox.merchantIdentity.certificate.subjectUID == identifier)
     }
 
     @Test("an existing sandbox is refused without force and replaced with it; a non-empty other folder is refused")
-    func overwriting() throws {
+    func overwriting() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let target = folder.url.appendingPathComponent("box")
-        let first = try Sandbox.create(at: target, merchantIdentifier: "merchant.com.example.one")
+        let first = try await blocking {
+            try Sandbox.create(at: target, merchantIdentifier: "merchant.com.example.one")
+        }
         #expect(throws: SandboxError.alreadyExists) {
             try Sandbox.create(at: target, merchantIdentifier: "merchant.com.example.two")
         }
         #expect(try Sandbox.load(from: target).merchantIdentifier == "merchant.com.example.one")
-        let second = try Sandbox.create(at: target, merchantIdentifier: "merchant.com.example.two", force: true)
+        let second = try await blocking {
+            try Sandbox.create(at: target, merchantIdentifier: "merchant.com.example.two", force: true)
+        }
         #expect(second.rootCertificate != first.rootCertificate)
         #expect(try Sandbox.load(from: target).merchantIdentifier == "merchant.com.example.two")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == ["box"])
