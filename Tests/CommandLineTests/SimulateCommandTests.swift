@@ -240,7 +240,8 @@ final class RunningServer: Sendable {
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         let server = RunningServer(process: process)
-        try process.run()
+        // Started from a thread of `blocking`, so that the server runs at that thread's lower priority.
+        try await blocking { try process.run() }
         for (pipe, buffer) in [(stdout, server.output), (stderr, server.errors)] {
             let readers = server.readers
             readers.enter()

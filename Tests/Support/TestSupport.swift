@@ -97,11 +97,26 @@ public enum CommandLineTool {
 /// Swift Testing runs tests on Swift's cooperative thread pool, which has only as many threads as cores (two
 /// on CI). A test that blocks one of them stalls every other test in the process, including timing tests that
 /// expect a 150 ms timeout to fire on time.
+///
+/// The thread runs at a lower scheduling priority (nice 10), and so do the threads and child processes it starts:
+/// on a machine with two cores, key generation and child processes would otherwise take the CPU from the
+/// cooperative threads, and every test waiting there would see its timers fire seconds late.
 public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        let thread = Thread {
+            lowerThreadPriority()
+            continuation.resume(with: Result { try body() })
+        }
         thread.start()
     }
+}
+
+/// Sets the calling thread's nice value to 10 (Linux schedules each thread on its own; new threads and child
+/// processes inherit it). Raising one's own nice value needs no privilege.
+private func lowerThreadPriority() {
+    #if os(Linux)
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)  // 0: the calling thread on Linux
+    #endif
 }
 
 /// Runs external tools (`openssl`, `python3`, `curl`, the built `applepay`) and collects what they print.
@@ -127,13 +142,54 @@ public enum Subprocess {
     }
 
     /// Runs the executable at `executable`; see ``run(_:_:input:environment:timeout:)``.
+    ///
+    /// At most ``concurrentChildren`` run at a time; the others wait without holding a thread. Dozens of
+    /// children at once (the command-line tests start that many) would otherwise take the two cores from the
+    /// tests that run in this process, even at a lower priority.
     public static func run(
         executable: URL, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
         timeout: TimeInterval = 120
     ) async throws -> ToolResult {
-        try await blocking {
-            try runBlocking(
-                executable: executable, arguments, input: input, environment: environment, timeout: timeout)
+        await slots.acquire()
+        do {
+            let result = try await blocking {
+                try runBlocking(
+                    executable: executable, arguments, input: input, environment: environment, timeout: timeout)
+            }
+            await slots.release()
+            return result
+        } catch {
+            await slots.release()
+            throw error
+        }
+    }
+
+    /// How many children ``run(executable:_:input:environment:timeout:)`` lets run at the same time.
+    public static let concurrentChildren = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
+
+    private static let slots = Slots(count: concurrentChildren)
+
+    /// A counting semaphore that suspends instead of blocking.
+    private actor Slots {
+        private var free: Int
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        init(count: Int) { free = count }
+
+        func acquire() async {
+            if free > 0 {
+                free -= 1
+                return
+            }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        func release() {
+            if waiting.isEmpty {
+                free += 1
+            } else {
+                waiting.removeFirst().resume()
+            }
         }
     }
 
