@@ -330,6 +330,23 @@ struct AdversarialCMSTests {
         await expectCode(.signatureInvalid) {
             try Self.verify(authority, token, try await wrongKey.encode(signingKey: otherKey))
         }
+        // sid as a subject key identifier: the leaf's is accepted, the intermediate's is not a leaf.
+        func keyIdentifier(_ certificate: Certificate) throws -> [UInt8] {
+            let value = try #require(certificate.extensionValue(oid: "2.5.29.14"))
+            return DER.tlv(0x80, Array(DER.content(Array(value)[...])))
+        }
+        var byLeafKeyIdentifier = CraftedSignature(authority: authority, content: token.signedContent)
+        byLeafKeyIdentifier.signerIdentifier = try keyIdentifier(authority.leaf)
+        #expect(
+            try Self.verify(authority, token, try await byLeafKeyIdentifier.encode(signingKey: authority.leafKey))
+                .signer
+                == authority.leaf)
+        var byIntermediateKeyIdentifier = byLeafKeyIdentifier
+        byIntermediateKeyIdentifier.signerIdentifier = try keyIdentifier(authority.intermediate)
+        await expectCode(.missingAppleExtension) {
+            try Self.verify(
+                authority, token, try await byIntermediateKeyIdentifier.encode(signingKey: authority.intermediateKey))
+        }
         // sid names no embedded certificate.
         var nobody = CraftedSignature(authority: authority, content: token.signedContent)
         let leafIdentifier = DER.children(issuerAndSerial(of: authority.leaf)[...])
