@@ -229,11 +229,14 @@ struct OrderStoreTests {
         let (checkout, breakdown) = try await fixture.checkout()
         let sandbox = SandboxProcessor(hangDuration: .seconds(30))
         let service = PaymentService(store: fixture.store, processor: sandbox, timeout: .milliseconds(150))
-        let start = ContinuousClock.now
-        let result = try await service.pay(
-            fixture.newOrder(checkout, breakdown, transaction: "ff08", pan: "4817499999070054"),
-            token: testToken(pan: "4817499999070054"))
-        #expect(ContinuousClock.now - start < .seconds(2))
+        let (result, elapsed) = try await CooperativePool.measuring {
+            let start = ContinuousClock.now
+            let result = try await service.pay(
+                fixture.newOrder(checkout, breakdown, transaction: "ff08", pan: "4817499999070054"),
+                token: testToken(pan: "4817499999070054"))
+            return (result, ContinuousClock.now - start)
+        }
+        #expect(elapsed < .seconds(2))
         #expect(result.order.status == .failed)
         #expect(result.order.payment.status == .error)
         #expect(result.order.payment.failureCode == "processorTimeout")

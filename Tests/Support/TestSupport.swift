@@ -263,3 +263,98 @@ public enum Subprocess {
         thread.start()
     }
 }
+
+/// Keeps apart the tests that hold Swift's whole cooperative pool on purpose (to show that a server answers
+/// anyway) and the tests that measure how quickly something answers on that pool (a 150 ms processor time
+/// limit): all tests share one process, and on two cores the pool has two threads.
+public enum CooperativePool {
+    /// Runs `body`, which blocks every cooperative thread on purpose, while no measurement runs.
+    public static func blockingEveryThread<T>(_ body: () async throws -> T) async rethrows -> T {
+        await gate.enterExclusive()
+        do {
+            let result = try await body()
+            await gate.leaveExclusive()
+            return result
+        } catch {
+            await gate.leaveExclusive()
+            throw error
+        }
+    }
+
+    /// Runs the timing measurement `body` while no test holds the pool on purpose, once the pool has worked off
+    /// its backlog (see ``waitUntilResponsive(threshold:limit:)``).
+    public static func measuring<T>(_ body: () async throws -> T) async rethrows -> T {
+        await gate.enterShared()
+        await waitUntilResponsive()
+        do {
+            let result = try await body()
+            await gate.leaveShared()
+            return result
+        } catch {
+            await gate.leaveShared()
+            throw error
+        }
+    }
+
+    /// Waits until a new job on Swift's global executor starts within `threshold` three times in a row (at most
+    /// `limit`): when every test of the run starts at once, their synchronous work queues up ahead of any new job
+    /// for a second or so, and the Dispatch global queue (where timers run their handlers) shares those threads.
+    public static func waitUntilResponsive(
+        threshold: Duration = .milliseconds(20), limit: Duration = .seconds(20)
+    ) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        var quietRounds = 0
+        while quietRounds < 3, clock.now < deadline {
+            let start = clock.now
+            await Task.detached {}.value
+            quietRounds = clock.now - start < threshold ? quietRounds + 1 : 0
+        }
+    }
+
+    private static let gate = Gate()
+
+    /// A readers-writer lock that suspends instead of blocking; a waiting writer goes before new readers.
+    private actor Gate {
+        private var readers = 0
+        private var writing = false
+        private var waitingReaders: [CheckedContinuation<Void, Never>] = []
+        private var waitingWriters: [CheckedContinuation<Void, Never>] = []
+
+        func enterShared() async {
+            if !writing, waitingWriters.isEmpty {
+                readers += 1
+                return
+            }
+            await withCheckedContinuation { waitingReaders.append($0) }  // `readers` is counted by the waker
+        }
+
+        func leaveShared() {
+            readers -= 1
+            if readers == 0, !waitingWriters.isEmpty {
+                writing = true
+                waitingWriters.removeFirst().resume()
+            }
+        }
+
+        func enterExclusive() async {
+            if !writing, readers == 0 {
+                writing = true
+                return
+            }
+            await withCheckedContinuation { waitingWriters.append($0) }  // `writing` is set by the waker
+        }
+
+        func leaveExclusive() {
+            writing = false
+            if !waitingReaders.isEmpty {
+                readers += waitingReaders.count
+                for reader in waitingReaders { reader.resume() }
+                waitingReaders.removeAll()
+            } else if !waitingWriters.isEmpty {
+                writing = true
+                waitingWriters.removeFirst().resume()
+            }
+        }
+    }
+}
