@@ -139,6 +139,7 @@ final class RecordingMerchant: PaymentSheetDelegate {
         var paymentMethods: [PaymentMethod] = []
         var payments: [Payment] = []
         var outcomes: [SessionOutcome] = []
+        var finishedDelays = 0
     }
 
     let answers: Answers
@@ -167,11 +168,16 @@ final class RecordingMerchant: PaymentSheetDelegate {
     var paymentMethods: [PaymentMethod] { log.withLock { $0.paymentMethods } }
     var payments: [Payment] { log.withLock { $0.payments } }
     var outcomes: [SessionOutcome] { log.withLock { $0.outcomes } }
+    /// How many `delays` have been advanced in full (the session may end, timed out, while one is still running).
+    var finishedDelays: Int { log.withLock { $0.finishedDelays } }
 
     private func arrive(_ event: String) async throws {
         log.withLock { $0.calls.append(event) }
         if let gate = gates[event] { await gate.wait() }
-        if let delay = delays[event], let clock { await clock.advance(by: delay) }
+        if let delay = delays[event], let clock {
+            await clock.advance(by: delay)
+            log.withLock { $0.finishedDelays += 1 }
+        }
         if silentEvents.contains(event) {
             while !Task.isCancelled { try await Task.sleep(for: .milliseconds(5)) }
             throw CancellationError()
