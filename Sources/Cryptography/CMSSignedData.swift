@@ -186,6 +186,38 @@ public struct CMSSignedData: Sendable {
         }
     }
 
+    /// The DER bytes of the first embedded certificate whose issuer and serial number the signer identifier names,
+    /// read from the encoding alone (no certificate is parsed by OpenSSL): a cheap, exact cache key for the
+    /// signer. Nil when no embedded certificate matches, or when the signer is named by subject key identifier.
+    public var signerCertificateBytes: ArraySlice<UInt8>? {
+        guard case .issuerAndSerial(let issuer, let serial) = signer else { return nil }
+        let reader = ASN1Reader(certificatesField)
+        for range in certificateRanges {
+            guard let certificate = try? reader.node(at: range.lowerBound, limit: range.upperBound),
+                let tbs = try? reader.children(of: certificate, expecting: 0x30, "Certificate").first,
+                var fields = try? reader.children(of: tbs, expecting: 0x30, "TBSCertificate")
+            else { continue }
+            if fields.first?.tag == 0xa0 { fields.removeFirst() }
+            guard fields.count >= 3, fields[0].tag == 0x02, fields[2].tag == 0x30 else { continue }
+            if reader.content(fields[0]).elementsEqual(serial), reader.whole(fields[2]).elementsEqual(issuer) {
+                return certificatesField[range]
+            }
+        }
+        return nil
+    }
+
+    /// Whether one of the embedded certificates is exactly these DER bytes.
+    public func embedsCertificate(der: [UInt8]) -> Bool {
+        der.withUnsafeBytes { wanted in
+            certificatesField.withUnsafeBytes { field in
+                guard let target = wanted.baseAddress, let base = field.baseAddress else { return false }
+                return certificateRanges.contains { range in
+                    range.count == wanted.count && memcmp(base + range.lowerBound, target, wanted.count) == 0
+                }
+            }
+        }
+    }
+
     /// The index, in `certificates`, of the signer's certificate.
     public func signerIndex(in certificates: [Certificate]) -> Int? { certificates.firstIndex(where: isSigner) }
 

@@ -27,7 +27,9 @@ public struct PaymentTokenVerification: Sendable {
 /// trusted root at the signing time, and the signing time against "now".
 ///
 /// Configure once and share: it holds the trust store and caches, per distinct set of embedded certificates, the
-/// verified chain and a prepared verifier for the leaf key (keyed by a SHA-256 of the certificates' DER bytes).
+/// verified chain and a prepared verifier for the leaf key (keyed by the signer certificate's DER bytes; a hit also
+/// needs the chain's intermediates among the embedded certificates, so unsigned extra certificates neither miss the
+/// cache nor evict the entries of genuine tokens).
 /// Per token it then costs two SHA-256 passes, one signature verification and a date comparison. Validity is
 /// still checked for each token at its own signing time. Safe to call from many threads at once.
 public final class PaymentTokenVerifier: Sendable {
@@ -40,8 +42,10 @@ public final class PaymentTokenVerifier: Sendable {
     private static let cacheLimit = 16
 
     struct CachedSigner: Sendable {
-        /// The CMS `certificates` field the entry was built from, byte for byte.
-        let certificatesField: [UInt8]
+        /// The signer's certificate, byte for byte.
+        let leafDER: [UInt8]
+        /// The certificates of the chain between the leaf and the root, byte for byte.
+        let intermediatesDER: [[UInt8]]
         let leaf: Certificate
         let verifier: SignatureVerifier
         let chain: VerifiedCertificateChain
@@ -118,15 +122,20 @@ public final class PaymentTokenVerifier: Sendable {
 
     /// The verified chain and leaf verifier for the message's certificates, from the cache or checked now.
     private func cachedSigner(for message: CMSSignedData) throws(PaymentTokenError) -> CachedSigner {
-        let field = message.certificatesField
-        let found = cache.withLock { entries in
-            // Few distinct Apple leaves are live at once: a short list compared byte for byte beats hashing the
-            // field for every token.
-            entries.first { PaymentTokenVerifier.equalBytes($0.certificatesField, field) }
+        // A hit needs the certificate the signer identifier names (the first match, as below) to be a cached leaf,
+        // and that leaf's chain to be embedded too: then the full checks below would build the same chain, so the
+        // verdict and its code never depend on what was verified before. Few distinct Apple leaves are live at
+        // once: a short list compared byte for byte beats hashing.
+        let signerBytes = message.signerCertificateBytes
+        if let signerBytes {
+            let found = cache.withLock { entries in
+                entries.first { entry in
+                    PaymentTokenVerifier.equalBytes(entry.leafDER, signerBytes)
+                        && entry.intermediatesDER.allSatisfy { message.embedsCertificate(der: $0) }
+                }
+            }
+            if let found { return found }
         }
-        // A hit only when the signer identifier names the cached leaf; otherwise the full checks below run, so that
-        // the verdict and its code never depend on what was verified before.
-        if let cached = found, message.isSigner(cached.leaf) { return cached }
         let certificates: [Certificate]
         do {
             certificates = try message.certificates.map { try Certificate(der: $0) }
@@ -168,12 +177,19 @@ public final class PaymentTokenVerifier: Sendable {
         } catch {
             throw PaymentTokenError(.malformedSignature, "the signing certificate's key cannot verify: \(error)")
         }
-        let entry = CachedSigner(certificatesField: field, leaf: leaf, verifier: verifier, chain: chain)
+        let entry = CachedSigner(
+            leafDER: Array(leaf.derRepresentation),
+            intermediatesDER: chain.certificates.dropFirst().dropLast().map { Array($0.derRepresentation) },
+            leaf: leaf, verifier: verifier, chain: chain)
+        // Only a signer named by issuer and serial number can be looked up by its bytes.
+        guard signerBytes != nil else { return entry }
         cache.withLock { entries in
-            // Another thread may have verified the same certificates meanwhile: keep one entry.
-            guard !entries.contains(where: { PaymentTokenVerifier.equalBytes($0.certificatesField, field) }) else {
-                return
-            }
+            // Another thread may have verified the same chain meanwhile: keep one entry.
+            guard
+                !entries.contains(where: {
+                    $0.leafDER == entry.leafDER && $0.intermediatesDER == entry.intermediatesDER
+                })
+            else { return }
             if entries.count >= PaymentTokenVerifier.cacheLimit { entries.removeFirst() }
             entries.append(entry)
         }
@@ -181,7 +197,7 @@ public final class PaymentTokenVerifier: Sendable {
     }
 
     /// Byte-for-byte equality with `memcmp`.
-    static func equalBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    static func equalBytes(_ a: [UInt8], _ b: ArraySlice<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         return a.withUnsafeBytes { x in
             b.withUnsafeBytes { y in

@@ -384,6 +384,47 @@ struct AdversarialCMSTests {
         }
     }
 
+    @Test("the cache is keyed by the signer's certificate: extra certificates hit it, a missing intermediate does not")
+    func cacheKeyedBySigner() async throws {
+        let authority = try CraftAuthority()
+        let warm = try authority.verifier()
+        let token = try CraftedToken()
+        let good = CraftedSignature(authority: authority, content: token.signedContent)
+        _ = try warm.verify(jsonData: token.json(signature: try await good.encode(signingKey: authority.leafKey)))
+        // Unrelated certificates appended (the certificates field is not signed): accepted, cold or warm.
+        var padded = good
+        padded.certificates.append(try CraftAuthority.selfSignedRoot(key: PrivateKey.generate(.p256), name: "pad"))
+        let paddedJSON = try token.json(signature: try await padded.encode(signingKey: authority.leafKey))
+        #expect(try warm.verify(jsonData: paddedJSON).signer == authority.leaf)
+        #expect(try authority.verifier().verify(jsonData: paddedJSON).signer == authority.leaf)
+        // Only the leaf embedded: the intermediate must be in the signature, also when the chain is cached.
+        var leafOnly = good
+        leafOnly.certificates = [authority.leaf]
+        let leafOnlyJSON = try token.json(signature: try await leafOnly.encode(signingKey: authority.leafKey))
+        expectCode(.missingAppleExtension) { try authority.verifier().verify(jsonData: leafOnlyJSON) }
+        expectCode(.missingAppleExtension) { try warm.verify(jsonData: leafOnlyJSON) }
+        // A look-alike placed before the leaf with the leaf's issuer name and serial number: the signer identifier
+        // names it first, so it is the signer (and lacks the marker), cold or warm.
+        let twinCAKey = try PrivateKey.generate(.p256)
+        let twinCA = try CraftAuthority.issue(
+            "Craft Integration CA", key: twinCAKey, by: authority.root, issuerKey: authority.rootKey,
+            constraints: .certificateAuthority(pathLength: 0))
+        #expect(twinCA.subject == authority.intermediate.subject)
+        let twinKey = try PrivateKey.generate(.p256)
+        var twinBuilder = CertificateBuilder(
+            subject: DistinguishedName(commonName: "twin", organization: "Tests", country: "US"),
+            publicKey: twinKey.publicKey, notBefore: CraftAuthority.epoch - CraftAuthority.year,
+            notAfter: CraftAuthority.epoch + CraftAuthority.year)
+        twinBuilder.serialNumber = Data(DER.content(DER.children(issuerAndSerial(of: authority.leaf)[...])[1]))
+        let twin = try twinBuilder.signed(by: twinCA, key: twinCAKey)
+        #expect(issuerAndSerial(of: twin) == issuerAndSerial(of: authority.leaf))
+        var twinFirst = good
+        twinFirst.certificates = [twin, authority.leaf, authority.intermediate]
+        let twinJSON = try token.json(signature: try await twinFirst.encode(signingKey: authority.leafKey))
+        expectCode(.missingAppleExtension) { try authority.verifier().verify(jsonData: twinJSON) }
+        expectCode(.missingAppleExtension) { try warm.verify(jsonData: twinJSON) }
+    }
+
     @Test("chains: the leaf's issuer must carry .2.14 and be a CA; roots are trusted by key, not by name")
     func chains() async throws {
         let authority = try CraftAuthority()
