@@ -139,8 +139,8 @@ public enum PaymentProcessing {
                 }
                 return answer.resume(with: outcome)
             }
-            // The time limit runs on a Dispatch timer, not on Swift's cooperative pool, so that it fires on time
-            // even when every cooperative thread is busy.
+            // The time limit runs on a serial Dispatch queue of its own: such a queue gets a thread even when
+            // every thread of the shared pool (which on Linux also runs Swift's tasks) is busy, so it fires on time.
             let timer = DispatchWorkItem {
                 if answer.resume(
                     with: .error(
@@ -149,7 +149,7 @@ public enum PaymentProcessing {
                     call.cancel()
                 }
             }
-            DispatchQueue.global().asyncAfter(deadline: .now() + dispatchInterval(timeout), execute: timer)
+            timeLimits.asyncAfter(deadline: .now() + dispatchInterval(timeout), execute: timer)
             Task {
                 // Once the processor has answered, the timer has nothing left to do.
                 if await call.value { timer.cancel() }
@@ -157,6 +157,9 @@ public enum PaymentProcessing {
         }
     }
 }
+
+/// Where processor time limits fire; serial, so Dispatch gives it a thread of its own when the pool is busy.
+private let timeLimits = DispatchQueue(label: "MerchantServer.PaymentProcessing.timeLimits")
 
 /// A `Duration` as a Dispatch interval: negative is zero, too long to count in nanoseconds is never.
 private func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
