@@ -176,6 +176,10 @@ struct CraftedSignature {
     var signerInfoCount = 1
     /// Applied to the signature value after signing.
     var alterSignature: @Sendable ([UInt8]) -> [UInt8] = { $0 }
+    /// Applied to the encoded attributes after signing (the signature still covers the DER).
+    var alterEncodedAttributes: @Sendable ([UInt8]) -> [UInt8] = { $0 }
+    /// Writes the signed attributes' [0] with an indefinite length (BER), after signing the DER.
+    var indefiniteSignedAttributes = false
 
     static func attribute(_ type: String, _ values: [UInt8]...) -> [UInt8] {
         DER.sequence(DER.oid(type), DER.set(values))
@@ -201,9 +205,12 @@ struct CraftedSignature {
 
     func encode(signingKey: PrivateKey) async throws -> Data {
         let signature = alterSignature(try await sign(signedAttributesDER, with: signingKey))
+        let encodedAttributes = alterEncodedAttributes(attributes.flatMap { $0 })
+        let signedAttributes =
+            indefiniteSignedAttributes ? [0xa0, 0x80] + encodedAttributes + [0, 0] : DER.tlv(0xa0, encodedAttributes)
         var signerInfo =
-            DER.integer(1) + signerIdentifier + digestAlgorithm + DER.tlv(0xa0, attributes.flatMap { $0 })
-            + signatureAlgorithm + DER.octets(signature)
+            DER.integer(1) + signerIdentifier + digestAlgorithm + signedAttributes + signatureAlgorithm
+            + DER.octets(signature)
         if let unsignedAttributes { signerInfo += DER.tlv(0xa1, unsignedAttributes.flatMap { $0 }) }
         let oneSigner = DER.tlv(0x30, signerInfo)
         var encapsulated = DER.oid(OIDs.data)
@@ -635,4 +642,27 @@ struct AdversarialCMSTests {
         let inner = Array(DER.content(good[...]))
         _ = try verifier.verify(jsonData: token.json(signature: Data([0x30, 0x80] + inner + [0, 0])))
     }
+}
+
+/// The same ECDSA signature with s replaced by n − s (P-256): equally valid, a different encoding.
+func highS(_ signature: [UInt8]) -> [UInt8] {
+    let order: [UInt8] = [
+        0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xbc, 0xe6,
+        0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51,
+    ]
+    let parts = DER.children(signature[...])
+    let r = Array(parts[0])
+    var s = Array(DER.content(parts[1]).drop { $0 == 0 })
+    s = Array(repeating: 0, count: 32 - s.count) + s
+    var difference = [UInt8](repeating: 0, count: 32)
+    var borrow = 0
+    for index in stride(from: 31, through: 0, by: -1) {
+        var value = Int(order[index]) - Int(s[index]) - borrow
+        borrow = value < 0 ? 1 : 0
+        if value < 0 { value += 256 }
+        difference[index] = UInt8(value)
+    }
+    var content = Array(difference.drop { $0 == 0 })
+    if let first = content.first, first & 0x80 != 0 { content.insert(0, at: 0) }
+    return DER.tlv(0x30, r + DER.tlv(0x02, content))
 }

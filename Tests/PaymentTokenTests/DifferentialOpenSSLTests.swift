@@ -106,6 +106,12 @@ struct DifferentialOpenSSLTests {
             $0.signerIdentifier = issuerAndSerial(of: authority.intermediate)
         }
         variant("two-signers") { $0.signerInfoCount = 2 }
+        variant("high-s") { $0.alterSignature = highS }
+        variant("indefinite-signed-attributes") { $0.indefiniteSignedAttributes = true }
+        // The content-type attribute's SEQUENCE with a long-form length: BER, not the DER that was signed.
+        variant("non-minimal-attribute-length") {
+            $0.alterEncodedAttributes = { bytes in [0x30, 0x81] + bytes.dropFirst() }
+        }
         var cases: [Case] = []
         for (name, craft, key) in variants {
             cases.append(Case(name: name, signature: try await craft.encode(signingKey: key), content: content))
@@ -122,6 +128,10 @@ struct DifferentialOpenSSLTests {
         // OpenSSL takes the digest from the signature algorithm's key type and the SignerInfo's digestAlgorithm;
         // Apple always signs ECDSA-SHA256, so any other claimed algorithm is refused before any arithmetic.
         "ecdsa-sha384-claimed": "ECDSA-SHA256 only",
+        // OpenSSL re-encodes received signed attributes as DER before hashing; the Swift reader hashes the bytes it
+        // read (after re-tagging [0] as SET, and re-wrapping an indefinite outer length), so BER inside an attribute
+        // fails. What is hashed is exactly what is parsed, and Apple signs DER.
+        "non-minimal-attribute-length": "signed attributes must be DER inside",
     ]
 
     @Test("signature verdicts: real tokens, tampered tokens and crafted signatures")
