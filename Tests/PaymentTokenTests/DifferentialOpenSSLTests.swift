@@ -202,4 +202,66 @@ struct DifferentialOpenSSLTests {
             }
         }
     }
+
+    /// `openssl cms -verify` with the chain checked at `time` against `root`.
+    static func opensslAcceptsFully(
+        signature: Data, content: Data, root: Certificate, at time: Date, in directory: TemporaryDirectory, name: String
+    ) async throws -> Bool {
+        let signatureFile = directory.url.appendingPathComponent("\(name).sig.der")
+        let contentFile = directory.url.appendingPathComponent("\(name).content")
+        let rootFile = directory.url.appendingPathComponent("\(name).root.pem")
+        try signature.write(to: signatureFile)
+        try content.write(to: contentFile)
+        try Data(root.pemRepresentation.utf8).write(to: rootFile)
+        let result = try await Subprocess.run(
+            "openssl",
+            [
+                "cms", "-verify", "-binary", "-inform", "DER", "-in", signatureFile.path, "-content", contentFile.path,
+                "-CAfile", rootFile.path, "-purpose", "any", "-attime", String(Int(time.timeIntervalSince1970)),
+                "-out", "/dev/null",
+            ], timeout: 60)
+        return result.status == 0
+    }
+
+    @Test("whole verdicts (signature and chain at the signing time): PaymentTokenVerifier against openssl cms")
+    func wholeVerdicts() async throws {
+        let directory = try TemporaryDirectory(prefix: "differential-whole")
+        defer { directory.remove() }
+        let apple = try AppleRootCertificateAuthority.g3
+        let authority = try CraftAuthority()
+        var checked = 0
+        for folder in TokenFixture.all {
+            let fixture = try TokenFixture(folder)
+            let (signature, content) = try Self.signedParts(fixture.tokenJSON)
+            for (label, root) in [("apple", apple), ("other-root", authority.root)] {
+                let swift =
+                    (try? PaymentTokenVerifier(roots: [root], now: { fixture.signingTime }).verify(
+                        jsonData: fixture.tokenJSON)) != nil
+                let openssl = try await Self.opensslAcceptsFully(
+                    signature: signature, content: content, root: root, at: fixture.signingTime, in: directory,
+                    name: "\(folder)-\(label)")
+                #expect(swift == (label == "apple"), "\(folder) under \(label)")
+                #expect(swift == openssl, "\(folder) under \(label): Swift \(swift), openssl \(openssl)")
+                checked += 1
+            }
+        }
+        // Crafted tokens from the test authority, signed inside and after the leaf's validity.
+        let token = try CraftedToken()
+        for (label, time) in [
+            ("inside", CraftAuthority.epoch), ("after", authority.leaf.notAfter + 86_400),
+            ("before", authority.leaf.notBefore - 86_400),
+        ] {
+            let craft = CraftedSignature(authority: authority, content: token.signedContent, signingTime: time)
+            let signature = try await craft.encode(signingKey: authority.leafKey)
+            let swift =
+                (try? PaymentTokenVerifier(roots: [authority.root], now: { time }).verify(
+                    jsonData: token.json(signature: signature))) != nil
+            let openssl = try await Self.opensslAcceptsFully(
+                signature: signature, content: token.signedContent, root: authority.root, at: time, in: directory,
+                name: "crafted-\(label)")
+            #expect(swift == (label == "inside"), "crafted \(label)")
+            #expect(swift == openssl, "crafted \(label): Swift \(swift), openssl \(openssl)")
+        }
+        #expect(checked == 2 * TokenFixture.all.count)
+    }
 }
