@@ -573,6 +573,43 @@ struct AdversarialCMSTests {
         _ = try Self.verify(authority, token, try await unsorted.encode(signingKey: authority.leafKey))
     }
 
+    @Test("signing times at the edges of what ASN.1 can say: a clear code, no trap in parsing or in messages")
+    func extremeSigningTimes() async throws {
+        let authority = try CraftAuthority()
+        let token = try CraftedToken()
+        let base = CraftedSignature(authority: authority, content: token.signedContent)
+        func signed(_ time: [UInt8]) async throws -> Data {
+            var craft = base
+            craft.attributes[1] = CraftedSignature.attribute(OIDs.signingTime, time)
+            return try token.json(signature: try await craft.encode(signingKey: authority.leafKey))
+        }
+        let wide = try authority.verifier(maximumAge: .infinity)
+        for text in ["00000101000000Z", "99991231235959Z", "18500101000000Z"] {
+            let json = try await signed(DER.tlv(0x18, Array(text.utf8)))
+            expectCode(.untrustedCertificateChain) { try wide.verify(jsonData: json) }
+        }
+        let json1950 = try await signed(DER.tlv(0x17, Array("500101000000Z".utf8)))
+        expectCode(.untrustedCertificateChain) { try wide.verify(jsonData: json1950) }
+        // Not a time: month 13, a local offset, fractions, letters, empty.
+        for (tag, text) in [
+            (UInt8(0x17), "231314000000Z"), (0x17, "2311142213+0100"), (0x18, "20231114221320.5Z"),
+            (0x17, "23111422132aZ"),
+            (0x17, ""), (0x04, "231114221320Z"),
+        ] {
+            let json = try await signed(DER.tlv(tag, Array(text.utf8)))
+            expectCode(.malformedSignature) { try wide.verify(jsonData: json) }
+        }
+        // Inside the chain's validity but far from now: signingTimeOutOfRange, in the past and in the future.
+        let verifier = try authority.verifier(now: CraftAuthority.epoch)
+        for offset in [-301.0, 301] {
+            let time = CraftAuthority.epoch + offset
+            var craft = base
+            craft.attributes[1] = CraftedSignature.attribute(OIDs.signingTime, DER.utcTime(time))
+            let json = try token.json(signature: try await craft.encode(signingKey: authority.leafKey))
+            expectCode(.signingTimeOutOfRange) { try verifier.verify(jsonData: json) }
+        }
+    }
+
     @Test("algorithms: only SHA-256 with ECDSA (EC_v1); SHA-1, SHA-384 and RSA-PSS claims are refused")
     func algorithms() async throws {
         let authority = try CraftAuthority()
