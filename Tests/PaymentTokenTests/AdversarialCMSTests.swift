@@ -573,6 +573,40 @@ struct AdversarialCMSTests {
         _ = try Self.verify(authority, token, try await unsorted.encode(signingKey: authority.leafKey))
     }
 
+    @Test("a root with Apple Root CA - G3's exact name but another key, embedded or not: untrustedCertificateChain")
+    func appleNamedRoot() async throws {
+        let apple = try AppleRootCertificateAuthority.g3
+        let rootKey = try PrivateKey.generate(.p384)
+        var rootBuilder = CertificateBuilder(
+            subject: DistinguishedName([
+                .init(.commonName, "Apple Root CA - G3"), .init(.organizationalUnit, "Apple Certification Authority"),
+                .init(.organization, "Apple Inc."), .init(.country, "US"),
+            ]), publicKey: rootKey.publicKey, notBefore: CraftAuthority.epoch - 10 * CraftAuthority.year,
+            notAfter: CraftAuthority.epoch + 10 * CraftAuthority.year)
+        rootBuilder.basicConstraints = .certificateAuthority(pathLength: nil)
+        rootBuilder.keyUsage = [.keyCertSign, .cRLSign]
+        let fakeRoot = try rootBuilder.selfSigned(with: rootKey, digest: .sha384)
+        #expect(fakeRoot.subject == apple.subject)
+        let intermediateKey = try PrivateKey.generate(.p256)
+        let intermediate = try CraftAuthority.issue(
+            "Apple Application Integration CA - G3", key: intermediateKey, by: fakeRoot, issuerKey: rootKey,
+            constraints: .certificateAuthority(pathLength: 0), markers: [ApplePayOID.intermediateMarker])
+        let leafKey = try PrivateKey.generate(.p256)
+        let leaf = try CraftAuthority.issue(
+            "ecc-smp-broker-sign_UC4-PROD", key: leafKey, by: intermediate, issuerKey: intermediateKey,
+            markers: [ApplePayOID.leafMarker])
+        let token = try CraftedToken()
+        let verifier = try PaymentTokenVerifier(now: { CraftAuthority.epoch })
+        for certificates in [[leaf, intermediate], [leaf, intermediate, fakeRoot], [fakeRoot, intermediate, leaf]] {
+            var craft = CraftedSignature(
+                authority: try CraftAuthority(), content: token.signedContent)
+            craft.certificates = certificates
+            craft.signerIdentifier = issuerAndSerial(of: leaf)
+            let json = try token.json(signature: try await craft.encode(signingKey: leafKey))
+            expectCode(.untrustedCertificateChain) { try verifier.verify(jsonData: json) }
+        }
+    }
+
     @Test("signing times at the edges of what ASN.1 can say: a clear code, no trap in parsing or in messages")
     func extremeSigningTimes() async throws {
         let authority = try CraftAuthority()
