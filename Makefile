@@ -4,7 +4,7 @@ PORT ?= 8080
 SANDBOX ?= .sandbox
 STORE ?= .data/orders.sqlite
 
-.PHONY: setup build run test clean
+.PHONY: setup build run test bench clean
 
 setup:
 	@scripts/setup.sh
@@ -19,6 +19,10 @@ run: build
 test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Token verification + decryption against OpenSSL's own bound, measured in the same run (issue 3).
+bench: setup
+	scripts/bench-decrypt.sh
 
 clean:
 	rm -rf .build
