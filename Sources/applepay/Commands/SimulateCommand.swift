@@ -26,8 +26,9 @@ struct SimulateCommand: Command {
                 A headless Apple Pay sheet: shows the scenario's payment request (or, with --merchant-url, the one
                 the server returns for the scenario's checkout.items; with --checkout ID as well, the one of that
                 existing checkout, so the cart is the server's and the scenario needs only its wallet and actions),
-                plays the user's actions with the scenario's wallet, asks the merchant one event at a time, redacts the shipping contact until
-                authorization, mints a real token on authorization, and enforces the 30-second answer timeout.
+                plays the user's actions with the scenario's wallet, asks the merchant one event at a time,
+                redacts the shipping contact until authorization, mints a real token on authorization, and
+                enforces the 30-second answer timeout.
                 Without --merchant-url the scenario's own merchant answers (its late answers pass on a virtual
                 clock, so a timeout costs no real time). With --merchant-url, use the sandbox the server trusts;
                 the sheet then acts as an app (no merchant validation, which only Apple's gateway can answer)
