@@ -16,7 +16,6 @@ struct ASN1Node {
     let end: Int
 
     var isConstructed: Bool { tag & 0x20 != 0 }
-    var contentCount: Int { contentEnd - contentStart }
     var isIndefinite: Bool { end != contentEnd }
 }
 

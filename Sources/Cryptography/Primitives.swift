@@ -5,23 +5,23 @@ import Foundation
 public enum Digest {
     /// SHA-256 of the bytes (32 bytes).
     public static func sha256(_ data: some DataProtocol) -> Data {
-        var output = Data(count: Int(SHA256_DIGEST_LENGTH))
-        withContiguousBytes(data) { input in
-            output.withUnsafeMutableBytes { out in
-                _ = SHA256(
-                    input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
-                    out.baseAddress?.assumingMemoryBound(to: UInt8.self))
-            }
-        }
-        return output
+        hash(data, length: Int(SHA256_DIGEST_LENGTH), SHA256)
     }
 
     /// SHA-384 of the bytes (48 bytes).
     public static func sha384(_ data: some DataProtocol) -> Data {
-        var output = Data(count: Int(SHA384_DIGEST_LENGTH))
+        hash(data, length: Int(SHA384_DIGEST_LENGTH), SHA384)
+    }
+
+    /// Runs one of OpenSSL's one-shot digest functions (`SHA256`, `SHA384`) over the bytes.
+    private static func hash(
+        _ data: some DataProtocol, length: Int,
+        _ function: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?) -> UnsafeMutablePointer<UInt8>?
+    ) -> Data {
+        var output = Data(count: length)
         withContiguousBytes(data) { input in
             output.withUnsafeMutableBytes { out in
-                _ = SHA384(
+                _ = function(
                     input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
                     out.baseAddress?.assumingMemoryBound(to: UInt8.self))
             }

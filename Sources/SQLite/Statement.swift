@@ -45,11 +45,6 @@ public final class Statement {
     /// Number of `?` parameters.
     public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
 
-    /// Column names of the result.
-    public var columnNames: [String] {
-        (0..<sqlite3_column_count(handle)).map { String(cString: sqlite3_column_name(handle, $0)) }
-    }
-
     /// Resets the statement and binds values to its parameters, in order (`?1`, `?2`, ...).
     /// - Throws: ``SQLiteError`` (`range`) if the count does not match the statement's parameters.
     public func bind(_ values: [Value]) throws(SQLiteError) {
