@@ -161,18 +161,40 @@ public final class HTTPServer: Sendable {
     /// Requests received and not yet finished (answered or abandoned).
     public var requestsInFlight: Int { core.counters.withLock { $0.inFlight } }
 
+    /// A server released without `shutdown()` (the documented way to stop one) stops listening at once and
+    /// never blocks the releasing thread: with nothing being answered it stops there and then; otherwise a thread
+    /// of its own waits (at most 30 s) for the answers being computed and then stops it, and if some never finish
+    /// it leaves the daemon running rather than free what their connections still use.
     deinit {
-        guard let daemon = core.daemon.withLock({ $0 }) else { return }
-        // Not shut down. Stop taking new work, wait (bounded) for answers being computed, then stop; if some never
-        // finish, leave the daemon running rather than free what their connections still use.
-        core.counters.withLock { $0.stopping = true }
-        for _ in 0..<3000 where core.counters.withLock({ $0.dispatched }) > 0 { usleep(10_000) }
-        if core.counters.withLock({ $0.dispatched }) > 0 {
-            _ = Unmanaged.passRetained(core)
+        guard
+            let daemon = core.daemon.withLock({ handle -> DaemonHandle? in
+                defer { handle = nil }
+                return handle
+            })
+        else { return }
+        let listener = MHD_quiesce_daemon(daemon.pointer)
+        if listener >= 0 { close(listener) }
+        let core = self.core
+        let idle = core.counters.withLock { counters -> Bool in
+            counters.stopping = true
+            return counters.dispatched == 0
+        }
+        if idle {
+            MHD_stop_daemon(daemon.pointer)
+            core.executor.stop()
             return
         }
-        MHD_stop_daemon(daemon.pointer)
-        core.executor.stop()
+        Thread.detachNewThread {
+            for _ in 0..<3000 where core.counters.withLock({ $0.dispatched }) > 0 { usleep(10_000) }
+            if core.counters.withLock({ $0.dispatched }) > 0 {
+                _ = Unmanaged.passRetained(core)
+                return
+            }
+            // As in shutdown(): let the polling thread flush the last answers before stopping.
+            usleep(20_000)
+            MHD_stop_daemon(daemon.pointer)
+            core.executor.stop()
+        }
     }
 
     private static func startDaemon(

@@ -234,6 +234,30 @@ struct HTTPServerTests {
         #expect(refused)
     }
 
+    @Test("a server released with a request in flight stops listening at once and still answers it")
+    func releasedWithRequestInFlight() async throws {
+        let responder = TestResponder()
+        var server: HTTPServer? = try HTTPServer.start(configuration: .init(port: 0), responder: responder)
+        let port = try #require(server?.port)
+        let patient = HTTPClient(configuration: .init(timeout: .seconds(120)))
+        let pending = BackgroundRequest(client: patient, url: "http://127.0.0.1:\(port)/gated")
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(20)
+        while (server?.requestsInFlight ?? 0) == 0 && clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(server?.requestsInFlight == 1)
+        // Releasing it must not wait for the gated answer (the releasing thread used to block up to 30 s).
+        let released = clock.measure { server = nil }
+        #expect(released < .seconds(2))
+        let refused = try await offPool { (try? RawConnection(port: port)) == nil }
+        #expect(refused, "a new connection after the server was released")
+        responder.gateOpen.withLock { $0 = true }
+        let response = try await pending.result()
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self) == "released")
+    }
+
     @Test("refuses an address that is not an IP literal, and a port in use")
     func startErrors() async throws {
         #expect(throws: HTTPServer.StartError(code: "invalidAddress", message: "")) {
