@@ -45,7 +45,7 @@ extension Endpoints {
         }
         var status: String
         var orderId: String?
-        var errors: [ApplePayJSError]?
+        var errors: [PaymentError]?
         var error: ErrorObject?
     }
 
@@ -183,7 +183,7 @@ extension Endpoints {
         return answer(
             status: status,
             PaymentAnswer(
-                status: "failure", orderId: orderID, errors: [ApplePayJSError(code: .unknown, message: message)],
+                status: "failure", orderId: orderID, errors: [PaymentError(code: .unknown, message: message)],
                 error: .init(code: code, message: message)))
     }
 

@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 
 /// Prices a ``Checkout`` against a ``StoreConfiguration``: line items, shipping methods for the address, discount,
@@ -79,11 +80,11 @@ public struct CheckoutPricing: Sendable {
             subtotal = try add(subtotal, amount)
         }
 
-        var errors: [ApplePayJSError] = []
+        var errors: [PaymentError] = []
         let zone = zone(for: checkout)
         if checkout.shippingAddress != nil, zone == nil {
             errors.append(
-                ApplePayJSError(
+                PaymentError(
                     code: .addressUnserviceable, contactField: "postalAddress",
                     message: "We do not ship to this address."))
         }
@@ -96,10 +97,10 @@ public struct CheckoutPricing: Sendable {
                 let minimum = try coupon.minimumTotal.map { value throws(CheckoutError) in try minor(value) }
                 if let expiry = coupon.expiresAt, clock() > expiry {
                     errors.append(
-                        ApplePayJSError(code: .couponCodeExpired, message: "The coupon \(coupon.code) has expired."))
+                        PaymentError(code: .couponCodeExpired, message: "The coupon \(coupon.code) has expired."))
                 } else if let minimum, subtotal < minimum {
                     errors.append(
-                        ApplePayJSError(
+                        PaymentError(
                             code: .couponCodeInvalid,
                             message:
                                 "The coupon \(coupon.code) needs an order of at least \(Money.string(minorUnits: minimum, currencyCode: currency)) \(currency)."
@@ -117,7 +118,7 @@ public struct CheckoutPricing: Sendable {
                     appliedCoupon = coupon
                 }
             } else {
-                errors.append(ApplePayJSError(code: .couponCodeInvalid, message: "The coupon \(code) is not valid."))
+                errors.append(PaymentError(code: .couponCodeInvalid, message: "The coupon \(code) is not valid."))
             }
         }
         if let appliedCoupon, discount > 0 {
@@ -256,7 +257,7 @@ public struct PriceBreakdown: Sendable, Equatable {
     public var selectedShippingMethod: ShippingRate?
     public var appliedCoupon: Coupon?
     /// Errors for the sheet, most severe first; a checkout with errors must not be paid.
-    public var errors: [ApplePayJSError]
+    public var errors: [PaymentError]
     /// The clock reading used (delivery dates count from it).
     public var pricedAt: Date
 
@@ -264,116 +265,34 @@ public struct PriceBreakdown: Sendable, Equatable {
     public var isPayable: Bool { errors.isEmpty && zone != nil }
 
     /// The Apple Pay JS `total` (`{label, amount, type: "final"}`).
-    public var webTotal: WebLineItem {
-        WebLineItem(label: totalLabel, amount: Money.string(minorUnits: total, currencyCode: currencyCode))
+    public var webTotal: PaymentSummaryItem {
+        PaymentSummaryItem(
+            label: totalLabel, amount: Money.string(minorUnits: total, currencyCode: currencyCode), type: .final)
     }
 
     /// The Apple Pay JS `lineItems`.
-    public var webLineItems: [WebLineItem] {
+    public var webLineItems: [PaymentSummaryItem] {
         lines.map {
-            WebLineItem(label: $0.label, amount: Money.string(minorUnits: $0.amount, currencyCode: currencyCode))
+            PaymentSummaryItem(
+                label: $0.label, amount: Money.string(minorUnits: $0.amount, currencyCode: currencyCode), type: .final)
         }
     }
 
     /// The Apple Pay JS `shippingMethods`, with `dateComponentsRange` counted from ``pricedAt`` (UTC days).
-    public var webShippingMethods: [WebShippingMethod] {
+    public var webShippingMethods: [ShippingMethod] {
         shippingMethods.map { method in
-            WebShippingMethod(
+            ShippingMethod(
                 label: method.label, detail: method.detail,
                 amount: Money.string(
                     minorUnits: Money.minorUnits(rounding: method.amount, currencyCode: currencyCode) ?? 0,
                     currencyCode: currencyCode),
                 identifier: method.identifier,
                 dateComponentsRange: method.deliveryEstimate.map {
-                    WebDateComponentsRange(
+                    DateComponentsRange(
                         startDateComponents: .init(date: pricedAt, addingDays: $0.minimumDays),
                         endDateComponents: .init(date: pricedAt, addingDays: $0.maximumDays))
                 })
         }
-    }
-}
-
-/// An Apple Pay JS error (`ApplePayError`): `{"code", "contactField"?, "message"}`.
-public struct ApplePayJSError: Codable, Sendable, Equatable {
-    /// Apple Pay JS error codes.
-    public struct Code: RawRepresentable, Codable, Hashable, Sendable {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public static let shippingContactInvalid = Code(rawValue: "shippingContactInvalid")
-        public static let billingContactInvalid = Code(rawValue: "billingContactInvalid")
-        public static let addressUnserviceable = Code(rawValue: "addressUnserviceable")
-        public static let couponCodeInvalid = Code(rawValue: "couponCodeInvalid")
-        public static let couponCodeExpired = Code(rawValue: "couponCodeExpired")
-        public static let unknown = Code(rawValue: "unknown")
-
-        public init(from decoder: any Decoder) throws {
-            rawValue = try decoder.singleValueContainer().decode(String.self)
-        }
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.singleValueContainer()
-            try c.encode(rawValue)
-        }
-    }
-
-    public var code: Code
-    /// `postalAddress`, `name`, `emailAddress`, ... when the error is about a contact field.
-    public var contactField: String?
-    public var message: String
-
-    public init(code: Code, contactField: String? = nil, message: String) {
-        self.code = code
-        self.contactField = contactField
-        self.message = message
-    }
-}
-
-/// Apple Pay JS `ApplePayLineItem` (`type` is always `final` here).
-public struct WebLineItem: Codable, Sendable, Equatable {
-    public var label: String
-    public var amount: String
-    public var type: String = "final"
-
-    public init(label: String, amount: String, type: String = "final") {
-        self.label = label
-        self.amount = amount
-        self.type = type
-    }
-}
-
-/// Apple Pay JS `ApplePayShippingMethod`.
-public struct WebShippingMethod: Codable, Sendable, Equatable {
-    public var label: String
-    public var detail: String
-    public var amount: String
-    public var identifier: String
-    public var dateComponentsRange: WebDateComponentsRange?
-}
-
-/// Apple Pay JS `ApplePayDateComponentsRange`.
-public struct WebDateComponentsRange: Codable, Sendable, Equatable {
-    public var startDateComponents: WebDateComponents
-    public var endDateComponents: WebDateComponents
-}
-
-/// Apple Pay JS `ApplePayDateComponents` (a calendar day, UTC).
-public struct WebDateComponents: Codable, Sendable, Equatable {
-    public var years: Int
-    public var months: Int
-    public var days: Int
-
-    public init(years: Int, months: Int, days: Int) {
-        self.years = years
-        self.months = months
-        self.days = days
-    }
-
-    /// The UTC calendar day `days` after `date`.
-    public init(date: Date, addingDays days: Int) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        let day = calendar.date(byAdding: .day, value: days, to: date) ?? date
-        let parts = calendar.dateComponents([.year, .month, .day], from: day)
-        self.init(years: parts.year ?? 1970, months: parts.month ?? 1, days: parts.day ?? 1)
     }
 }
 
@@ -383,9 +302,9 @@ public struct WebPaymentRequest: Codable, Sendable, Equatable {
     public var currencyCode: String
     public var supportedNetworks: [String]
     public var merchantCapabilities: [String]
-    public var total: WebLineItem
-    public var lineItems: [WebLineItem]
-    public var shippingMethods: [WebShippingMethod]
+    public var total: PaymentSummaryItem
+    public var lineItems: [PaymentSummaryItem]
+    public var shippingMethods: [ShippingMethod]
     public var shippingType: String
     public var requiredShippingContactFields: [String]
     public var requiredBillingContactFields: [String]
@@ -398,8 +317,19 @@ public struct WebPaymentRequest: Codable, Sendable, Equatable {
 /// Apple Pay JS update dictionary (`ApplePayShippingContactUpdate`, `ApplePayShippingMethodUpdate`,
 /// `ApplePayPaymentMethodUpdate`, `ApplePayCouponCodeUpdate`): fields absent where the event has none.
 public struct WebPaymentUpdate: Codable, Sendable, Equatable {
-    public var newTotal: WebLineItem
-    public var newLineItems: [WebLineItem]
-    public var newShippingMethods: [WebShippingMethod]?
-    public var errors: [ApplePayJSError]?
+    public var newTotal: PaymentSummaryItem
+    public var newLineItems: [PaymentSummaryItem]
+    public var newShippingMethods: [ShippingMethod]?
+    public var errors: [PaymentError]?
+}
+
+extension DateComponentsRange.DateComponents {
+    /// The UTC calendar day `days` after `date`.
+    init(date: Date, addingDays days: Int) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let day = calendar.date(byAdding: .day, value: days, to: date) ?? date
+        let parts = calendar.dateComponents([.year, .month, .day], from: day)
+        self.init(years: parts.year ?? 1970, months: parts.month ?? 1, days: parts.day ?? 1)
+    }
 }
