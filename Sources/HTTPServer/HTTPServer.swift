@@ -132,15 +132,7 @@ public final class HTTPServer: Sendable {
     /// for requests still arriving; answers being computed are always awaited), then closes every connection.
     /// Calling it again does nothing.
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        guard
-            let daemon = core.daemon.withLock({ handle -> DaemonHandle? in
-                defer { handle = nil }
-                return handle
-            })
-        else { return }
-        // Quiescing hands the listening socket back to us: closing it refuses new connections at once.
-        let listener = MHD_quiesce_daemon(daemon.pointer)
-        if listener >= 0 { close(listener) }
+        guard let daemon = quiesce() else { return }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: gracePeriod)
         while true {
@@ -158,6 +150,20 @@ public final class HTTPServer: Sendable {
         core.executor.stop()
     }
 
+    /// Takes the daemon (so that only one caller stops it) and closes its listening socket, which quiescing
+    /// hands back to us: new connections are refused at once. `nil` when the server is already stopping.
+    private func quiesce() -> DaemonHandle? {
+        guard
+            let daemon = core.daemon.withLock({ handle -> DaemonHandle? in
+                defer { handle = nil }
+                return handle
+            })
+        else { return nil }
+        let listener = MHD_quiesce_daemon(daemon.pointer)
+        if listener >= 0 { close(listener) }
+        return daemon
+    }
+
     /// Requests received and not yet finished (answered or abandoned).
     public var requestsInFlight: Int { core.counters.withLock { $0.inFlight } }
 
@@ -166,14 +172,7 @@ public final class HTTPServer: Sendable {
     /// of its own waits (at most 30 s) for the answers being computed and then stops it, and if some never finish
     /// it leaves the daemon running rather than free what their connections still use.
     deinit {
-        guard
-            let daemon = core.daemon.withLock({ handle -> DaemonHandle? in
-                defer { handle = nil }
-                return handle
-            })
-        else { return }
-        let listener = MHD_quiesce_daemon(daemon.pointer)
-        if listener >= 0 { close(listener) }
+        guard let daemon = quiesce() else { return }
         let core = self.core
         let idle = core.counters.withLock { counters -> Bool in
             counters.stopping = true
