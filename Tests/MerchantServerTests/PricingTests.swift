@@ -44,7 +44,8 @@ struct PricingTests {
             breakdown.lines.map(\.label) == [
                 "House Blend 250 g × 2", "Enamel Mug", "Shipping: Standard", "Estimated tax",
             ])
-        #expect(breakdown.webTotal == PaymentSummaryItem(label: "Example Coffee Roasters", amount: "48.29", type: .final))
+        #expect(
+            breakdown.webTotal == PaymentSummaryItem(label: "Example Coffee Roasters", amount: "48.29", type: .final))
         #expect(breakdown.webLineItems.map(\.amount) == ["29.00", "12.00", "4.99", "2.30"])
         #expect(breakdown.shippingMethods.map(\.identifier) == ["standard", "express", "free"])
         #expect(breakdown.errors.isEmpty)
@@ -108,7 +109,8 @@ struct PricingTests {
         let welcome = try pricing.price(checkout.applyingCoupon("welcome10"))
         #expect(welcome.discount == 410)
         #expect(welcome.lines.contains(PricedLine(kind: .discount, label: "Welcome 10% off", amount: -410)))
-        #expect(welcome.webLineItems.contains(PaymentSummaryItem(label: "Welcome 10% off", amount: "-4.10", type: .final)))
+        #expect(
+            welcome.webLineItems.contains(PaymentSummaryItem(label: "Welcome 10% off", amount: "-4.10", type: .final)))
         #expect(welcome.tax == 209)  // (41.00 − 4.10 + 4.99) × 5% = 2.0945
         #expect(welcome.total == 4100 - 410 + 499 + 209)
 
@@ -215,8 +217,9 @@ struct PricingTests {
         #expect(checkout.applicationDataCandidates.count == 2)
         // Dates: standard is 3–5 days from 2030-01-30.
         let standard = try #require(request.shippingMethods.first)
-        #expect(standard.dateComponentsRange?.startDateComponents == DateComponentsRange.DateComponents(years: 2030, months: 2, days: 2))
-        #expect(standard.dateComponentsRange?.endDateComponents == DateComponentsRange.DateComponents(years: 2030, months: 2, days: 4))
+        typealias Day = DateComponentsRange.DateComponents
+        #expect(standard.dateComponentsRange?.startDateComponents == Day(years: 2030, months: 2, days: 2))
+        #expect(standard.dateComponentsRange?.endDateComponents == Day(years: 2030, months: 2, days: 4))
 
         let json = try JSONEncoder().encode(request)
         let problems = try PaymentRequest.problems(decodingJSON: json)
