@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd: keep-alive, a pool of polling threads, a body limit enforced as the
-/// body arrives, an idle timeout and a graceful shutdown. Each request is answered by a `Responder` on
-/// Swift's concurrency pool while its connection is suspended, so a slow answer never holds a server thread.
+/// body arrives, an idle timeout and a graceful shutdown. Each request is answered by a `Responder` on the
+/// server's own responder threads while its connection is suspended, so a slow answer never holds a polling thread.
 ///
 /// ```swift
 /// let server = try HTTPServer.start(configuration: .init(port: 0), responder: router)
