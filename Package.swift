@@ -37,18 +37,18 @@ let package = Package(
         // The domain.
         .target(name: "ApplePay"),
         .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography"]),
-        .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography", "PaymentToken"]),
+        .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography"]),
         .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
         .target(
             name: "MerchantServer",
             dependencies: [
-                "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "SQLite", "HTTPServer", "HTTPClient",
+                "ApplePay", "Cryptography", "PaymentToken", "SQLite", "HTTPServer", "HTTPClient",
             ]),
 
         // The command-line tool.
         .executableTarget(
             name: "applepay",
-            dependencies: ["ApplePay", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer"]),
+            dependencies: ["ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer"]),
 
         // Tests.
         .target(name: "TestSupport", path: "Tests/Support"),
