@@ -4,7 +4,7 @@ PORT ?= 8080
 SANDBOX ?= .sandbox
 STORE ?= .data/orders.sqlite
 
-.PHONY: setup build run test bench clean
+.PHONY: setup build run test bench clean load
 
 setup:
 	@scripts/setup.sh
@@ -23,6 +23,10 @@ test: setup
 # Token verification + decryption against OpenSSL's own bound, measured in the same run (issue 3).
 bench: setup
 	scripts/bench-decrypt.sh
+
+# Load test of the merchant server on 127.0.0.1: wrk on the API, concurrent sandbox payments and replays (scripts/load-test.sh).
+load: setup
+	scripts/load-test.sh
 
 clean:
 	rm -rf .build
