@@ -4,7 +4,7 @@ PORT ?= 8080
 SANDBOX ?= .sandbox
 STORE ?= .data/orders.sqlite
 
-.PHONY: setup build run test bench clean load
+.PHONY: setup build run test bench fuzz clean load
 
 setup:
 	@scripts/setup.sh
@@ -27,6 +27,11 @@ bench: setup
 # Load test of the merchant server on 127.0.0.1: wrk on the API, concurrent sandbox payments and replays (scripts/load-test.sh).
 load: setup
 	scripts/load-test.sh
+
+# libFuzzer on the token path for FUZZ_SECONDS (scripts/fuzz-token.sh; findings in .build-fuzz/findings).
+FUZZ_SECONDS ?= 120
+fuzz: setup
+	scripts/fuzz-token.sh "$(FUZZ_SECONDS)"
 
 clean:
 	rm -rf .build

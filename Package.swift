@@ -50,6 +50,10 @@ let package = Package(
             name: "applepay",
             dependencies: ["ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer"]),
 
+        // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
+        // plain build makes a corpus replayer.
+        .executableTarget(name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography"]),
+
         // Tests.
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
