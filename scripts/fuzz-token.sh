@@ -32,9 +32,9 @@ done
 if [ -d Tests/Fixtures/fuzz-corpus ]; then cp Tests/Fixtures/fuzz-corpus/* "$SEEDS/"; fi
 
 # -max_len: real tokens are about 4 KB; 16 KB leaves room to grow. -timeout: a token taking 2 s is a hang.
-# -detect_leaks=0: LeakSanitizer cannot follow Swift references stored with spare bits set (Data's representation)
-# and reports the keys loaded once and the verifier's chain cache as leaks (per input and at exit, hence
-# ASAN_OPTIONS too); ASan's memory errors stay on.
+# -detect_leaks=0: LeakSanitizer reports the keys loaded once and the verifier's chain cache, still referenced, as
+# leaks (probably Swift references it cannot follow), per input and at exit, hence ASAN_OPTIONS too; ASan's memory
+# errors stay on.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
 "$BINARY" "$CORPUS" "$SEEDS" -max_total_time="$SECONDS_TO_RUN" -max_len=16384 -timeout=2 -rss_limit_mb=4096 -detect_leaks=0 \
     -artifact_prefix="$WORK/findings/" -print_final_stats=1
