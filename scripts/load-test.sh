@@ -161,6 +161,12 @@ echo "{\"scenario\":\"checks\",\"orders\":$PAYMENTS,\"paidOnce\":true,\"replaysM
 grep -q '"status":5[0-9][0-9]' "$WORK/server.log" && fail "the server answered 5xx: $(grep -m1 '"status":5' "$WORK/server.log")"
 
 kill -TERM "$SERVER_PID"
+# Graceful shutdown finishes requests in flight (10 s grace); past 30 s the server is stuck: say so and kill it.
+for _ in $(seq 1 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+    fail "the server did not exit within 30 s of SIGTERM (last log line: $(tail -1 "$WORK/server.log"))"
+fi
 code=0
 wait "$SERVER_PID" || code=$?
 SERVER_PID=""
