@@ -261,6 +261,8 @@ final class RequestState: @unchecked Sendable {
     var tooLarge = false
     var discarded = 0
     var dispatched = false
+    /// Set when the responder's answer was queued on the connection (and `dispatched` counted down for it).
+    var delivered = false
     let answer = Mutex<HTTPResponse?>(nil)
 
     init(request: HTTPRequest) { self.request = request }
@@ -347,6 +349,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             core.responder.respondToOversizedRequest(state.request, limit: core.maximumBodySize), on: connection)
     }
     if let answer = state.answer.withLock({ $0 }) {
+        state.delivered = true
         core.counters.withLock { $0.dispatched -= 1 }
         return queue(answer, on: connection)
     }
@@ -382,7 +385,14 @@ private let accessHandler: MHD_AccessHandlerCallback = {
 private let completedHandler: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
     guard let context, let requestContext, let existing = requestContext.pointee else { return }
     let core = Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue()
-    Unmanaged<RequestState>.fromOpaque(existing).release()
+    let state = Unmanaged<RequestState>.fromOpaque(existing).takeRetainedValue()
     requestContext.pointee = nil
-    core.counters.withLock { $0.inFlight -= 1 }
+    // A client that closed its connection while its request was with the responder never gets the answer queued:
+    // MHD resumes the connection, sees it closed and completes the request here. Count it down, or shutdown()
+    // waits for it forever.
+    let undelivered = state.dispatched && !state.delivered
+    core.counters.withLock {
+        $0.inFlight -= 1
+        if undelivered { $0.dispatched -= 1 }
+    }
 }

@@ -223,6 +223,33 @@ struct HTTPServerTests {
         #expect(String(decoding: response.body, as: UTF8.self) == "released")
     }
 
+    @Test("shutdown finishes after a client closed its connection while its request was with the responder")
+    func shutdownAfterAbandonedRequest() async throws {
+        // Found by scripts/load-test.sh: wrk closes its connections mid-request when its time is up, and the server
+        // then never exited on SIGTERM (the abandoned request stayed counted as dispatched).
+        let server = try HTTPServer.start(configuration: .init(port: 0), responder: TestResponder())
+        let port = server.port
+        try await offPool {
+            let connection = try RawConnection(port: port)
+            try connection.send("GET /slow?ms=300 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        }  // closed here, before the answer
+        let clock = ContinuousClock()
+        // Let the responder answer; the connection is then resumed, found closed and the request completed.
+        var deadline = clock.now + .seconds(20)
+        try await Task.sleep(for: .milliseconds(400))
+        while server.requestsInFlight > 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(server.requestsInFlight == 0)
+        // Not awaited directly: without the fix shutdown() never returns.
+        let finished = Mutex(false)
+        Task {
+            await server.shutdown()
+            finished.withLock { $0 = true }
+        }
+        deadline = clock.now + .seconds(5)
+        while !finished.withLock({ $0 }) && clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(finished.withLock { $0 }, "shutdown() did not return within 5 s")
+    }
+
     @Test("a server released without shutdown stops listening")
     func releasedWithoutShutdown() async throws {
         var server: HTTPServer? = try HTTPServer.start(configuration: .init(port: 0), responder: TestResponder())
