@@ -230,9 +230,11 @@ struct HTTPServerTests {
         let server = try HTTPServer.start(configuration: .init(port: 0), responder: TestResponder())
         let port = server.port
         try await offPool {
-            let connection = try RawConnection(port: port)
-            try connection.send("GET /slow?ms=300 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        }  // closed here, before the answer
+            for milliseconds in [300, 0, 1, 2, 5, 0, 1, 2, 5, 0, 1, 2, 5, 0, 1, 2, 5] {
+                let connection = try RawConnection(port: port)
+                try connection.send("GET /slow?ms=\(milliseconds) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            }  // each closed at once, before its answer
+        }
         let clock = ContinuousClock()
         // Let the responder answer; the connection is then resumed, found closed and the request completed.
         var deadline = clock.now + .seconds(20)
