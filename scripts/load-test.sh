@@ -22,17 +22,19 @@ SCRATCH=${SCRATCH:-.build}
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-# The load generator is this script's own tool, not a build or test dependency: install it only here.
-if ! command -v wrk >/dev/null 2>&1; then
-    echo "load-test: installing wrk" >&2
+# The load generator and the JSON tool are this script's own, not build or test dependencies: installed only here.
+missing=""
+for tool in wrk jq curl sqlite3; do
+    command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+if [ -n "$missing" ]; then
+    echo "load-test: installing$missing" >&2
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends wrk >/dev/null
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
-for tool in curl jq sqlite3; do
-    command -v "$tool" >/dev/null 2>&1 || { echo "load-test: $tool is missing (run scripts/setup.sh)" >&2; exit 1; }
-done
 
 if [ -z "${APPLEPAY:-}" ]; then
     swift build -c release --scratch-path "$SCRATCH" --product applepay >&2
