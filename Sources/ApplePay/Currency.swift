@@ -176,3 +176,8 @@ public struct AmountError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public static func == (lhs: AmountError, rhs: AmountError) -> Bool { lhs.code == rhs.code }
 }
+
+extension Currency {
+    /// US dollar (`USD`, 840, two decimals).
+    public static var usDollar: Currency { Currency(code: "USD")! }
+}

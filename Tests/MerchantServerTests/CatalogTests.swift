@@ -1,6 +1,6 @@
 import ApplePay
 import Foundation
-import MerchantServer
+@testable import MerchantServer
 import Testing
 
 @Suite("Catalog, zones and money")
@@ -48,38 +48,13 @@ struct CatalogTests {
                     locality: "Cupertino", administrativeArea: "CA", postalCode: "95014", countryCode: "US"))
     }
 
-    @Test(
-        "amount strings have exactly the currency's decimals",
-        arguments: [
-            (1250 as Int64, "USD", "12.50"), (-5, "USD", "-0.05"), (0, "USD", "0.00"), (1250, "JPY", "1250"),
-            (1250, "KWD", "1.250"), (-1, "BHD", "-0.001"), (Int64.max, "USD", "92233720368547758.07"),
-        ])
-    func amountStrings(minor: Int64, currency: String, text: String) {
-        #expect(Money.string(minorUnits: minor, currencyCode: currency) == text)
-    }
-
-    @Test("decimal ↔ minor units: exact conversion refuses extra decimals; rounding is half-up")
-    func conversions() throws {
-        #expect(Money.minorUnits(exactly: try #require(Decimal(string: "12.34")), currencyCode: "USD") == 1234)
-        #expect(Money.minorUnits(exactly: try #require(Decimal(string: "12.345")), currencyCode: "USD") == nil)
-        #expect(Money.minorUnits(exactly: 500, currencyCode: "JPY") == 500)
-        #expect(Money.minorUnits(rounding: try #require(Decimal(string: "0.125")), currencyCode: "USD") == 13)
-        #expect(Money.minorUnits(rounding: try #require(Decimal(string: "0.135")), currencyCode: "USD") == 14)
-        #expect(Money.minorUnits(rounding: try #require(Decimal(string: "-0.125")), currencyCode: "USD") == -13)
-        #expect(Money.minorUnits(rounding: try #require(Decimal(string: "1e30")), currencyCode: "USD") == nil)
-        #expect(Money.multiply(25, by: try #require(Decimal(string: "0.1"))) == 3)
-        #expect(Money.decimal(minorUnits: 1234, currencyCode: "KWD") == Decimal(string: "1.234"))
-        #expect(Money.parseDecimal("1,5") == nil)
-        #expect(Money.parseDecimal("0x10") == nil)
-    }
-
-    @Test("decimal strings: the whole text must be one plain decimal, not just a prefix of one")
+    @Test("configuration decimal strings: the whole text must be one plain decimal, not just a prefix of one")
     func decimalStrings() {
-        #expect(Money.parseDecimal("19.99") == Decimal(string: "19.99"))
-        #expect(Money.parseDecimal("-2") == -2)
-        #expect(Money.parseDecimal(" +3 ") == 3)
+        #expect(parseConfigurationDecimal("19.99") == Decimal(string: "19.99"))
+        #expect(parseConfigurationDecimal("-2") == -2)
+        #expect(parseConfigurationDecimal(" +3 ") == 3)
         for text in ["1.2.3", "1-2", "--1", "+-1", "1+", "-", "+", ".", "1..2", "", " "] {
-            #expect(Money.parseDecimal(text) == nil, "\(text)")
+            #expect(parseConfigurationDecimal(text) == nil, "\(text)")
         }
     }
 }

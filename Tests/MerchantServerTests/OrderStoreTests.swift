@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import MerchantServer
 import SQLite
@@ -10,10 +11,19 @@ struct SlowProcessor: PaymentProcessor {
     let inner: SandboxProcessor
     let delay: Duration
 
-    func charge(_ request: ChargeRequest) async throws -> ChargeOutcome {
-        try await Task.sleep(for: delay)
+    func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        do { try await Task.sleep(for: delay) } catch { throw ProcessorError(.timeout, "cancelled") }
         return try await inner.charge(request)
     }
+    func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
+        try await inner.charge(idempotencyKey: idempotencyKey)
+    }
+    func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
+        try await inner.void(reference: reference)
+    }
+    func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
+        -> ProcessorRefund
+    { try await inner.refund(reference: reference, amount: amount, idempotencyKey: idempotencyKey) }
 }
 
 /// A store in a fresh temporary file, and a way to look at its tables directly.
@@ -107,17 +117,17 @@ struct OrderStoreTests {
         #expect(pending.shippingMethod?.identifier == "standard")
         #expect(try fixture.counts()["orders"] == 1)
 
-        let paid = try await fixture.store.completePayment(orderID: pending.id, outcome: .approved(reference: "ref-1"))
+        let paid = try await fixture.store.completePayment(orderID: pending.id, outcome: .decided(.approved(reference: "ref-1")))
         #expect(paid.status == .paid)
         #expect(paid.payment.status == .approved)
         #expect(paid.payment.processorReference == "ref-1")
         #expect(try await fixture.store.order(id: pending.id) == paid)
         #expect(try await fixture.store.order(transactionID: "aa01") == paid)
         await #expect(throws: OrderStoreError(.conflict, "")) {
-            try await fixture.store.completePayment(orderID: pending.id, outcome: .declined(.lostCard))
+            try await fixture.store.completePayment(orderID: pending.id, outcome: .decided(.declined(.lostCard)))
         }
         await #expect(throws: OrderStoreError(.notFound, "")) {
-            try await fixture.store.completePayment(orderID: "ord_nope", outcome: .declined(.lostCard))
+            try await fixture.store.completePayment(orderID: "ord_nope", outcome: .decided(.declined(.lostCard)))
         }
         let kinds = try await fixture.store.events(checkoutID: checkout.id).map(\.kind)
         #expect(kinds == ["checkoutCreated", "paymentStarted", "paymentApproved"])
@@ -288,7 +298,7 @@ struct OrderStoreTests {
             BEGIN SELECT RAISE(ABORT, 'injected failure'); END
             """)
         await #expect(throws: OrderStoreError(.storage, "")) {
-            try await fixture.store.completePayment(orderID: pending.id, outcome: .approved(reference: "r"))
+            try await fixture.store.completePayment(orderID: pending.id, outcome: .decided(.approved(reference: "r")))
         }
         let db = try Connection(path: fixture.path)
         #expect(try db.query("SELECT status FROM orders").first?["status"] == .text("pending"))
@@ -390,7 +400,7 @@ struct OrderStoreTests {
         #expect(payment["network"] as? String == "Visa")
         #expect(
             (object["totals"] as? [String: Any])?["total"] as? String
-                == Money.string(minorUnits: breakdown.total, currencyCode: "USD"))
+                == Money(minorUnits: breakdown.total, currency: .usDollar).amountString)
         #expect(object["status"] as? String == "paid")
         let items = try #require(object["items"] as? [[String: Any]])
         #expect(items.first?["quantity"] as? Int == 2)

@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import MerchantServer
 import TestSupport
@@ -17,49 +18,68 @@ struct StubbornProcessor: PaymentProcessor {
     let delay: Double
     let answer: ChargeOutcome
 
-    func charge(_ request: ChargeRequest) async throws -> ChargeOutcome {
+    func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { continuation.resume() }
         }
         return answer
     }
+    func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? { nil }
+    func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
+        throw ProcessorError(.chargeNotFound, reference)
+    }
+    func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
+        -> ProcessorRefund
+    { throw ProcessorError(.chargeNotFound, reference) }
 }
 
 /// A processor that throws.
 struct ThrowingProcessor: PaymentProcessor {
-    struct Broken: Error {}
     let name = "throwing"
-    func charge(_ request: ChargeRequest) async throws -> ChargeOutcome { throw Broken() }
+    func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        throw ProcessorError(.unreachable, "throwing: connection refused")
+    }
+    func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? { nil }
+    func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
+        throw ProcessorError(.chargeNotFound, reference)
+    }
+    func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
+        -> ProcessorRefund
+    { throw ProcessorError(.chargeNotFound, reference) }
 }
+
+/// `amount` minor units of US dollars.
+func usd(_ amount: Int64) -> Money { Money(minorUnits: amount, currency: .usDollar) }
 
 @Suite("Payment processors")
 struct ProcessorTests {
-    static let outcomes: [(pan: String, amount: Int64, expected: ChargeOutcome?)] = [
+    static let outcomes: [(pan: String, amount: Int64, expected: ChargeAttempt?)] = [
         ("4817499999010019", 4829, nil),  // approved
-        ("4817499999000051", 4829, .declined(.insufficientFunds)),
-        ("4817499999090052", 4829, .declined(.lostCard)),
-        ("4817499999080053", 4829, .error(code: "processorError", message: "")),
-        ("4817499999010019", 1251, .declined(.insufficientFunds)),
-        ("4817499999010019", 1252, .declined(.lostCard)),
-        ("4817499999010019", 1253, .error(code: "processorError", message: "")),
-        ("4817499999010019", 151, .declined(.insufficientFunds)),  // e.g. ¥151
+        ("4817499999000051", 4829, .decided(.declined(.insufficientFunds))),
+        ("4817499999090052", 4829, .decided(.declined(.lostCard))),
+        ("4817499999080053", 4829, .unknown(ProcessorError(.serverError, ""))),
+        ("4817499999010019", 1251, .decided(.declined(.insufficientFunds))),
+        ("4817499999010019", 1252, .decided(.declined(.lostCard))),
+        ("4817499999010019", 1253, .unknown(ProcessorError(.serverError, ""))),
+        ("4817499999010019", 151, .decided(.declined(.insufficientFunds))),  // e.g. ¥151
     ]
 
     @Test("the sandbox's documented test outcomes, by PAN suffix or amount", arguments: outcomes.indices)
     func sandboxOutcomes(index: Int) async throws {
         let (pan, amount, expected) = Self.outcomes[index]
         let sandbox = SandboxProcessor()
-        let outcome = try await sandbox.charge(
-            ChargeRequest(token: testToken(pan: pan), amount: amount, currencyCode: "USD", idempotencyKey: "k\(index)"))
+        let outcome = await PaymentProcessing.charge(
+            ChargeRequest(token: testToken(pan: pan), amount: usd(amount), idempotencyKey: "k\(index)"),
+            with: sandbox, timeout: .seconds(30))
         switch (outcome, expected) {
-        case (.approved(let reference), nil):
+        case (.decided(.approved(let reference)), nil):
             #expect(reference.hasPrefix("sbx_") && reference.count == 24)
             #expect(sandbox.chargeCount == 1)
-        case (.declined(let reason), .declined(let expectedReason)?):
+        case (.decided(.declined(let reason)), .decided(.declined(let expectedReason))?):
             #expect(reason == expectedReason)
             #expect(sandbox.chargeCount == 0)
-        case (.error(let code, _), .error(let expectedCode, _)?):
-            #expect(code == expectedCode)
+        case (.unknown(let error), .unknown(let expectedError)?):
+            #expect(error.code == expectedError.code)
             #expect(sandbox.chargeCount == 0)
         default:
             Issue.record(
@@ -70,13 +90,13 @@ struct ProcessorTests {
     @Test("the same idempotency key charges once and answers the same")
     func sandboxIdempotency() async throws {
         let sandbox = SandboxProcessor()
-        let request = ChargeRequest(token: testToken(), amount: 1000, currencyCode: "USD", idempotencyKey: "abc")
+        let request = ChargeRequest(token: testToken(), amount: usd(1000), idempotencyKey: "abc")
         let first = try await sandbox.charge(request)
         let second = try await sandbox.charge(request)
         #expect(first == second)
         #expect(sandbox.chargeCount == 1)
         _ = try await sandbox.charge(
-            ChargeRequest(token: testToken(), amount: 1000, currencyCode: "USD", idempotencyKey: "def"))
+            ChargeRequest(token: testToken(), amount: usd(1000), idempotencyKey: "def"))
         #expect(sandbox.chargeCount == 2)
     }
 
@@ -87,15 +107,15 @@ struct ProcessorTests {
             let start = ContinuousClock.now
             let outcome = await PaymentProcessing.charge(
                 ChargeRequest(
-                    token: testToken(pan: "4817499999070054"), amount: 100, currencyCode: "USD", idempotencyKey: "t"),
+                    token: testToken(pan: "4817499999070054"), amount: usd(100), idempotencyKey: "t"),
                 with: sandbox, timeout: .milliseconds(150))
             return (outcome, ContinuousClock.now - start)
         }
-        guard case .error(let code, _) = outcome else {
+        guard case .unknown(let error) = outcome else {
             Issue.record("expected a timeout, got \(outcome)")
             return
         }
-        #expect(code == "processorTimeout")
+        #expect(error.code == .timeout)
         #expect(elapsed >= .milliseconds(140) && elapsed < .seconds(2), "took \(elapsed)")
         #expect(sandbox.chargeCount == 0)
     }
@@ -105,44 +125,44 @@ struct ProcessorTests {
         let (outcome, elapsed) = await CooperativePool.measuring {
             let start = ContinuousClock.now
             let outcome = await PaymentProcessing.charge(
-                ChargeRequest(token: testToken(), amount: 100, currencyCode: "USD", idempotencyKey: "s"),
+                ChargeRequest(token: testToken(), amount: usd(100), idempotencyKey: "s"),
                 with: StubbornProcessor(delay: 1.5, answer: .approved(reference: "late")), timeout: .milliseconds(100))
             return (outcome, ContinuousClock.now - start)
         }
         #expect(elapsed < .seconds(1))
-        #expect(outcome == .error(code: "processorTimeout", message: ""))
+        #expect(outcome == .unknown(ProcessorError(.timeout, "")))
     }
 
-    @Test("a fast answer comes back at once; a thrown error becomes processorError")
+    @Test("a fast answer comes back at once; a thrown error leaves the outcome unknown")
     func fastAndThrowing() async {
         let (fast, elapsed) = await CooperativePool.measuring {
             let start = ContinuousClock.now
             let fast = await PaymentProcessing.charge(
-                ChargeRequest(token: testToken(), amount: 100, currencyCode: "USD", idempotencyKey: "f"),
+                ChargeRequest(token: testToken(), amount: usd(100), idempotencyKey: "f"),
                 with: SandboxProcessor(), timeout: .seconds(10))
             return (fast, ContinuousClock.now - start)
         }
         #expect(elapsed < .seconds(1))
-        guard case .approved = fast else {
+        guard case .decided(.approved) = fast else {
             Issue.record("expected approval, got \(fast)")
             return
         }
         let thrown = await PaymentProcessing.charge(
-            ChargeRequest(token: testToken(), amount: 100, currencyCode: "USD", idempotencyKey: "x"),
+            ChargeRequest(token: testToken(), amount: usd(100), idempotencyKey: "x"),
             with: ThrowingProcessor(), timeout: .seconds(10))
-        guard case .error(let code, let message) = thrown else {
-            Issue.record("expected an error, got \(thrown)")
+        guard case .unknown(let error) = thrown else {
+            Issue.record("expected an unknown outcome, got \(thrown)")
             return
         }
-        #expect(code == "processorError")
-        #expect(message.contains("throwing"))
+        #expect(error.code == .unreachable)
+        #expect(error.outcomeIsUnknown)
     }
 
     @Test("the documented test PANs hit their triggers")
     func testPANs() {
         for trigger in [nil] + SandboxProcessor.Trigger.allCases.map(Optional.some) {
             let request = ChargeRequest(
-                token: testToken(pan: SandboxProcessor.testPAN(for: trigger)), amount: 1000, currencyCode: "USD",
+                token: testToken(pan: SandboxProcessor.testPAN(for: trigger)), amount: usd(1000),
                 idempotencyKey: "k")
             #expect(SandboxProcessor.trigger(for: request) == trigger)
         }
@@ -151,7 +171,7 @@ struct ProcessorTests {
     @Test("tokens and charge requests never print the PAN or the cryptogram")
     func redactedDescriptions() {
         let token = testToken()
-        let request = ChargeRequest(token: token, amount: 100, currencyCode: "USD", idempotencyKey: "k")
+        let request = ChargeRequest(token: token, amount: usd(100), idempotencyKey: "k")
         for text in [token.description, token.debugDescription, "\(request)", String(reflecting: token)] {
             #expect(!text.contains("4817499999010019"))
             #expect(!text.contains("CRYPTOGRAM"))

@@ -101,7 +101,7 @@ extension Endpoints {
             return refuse(
                 status: 400, code: "amountMismatch",
                 message: "The token's amount is not the checkout's current total "
-                    + "\(Money.string(minorUnits: breakdown.total, currencyCode: breakdown.currencyCode)) \(breakdown.currencyCode)."
+                    + "\(Money(minorUnits: breakdown.total, currency: breakdown.currency))."
             )
         }
         guard let hash = opened.applicationDataHash,

@@ -28,7 +28,7 @@ public protocol OrderStore: Sendable {
     func beginPayment(_ order: NewOrder) async throws(OrderStoreError) -> PaymentStart
     /// Records the processor's answer for a pending order and returns the final order.
     /// - Throws: ``OrderStoreError`` `notFound`, or `conflict` if the order is not pending any more.
-    func completePayment(orderID: String, outcome: ChargeOutcome) async throws(OrderStoreError) -> Order
+    func completePayment(orderID: String, outcome: ChargeAttempt) async throws(OrderStoreError) -> Order
     /// The order with this id, or `nil`.
     func order(id: String) async throws(OrderStoreError) -> Order?
     /// The order whose payment carries this token transaction id, or `nil`.
@@ -276,7 +276,8 @@ public struct Order: Sendable, Equatable, Encodable {
     }
 
     public func encode(to encoder: any Encoder) throws {
-        func money(_ minor: Int64) -> String { Money.string(minorUnits: minor, currencyCode: currencyCode) }
+        let currency = Currency(code: currencyCode) ?? .usDollar
+        func money(_ minor: Int64) -> String { Money(minorUnits: minor, currency: currency).amountString }
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)
         try c.encode(checkoutID, forKey: .checkoutId)

@@ -239,7 +239,7 @@ public actor SQLiteOrderStore: OrderStore {
         }
     }
 
-    public func completePayment(orderID: String, outcome: ChargeOutcome) throws(OrderStoreError) -> Order {
+    public func completePayment(orderID: String, outcome: ChargeAttempt) throws(OrderStoreError) -> Order {
         enum Answer {
             case done(Order)
             case notFound
@@ -252,15 +252,15 @@ public actor SQLiteOrderStore: OrderStore {
         var failureMessage: String?
         let eventKind: String
         switch outcome {
-        case .approved(let processorReference):
+        case .decided(.approved(let processorReference)):
             (orderStatus, paymentStatus, reference, eventKind) = (
                 .paid, .approved, processorReference, "paymentApproved"
             )
-        case .declined(let reason):
+        case .decided(.declined(let reason)):
             (orderStatus, paymentStatus, failureCode, eventKind) = (.failed, .declined, reason.code, "paymentDeclined")
-        case .error(let code, let message):
+        case .unknown(let error):
             (orderStatus, paymentStatus, failureCode, failureMessage, eventKind) = (
-                .failed, .error, code, message, "paymentFailed"
+                .failed, .error, error.code.rawValue, error.message, "paymentFailed"
             )
         }
         let answer: Answer

@@ -1,5 +1,5 @@
+import ApplePay
 import Foundation
-import Synchronization
 
 /// The decrypted network token a processor needs to authorise a payment: a device (or merchant) PAN, its
 /// expiry, and either a 3-D Secure online cryptogram with an optional ECI, or EMV data.
@@ -43,50 +43,35 @@ public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugString
 /// One charge sent to a processor.
 public struct ChargeRequest: Sendable, CustomStringConvertible, CustomReflectable {
     public let token: NetworkToken
-    /// Amount in minor units of ``currencyCode``.
-    public let amount: Int64
-    /// ISO 4217 alphabetic code.
-    public let currencyCode: String
+    /// The amount to authorise and capture.
+    public let amount: Money
     /// Same key, same charge: processors must not charge twice for one key. The merchant server uses the
     /// token's `transactionId`.
     public let idempotencyKey: String
+    /// SHA-256 (lowercase hex) of the DER of the root certificate the token's signature chained to. A sandbox
+    /// processor refuses tokens that did not chain to its sandbox's root; `nil` when unknown.
+    public let rootFingerprint: String?
 
-    public init(token: NetworkToken, amount: Int64, currencyCode: String, idempotencyKey: String) {
+    public init(token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String? = nil) {
         self.token = token
         self.amount = amount
-        self.currencyCode = currencyCode
         self.idempotencyKey = idempotencyKey
+        self.rootFingerprint = rootFingerprint
     }
 
-    public var description: String { "ChargeRequest(\(amount) \(currencyCode), \(token), key \(idempotencyKey))" }
+    public var description: String { "ChargeRequest(\(amount), \(token), key \(idempotencyKey))" }
     public var customMirror: Mirror {
-        Mirror(
-            self,
-            children: [
-                "token": token, "amount": amount, "currencyCode": currencyCode, "idempotencyKey": idempotencyKey,
-            ])
+        Mirror(self, children: ["token": token, "amount": amount, "idempotencyKey": idempotencyKey])
     }
 }
 
-/// What a processor answered.
+/// What a processor answered to a charge it decided. An answer that was not seen (time limit, lost connection,
+/// 5xx) is not an outcome: it is a thrown ``ProcessorError`` whose ``ProcessorError/outcomeIsUnknown`` is true.
 public enum ChargeOutcome: Sendable, Equatable {
     /// Authorised and captured; `reference` is the processor's id for the charge.
     case approved(reference: String)
     /// The issuer or processor refused the card; nothing was charged.
     case declined(DeclineReason)
-    /// The processor failed (or timed out); nothing was charged. `code` is stable (`processorError`,
-    /// `processorTimeout`, ...), `message` is for logs.
-    case error(code: String, message: String)
-
-    /// Equal when the same kind with the same reference, reason or error code (error messages are for logs).
-    public static func == (lhs: ChargeOutcome, rhs: ChargeOutcome) -> Bool {
-        switch (lhs, rhs) {
-        case (.approved(let a), .approved(let b)): a == b
-        case (.declined(let a), .declined(let b)): a == b
-        case (.error(let a, _), .error(let b, _)): a == b
-        default: false
-        }
-    }
 }
 
 /// Why a card was declined (stable codes).
@@ -100,93 +85,181 @@ public struct DeclineReason: Hashable, Sendable, CustomStringConvertible {
     public static let stolenCard = DeclineReason(code: "stolenCard")
     public static let expiredCard = DeclineReason(code: "expiredCard")
     public static let doNotHonor = DeclineReason(code: "doNotHonor")
+    /// A sandbox processor was sent a token that did not chain to its sandbox's root.
+    public static let notSandboxToken = DeclineReason(code: "notSandboxToken")
 }
 
-/// A payment processor (acquirer, gateway): authorises and captures one charge.
+/// The state of a charge as the processor's ledger holds it.
+public enum ProcessorChargeStatus: String, Sendable, Codable, CaseIterable {
+    case approved, declined, voided, refunded, partiallyRefunded
+}
+
+/// A charge as the processor holds it (the answer to a look-up, a void or a refund).
+public struct ProcessorCharge: Sendable, Equatable {
+    /// The processor's id for the charge (the ``ChargeOutcome/approved(reference:)`` reference).
+    public var reference: String
+    public var idempotencyKey: String
+    public var amount: Money
+    public var status: ProcessorChargeStatus
+    /// Why it was declined, for ``ProcessorChargeStatus/declined``.
+    public var declineReason: DeclineReason?
+    /// How much has been refunded so far (zero in ``amount``'s currency when nothing).
+    public var refunded: Money
+
+    public init(
+        reference: String, idempotencyKey: String, amount: Money, status: ProcessorChargeStatus,
+        declineReason: DeclineReason? = nil, refunded: Money? = nil
+    ) {
+        self.reference = reference
+        self.idempotencyKey = idempotencyKey
+        self.amount = amount
+        self.status = status
+        self.declineReason = declineReason
+        self.refunded = refunded ?? .zero(amount.currency)
+    }
+
+    /// The charge's outcome as ``PaymentProcessor/charge(_:)`` would have answered it.
+    public var outcome: ChargeOutcome {
+        status == .declined ? .declined(declineReason ?? .doNotHonor) : .approved(reference: reference)
+    }
+}
+
+/// One refund of a charge.
+public struct ProcessorRefund: Sendable, Equatable {
+    /// The processor's id for the refund.
+    public var reference: String
+    public var idempotencyKey: String
+    public var amount: Money
+    /// The charge after the refund.
+    public var charge: ProcessorCharge
+
+    public init(reference: String, idempotencyKey: String, amount: Money, charge: ProcessorCharge) {
+        self.reference = reference
+        self.idempotencyKey = idempotencyKey
+        self.amount = amount
+        self.charge = charge
+    }
+}
+
+/// A processor call that failed. Codes whose ``outcomeIsUnknown`` is true mean the request may have reached the
+/// processor and been acted on: the caller must look the charge up before telling anyone "nothing happened".
+public struct ProcessorError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? ProcessorError)?.code == pattern }
+
+        /// No answer within the time limit. Outcome unknown.
+        public static let timeout = Code("processorTimeout")
+        /// The connection failed or was dropped before a complete answer. Outcome unknown.
+        public static let unreachable = Code("processorUnreachable")
+        /// The processor answered 5xx. Outcome unknown.
+        public static let serverError = Code("processorError")
+        /// The answer could not be read. Outcome unknown.
+        public static let invalidAnswer = Code("processorInvalidAnswer")
+        /// No charge with that reference or idempotency key.
+        public static let chargeNotFound = Code("chargeNotFound")
+        /// The refund is larger than what is left to refund.
+        public static let refundExceedsCharge = Code("refundExceedsCharge")
+        /// The charge cannot be voided (declined, already refunded or voided).
+        public static let notVoidable = Code("notVoidable")
+        /// The idempotency key was used before with a different request.
+        public static let idempotencyConflict = Code("idempotencyConflict")
+        /// The processor refused the request as malformed (4xx).
+        public static let invalidRequest = Code("processorInvalidRequest")
+
+        /// Codes that leave the outcome unknown.
+        public static let unknownOutcome: Set<Code> = [.timeout, .unreachable, .serverError, .invalidAnswer]
+    }
+
+    public let code: Code
+    /// For logs: never card data.
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// True when the processor may have acted on the request (timeout, lost connection, 5xx, unreadable answer).
+    public var outcomeIsUnknown: Bool { Code.unknownOutcome.contains(code) }
+
+    public var description: String { "\(code): \(message)" }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+}
+
+/// A payment processor (acquirer, gateway): authorises and captures charges, looks them up by idempotency key,
+/// voids and refunds them. ``HTTPPaymentProcessor`` speaks docs/PROCESSOR-PROTOCOL.md; ``SandboxProcessor``
+/// is the in-memory sandbox.
 ///
-/// Implementations must honour task cancellation promptly: ``PaymentProcessing/charge(_:with:timeout:)`` cancels
-/// the call when it exceeds its time limit, and the payment is then recorded as failed with nothing captured.
-/// Expected refusals are ``ChargeOutcome`` values; throw only for failures the processor cannot describe.
+/// Implementations must honour task cancellation promptly. Throw ``ProcessorError`` only: a code in
+/// ``ProcessorError/Code/unknownOutcome`` whenever the request may have been acted on.
 public protocol PaymentProcessor: Sendable {
-    /// A short name for logs and metrics (`sandbox`).
+    /// A short name for logs and metrics (`sandbox`, `http`).
     var name: String { get }
 
-    /// Authorises and captures the charge.
-    func charge(_ request: ChargeRequest) async throws -> ChargeOutcome
+    /// Authorises and captures the charge; the same idempotency key answers the first outcome again.
+    func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome
+
+    /// The charge made with this idempotency key, or `nil` when the processor has none (it never saw it, or
+    /// refused it before committing).
+    func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge?
+
+    /// Voids an approved charge that has no refunds; voiding a voided charge answers it again.
+    func void(reference: String) async throws(ProcessorError) -> ProcessorCharge
+
+    /// Refunds part or all of an approved charge, once per `idempotencyKey`.
+    func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
+        -> ProcessorRefund
+}
+
+/// What one bounded charge call ended with: an outcome the processor decided, or an unknown one.
+public enum ChargeAttempt: Sendable, Equatable {
+    /// The processor answered: approved or declined.
+    case decided(ChargeOutcome)
+    /// No answer was seen (time limit, lost connection, 5xx): the charge may or may not exist. Look it up by
+    /// its idempotency key before saying anything about it.
+    case unknown(ProcessorError)
 }
 
 /// Bounded processor calls.
 public enum PaymentProcessing {
-    /// Calls the processor, giving up after `timeout`: the answer is then `.error(code: "processorTimeout")` and
-    /// the call's task is cancelled. A thrown error becomes `.error(code: "processorError")`. Never throws, and
-    /// returns at the time limit even if the processor ignores cancellation.
+    /// Calls the processor, racing it against `timeout` in two child tasks: the first to finish answers, the
+    /// other is cancelled. At the limit the attempt is `.unknown(processorTimeout)`; a thrown error is
+    /// `.unknown` too (the request may have reached the processor). Never throws.
     /// - Parameters:
     ///   - request: the charge.
-    ///   - processor: where to send it.
+    ///   - processor: where to send it; it must honour cancellation (the group waits for it to stop).
     ///   - timeout: the upper bound for the call.
     public static func charge(
         _ request: ChargeRequest, with processor: any PaymentProcessor, timeout: Duration
-    ) async -> ChargeOutcome {
-        let answer = OnceAnswer()
-        return await withCheckedContinuation { (continuation: CheckedContinuation<ChargeOutcome, Never>) in
-            answer.install(continuation)
-            let call = Task {
-                let outcome: ChargeOutcome
-                do {
-                    outcome = try await processor.charge(request)
+    ) async -> ChargeAttempt {
+        await withTaskGroup(of: ChargeAttempt?.self) { group in
+            group.addTask {
+                do throws(ProcessorError) {
+                    return .decided(try await processor.charge(request))
                 } catch {
-                    outcome = .error(code: "processorError", message: "\(processor.name) failed: \(type(of: error))")
-                }
-                return answer.resume(with: outcome)
-            }
-            // The time limit runs on a serial Dispatch queue of its own: such a queue gets a thread even when
-            // every thread of the shared pool (which on Linux also runs Swift's tasks) is busy, so it fires on time.
-            let timer = DispatchWorkItem {
-                if answer.resume(
-                    with: .error(
-                        code: "processorTimeout", message: "\(processor.name) did not answer within \(timeout)"))
-                {
-                    call.cancel()
+                    return .unknown(error)
                 }
             }
-            timeLimits.asyncAfter(deadline: .now() + dispatchInterval(timeout), execute: timer)
-            Task {
-                // Once the processor has answered, the timer has nothing left to do.
-                if await call.value { timer.cancel() }
+            group.addTask {
+                do {
+                    try await Task.sleep(for: timeout)
+                } catch {
+                    return nil
+                }
+                return .unknown(ProcessorError(.timeout, "\(processor.name) did not answer within \(timeout)"))
             }
+            var answer: ChargeAttempt = .unknown(ProcessorError(.timeout, "the charge was cancelled"))
+            while let next = await group.next() {
+                if let next {
+                    answer = next
+                    break
+                }
+            }
+            group.cancelAll()
+            return answer
         }
-    }
-}
-
-/// Where processor time limits fire; serial, so Dispatch gives it a thread of its own when the pool is busy.
-private let timeLimits = DispatchQueue(label: "MerchantServer.PaymentProcessing.timeLimits")
-
-/// A `Duration` as a Dispatch interval: negative is zero, too long to count in nanoseconds is never.
-private func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
-    let (seconds, attoseconds) = max(duration, .zero).components
-    let whole = Int(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000)
-    let total = whole.partialValue.addingReportingOverflow(Int(attoseconds / 1_000_000_000))
-    return whole.overflow || total.overflow ? .never : .nanoseconds(total.partialValue)
-}
-
-/// Resumes a continuation exactly once, whichever of the processor and the timer answers first.
-private final class OnceAnswer: Sendable {
-    private let state = Mutex<CheckedContinuation<ChargeOutcome, Never>?>(nil)
-
-    func install(_ continuation: CheckedContinuation<ChargeOutcome, Never>) {
-        state.withLock { $0 = continuation }
-    }
-
-    /// Returns whether this call was the one that answered.
-    @discardableResult
-    func resume(with outcome: ChargeOutcome) -> Bool {
-        guard
-            let continuation = state.withLock({ value in
-                defer { value = nil }
-                return value
-            })
-        else { return false }
-        continuation.resume(returning: outcome)
-        return true
     }
 }

@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 
 /// Charges a token at most once per transaction id and records the order: the part of `POST
@@ -57,8 +58,9 @@ public struct PaymentService: Sendable {
         case .existing(let existing):
             return try await awaitCompletion(of: existing)
         case .started(let pending):
+            let currency = Currency(code: order.currencyCode) ?? Currency(code: "USD")!
             let request = ChargeRequest(
-                token: token, amount: order.totals.total, currencyCode: order.currencyCode,
+                token: token, amount: Money(minorUnits: order.totals.total, currency: currency),
                 idempotencyKey: order.transactionID)
             let outcome = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
             let final = try await store.completePayment(orderID: pending.id, outcome: outcome)

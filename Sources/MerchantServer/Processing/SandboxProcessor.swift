@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import Synchronization
 
@@ -11,7 +12,7 @@ import Synchronization
 /// |---|---|---|
 /// | `0051` | `51` | declined, `insufficientFunds` |
 /// | `0052` | `52` | declined, `lostCard` |
-/// | `0053` | `53` | error, `processorError` |
+/// | `0053` | `53` | fails with 5xx `processorError` before committing (outcome unknown to the caller) |
 /// | `0054` | `54` | no answer for ``hangDuration`` (then `processorError`): exercises the caller's timeout |
 /// | anything else | | approved, reference `sbx_` + 20 hex digits |
 ///
@@ -31,20 +32,30 @@ public final class SandboxProcessor: PaymentProcessor {
     public let name = "sandbox"
     /// How long a `timeout` trigger stays silent (default 60 s; tests set it short).
     public let hangDuration: Duration
+    /// The sandbox root's fingerprint (``ChargeRequest/rootFingerprint``); when set, other tokens are declined
+    /// with ``DeclineReason/notSandboxToken``.
+    public let sandboxRootFingerprint: String?
     private let state = Mutex<State>(State())
 
     private struct State {
-        var answers: [String: ChargeOutcome] = [:]
-        var charges = 0
+        var charges: [String: ProcessorCharge] = [:]
+        var refunds: [String: ProcessorRefund] = [:]
+        var approved = 0
     }
 
-    /// - Parameter hangDuration: how long the `timeout` trigger waits before answering `processorError`.
-    public init(hangDuration: Duration = .seconds(60)) {
+    /// - Parameters:
+    ///   - hangDuration: how long the `timeout` trigger waits before failing with `processorError`.
+    ///   - sandboxRootFingerprint: accept only tokens that chained to this root.
+    public init(hangDuration: Duration = .seconds(60), sandboxRootFingerprint: String? = nil) {
         self.hangDuration = hangDuration
+        self.sandboxRootFingerprint = sandboxRootFingerprint
     }
 
     /// How many charges were approved (captured); a repeated idempotency key does not count again.
-    public var chargeCount: Int { state.withLock { $0.charges } }
+    public var chargeCount: Int { state.withLock { $0.approved } }
+
+    /// Every charge in the ledger.
+    public var charges: [ProcessorCharge] { state.withLock { Array($0.charges.values) } }
 
     /// A Luhn-valid 16-digit Visa device PAN that hits `trigger` (or is approved, for `nil`), for minting
     /// sandbox tokens: `4817499999010019` approved, `4817499999000051` insufficient funds, `4817499999090052`
@@ -63,28 +74,86 @@ public final class SandboxProcessor: PaymentProcessor {
     public static func trigger(for request: ChargeRequest) -> Trigger? {
         let pan = request.token.primaryAccountNumber
         for trigger in Trigger.allCases where pan.hasSuffix("00" + trigger.rawValue) { return trigger }
-        let lastTwo = Int(request.amount.magnitude % 100)
+        let lastTwo = Int(request.amount.minorUnits.magnitude % 100)
         return Trigger.allCases.first { Int($0.rawValue) == lastTwo }
     }
 
-    public func charge(_ request: ChargeRequest) async throws -> ChargeOutcome {
-        if let earlier = state.withLock({ $0.answers[request.idempotencyKey] }) { return earlier }
-        let outcome: ChargeOutcome
-        switch Self.trigger(for: request) {
-        case .insufficientFunds?: outcome = .declined(.insufficientFunds)
-        case .lostCard?: outcome = .declined(.lostCard)
-        case .processorError?:
-            outcome = .error(code: "processorError", message: "sandbox processor error (test trigger)")
-        case .timeout?:
-            try await Task.sleep(for: hangDuration)
-            outcome = .error(code: "processorError", message: "sandbox answered after hanging (test trigger)")
-        case nil: outcome = .approved(reference: "sbx_" + randomHex(bytes: 10))
+    public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        if let earlier = state.withLock({ $0.charges[request.idempotencyKey] }) { return earlier.outcome }
+        var decline: DeclineReason?
+        if let expected = sandboxRootFingerprint, request.rootFingerprint != expected {
+            decline = .notSandboxToken
+        } else {
+            switch Self.trigger(for: request) {
+            case .insufficientFunds?: decline = .insufficientFunds
+            case .lostCard?: decline = .lostCard
+            case .processorError?:
+                throw ProcessorError(.serverError, "sandbox processor error before committing (test trigger)")
+            case .timeout?:
+                do { try await Task.sleep(for: hangDuration) } catch {}
+                throw ProcessorError(.serverError, "sandbox answered after hanging (test trigger)")
+            case nil: break
+            }
         }
+        let charge = ProcessorCharge(
+            reference: "sbx_" + randomHex(bytes: 10), idempotencyKey: request.idempotencyKey, amount: request.amount,
+            status: decline == nil ? .approved : .declined, declineReason: decline)
         return state.withLock { state in
-            if let earlier = state.answers[request.idempotencyKey] { return earlier }
-            state.answers[request.idempotencyKey] = outcome
-            if case .approved = outcome { state.charges += 1 }
-            return outcome
+            if let earlier = state.charges[request.idempotencyKey] { return earlier.outcome }
+            state.charges[request.idempotencyKey] = charge
+            if decline == nil { state.approved += 1 }
+            return charge.outcome
+        }
+    }
+
+    public func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
+        state.withLock { $0.charges[idempotencyKey] }
+    }
+
+    public func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
+        try state.withLock { state throws(ProcessorError) in
+            guard var charge = state.charges.values.first(where: { $0.reference == reference }) else {
+                throw ProcessorError(.chargeNotFound, "no charge \(reference)")
+            }
+            if charge.status == .voided { return charge }
+            guard charge.status == .approved, charge.refunded.minorUnits == 0 else {
+                throw ProcessorError(.notVoidable, "charge \(reference) is \(charge.status.rawValue)")
+            }
+            charge.status = .voided
+            state.charges[charge.idempotencyKey] = charge
+            return charge
+        }
+    }
+
+    public func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
+        -> ProcessorRefund
+    {
+        try state.withLock { state throws(ProcessorError) in
+            if let earlier = state.refunds[idempotencyKey] {
+                guard earlier.amount == amount, earlier.charge.reference == reference else {
+                    throw ProcessorError(.idempotencyConflict, "refund key \(idempotencyKey) was used differently")
+                }
+                return earlier
+            }
+            guard var charge = state.charges.values.first(where: { $0.reference == reference }) else {
+                throw ProcessorError(.chargeNotFound, "no charge \(reference)")
+            }
+            guard charge.status == .approved || charge.status == .partiallyRefunded else {
+                throw ProcessorError(.notVoidable, "charge \(reference) is \(charge.status.rawValue)")
+            }
+            let left = charge.amount.minorUnits - charge.refunded.minorUnits
+            guard amount.currency == charge.amount.currency, amount.minorUnits > 0, amount.minorUnits <= left else {
+                throw ProcessorError(
+                    .refundExceedsCharge, "refund of \(amount) exceeds the \(left) minor units left on \(reference)")
+            }
+            charge.refunded.minorUnits += amount.minorUnits
+            charge.status = charge.refunded == charge.amount ? .refunded : .partiallyRefunded
+            state.charges[charge.idempotencyKey] = charge
+            let refund = ProcessorRefund(
+                reference: "sbr_" + randomHex(bytes: 10), idempotencyKey: idempotencyKey, amount: amount,
+                charge: charge)
+            state.refunds[idempotencyKey] = refund
+            return refund
         }
     }
 }

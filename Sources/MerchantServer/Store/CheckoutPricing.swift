@@ -54,9 +54,9 @@ public struct CheckoutPricing: Sendable {
     /// - Throws: ``CheckoutError`` `unknownProduct` if the catalog lost one of its SKUs, `amountOverflow` if a
     ///   sum does not fit in 64-bit minor units.
     public func price(_ checkout: Checkout) throws(CheckoutError) -> PriceBreakdown {
-        let currency = configuration.currencyCode
+        let currency = configuration.currency
         func minor(_ amount: Decimal) throws(CheckoutError) -> Int64 {
-            guard let value = Money.minorUnits(rounding: amount, currencyCode: currency) else {
+            guard let value = Money(rounding: amount, currency: currency)?.minorUnits else {
                 throw CheckoutError(.amountOverflow, "an amount does not fit in 64-bit minor units")
             }
             return value
@@ -103,12 +103,12 @@ public struct CheckoutPricing: Sendable {
                         PaymentError(
                             code: .couponCodeInvalid,
                             message:
-                                "The coupon \(coupon.code) needs an order of at least \(Money.string(minorUnits: minimum, currencyCode: currency)) \(currency)."
+                                "The coupon \(coupon.code) needs an order of at least \(Money(minorUnits: minimum, currency: currency))."
                         ))
                 } else {
                     switch coupon.discount {
                     case .percent(let percent):
-                        guard let value = Money.multiply(subtotal, by: percent / 100) else {
+                        guard let value = Money(minorUnits: subtotal, currency: currency).multiplied(by: percent / 100)?.minorUnits else {
                             throw CheckoutError(.amountOverflow, "the discount does not fit")
                         }
                         discount = min(value, subtotal)
@@ -140,7 +140,7 @@ public struct CheckoutPricing: Sendable {
         let taxable = try add(subtotal - discount, shipping)
         var tax: Int64 = 0
         if let zone, zone.taxRate > 0 {
-            guard let value = Money.multiply(taxable, by: zone.taxRate) else {
+            guard let value = Money(minorUnits: taxable, currency: currency).multiplied(by: zone.taxRate)?.minorUnits else {
                 throw CheckoutError(.amountOverflow, "the tax does not fit")
             }
             tax = value
@@ -151,7 +151,7 @@ public struct CheckoutPricing: Sendable {
         if let type = checkout.paymentMethodType,
             let rule = configuration.paymentMethodFees.first(where: { $0.type == type })
         {
-            guard let value = Money.multiply(taxable, by: rule.percent / 100) else {
+            guard let value = Money(minorUnits: taxable, currency: currency).multiplied(by: rule.percent / 100)?.minorUnits else {
                 throw CheckoutError(.amountOverflow, "the fee does not fit")
             }
             fee = value
@@ -160,7 +160,7 @@ public struct CheckoutPricing: Sendable {
         let total = try add(try add(taxable, tax), fee)
 
         return PriceBreakdown(
-            currencyCode: currency, totalLabel: configuration.storeName, lines: lines, subtotal: subtotal,
+            currency: currency, totalLabel: configuration.storeName, lines: lines, subtotal: subtotal,
             discount: discount, shipping: shipping, tax: tax, fee: fee, total: total, zone: zone,
             shippingMethods: methods,
             selectedShippingMethod: selected, appliedCoupon: appliedCoupon, errors: errors, pricedAt: clock())
@@ -235,9 +235,11 @@ public struct PricedLine: Sendable, Equatable, Codable {
     }
 }
 
-/// The result of pricing a checkout. All amounts are minor units of ``currencyCode``.
+/// The result of pricing a checkout. All amounts are minor units of ``currency``.
 public struct PriceBreakdown: Sendable, Equatable {
-    public var currencyCode: String
+    public var currency: Currency
+    /// ``currency``'s ISO 4217 alphabetic code.
+    public var currencyCode: String { currency.code }
     /// The store name: label of the total.
     public var totalLabel: String
     /// Items, then the discount, shipping, tax and fee lines (Apple Pay JS `lineItems` order).
@@ -267,14 +269,14 @@ public struct PriceBreakdown: Sendable, Equatable {
     /// The Apple Pay JS `total` (`{label, amount, type: "final"}`).
     public var webTotal: PaymentSummaryItem {
         PaymentSummaryItem(
-            label: totalLabel, amount: Money.string(minorUnits: total, currencyCode: currencyCode), type: .final)
+            label: totalLabel, amount: Money(minorUnits: total, currency: currency).amountString, type: .final)
     }
 
     /// The Apple Pay JS `lineItems`.
     public var webLineItems: [PaymentSummaryItem] {
         lines.map {
             PaymentSummaryItem(
-                label: $0.label, amount: Money.string(minorUnits: $0.amount, currencyCode: currencyCode), type: .final)
+                label: $0.label, amount: Money(minorUnits: $0.amount, currency: currency).amountString, type: .final)
         }
     }
 
@@ -283,9 +285,7 @@ public struct PriceBreakdown: Sendable, Equatable {
         shippingMethods.map { method in
             ShippingMethod(
                 label: method.label, detail: method.detail,
-                amount: Money.string(
-                    minorUnits: Money.minorUnits(rounding: method.amount, currencyCode: currencyCode) ?? 0,
-                    currencyCode: currencyCode),
+                amount: (Money(rounding: method.amount, currency: currency) ?? .zero(currency)).amountString,
                 identifier: method.identifier,
                 dateComponentsRange: method.deliveryEstimate.map {
                     DateComponentsRange(

@@ -17,6 +17,8 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
     public var countryCode: String
     /// ISO 4217 alphabetic code of the one currency the store sells in.
     public var currencyCode: String
+    /// ``currencyCode`` as a `Currency` (validated when the configuration is loaded; USD if it was not).
+    public var currency: Currency { Currency(code: currencyCode) ?? .usDollar }
     /// Apple Pay JS network names in order of preference (`visa`, `masterCard`, `amex`, ...).
     public var supportedNetworks: [String]
     /// Apple Pay JS capabilities; `supports3DS` is always added to the payment request even if missing here.
@@ -245,11 +247,9 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
 
     private func checkAmount(_ amount: Decimal, _ what: String) throws(StoreConfigurationError) {
         if amount < 0 { throw StoreConfigurationError(.invalidAmount, "\(what) is negative") }
-        if Money.minorUnits(exactly: amount, currencyCode: currencyCode) == nil {
+        if (try? Money(exactly: amount, currency: currency)) == nil {
             throw StoreConfigurationError(
-                .invalidAmount,
-                "\(what) (\(amount)) has more than \(Money.minorUnitDigits(of: currencyCode)) decimals for \(currencyCode)"
-            )
+                .invalidAmount, "\(what) (\(amount)) has more than \(currency.minorUnits) decimals for \(currency)")
         }
     }
 }
@@ -287,9 +287,8 @@ public struct Product: Codable, Sendable, Equatable {
         try c.encode(sku, forKey: .sku)
         try c.encode(name, forKey: .name)
         try c.encode(
-            Money.string(
-                minorUnits: Money.minorUnits(rounding: price, currencyCode: currencyCode) ?? 0,
-                currencyCode: currencyCode),
+            Currency(code: currencyCode).flatMap { Money(rounding: price, currency: $0)?.amountString }
+                ?? "\(price)",
             forKey: .price)
         try c.encode(currencyCode, forKey: .currencyCode)
     }
@@ -654,10 +653,22 @@ public struct StoreConfigurationError: Error, Sendable, Equatable, CustomStringC
 
 }
 
+/// Parses a decimal string such as `"19.99"` or `"-2"`: surrounding spaces and one leading `+` are allowed,
+/// the rest must be ApplePay's amount grammar `-?[0-9]+(\.[0-9]+)?` as a whole (``Currency/parseDecimal(_:)``);
+/// `nil` otherwise (`"1.2.3"`, `"-"`, `"1,5"`).
+func parseConfigurationDecimal(_ text: String) -> Decimal? {
+    var trimmed = Substring(text.trimmingCharacters(in: .whitespaces))
+    if trimmed.first == "+" {
+        trimmed = trimmed.dropFirst()
+        if trimmed.first == "-" { return nil }
+    }
+    return try? Currency.parseDecimal(String(trimmed))
+}
+
 /// Decodes a decimal written as a string (`"19.99"`, preferred: exact) or a JSON number.
 func decodeDecimal<K: CodingKey>(_ container: KeyedDecodingContainer<K>, _ key: K) throws -> Decimal {
     if let text = try? container.decode(String.self, forKey: key) {
-        guard let value = Money.parseDecimal(text) else {
+        guard let value = parseConfigurationDecimal(text) else {
             throw DecodingError.dataCorruptedError(
                 forKey: key, in: container, debugDescription: "\"\(text)\" is not a decimal number")
         }
