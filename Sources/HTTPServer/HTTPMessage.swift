@@ -58,10 +58,9 @@ public struct HTTPRequest: Sendable {
     public var query: [String: String]
     public var headers: HTTPHeaders
     public var body: Data
-    /// Values taken from the path by the `Router`, e.g. `["id": "abc"]` for `/v1/checkouts/{id}/payment`.
-    public var pathParameters: [String: String]
-    /// The route pattern that matched, e.g. `/v1/checkouts/{id}/payment`, set by the `Router`.
-    public var route: String?
+    /// Set by the server when the body went over its limit of this many bytes (the body is then empty and
+    /// the request must be refused: ``Router`` answers `413 payloadTooLarge`).
+    public var bodyLimitExceeded: Int?
 
     public init(
         method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
@@ -72,8 +71,7 @@ public struct HTTPRequest: Sendable {
         self.query = query
         self.headers = headers
         self.body = body
-        self.pathParameters = [:]
-        self.route = nil
+        self.bodyLimitExceeded = nil
     }
 }
 
@@ -82,6 +80,9 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: Data
+    /// Fields for the server's own log line about this request (identifiers, codes, outcomes: never card data),
+    /// set by handlers for logging middleware; never sent to the client.
+    public var logFields: [String: String] = [:]
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.status = status
@@ -115,11 +116,13 @@ extension JSONEncoder {
 }
 
 /// An error answered as `{"error": {"code", "message"}}` with an HTTP status; equality on status and code.
-public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct HTTPError: HTTPResponseError, Sendable, Equatable, CustomStringConvertible {
     public var status: Int
     /// A stable code a client can switch on, e.g. `notFound`, `payloadTooLarge`.
     public var code: String
     public var message: String
+    /// Extra header fields of the answer (`Allow` for 405, `Retry-After`).
+    public var headers = HTTPHeaders()
 
     public init(status: Int, code: String, message: String) {
         self.status = status
@@ -141,7 +144,9 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
             var error: Inner
         }
         let body = (try? JSONEncoder.http.encode(Body(error: .init(code: code, message: message)))) ?? Data()
-        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
+        var response = HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
+        for (name, value) in headers { response.headers[name] = value }
+        return response
     }
 
     public static func badRequest(_ message: String, code: String = "badRequest") -> HTTPError {

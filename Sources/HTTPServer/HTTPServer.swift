@@ -252,6 +252,33 @@ final class ServerCore: Sendable {
         self.executor = executor
     }
 
+    /// The responder's answer to a request refused for its `Content-Length` before any of its body is read. It
+    /// must be queued during MHD's first call for the request (so no `100 Continue` goes out), so this waits for
+    /// it on the MHD thread; the responder sees ``HTTPRequest/bodyLimitExceeded`` and answers at once.
+    func answerRefusingBody(of request: HTTPRequest) -> HTTPResponse {
+        guard responder.answersOversizedRequests else { return HTTPError.payloadTooLarge(limit: maximumBodySize).response }
+        let refused = {
+            var refused = request
+            refused.bodyLimitExceeded = maximumBodySize
+            return refused
+        }()
+        let responder = self.responder
+        let answer = Mutex<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let respond: @Sendable () async -> Void = {
+            let response = await responder.respond(to: refused)
+            answer.withLock { $0 = response }
+            done.signal()
+        }
+        if #available(macOS 15.0, *) {
+            Task(executorPreference: executor) { await respond() }
+        } else {
+            Task { await respond() }
+        }
+        done.wait()
+        return answer.withLock { $0 } ?? HTTPError.payloadTooLarge(limit: maximumBodySize).response
+    }
+
 }
 
 /// One request's state across MHD's calls. MHD calls back for a connection from one thread at a time;
@@ -321,7 +348,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         {
             // Refused before a byte of the body is read: MHD sends no `100 Continue` and closes afterwards.
             state.tooLarge = true
-            return queue(core.responder.respondToOversizedRequest(request, limit: core.maximumBodySize), on: connection)
+            return queue(core.answerRefusingBody(of: request), on: connection)
         }
         return .YES
     }
@@ -345,8 +372,10 @@ private let accessHandler: MHD_AccessHandlerCallback = {
 
     // The body is complete.
     if state.tooLarge {
-        return queue(
-            core.responder.respondToOversizedRequest(state.request, limit: core.maximumBodySize), on: connection)
+        guard core.responder.answersOversizedRequests else {
+            return queue(HTTPError.payloadTooLarge(limit: core.maximumBodySize).response, on: connection)
+        }
+        state.request.bodyLimitExceeded = core.maximumBodySize
     }
     if let answer = state.answer.withLock({ $0 }) {
         state.delivered = true

@@ -1,18 +1,19 @@
 /// Answers requests. The server calls it from its own threads, once per request, possibly for many requests
 /// at once; a responder can be tested in-process by calling `respond(to:)` directly.
+///
+/// A request whose body went over the server's limit is answered `413 payloadTooLarge` by the server, unless the
+/// responder ``answersOversizedRequests``: it then gets the request with an empty body and
+/// ``HTTPRequest/bodyLimitExceeded`` set (``Router`` answers it 413 through its middleware, so they log it).
 public protocol Responder: Sendable {
     /// The response to `request`.
     func respond(to request: HTTPRequest) async -> HTTPResponse
 
-    /// The answer to a request whose body went over the server's limit (its `body` is empty);
-    /// the default is a `413 payloadTooLarge` JSON error. Called on a server thread: keep it quick.
-    func respondToOversizedRequest(_ request: HTTPRequest, limit: Int) -> HTTPResponse
+    /// Whether requests over the body limit are passed on (default `false`: the server answers 413 itself).
+    var answersOversizedRequests: Bool { get }
 }
 
 extension Responder {
-    public func respondToOversizedRequest(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
-        HTTPError.payloadTooLarge(limit: limit).response
-    }
+    public var answersOversizedRequests: Bool { false }
 }
 
 /// A responder made of a closure.
@@ -22,4 +23,50 @@ public struct ClosureResponder: Responder {
     public init(_ body: @escaping @Sendable (HTTPRequest) async -> HTTPResponse) { self.body = body }
 
     public func respond(to request: HTTPRequest) async -> HTTPResponse { await body(request) }
+}
+
+/// What the router learned about a request, passed to middleware and handlers: resolved once per request.
+public struct RequestContext: Sendable {
+    /// A random id for this request (16 hexadecimal digits), for log lines.
+    public let requestID: String
+    /// The route pattern that matched (`/v1/checkouts/{id}/payment`), or the pattern whose path matched with
+    /// another method (405); `nil` when no route matched (404).
+    public let route: String?
+    /// Values taken from the path, e.g. `["id": "abc"]` for `/v1/checkouts/{id}/payment`.
+    public let parameters: [String: String]
+
+    public init(requestID: String = RequestContext.newRequestID(), route: String?, parameters: [String: String] = [:]) {
+        self.requestID = requestID
+        self.route = route
+        self.parameters = parameters
+    }
+
+    /// 16 random hexadecimal digits.
+    public static func newRequestID() -> String {
+        let value = UInt64.random(in: .min ... .max)
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
+
+/// An error that knows how it is answered: a status, a stable code and the response. Handlers throw these; the
+/// router turns any other error into `500 internalError`.
+public protocol HTTPResponseError: Error {
+    /// The HTTP status.
+    var status: Int { get }
+    /// The stable code a client can switch on (`checkoutNotFound`, `payloadTooLarge`).
+    var code: String { get }
+    /// The response answered for it.
+    var response: HTTPResponse { get }
+}
+
+/// Code that runs around every routed request, including those answered 404, 405 and 413: logging, metrics,
+/// headers. Middleware may change the request or the response, or answer by itself.
+public protocol Middleware: Sendable {
+    /// The rest of the chain: the next middleware, and last the route's handler.
+    typealias Next = @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
+
+    /// Handles a request, usually by calling `next` and returning (or adjusting) its response. Errors thrown by
+    /// `next` pass through unless the middleware catches them.
+    func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse
 }

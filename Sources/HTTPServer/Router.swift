@@ -1,9 +1,13 @@
-/// Routes requests by method and path pattern. Patterns are literal segments and `{name}` parameters,
-/// e.g. `/v1/checkouts/{id}/payment`; a path no pattern matches is `404 notFound`, a path some pattern
-/// matches with another method is `405 methodNotAllowed` with an `Allow` header.
+/// Routes requests by method and path pattern and runs them through middleware. Patterns are literal segments
+/// and `{name}` parameters, e.g. `/v1/checkouts/{id}/payment`. A request is resolved once into a
+/// ``RequestContext``; then the middleware run, outermost first, and last the handler. A path no pattern matches
+/// is `404 notFound`, a path some pattern matches with another method `405 methodNotAllowed` with an `Allow`
+/// header, a body over the server's limit `413 payloadTooLarge`: all three are thrown through the middleware
+/// like any handler error. A thrown ``HTTPResponseError`` is answered with its response, anything else with
+/// `500 internalError`.
 public struct Router: Responder {
-    /// A route handler: the request carries `pathParameters` and `route`.
-    public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
+    /// A route handler.
+    public typealias Handler = @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
 
     private struct Route: Sendable {
         var method: HTTPMethod
@@ -18,6 +22,7 @@ public struct Router: Responder {
     }
 
     private var routes: [Route] = []
+    private var middleware: [any Middleware] = []
 
     public init() {}
 
@@ -32,10 +37,15 @@ public struct Router: Responder {
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
+    /// Adds middleware around every request; the first added is the outermost.
+    public mutating func add(middleware: any Middleware) {
+        self.middleware.append(middleware)
+    }
+
     /// Every route pattern, in the order added (used to label metrics).
     public var patterns: [String] { routes.map(\.pattern) }
 
-    /// What a request resolves to, without running the handler.
+    /// What a request resolves to, without running anything.
     public enum Resolution: Sendable {
         case matched(pattern: String, parameters: [String: String])
         /// The path matches `pattern` but not with this method; `allowed` are the methods it takes.
@@ -45,42 +55,62 @@ public struct Router: Responder {
 
     /// Where `method` and `path` lead.
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
+        resolveRoute(method: method, path: path).resolution
+    }
+
+    private func resolveRoute(method: HTTPMethod, path: String) -> (resolution: Resolution, handler: Handler?) {
         let parts = Self.split(path)
         var allowed: [HTTPMethod] = []
         var allowedPattern: String?
         for route in routes {
             guard let parameters = Self.match(route.segments, parts) else { continue }
             if route.method == method || (method == .head && route.method == .get) {
-                return .matched(pattern: route.pattern, parameters: parameters)
+                return (.matched(pattern: route.pattern, parameters: parameters), route.handler)
             }
             if !allowed.contains(route.method) { allowed.append(route.method) }
             allowedPattern = allowedPattern ?? route.pattern
         }
-        if let allowedPattern { return .methodNotAllowed(pattern: allowedPattern, allowed: allowed) }
-        return .notFound
+        if let allowedPattern { return (.methodNotAllowed(pattern: allowedPattern, allowed: allowed), nil) }
+        return (.notFound, nil)
     }
 
+    /// The router answers 413 itself, through its middleware.
+    public var answersOversizedRequests: Bool { true }
+
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let parts = Self.split(request.path)
-        var allowed: [HTTPMethod] = []
-        for route in routes {
-            guard let parameters = Self.match(route.segments, parts) else { continue }
-            if route.method == request.method || (request.method == .head && route.method == .get) {
-                var routed = request
-                routed.pathParameters = parameters
-                routed.route = route.pattern
-                return await route.handler(routed)
+        let (resolution, handler) = resolveRoute(method: request.method, path: request.path)
+        let context: RequestContext
+        switch resolution {
+        case .matched(let pattern, let parameters): context = RequestContext(route: pattern, parameters: parameters)
+        case .methodNotAllowed(let pattern, _): context = RequestContext(route: pattern)
+        case .notFound: context = RequestContext(route: nil)
+        }
+        var next: Middleware.Next = { request, context in
+            if let limit = request.bodyLimitExceeded { throw HTTPError.payloadTooLarge(limit: limit) }
+            switch resolution {
+            case .matched:
+                guard let handler else { throw HTTPError.internalError() }
+                return try await handler(request, context)
+            case .methodNotAllowed(_, let allowed):
+                let list = allowed.map(\.rawValue).joined(separator: ", ")
+                var error = HTTPError.methodNotAllowed("\(request.method) is not allowed on \(request.path); use \(list).")
+                error.headers["Allow"] = list
+                throw error
+            case .notFound:
+                throw HTTPError.notFound("No route for \(request.method) \(request.path).")
             }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
         }
-        if !allowed.isEmpty {
-            var response = HTTPError.methodNotAllowed(
-                "\(request.method) is not allowed on \(request.path); use \(allowed.map(\.rawValue).joined(separator: ", "))."
-            ).response
-            response.headers["Allow"] = allowed.map(\.rawValue).joined(separator: ", ")
-            return response
+        for layer in middleware.reversed() {
+            let inner = next
+            next = { request, context in try await layer.handle(request, context: context, next: inner) }
         }
-        return HTTPError.notFound("No route for \(request.method) \(request.path).").response
+        do {
+            return try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            return error.response
+        } catch {
+            return HTTPError.internalError().response
+        }
     }
 
     private static func split(_ path: String) -> [Substring] {

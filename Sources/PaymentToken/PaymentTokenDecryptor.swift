@@ -10,6 +10,9 @@ public struct PaymentTokenExpectations: Sendable {
         case sha256Hex(String)
         /// The original bytes, which are hashed.
         case bytes(Data)
+        /// Any of several original byte strings: for a request whose application data may have been hashed in
+        /// more than one encoding (Apple Pay JS's base64 text or the bytes it decodes to).
+        case anyOfBytes([Data])
     }
 
     /// The application data the token's header must carry (as its SHA-256).
@@ -92,12 +95,13 @@ public final class PaymentTokenDecryptor: Sendable {
             )
         }
         if let expected = expectations.applicationData {
-            let hash: [UInt8]?
+            let hashes: [[UInt8]]
             switch expected {
-            case .bytes(let bytes): hash = Array(Digest.sha256(bytes))
-            case .sha256Hex(let text): hash = HexCoding.decode(text)
+            case .bytes(let bytes): hashes = [Array(Digest.sha256(bytes))]
+            case .anyOfBytes(let candidates): hashes = candidates.map { Array(Digest.sha256($0)) }
+            case .sha256Hex(let text): hashes = HexCoding.decode(text).map { [$0] } ?? []
             }
-            guard let hash, let actual = token.applicationData, hash == actual else {
+            guard let actual = token.applicationData, hashes.contains(actual) else {
                 throw PaymentTokenError(
                     .applicationDataMismatch,
                     token.applicationData == nil

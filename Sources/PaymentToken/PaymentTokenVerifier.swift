@@ -21,6 +21,8 @@ public struct PaymentTokenVerification: Sendable {
     public let applicationData: Data?
     /// Apple's leaf certificate that signed the token.
     public let signer: Certificate
+    /// The trusted root the signer's chain ended at.
+    public let root: Certificate
 }
 
 /// Checks Apple Pay tokens without decrypting them: the CMS signature, Apple's marker extensions, the chain to a
@@ -117,7 +119,7 @@ public final class PaymentTokenVerifier: Sendable {
         return PaymentTokenVerification(
             version: token.version, signingTime: signingTime, transactionId: token.transactionIdHex,
             publicKeyHash: Data(token.publicKeyHash), applicationData: token.applicationData.map { Data($0) },
-            signer: signer.leaf)
+            signer: signer.leaf, root: signer.chain.certificates.last ?? signer.leaf)
     }
 
     /// The verified chain and leaf verifier for the message's certificates, from the cache or checked now.

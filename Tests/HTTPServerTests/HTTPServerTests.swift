@@ -304,12 +304,55 @@ struct HTTPServerTests {
 struct RouterTests {
     func router() -> Router {
         var router = Router()
-        router.add(.get, "/v1/products") { _ in .text("products") }
-        router.add(.post, "/v1/checkouts") { _ in .text("created", status: 201) }
-        router.add(.post, "/v1/checkouts/{id}/payment") { request in
-            .text("pay \(request.pathParameters["id"] ?? "?") via \(request.route ?? "?")")
+        router.add(.get, "/v1/products") { _, _ in .text("products") }
+        router.add(.post, "/v1/checkouts") { _, _ in .text("created", status: 201) }
+        router.add(.post, "/v1/checkouts/{id}/payment") { _, context in
+            .text("pay \(context.parameters["id"] ?? "?") via \(context.route ?? "?")")
         }
+        router.add(.get, "/v1/fail") { _, _ in throw HTTPError(status: 409, code: "conflictHere", message: "no") }
+        router.add(.get, "/v1/crash") { _, _ in throw CancellationError() }
         return router
+    }
+
+    /// Records what it saw of every request: route, status and thrown code.
+    final class Recorder: Middleware, Sendable {
+        let seen = Mutex<[String]>([])
+        func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
+            do {
+                let response = try await next(request, context)
+                seen.withLock { $0.append("\(context.route ?? "none") \(response.status)") }
+                return response
+            } catch let error as any HTTPResponseError {
+                seen.withLock { $0.append("\(context.route ?? "none") \(error.status) \(error.code)") }
+                throw error
+            } catch {
+                seen.withLock { $0.append("\(context.route ?? "none") other error") }
+                throw error
+            }
+        }
+    }
+
+    @Test("middleware sees every request once, resolved once: handled, thrown, 404, 405 and 413")
+    func middleware() async throws {
+        let recorder = Recorder()
+        var router = router()
+        router.add(middleware: recorder)
+        _ = await router.respond(to: HTTPRequest(method: .get, path: "/v1/products"))
+        let failed = await router.respond(to: HTTPRequest(method: .get, path: "/v1/fail"))
+        let crashed = await router.respond(to: HTTPRequest(method: .get, path: "/v1/crash"))
+        _ = await router.respond(to: HTTPRequest(method: .get, path: "/v1/nothing"))
+        _ = await router.respond(to: HTTPRequest(method: .delete, path: "/v1/checkouts"))
+        var oversized = HTTPRequest(method: .post, path: "/v1/checkouts")
+        oversized.bodyLimitExceeded = 10
+        let tooLarge = await router.respond(to: oversized)
+        #expect(failed.status == 409)
+        #expect(crashed.status == 500)
+        #expect(tooLarge.status == 413)
+        #expect(
+            recorder.seen.withLock { $0 } == [
+                "/v1/products 200", "/v1/fail 409 conflictHere", "/v1/crash other error", "none 404 notFound",
+                "/v1/checkouts 405 methodNotAllowed", "/v1/checkouts 413 payloadTooLarge",
+            ])
     }
 
     @Test("takes path parameters and names the matched route")

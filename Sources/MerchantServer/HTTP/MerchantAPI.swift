@@ -1,11 +1,10 @@
 import ApplePay
-import Cryptography
 import Foundation
 import HTTPServer
-import Synchronization
 
-/// The merchant's HTTP API (issue 6) as a `Responder`: routes, JSON errors, one log line and metrics per request.
-/// Testable in-process with `respond(to:)`; served by `HTTPServer` in `MerchantApplication`.
+/// The merchant's HTTP API as a `Responder`: a ``Router`` of the routes below, with one log line and metrics per
+/// request from ``RequestLogging`` middleware. Testable in-process with `respond(to:)`; served by `HTTPServer`
+/// in `MerchantApplication`.
 public struct MerchantAPI: Responder {
     public let configuration: StoreConfiguration
     public let store: any OrderStore
@@ -29,100 +28,39 @@ public struct MerchantAPI: Responder {
         self.store = store
         self.metrics = metrics
         self.logger = logger
+        let pricing = CheckoutPricing(configuration: configuration, clock: clock)
+        let payments = CheckoutPayments(
+            configuration: configuration, pricing: pricing, store: store, tokenOpener: tokenOpener,
+            service: PaymentService(store: store, processor: processor, timeout: configuration.processor.timeout))
         let endpoints = Endpoints(
-            configuration: configuration, pricing: CheckoutPricing(configuration: configuration, clock: clock),
-            store: store,
-            payments: PaymentService(store: store, processor: processor, timeout: configuration.processor.timeout),
-            tokenOpener: tokenOpener, validator: validator, metrics: metrics, logger: logger, clock: clock)
+            configuration: configuration, pricing: pricing, store: store, payments: payments, validator: validator,
+            metrics: metrics, logger: logger, clock: clock)
         var router = Router()
+        router.add(middleware: RequestLogging(logger: logger, metrics: metrics))
         func add(
             _ method: HTTPMethod, _ pattern: String,
-            _ handler: @escaping @Sendable (Endpoints, HTTPRequest) async throws -> HTTPResponse
+            _ handler: @escaping @Sendable (Endpoints, HTTPRequest, RequestContext) async throws -> HTTPResponse
         ) {
-            router.add(method, pattern) { request in
-                do {
-                    return try await handler(endpoints, request)
-                } catch let error as HTTPError {
-                    RequestNotes.note(errorCode: error.code)
-                    return error.response
-                } catch {
-                    RequestNotes.note(errorCode: "internalError")
-                    return HTTPError.internalError().response
-                }
-            }
+            router.add(method, pattern) { request, context in try await handler(endpoints, request, context) }
         }
-        add(.get, "/v1/products") { try await $0.products($1) }
-        add(.post, "/v1/checkouts") { try await $0.createCheckout($1) }
-        add(.get, "/v1/checkouts/{id}") { try await $0.showCheckout($1) }
-        add(.post, "/v1/checkouts/{id}/shipping-contact") { try await $0.shippingContact($1) }
-        add(.post, "/v1/checkouts/{id}/shipping-method") { try await $0.shippingMethod($1) }
-        add(.post, "/v1/checkouts/{id}/payment-method") { try await $0.paymentMethod($1) }
-        add(.post, "/v1/checkouts/{id}/coupon") { try await $0.coupon($1) }
-        add(.post, "/v1/checkouts/{id}/payment") { try await $0.pay($1) }
-        add(.get, "/v1/orders/{id}") { try await $0.showOrder($1) }
-        add(.post, "/v1/apple-pay/merchant-session") { try await $0.merchantSession($1) }
-        add(.get, "/.well-known/apple-developer-merchantid-domain-association") { try await $0.domainAssociation($1) }
-        add(.get, "/healthz") { try await $0.health($1) }
-        add(.get, "/metrics") { try await $0.metricsText($1) }
+        add(.get, "/v1/products") { endpoints, request, _ in try await endpoints.products(request) }
+        add(.post, "/v1/checkouts") { endpoints, request, _ in try await endpoints.createCheckout(request) }
+        add(.get, "/v1/checkouts/{id}") { endpoints, _, context in try await endpoints.showCheckout(context) }
+        add(.post, "/v1/checkouts/{id}/shipping-contact") { try await $0.shippingContact($1, $2) }
+        add(.post, "/v1/checkouts/{id}/shipping-method") { try await $0.shippingMethod($1, $2) }
+        add(.post, "/v1/checkouts/{id}/payment-method") { try await $0.paymentMethod($1, $2) }
+        add(.post, "/v1/checkouts/{id}/coupon") { try await $0.coupon($1, $2) }
+        add(.post, "/v1/checkouts/{id}/payment") { try await $0.pay($1, $2) }
+        add(.get, "/v1/orders/{id}") { endpoints, _, context in try await endpoints.showOrder(context) }
+        add(.post, "/v1/apple-pay/merchant-session") { endpoints, request, _ in try await endpoints.merchantSession(request) }
+        add(.get, "/.well-known/apple-developer-merchantid-domain-association") { endpoints, request, _ in try await endpoints.domainAssociation(request) }
+        add(.get, "/healthz") { endpoints, request, _ in try await endpoints.health(request) }
+        add(.get, "/metrics") { endpoints, request, _ in try await endpoints.metricsText(request) }
         self.router = router
     }
 
-    public func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let clock = ContinuousClock()
-        let start = clock.now
-        let notes = RequestNotes()
-        let route: String
-        switch router.resolve(method: request.method, path: request.path) {
-        case .matched(let pattern, _), .methodNotAllowed(let pattern, _): route = pattern
-        case .notFound: route = "unmatched"
-        }
-        let response = await RequestNotes.$current.withValue(notes) { await router.respond(to: request) }
-        finish(request: request, route: route, response: response, notes: notes, elapsed: clock.now - start)
-        return response
-    }
-
-    public func respondToOversizedRequest(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
-        let response = HTTPError.payloadTooLarge(limit: limit).response
-        let notes = RequestNotes()
-        notes.fields.withLock { $0.errorCode = "payloadTooLarge" }
-        let route: String
-        switch router.resolve(method: request.method, path: request.path) {
-        case .matched(let pattern, _), .methodNotAllowed(let pattern, _): route = pattern
-        case .notFound: route = "unmatched"
-        }
-        finish(request: request, route: route, response: response, notes: notes, elapsed: .zero)
-        return response
-    }
-
-    private func finish(
-        request: HTTPRequest, route: String, response: HTTPResponse, notes: RequestNotes, elapsed: Duration
-    ) {
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.recordRequest(route: route, method: request.method.rawValue, status: response.status, seconds: seconds)
-        let fields = notes.fields.withLock { $0 }
-        var line: [String: any Sendable] = [
-            "method": request.method.rawValue, "route": route, "status": response.status,
-            "durationMs": (seconds * 1_000_000).rounded() / 1000,
-        ]
-        if let id = fields.checkoutID ?? request.pathParameters["id"].flatMap({ $0.hasPrefix("chk_") ? $0 : nil }) {
-            line["checkoutId"] = id
-        }
-        if let id = fields.orderID { line["orderId"] = id }
-        if let code = fields.errorCode ?? (response.status >= 400 ? Self.errorCode(in: response.body) : nil) {
-            line["code"] = code
-        }
-        if let outcome = fields.paymentOutcome { line["payment"] = outcome }
-        let level = response.status >= 500 ? "error" : response.status >= 400 ? "warn" : "info"
-        logger.log(level, "request", line)
-    }
-}
-
-extension MerchantAPI {
-    /// The `error.code` of a JSON error body (answers made by the router itself).
-    static func errorCode(in body: Data) -> String? {
-        let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
-        return (object?["error"] as? [String: Any])?["code"] as? String
-    }
+    public func respond(to request: HTTPRequest) async -> HTTPResponse { await router.respond(to: request) }
+    public var answersOversizedRequests: Bool { true }
 }
 
 /// The handlers, with everything they use.
@@ -130,8 +68,7 @@ struct Endpoints: Sendable {
     let configuration: StoreConfiguration
     let pricing: CheckoutPricing
     let store: any OrderStore
-    let payments: PaymentService
-    let tokenOpener: any PaymentTokenOpening
+    let payments: CheckoutPayments
     let validator: MerchantValidator
     let metrics: Metrics
     let logger: RequestLogger
@@ -160,16 +97,17 @@ struct Endpoints: Sendable {
             throw Self.httpError(error)
         }
         try await storing { () async throws(OrderStoreError) in try await store.insertCheckout(checkout) }
-        RequestNotes.note(checkoutID: checkout.id)
-        return .encoding(Answer(id: checkout.id, paymentRequest: paymentRequest), status: 201)
+        var response = HTTPResponse.encoding(Answer(id: checkout.id, paymentRequest: paymentRequest), status: 201)
+        response.logFields["checkoutId"] = checkout.id
+        return response
     }
 
-    func showCheckout(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+    func showCheckout(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Answer: Encodable {
             var id: String
             var paymentRequest: WebPaymentRequest
         }
-        let checkout = try await loadCheckout(request)
+        let checkout = try await loadCheckout(context)
         do {
             return .encoding(Answer(id: checkout.id, paymentRequest: try pricing.paymentRequest(for: checkout)))
         } catch {
@@ -177,17 +115,17 @@ struct Endpoints: Sendable {
         }
     }
 
-    func shippingContact(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+    func shippingContact(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         let address = try JSONBody.decode(ShippingAddress.self, from: request)
-        let checkout = try await loadCheckout(request)
+        let checkout = try await loadCheckout(context)
         return try await update(
             checkout.selectingShippingContact(address, configuration: configuration), after: .shippingContact)
     }
 
-    func shippingMethod(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+    func shippingMethod(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var identifier: String }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(request)
+        let checkout = try await loadCheckout(context)
         let updated: Checkout
         do {
             updated = try checkout.selectingShippingMethod(body.identifier, configuration: configuration)
@@ -197,21 +135,21 @@ struct Endpoints: Sendable {
         return try await update(updated, after: .shippingMethod)
     }
 
-    func paymentMethod(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+    func paymentMethod(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable {
             var type: String?
             var network: String?
         }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(request)
+        let checkout = try await loadCheckout(context)
         return try await update(
             checkout.selectingPaymentMethod(type: body.type, network: body.network), after: .paymentMethod)
     }
 
-    func coupon(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+    func coupon(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var couponCode: String? }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(request)
+        let checkout = try await loadCheckout(context)
         return try await update(checkout.applyingCoupon(body.couponCode), after: .couponCode)
     }
 
@@ -228,12 +166,14 @@ struct Endpoints: Sendable {
 
     // MARK: Orders
 
-    func showOrder(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
-        let id = request.pathParameters["id"] ?? ""
+    func showOrder(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        let id = context.parameters["id"] ?? ""
         let order = try await storing { () async throws(OrderStoreError) in try await store.order(id: id) }
         guard let order else { throw .orderNotFound(id) }
-        RequestNotes.note(checkoutID: order.checkoutID, orderID: order.id)
-        return .encoding(order)
+        var response = HTTPResponse.encoding(order)
+        response.logFields["checkoutId"] = order.checkoutID
+        response.logFields["orderId"] = order.id
+        return response
     }
 
     // MARK: Apple Pay on the web, health, metrics
@@ -268,9 +208,8 @@ struct Endpoints: Sendable {
 
     // MARK: Helpers
 
-    func loadCheckout(_ request: HTTPRequest) async throws(HTTPError) -> Checkout {
-        let id = request.pathParameters["id"] ?? ""
-        RequestNotes.note(checkoutID: id)
+    func loadCheckout(_ context: RequestContext) async throws(HTTPError) -> Checkout {
+        let id = context.parameters["id"] ?? ""
         let checkout = try await storing { () async throws(OrderStoreError) in try await store.checkout(id: id) }
         guard let checkout else { throw .checkoutNotFound(id) }
         return checkout
@@ -291,6 +230,7 @@ struct Endpoints: Sendable {
         }
     }
 
+    /// The answer to a checkout error: 400 for what the client sent, 422 for what the catalog cannot price.
     static func httpError(_ error: CheckoutError) -> HTTPError {
         switch error.code {
         case .unknownProduct, .invalidQuantity, .emptyCheckout, .unknownShippingMethod:

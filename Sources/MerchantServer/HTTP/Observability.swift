@@ -68,29 +68,46 @@ public struct RequestLogger: Sendable {
     private static func timestamp() -> String { Date().formatted(timeStyle) }
 }
 
-/// What a handler learned about its request, for the log line and the metrics: bound as a task-local for the
-/// duration of one request by `MerchantAPI`.
-final class RequestNotes: Sendable {
-    struct Fields {
-        var checkoutID: String?
-        var orderID: String?
-        var errorCode: String?
-        var paymentOutcome: String?
+/// Middleware that writes one log line and records metrics for every request the router sees (404, 405 and 413
+/// included): method, route pattern, status, duration, request id, the checkout and order ids and the error
+/// code. Fields come from the context, the thrown error and the response's `logFields`: never card data.
+public struct RequestLogging: Middleware {
+    public let logger: RequestLogger
+    public let metrics: Metrics
+
+    public init(logger: RequestLogger, metrics: Metrics) {
+        self.logger = logger
+        self.metrics = metrics
     }
 
-    @TaskLocal static var current: RequestNotes?
-
-    let fields = Mutex(Fields())
-
-    static func note(
-        checkoutID: String? = nil, orderID: String? = nil, errorCode: String? = nil, paymentOutcome: String? = nil
-    ) {
-        current?.fields.withLock { fields in
-            if let checkoutID { fields.checkoutID = checkoutID }
-            if let orderID { fields.orderID = orderID }
-            if let errorCode { fields.errorCode = errorCode }
-            if let paymentOutcome { fields.paymentOutcome = paymentOutcome }
+    public func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var code: String?
+        let response: HTTPResponse
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            code = error.code
+            response = error.response
+        } catch {
+            code = HTTPError.internalError().code
+            response = HTTPError.internalError().response
         }
+        let elapsed = clock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let route = context.route ?? "unmatched"
+        metrics.recordRequest(route: route, method: request.method.rawValue, status: response.status, seconds: seconds)
+        var line: [String: any Sendable] = [
+            "method": request.method.rawValue, "route": route, "status": response.status,
+            "durationMs": (seconds * 1_000_000).rounded() / 1000, "requestId": context.requestID,
+        ]
+        if let id = context.parameters["id"], id.hasPrefix("chk_") { line["checkoutId"] = id }
+        if let code { line["code"] = code }
+        for (key, value) in response.logFields { line[key] = value }
+        let level = response.status >= 500 ? "error" : response.status >= 400 ? "warn" : "info"
+        logger.log(level, "request", line)
+        return response
     }
 }
 

@@ -1,42 +1,11 @@
 import ApplePay
-import Cryptography
 import Foundation
 import HTTPServer
+import PaymentToken
 
-/// `POST /v1/checkouts/{id}/payment`: verify and decrypt the token, check it against the checkout's current total
-/// and `applicationData`, charge once per transaction id, record the order, answer like `completePayment`.
+/// `POST /v1/checkouts/{id}/payment`: the body is decoded once as ApplePay's `Payment`, ``CheckoutPayments``
+/// decides, and this file maps its result to a status and an Apple Pay JS `ApplePayPaymentAuthorizationResult`.
 extension Endpoints {
-    /// The `ApplePayPayment` body. The token's shape is checked here so that a malformed body is a 400 before any
-    /// cryptography; the token bytes themselves go to the `PaymentTokenOpening` untouched.
-    struct PaymentBody: Decodable {
-        struct Token: Decodable {
-            struct PaymentData: Decodable {
-                struct Header: Decodable {
-                    var transactionId: String
-                    var publicKeyHash: String
-                    var ephemeralPublicKey: String?
-                    var wrappedKey: String?
-                    var applicationData: String?
-                }
-                var version: String
-                var data: String
-                var signature: String
-                var header: Header
-            }
-            struct Method: Decodable {
-                var displayName: String?
-                var network: String?
-                var type: String?
-            }
-            var paymentData: PaymentData
-            var paymentMethod: Method?
-            var transactionIdentifier: String?
-        }
-        var token: Token
-        var shippingContact: OrderContact?
-        var billingContact: OrderContact?
-    }
-
     /// The answer: Apple Pay JS `ApplePayPaymentAuthorizationResult` fields plus the API's error object.
     struct PaymentAnswer: Encodable {
         struct ErrorObject: Encodable {
@@ -49,143 +18,108 @@ extension Endpoints {
         var error: ErrorObject?
     }
 
-    func pay(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
-        let body = try JSONBody.decode(PaymentBody.self, from: request)
-        guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
-            let tokenObject = object["token"],
-            let tokenJSON = try? JSONSerialization.data(withJSONObject: tokenObject)
-        else { throw .invalidRequest("Field token should be an object.") }
-        var checkout = try await loadCheckout(request)
+    func pay(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        let payment = try JSONBody.decode(Payment.self, from: request)
+        guard case .object = payment.token else { throw .invalidRequest("Field token should be an object.") }
+        let checkoutID = context.parameters["id"] ?? ""
+        let result = try await storing { () async throws(OrderStoreError) in
+            try await payments.pay(checkoutID: checkoutID, payment: payment)
+        }
+        switch result {
+        case .refused(let refusal): return try refused(refusal)
+        case .processed(let processed): return answer(for: processed)
+        }
+    }
 
-        // The token must be Apple's, for this merchant, recent, and decryptable.
-        let opened: OpenedPaymentToken
-        switch tokenOpener.open(tokenJSON) {
-        case .success(let value): opened = value
-        case .failure(let refusal):
-            return refuse(status: 400, code: refusal.code, message: refusal.message)
+    /// A refusal before anything was written. An unknown checkout and a token that is not shaped like Apple's
+    /// are errors in the request (not counted as payments); the rest are refused payments.
+    private func refused(_ refusal: PaymentRefusal) throws(HTTPError) -> HTTPResponse {
+        switch refusal {
+        case .checkoutNotFound(let id):
+            throw .checkoutNotFound(id)
+        case .tokenRefused(let error, _) where error.code == .malformedToken:
+            throw .invalidRequest("The token is not an Apple Pay token: \(error.message).")
+        default:
+            break
         }
-
-        // Price what is being paid for: the authorized shipping address replaces the redacted one.
-        if let contact = body.shippingContact, contact.countryCode != nil || contact.postalCode != nil {
-            checkout = checkout.selectingShippingContact(
-                ShippingAddress(
-                    locality: contact.locality, subAdministrativeArea: contact.subAdministrativeArea,
-                    administrativeArea: contact.administrativeArea, postalCode: contact.postalCode,
-                    country: contact.country, countryCode: contact.countryCode),
-                configuration: configuration)
-        }
-        let breakdown: PriceBreakdown
-        do {
-            breakdown = try pricing.price(checkout)
-        } catch {
-            throw Self.httpError(error)
-        }
-        guard breakdown.isPayable else {
-            metrics.recordPayment(outcome: "refused")
+        metrics.recordPayment(outcome: "refused")
+        switch refusal {
+        case .checkoutNotFound(let id):
+            throw .checkoutNotFound(id)
+        case .notPayable(let errors):
             return answer(
-                status: 400,
+                status: 400, code: refusal.code, outcome: "refused",
                 PaymentAnswer(
-                    status: "failure", errors: breakdown.errors.isEmpty ? nil : breakdown.errors,
-                    error: .init(
-                        code: "checkoutNotPayable", message: "The checkout has errors to resolve before paying.")))
+                    status: "failure", errors: errors.isEmpty ? nil : errors,
+                    error: .init(code: refusal.code, message: refusal.message)))
+        case .pricingFailed(let error):
+            return Self.httpError(error).response
+        case .tokenRefused:
+            return failure(status: 400, code: refusal.code, message: refusal.message, outcome: "refused")
         }
-
-        // The token must pay exactly this checkout's total, in its currency, for this checkout.
-        let expectedCurrency = Currency(code: breakdown.currencyCode)?.numericCode
-        guard let expectedCurrency, Int(opened.currencyNumericCode) == Int(expectedCurrency) else {
-            return refuse(
-                status: 400, code: "amountMismatch",
-                message: "The token's currency is not the checkout's (\(breakdown.currencyCode)).")
-        }
-        guard opened.amount == breakdown.total else {
-            return refuse(
-                status: 400, code: "amountMismatch",
-                message: "The token's amount is not the checkout's current total "
-                    + "\(Money(minorUnits: breakdown.total, currency: breakdown.currency))."
-            )
-        }
-        guard let hash = opened.applicationDataHash,
-            checkout.applicationDataCandidates.contains(where: { Digest.sha256($0) == hash })
-        else {
-            return refuse(
-                status: 400, code: "applicationDataMismatch",
-                message: "The token was not made for this checkout (its applicationData does not match).")
-        }
-
-        // Charge at most once per transaction id, and record the order with its payment.
-        let newOrder = NewOrder(
-            checkout: checkout, breakdown: breakdown, transactionID: opened.transactionID, token: opened.networkToken,
-            shippingContact: body.shippingContact, billingContact: body.billingContact, configuration: configuration)
-        let result: PaymentService.Result
-        do {
-            result = try await payments.pay(newOrder, token: opened.networkToken)
-        } catch {
-            logger.log(
-                "error", "store failure during payment", ["code": error.code.rawValue, "checkoutId": checkout.id])
-            metrics.recordPayment(outcome: "error")
-            RequestNotes.note(paymentOutcome: "storeFailure")
-            throw .storeUnavailable()
-        }
-        return answer(for: result)
     }
 
     private func answer(for result: PaymentService.Result) -> HTTPResponse {
         let order = result.order
-        RequestNotes.note(orderID: order.id)
         switch result.disposition {
         case .checkoutAlreadyPaid:
             metrics.recordPayment(outcome: "refused")
             return failure(
                 status: 409, code: "checkoutAlreadyPaid", message: "This checkout was already paid with another token.",
-                orderID: order.id)
+                order: order, outcome: "refused")
         case .inProgress:
             metrics.recordPayment(outcome: "inProgress")
             return failure(
                 status: 409, code: "paymentInProgress",
-                message: "A payment with this token is still being processed; ask again shortly.", orderID: order.id)
+                message: "A payment with this token is still being processed; ask again shortly.", order: order,
+                outcome: "inProgress")
         case .processed, .replayed:
             break
         }
         let replayed = result.disposition == .replayed
         switch order.status {
         case .paid:
-            metrics.recordPayment(outcome: replayed ? "replayed" : "approved")
-            RequestNotes.note(paymentOutcome: replayed ? "replayed" : "approved")
-            return answer(status: 200, PaymentAnswer(status: "success", orderId: order.id))
+            let outcome = replayed ? "replayed" : "approved"
+            metrics.recordPayment(outcome: outcome)
+            var response = answer(
+                status: 200, code: nil, outcome: outcome, PaymentAnswer(status: "success", orderId: order.id))
+            response.logFields["orderId"] = order.id
+            return response
         case .failed:
             let code = order.payment.failureCode ?? "paymentFailed"
             let declined = order.payment.status == .declined
-            metrics.recordPayment(outcome: replayed ? "replayed" : declined ? "declined" : "error")
-            RequestNotes.note(paymentOutcome: replayed ? "replayed" : declined ? "declined" : "error")
-            let status = declined ? 402 : code == "processorTimeout" ? 504 : 502
+            let outcome = replayed ? "replayed" : declined ? "declined" : "error"
+            metrics.recordPayment(outcome: outcome)
+            let status = declined ? 402 : code == ProcessorError.Code.timeout.rawValue ? 504 : 502
             let message =
                 declined
                 ? "The card was declined (\(code)); nothing was charged."
                 : "The payment processor failed (\(code)); nothing was charged."
-            return failure(status: status, code: code, message: message, orderID: order.id)
+            return failure(status: status, code: code, message: message, order: order, outcome: outcome)
         case .pending:
             metrics.recordPayment(outcome: "inProgress")
             return failure(
                 status: 409, code: "paymentInProgress", message: "The payment is still being processed.",
-                orderID: order.id)
+                order: order, outcome: "inProgress")
         }
     }
 
-    /// A refusal before anything is written or charged.
-    private func refuse(status: Int, code: String, message: String) -> HTTPResponse {
-        metrics.recordPayment(outcome: "refused")
-        RequestNotes.note(paymentOutcome: "refused")
-        return failure(status: status, code: code, message: message, orderID: nil)
-    }
-
-    private func failure(status: Int, code: String, message: String, orderID: String?) -> HTTPResponse {
-        RequestNotes.note(errorCode: code)
-        return answer(
-            status: status,
+    private func failure(status: Int, code: String, message: String, order: Order? = nil, outcome: String)
+        -> HTTPResponse
+    {
+        var response = answer(
+            status: status, code: code, outcome: outcome,
             PaymentAnswer(
-                status: "failure", orderId: orderID, errors: [PaymentError(code: .unknown, message: message)],
+                status: "failure", orderId: order?.id, errors: [PaymentError(code: .unknown, message: message)],
                 error: .init(code: code, message: message)))
+        if let order { response.logFields["orderId"] = order.id }
+        return response
     }
 
-    private func answer(status: Int, _ value: PaymentAnswer) -> HTTPResponse { .encoding(value, status: status) }
+    private func answer(status: Int, code: String?, outcome: String, _ value: PaymentAnswer) -> HTTPResponse {
+        var response = HTTPResponse.encoding(value, status: status)
+        response.logFields["payment"] = outcome
+        if let code { response.logFields["code"] = code }
+        return response
+    }
 }

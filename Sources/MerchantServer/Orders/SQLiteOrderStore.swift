@@ -15,7 +15,11 @@ import SQLite
 ///
 /// Several processes (or stores) may open the same file: writes use `BEGIN IMMEDIATE` and a busy timeout, and
 /// the UNIQUE constraint settles a double submit between them.
+/// Every call runs on the store's own thread (``ThreadExecutor``), never on Swift's shared pool.
 public actor SQLiteOrderStore: OrderStore {
+    /// The thread the connection lives on.
+    nonisolated let executor: ThreadExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let connection: Connection
     private let clock: @Sendable () -> Date
     /// The database file (or `:memory:`).
@@ -112,7 +116,10 @@ public actor SQLiteOrderStore: OrderStore {
         }
         self.path = path
         self.clock = clock
+        self.executor = ThreadExecutor(name: "SQLiteOrderStore")
     }
+
+    deinit { executor.stop() }
 
     // MARK: Checkouts
 

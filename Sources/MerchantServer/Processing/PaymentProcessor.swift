@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Synchronization
 
 /// The decrypted network token a processor needs to authorise a payment: a device (or merchant) PAN, its
 /// expiry, and either a 3-D Secure online cryptogram with an optional ECI, or EMV data.
@@ -230,19 +231,20 @@ public enum PaymentProcessing {
     /// `.unknown` too (the request may have reached the processor). Never throws.
     /// - Parameters:
     ///   - request: the charge.
-    ///   - processor: where to send it; it must honour cancellation (the group waits for it to stop).
+    ///   - processor: where to send it. It should honour cancellation; one that does not is left to finish on its
+    ///     own (its late answer is ignored here: the reconciler finds the charge by its idempotency key).
     ///   - timeout: the upper bound for the call.
     public static func charge(
         _ request: ChargeRequest, with processor: any PaymentProcessor, timeout: Duration
     ) async -> ChargeAttempt {
         await withTaskGroup(of: ChargeAttempt?.self) { group in
-            group.addTask {
+            group.addTask { await abandonable { () async -> ChargeAttempt in
                 do throws(ProcessorError) {
                     return .decided(try await processor.charge(request))
                 } catch {
                     return .unknown(error)
                 }
-            }
+            } }
             group.addTask {
                 do {
                     try await Task.sleep(for: timeout)
@@ -261,5 +263,50 @@ public enum PaymentProcessing {
             group.cancelAll()
             return answer
         }
+    }
+}
+
+/// Runs `work` in a task of its own and waits for it, but returns `nil` as soon as the waiting task is cancelled,
+/// cancelling `work` and leaving it to finish by itself: a processor that ignores cancellation cannot hold a
+/// time limit hostage.
+private func abandonable(_ work: @escaping @Sendable () async -> ChargeAttempt) async -> ChargeAttempt? {
+    let waiter = AbandonableWaiter()
+    let task = Task { await work() }
+    return await withTaskCancellationHandler {
+        await withCheckedContinuation { (continuation: CheckedContinuation<ChargeAttempt?, Never>) in
+            guard waiter.install(continuation) else { return }
+            Task { waiter.finish(with: await task.value) }
+        }
+    } onCancel: {
+        task.cancel()
+        waiter.finish(with: nil)
+    }
+}
+
+/// The continuation of ``abandonable(_:)``, resumed exactly once: by the work's answer or by cancellation.
+private final class AbandonableWaiter: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<ChargeAttempt?, Never>?
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    /// Keeps the continuation, or resumes it with `nil` at once (and returns false) when already cancelled.
+    func install(_ continuation: CheckedContinuation<ChargeAttempt?, Never>) -> Bool {
+        let finished = state.withLock { state -> Bool in
+            if !state.finished { state.continuation = continuation }
+            return state.finished
+        }
+        if finished { continuation.resume(returning: nil) }
+        return !finished
+    }
+
+    func finish(with answer: ChargeAttempt?) {
+        let continuation = state.withLock { state -> CheckedContinuation<ChargeAttempt?, Never>? in
+            state.finished = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: answer)
     }
 }

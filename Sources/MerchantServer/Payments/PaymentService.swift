@@ -51,7 +51,9 @@ public struct PaymentService: Sendable {
     /// - Returns: the final order (`paid`/`failed`), or the pending one for ``Disposition/inProgress``.
     /// - Throws: ``OrderStoreError`` when the store fails; if that happens after the processor approved, the
     ///   order stays `pending` with the approval lost to the store (logged by the caller, reconciled by hand).
-    public func pay(_ order: NewOrder, token: NetworkToken) async throws(OrderStoreError) -> Result {
+    public func pay(_ order: NewOrder, token: NetworkToken, rootFingerprint: String? = nil) async throws(OrderStoreError)
+        -> Result
+    {
         switch try await store.beginPayment(order) {
         case .checkoutAlreadyPaid(let existing):
             return Result(order: existing, disposition: .checkoutAlreadyPaid)
@@ -61,7 +63,7 @@ public struct PaymentService: Sendable {
             let currency = Currency(code: order.currencyCode) ?? Currency(code: "USD")!
             let request = ChargeRequest(
                 token: token, amount: Money(minorUnits: order.totals.total, currency: currency),
-                idempotencyKey: order.transactionID)
+                idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint)
             let outcome = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
             let final = try await store.completePayment(orderID: pending.id, outcome: outcome)
             return Result(order: final, disposition: .processed)

@@ -1,0 +1,48 @@
+import Cryptography
+import Foundation
+import PaymentToken
+
+/// Opens tokens with the PaymentToken module: signature, Apple's marker extensions, the chain to the trusted root
+/// at the signing time, freshness (5 minutes), the merchant key by `publicKeyHash`, then decryption.
+struct DecryptingTokenOpener: PaymentTokenOpening {
+    let decryptor: PaymentTokenDecryptor
+
+    func open(_ token: Data, expecting expectations: PaymentTokenExpectations) throws(PaymentTokenError)
+        -> OpenedPaymentToken
+    {
+        let parsed = try PaymentToken(jsonData: token)
+        let decrypted = try decryptor.decrypt(parsed, expecting: expectations)
+        let payload = decrypted.payload
+        let authentication: NetworkToken.Authentication
+        switch payload.credentials {
+        case .threeDSecure(let cryptogram, let eci):
+            authentication = .threeDSecure(cryptogram: Data(base64Encoded: cryptogram) ?? Data(), eciIndicator: eci)
+        case .emv(let emvData, let pin):
+            authentication = .emv(data: Data(base64Encoded: emvData) ?? Data(), encryptedPINData: pin)
+        }
+        return OpenedPaymentToken(
+            transactionID: decrypted.verification.transactionId,
+            networkToken: NetworkToken(
+                primaryAccountNumber: payload.applicationPrimaryAccountNumber,
+                expirationDate: payload.applicationExpirationDate, authentication: authentication,
+                network: parsed.paymentMethod?.network),
+            rootFingerprint: decrypted.verification.root.sha256Fingerprint.map { String(format: "%02x", $0) }.joined())
+    }
+}
+
+/// The token opener for the configured Payment Processing credentials and trusted root (`nil`: Apple Root CA - G3).
+func makeTokenOpener(
+    credentials: [MerchantCredential], trustedRoot: Certificate?, clock: @escaping @Sendable () -> Date
+) throws(ServerStartError) -> any PaymentTokenOpening {
+    do {
+        let identities = try credentials.map { credential throws(PaymentTokenError) in
+            try MerchantIdentity(certificate: credential.certificate, privateKey: credential.privateKey)
+        }
+        let decryptor = try PaymentTokenDecryptor(
+            merchants: identities, roots: trustedRoot.map { [$0] }, maximumAge: 300, now: clock)
+        return DecryptingTokenOpener(decryptor: decryptor)
+    } catch {
+        throw ServerStartError(
+            .keyMismatch, "the Payment Processing certificates cannot decrypt tokens: \(error.message)")
+    }
+}
