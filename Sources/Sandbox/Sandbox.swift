@@ -276,7 +276,8 @@ public final class Sandbox: Sendable {
                 throw error
             } catch {
                 throw SandboxError(
-                    .invalidFile, "\(keyName) is not a PEM private key", path: folder.appendingPathComponent(keyName).path)
+                    .invalidFile, "\(keyName) is not a PEM private key",
+                    path: folder.appendingPathComponent(keyName).path)
             }
             do {
                 return try SandboxAuthority.Credential(certificate: certificate, privateKey: key)

@@ -22,8 +22,9 @@ struct ErrorTests {
             }
         }
         #expect(caught == ["notADecimal", "tooManyDecimals", "overflow"])
-        #expect([AmountError.Code.notADecimal, .tooManyDecimals, .overflow].map(\.rawValue)
-            == ["notADecimal", "tooManyDecimals", "overflow"])
+        #expect(
+            [AmountError.Code.notADecimal, .tooManyDecimals, .overflow].map(\.rawValue)
+                == ["notADecimal", "tooManyDecimals", "overflow"])
         #expect(AmountError(.overflow, "a") == AmountError(.overflow, "b"))
         #expect(AmountError(.overflow, "too large").description == "overflow: too large")
     }

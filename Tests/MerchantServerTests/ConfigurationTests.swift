@@ -160,7 +160,8 @@ struct ConfigurationTests {
         ("a processor kind the server cannot run", "processor.kind", { $0["processor"] = ["kind": "stripe"] }),
     ]
 
-    @Test("the failing field is a property of the error, not something to parse from the message",
+    @Test(
+        "the failing field is a property of the error, not something to parse from the message",
         arguments: fields.indices)
     func failingField(index: Int) throws {
         let (name, field, mutate) = Self.fields[index]

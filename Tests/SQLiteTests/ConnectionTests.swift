@@ -26,7 +26,8 @@ func expectSQLiteError<T>(
     _ code: SQLiteError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T
 ) {
     let error = #expect(throws: SQLiteError.self, sourceLocation: sourceLocation) { _ = try body() }
-    #expect(error.map { code ~= $0 } == true, "\(error.map { "\($0.code)" } ?? "nothing") is not \(code)",
+    #expect(
+        error.map { code ~= $0 } == true, "\(error.map { "\($0.code)" } ?? "nothing") is not \(code)",
         sourceLocation: sourceLocation)
 }
 

@@ -42,9 +42,13 @@ struct SQLiteErrorTests {
     func extendedCodesMatch() throws {
         let (db, folder) = try openConstrained()
         defer { folder.remove() }
-        #expect(caught { try db.run("INSERT INTO accounts VALUES ('acc_2', 'a@example.com', 1)") } == "constraintUnique")
-        #expect(caught { try db.run("INSERT INTO accounts VALUES ('acc_1', 'b@example.com', 1)") } == "constraintPrimaryKey")
-        #expect(caught { try db.run("INSERT INTO accounts VALUES ('acc_3', 'c@example.com', -1)") } == "constraintCheck")
+        #expect(
+            caught { try db.run("INSERT INTO accounts VALUES ('acc_2', 'a@example.com', 1)") } == "constraintUnique")
+        #expect(
+            caught { try db.run("INSERT INTO accounts VALUES ('acc_1', 'b@example.com', 1)") } == "constraintPrimaryKey"
+        )
+        #expect(
+            caught { try db.run("INSERT INTO accounts VALUES ('acc_3', 'c@example.com', -1)") } == "constraintCheck")
         // Not one of the three above: falls through to the primary code.
         #expect(caught { try db.run("INSERT INTO accounts VALUES ('acc_4', NULL, 1)") } == "constraint")
         #expect(try db.query("SELECT count(*) AS n FROM accounts").first?.int64("n") == 1)

@@ -155,7 +155,8 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
             StoreConfigurationError(code, message, field: field)
         }
         if storeName.trimmingCharacters(in: .whitespaces).isEmpty || storeName.count > 64 {
-            throw fail(.invalidStoreName, "storeName", "storeName must be 1 to 64 characters (Apple's display-name limit)")
+            throw fail(
+                .invalidStoreName, "storeName", "storeName must be 1 to 64 characters (Apple's display-name limit)")
         }
         if merchantIdentifier.isEmpty {
             throw fail(.invalidMerchantIdentifier, "merchantIdentifier", "merchantIdentifier is empty")
@@ -197,7 +198,8 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
             if let unknown = zone.countries.firstIndex(where: { !Country.isKnown($0.uppercased()) }) {
                 throw fail(
                     .invalidZone, "\(path).countries[\(unknown)]",
-                    "shipping zone \(zone.identifier): \"\(zone.countries[unknown])\" is not an ISO 3166-1 alpha-2 code")
+                    "shipping zone \(zone.identifier): \"\(zone.countries[unknown])\" is not an ISO 3166-1 alpha-2 code"
+                )
             }
             if zone.methods.isEmpty {
                 throw fail(.invalidZone, "\(path).methods", "shipping zone \(zone.identifier) has no methods")
