@@ -147,17 +147,18 @@ extension Currency {
 /// Why an amount could not be parsed or converted. Equality is on the code.
 public struct AmountError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable, machine-readable reason.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code as a string, e.g. `"tooManyDecimals"`.
         public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+        private init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
         /// The text is not a plain decimal number.
-        public static let notADecimal = Code(rawValue: "amount.notADecimal")
+        public static let notADecimal = Code("notADecimal")
         /// The amount has more decimals than the currency's minor units.
-        public static let tooManyDecimals = Code(rawValue: "amount.tooManyDecimals")
+        public static let tooManyDecimals = Code("tooManyDecimals")
         /// The amount is too large for 64-bit minor units or for `Decimal`'s 38 digits.
-        public static let overflow = Code(rawValue: "amount.overflow")
+        public static let overflow = Code("overflow")
 
         /// Lets `catch AmountError.Code.tooManyDecimals` match an `AmountError` by its code.
         public static func ~= (pattern: Code, error: any Error) -> Bool { (error as? AmountError)?.code == pattern }

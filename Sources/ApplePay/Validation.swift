@@ -25,8 +25,7 @@ extension PaymentRequest {
         do {
             _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
         } catch {
-            throw RequestDocumentError(
-                code: .notJSON, message: "the document is not JSON: \(JSONDiagnostics.describe(error))")
+            throw RequestDocumentError(.notJSON, "the document is not JSON: \(JSONDiagnostics.describe(error))")
         }
         let value = try? JSONValue(parsing: data)
         guard case .object = value else {
@@ -53,18 +52,26 @@ extension PaymentRequest {
 
 /// A document that cannot be checked at all. Equality is on the code.
 public struct RequestDocumentError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// A stable, machine-readable reason.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code as a string, e.g. `"notJSON"`.
         public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+        private init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
         /// The bytes are not a JSON document.
-        public static let notJSON = Code(rawValue: "json.malformed")
+        public static let notJSON = Code("notJSON")
+
+        /// Lets `catch RequestDocumentError.Code.notJSON` match a `RequestDocumentError` by its code.
+        public static func ~= (pattern: Code, error: any Error) -> Bool {
+            (error as? RequestDocumentError)?.code == pattern
+        }
     }
 
     public let code: Code
+    /// What is wrong with the document (the JSON parser's diagnosis).
     public let message: String
 
-    public init(code: Code, message: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }

@@ -68,27 +68,55 @@ public struct ClientIdentity: Sendable {
     }
 }
 
-/// Why a request got no answer. Equality on `code`.
+/// Why a request got no answer: a stable `code` to switch on and a message. Equality on `code`.
+///
+/// Messages name the URL and libcurl's reason; never the request or response body, nor the client key.
 public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// `invalidURL`, `unsupportedProtocol`, `connectionFailed`, `timeout`, `tlsFailure`, `responseTooLarge`,
-    /// or `transferFailed`.
-    public var code: String
-    public var message: String
+    /// The stable identifier of a kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code as a string, e.g. `"timeout"`.
+        public let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
 
-    public init(code: String, message: String) {
+        /// The URL does not parse, or has no host.
+        public static let invalidURL = Code("invalidURL")
+        /// A scheme other than `http` or `https`.
+        public static let unsupportedProtocol = Code("unsupportedProtocol")
+        /// The host could not be resolved or connected to.
+        public static let connectionFailed = Code("connectionFailed")
+        /// The request took longer than the configured timeout.
+        public static let timeout = Code("timeout")
+        /// The TLS handshake failed (untrusted server, client certificate refused, ...).
+        public static let tlsFailure = Code("tlsFailure")
+        /// The response body is larger than the configured limit.
+        public static let responseTooLarge = Code("responseTooLarge")
+        /// Any other transfer failure.
+        public static let transferFailed = Code("transferFailed")
+
+        /// Lets a code match an error in `catch` or `switch`: `catch HTTPClientError.Code.timeout`.
+        public static func ~= (pattern: Code, error: any Error) -> Bool {
+            (error as? HTTPClientError)?.code == pattern
+        }
+
+        /// Compares with a code's string, for callers written when codes were strings (`error.code == "timeout"`);
+        /// prefer `catch HTTPClientError.Code.timeout`.
+        public static func == (code: Code, rawValue: String) -> Bool { code.rawValue == rawValue }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What went wrong.
+    public let message: String
+
+    /// Creates an error with a code and a message.
+    public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
     public static func == (lhs: HTTPClientError, rhs: HTTPClientError) -> Bool { lhs.code == rhs.code }
     public var description: String { "\(code): \(message)" }
-
-    public static let invalidURL = HTTPClientError(code: "invalidURL", message: "")
-    public static let unsupportedProtocol = HTTPClientError(code: "unsupportedProtocol", message: "")
-    public static let connectionFailed = HTTPClientError(code: "connectionFailed", message: "")
-    public static let timeout = HTTPClientError(code: "timeout", message: "")
-    public static let tlsFailure = HTTPClientError(code: "tlsFailure", message: "")
-    public static let responseTooLarge = HTTPClientError(code: "responseTooLarge", message: "")
 }
 
 /// HTTP and HTTPS requests on libcurl: TLS 1.2 or later, optional client certificate and trusted roots
@@ -133,17 +161,17 @@ public final class HTTPClient: Sendable {
     /// - Throws: `HTTPClientError` when there is no complete response (any status is a response).
     public func send(_ request: HTTPClientRequest) throws -> HTTPClientResponse {
         guard let components = URLComponents(string: request.url), let scheme = components.scheme?.lowercased() else {
-            throw HTTPClientError(code: "invalidURL", message: "'\(request.url)' is not an absolute URL.")
+            throw HTTPClientError(.invalidURL, "'\(request.url)' is not an absolute URL.")
         }
         guard scheme == "http" || scheme == "https" else {
             throw HTTPClientError(
-                code: "unsupportedProtocol", message: "Only http and https URLs are allowed, not '\(scheme)'.")
+                .unsupportedProtocol, "Only http and https URLs are allowed, not '\(scheme)'.")
         }
         guard components.host?.isEmpty == false else {
-            throw HTTPClientError(code: "invalidURL", message: "'\(request.url)' has no host.")
+            throw HTTPClientError(.invalidURL, "'\(request.url)' has no host.")
         }
         guard let handle = curl_easy_init() else {
-            throw HTTPClientError(code: "transferFailed", message: "libcurl could not create a handle.")
+            throw HTTPClientError(.transferFailed, "libcurl could not create a handle.")
         }
         defer { curl_easy_cleanup(handle) }
         let sink = ResponseSink(limit: configuration.maximumResponseSize)
@@ -242,23 +270,23 @@ public final class HTTPClient: Sendable {
     private static func error(for code: CURLcode, reason: String, sink: ResponseSink) -> HTTPClientError {
         if sink.overflowed {
             return HTTPClientError(
-                code: "responseTooLarge", message: "The response is larger than \(sink.limit) bytes.")
+                .responseTooLarge, "The response is larger than \(sink.limit) bytes.")
         }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
-            return HTTPClientError(code: "timeout", message: "The request timed out: \(reason)")
+            return HTTPClientError(.timeout, "The request timed out: \(reason)")
         case CURLE_UNSUPPORTED_PROTOCOL:
-            return HTTPClientError(code: "unsupportedProtocol", message: reason)
+            return HTTPClientError(.unsupportedProtocol, reason)
         case CURLE_URL_MALFORMAT:
-            return HTTPClientError(code: "invalidURL", message: reason)
+            return HTTPClientError(.invalidURL, reason)
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY:
-            return HTTPClientError(code: "connectionFailed", message: reason)
+            return HTTPClientError(.connectionFailed, reason)
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ISSUER_ERROR,
             CURLE_SSL_CRL_BADFILE, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CLIENTCERT:
-            return HTTPClientError(code: "tlsFailure", message: "TLS failed: \(reason)")
+            return HTTPClientError(.tlsFailure, "TLS failed: \(reason)")
         default:
-            return HTTPClientError(code: "transferFailed", message: reason)
+            return HTTPClientError(.transferFailed, reason)
         }
     }
 }

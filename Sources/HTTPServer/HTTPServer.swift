@@ -45,17 +45,39 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Why the server did not start.
+    /// Why the server did not start: a stable `code` to switch on and a message naming the address.
+    /// Equality on `code`.
     public struct StartError: Error, Sendable, Equatable, CustomStringConvertible {
-        /// `invalidAddress` or `cannotListen`.
-        public var code: String
-        public var message: String
-        public init(code: String, message: String) {
+        /// The stable identifier of a kind of failure.
+        public struct Code: Hashable, Sendable, CustomStringConvertible {
+            /// The code as a string, e.g. `"cannotListen"`.
+            public let rawValue: String
+            private init(_ rawValue: String) { self.rawValue = rawValue }
+            public var description: String { rawValue }
+
+            /// The host is not an IP address literal (or `localhost`).
+            public static let invalidAddress = Code("invalidAddress")
+            /// The port cannot be bound (in use, or not allowed).
+            public static let cannotListen = Code("cannotListen")
+
+            /// Lets a code match an error in `catch` or `switch`: `catch HTTPServer.StartError.Code.cannotListen`.
+            public static func ~= (pattern: Code, error: any Error) -> Bool {
+                (error as? StartError)?.code == pattern
+            }
+        }
+
+        /// What kind of failure this is.
+        public let code: Code
+        /// What went wrong, naming the address.
+        public let message: String
+
+        /// Creates an error with a code and a message.
+        public init(_ code: Code, _ message: String) {
             self.code = code
             self.message = message
         }
         public static func == (lhs: StartError, rhs: StartError) -> Bool { lhs.code == rhs.code }
-        public var description: String { message }
+        public var description: String { "\(code): \(message)" }
     }
 
     public let configuration: Configuration
@@ -99,14 +121,13 @@ public final class HTTPServer: Sendable {
             }
         } else {
             core.executor.stop()
-            throw StartError(
-                code: "invalidAddress", message: "'\(configuration.host)' is not an IP address to listen on.")
+            throw StartError(.invalidAddress, "'\(configuration.host)' is not an IP address to listen on.")
         }
         guard let daemon else {
             core.executor.stop()
             throw StartError(
-                code: "cannotListen",
-                message: "Cannot listen on \(configuration.host):\(configuration.port) (in use, or not allowed).")
+                .cannotListen,
+                "Cannot listen on \(configuration.host):\(configuration.port) (in use, or not allowed).")
         }
         core.daemon.withLock { $0 = DaemonHandle(pointer: daemon) }
         return HTTPServer(configuration: configuration, port: CMicroHTTPD_bound_port(daemon), core: core)

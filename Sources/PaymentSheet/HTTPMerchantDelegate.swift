@@ -59,8 +59,8 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
     }
 
     /// `GET /v1/checkouts/{id}` → `{"id", "paymentRequest"}`: an existing checkout, to pay it.
-    /// - Throws: `PaymentSheetError` `checkout.unknown` when the server has no such checkout (404),
-    ///   `merchant.failed` for any other error answer or an answer of the wrong shape, or the transport failure.
+    /// - Throws: `PaymentSheetError` `unknownCheckout` when the server has no such checkout (404),
+    ///   `merchantFailed` for any other error answer or an answer of the wrong shape, or the transport failure.
     public static func fetchCheckout(
         baseURL: String, id: String, client: HTTPClient = HTTPClient()
     ) async throws -> Checkout {
@@ -144,7 +144,7 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
         }
     }
 
-    /// The server's `{"error": {"code", "message"}}` as a `merchant.failed` error.
+    /// The server's `{"error": {"code", "message"}}` as a `merchantFailed` error.
     static func failure(_ response: HTTPClientResponse, route: String) -> PaymentSheetError {
         let object = try? JSONValue(parsing: response.body)
         let code = object?["error"]?["code"]?.stringValue ?? "http\(response.status)"

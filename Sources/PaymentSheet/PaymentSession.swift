@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// The rules, as a device applies them:
 /// - one event at a time: an action arriving while the merchant has not answered is refused
-///   (`session.eventInProgress`); only `cancel` may interrupt;
+///   (`eventInProgress`); only `cancel` may interrupt;
 /// - the merchant sees the shipping contact redacted (`ContactRedaction`) until authorization, then the full
 ///   contacts with only the requested fields;
 /// - errors in a merchant's answer block authorization until a later successful answer to the same kind of event
@@ -92,8 +92,8 @@ public actor PaymentSession {
     ///   - tokenIssuer: makes the token on authorization (`SandboxTokenIssuer`).
     ///   - clock: time for timeouts and signing; `VirtualClock` in tests.
     ///   - transcript: receives each transcript line as it is written.
-    /// - Throws: `PaymentSheetError` `request.invalid` naming the first broken rule, or
-    ///   `wallet.cannotMakePayments` when the device cannot pay or no card can pay for the request.
+    /// - Throws: `PaymentSheetError` `invalidRequest` naming the first broken rule, or
+    ///   `cannotMakePayments` when the device cannot pay or no card can pay for the request.
     public init(
         request: PaymentRequest, wallet: Wallet, delegate: any PaymentSheetDelegate,
         tokenIssuer: any PaymentTokenIssuer, clock: any SessionClock = SystemSessionClock(),
@@ -172,7 +172,7 @@ public actor PaymentSession {
     // MARK: - Beginning
 
     /// Shows the sheet: merchant validation (web), then the default card and contact.
-    /// - Throws: `session.finished` when it already ended, `session.eventInProgress` when already begun and
+    /// - Throws: `finished` when it already ended, `eventInProgress` when already begun and
     ///   waiting. A failure during validation ends the session rather than throwing.
     public func begin() async throws(PaymentSheetError) {
         guard case .notBegun = phase else {
@@ -220,9 +220,9 @@ public actor PaymentSession {
     // MARK: - Actions
 
     /// Performs one user action.
-    /// - Throws: `PaymentSheetError`: `session.eventInProgress` while the merchant has not answered the previous
-    ///   event, `session.finished` after the end, `action.unknownCard` / `action.unknownShippingMethod` /
-    ///   `action.notOffered` for a selection the sheet does not offer, `session.authorizationBlocked` when
+    /// - Throws: `PaymentSheetError`: `eventInProgress` while the merchant has not answered the previous
+    ///   event, `finished` after the end, `unknownCard` / `unknownShippingMethod` /
+    ///   `notOffered` for a selection the sheet does not offer, `authorizationBlocked` when
     ///   authorization is not possible yet. Merchant failures end the session instead of throwing.
     public func perform(_ action: UserAction) async throws(PaymentSheetError) {
         if case .cancel = action {

@@ -30,7 +30,7 @@ public struct Scenario: Sendable {
     public var timeout: Duration
 
     /// Reads and checks a scenario file.
-    /// - Throws: `PaymentSheetError` `scenario.invalid` whose `field` names the bad member (for example
+    /// - Throws: `PaymentSheetError` `invalidScenario` whose `field` names the bad member (for example
     ///   `wallet.cards[0].devicePAN`) and whose message says what is wrong.
     public static func load(from url: URL) throws(PaymentSheetError) -> Scenario {
         let data: Data
@@ -286,11 +286,7 @@ struct ScenarioDocument: Decodable {
                         cardholderName: card.cardholderName, billingContact: card.billingContact,
                         identifier: card.identifier))
             } catch {
-                let field =
-                    error.message.contains("PAN")
-                    ? "devicePAN"
-                    : error.message.contains("expiration") ? "expirationDate" : "issuingCountry"
-                throw invalid("\(path).\(field)", error.message)
+                throw invalid(error.field.map { "\(path).\($0)" } ?? path, error.message)
             }
             if cards.dropLast().contains(where: { $0.identifier == cards.last?.identifier }) {
                 throw invalid(

@@ -20,9 +20,9 @@ public enum ScenarioRunner {
     /// - Parameters:
     ///   - checkoutID: an existing checkout on the merchant server to pay; needs `merchantURL`.
     ///   - transcript: receives each line as it is written.
-    /// - Throws: `PaymentSheetError` `scenario.invalid` when the scenario lacks what the mode needs or its
-    ///   request/wallet cannot open a sheet; `checkout.unknown` when the server has no checkout `checkoutID`;
-    ///   `merchant.failed` when the checkout cannot be created or fetched, or `checkoutID` comes without
+    /// - Throws: `PaymentSheetError` `invalidScenario` when the scenario lacks what the mode needs or its
+    ///   request/wallet cannot open a sheet; `unknownCheckout` when the server has no checkout `checkoutID`;
+    ///   `merchantFailed` when the checkout cannot be created or fetched, or `checkoutID` comes without
     ///   `merchantURL`.
     public static func run(
         _ scenario: Scenario, sandbox: Sandbox, merchantURL: String? = nil, checkoutID: String? = nil,

@@ -48,7 +48,7 @@ public struct IssuedToken: Sendable, CustomStringConvertible, CustomReflectable 
 
 /// Makes payment tokens, as Apple's servers do for a device.
 public protocol PaymentTokenIssuer: Sendable {
-    /// - Throws: any error; the session reports it as `token.failed` and fails.
+    /// - Throws: any error; the session reports it as `tokenFailed` and fails.
     func issueToken(_ request: TokenIssueRequest) throws -> IssuedToken
 }
 

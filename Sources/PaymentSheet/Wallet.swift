@@ -24,22 +24,26 @@ public struct WalletCard: Sendable, Hashable, CustomStringConvertible, CustomRef
     /// The card's billing contact, given to the merchant (only the requested fields) on authorization.
     public var billingContact: Contact?
 
-    /// - Throws: `PaymentSheetError.invalidCard` when the PAN is not 12–19 digits passing the Luhn check, the
-    ///   expiration is not YYMMDD, or the issuing country is not an ISO 3166-1 code.
+    /// - Throws: `PaymentSheetError.Code.invalidCard` when the PAN is not 12–19 digits passing the Luhn check, the
+    ///   expiration is not YYMMDD, or the issuing country is not an ISO 3166-1 code; its `field` names which
+    ///   (`devicePAN`, `expirationDate` or `issuingCountry`).
     public init(
         network: PaymentNetwork, type: PaymentMethodType = .debit, issuingCountry: String = "US", devicePAN: String,
         expirationDate: String, displayName: String? = nil, cardholderName: String? = nil,
         billingContact: Contact? = nil, identifier: String? = nil
     ) throws(PaymentSheetError) {
         guard SandboxCard.isValidDevicePAN(devicePAN) else {
-            throw PaymentSheetError(.invalidCard, "the device PAN must be 12 to 19 digits and pass the Luhn check")
+            throw PaymentSheetError(
+                .invalidCard, "the device PAN must be 12 to 19 digits and pass the Luhn check", field: "devicePAN")
         }
         guard SandboxCard.isValidExpirationDate(expirationDate) else {
-            throw PaymentSheetError(.invalidCard, "the expiration date must be YYMMDD, for example 291231")
+            throw PaymentSheetError(
+                .invalidCard, "the expiration date must be YYMMDD, for example 291231", field: "expirationDate")
         }
         guard Country.isKnown(issuingCountry) else {
             throw PaymentSheetError(
-                .invalidCard, "issuing country '\(issuingCountry.prefix(8))' is not an ISO 3166-1 alpha-2 code")
+                .invalidCard, "issuing country '\(issuingCountry.prefix(8))' is not an ISO 3166-1 alpha-2 code",
+                field: "issuingCountry")
         }
         self.network = network
         self.type = type

@@ -2,20 +2,44 @@ internal import CSQLite
 
 /// A failed SQLite call: a stable ``code`` to switch on, SQLite's extended result code, and its message.
 ///
-/// Equality is on the code. Match in `catch` clauses with the code constants:
+/// Equality is on the code. Match in `catch` clauses with the code constants; a primary code matches its extended
+/// codes too, and an extended code matches only itself:
 /// ```swift
-/// do { try connection.run("INSERT ...") } catch SQLiteError.constraint { ... }
+/// do { try connection.run("INSERT ...") }
+/// catch SQLiteError.Code.constraintUnique { ... }   // only a UNIQUE violation
+/// catch SQLiteError.Code.constraint { ... }         // any other constraint (CHECK, NOT NULL, FOREIGN KEY, ...)
 /// ```
 public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// Stable error codes (one per SQLite primary result code we distinguish, plus the wrapper's own).
+    /// Stable error codes: one per SQLite primary result code we distinguish, the extended codes callers act on
+    /// (constraint kinds, busy variants), and the wrapper's own.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code as a string, e.g. `"constraintUnique"`.
         public let rawValue: String
-        init(_ rawValue: String) { self.rawValue = rawValue }
+        private let primaryRawValue: String
+        private init(_ rawValue: String) {
+            self.rawValue = rawValue
+            self.primaryRawValue = rawValue
+        }
+        private init(_ rawValue: String, refining primary: Code) {
+            self.rawValue = rawValue
+            self.primaryRawValue = primary.rawValue
+        }
         public var description: String { rawValue }
 
-        /// Lets `catch SQLiteError.constraint` (or `SQLiteError.Code.constraint`) match a thrown error.
-        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? SQLiteError)?.code == pattern }
+        /// The primary code this one refines (`constraint` for `constraintUnique`); the code itself for a primary
+        /// or wrapper code.
+        public var primary: Code { primaryRawValue == rawValue ? self : Code(primaryRawValue) }
 
+        /// Lets a code match a thrown ``SQLiteError`` in `catch` or `switch`: `catch SQLiteError.Code.busy`.
+        ///
+        /// A primary code (`constraint`) matches the error's code or any extended code refining it
+        /// (`constraintUnique`, `constraintCheck`, ...); an extended code matches only itself.
+        public static func ~= (pattern: Code, value: any Error) -> Bool {
+            guard let error = value as? SQLiteError else { return false }
+            return error.code == pattern || error.code.primary == pattern
+        }
+
+        // Primary result codes.
         public static let error = Code("error")
         public static let permission = Code("permission")
         public static let abort = Code("abort")
@@ -30,37 +54,55 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let cannotOpen = Code("cannotOpen")
         public static let schema = Code("schema")
         public static let tooBig = Code("tooBig")
-        /// UNIQUE, PRIMARY KEY, FOREIGN KEY, CHECK, NOT NULL or a trigger's RAISE.
+        /// UNIQUE, PRIMARY KEY, FOREIGN KEY, CHECK, NOT NULL or a trigger's RAISE; matches every `constraint…` code.
         public static let constraint = Code("constraint")
         public static let mismatch = Code("mismatch")
         public static let misuse = Code("misuse")
         public static let range = Code("range")
-        /// A column read as the wrong type, or a column that is not in the row (wrapper).
+
+        // Extended result codes (`sqlite3_extended_errcode`).
+        /// `SQLITE_CONSTRAINT_CHECK`: a CHECK constraint failed.
+        public static let constraintCheck = Code("constraintCheck", refining: .constraint)
+        /// `SQLITE_CONSTRAINT_FOREIGNKEY`: a foreign key has no parent row.
+        public static let constraintForeignKey = Code("constraintForeignKey", refining: .constraint)
+        /// `SQLITE_CONSTRAINT_NOTNULL`: NULL in a NOT NULL column.
+        public static let constraintNotNull = Code("constraintNotNull", refining: .constraint)
+        /// `SQLITE_CONSTRAINT_PRIMARYKEY`: a duplicate (non-rowid) primary key.
+        public static let constraintPrimaryKey = Code("constraintPrimaryKey", refining: .constraint)
+        /// `SQLITE_CONSTRAINT_UNIQUE`: a duplicate in a UNIQUE column or index.
+        public static let constraintUnique = Code("constraintUnique", refining: .constraint)
+        /// `SQLITE_CONSTRAINT_TRIGGER`: a trigger's `RAISE(ABORT, ...)` or similar.
+        public static let constraintTrigger = Code("constraintTrigger", refining: .constraint)
+        /// `SQLITE_CONSTRAINT_ROWID`: a duplicate rowid (an `INTEGER PRIMARY KEY`).
+        public static let constraintRowID = Code("constraintRowID", refining: .constraint)
+        /// `SQLITE_CONSTRAINT_DATATYPE`: a value of the wrong type in a STRICT table.
+        public static let constraintDatatype = Code("constraintDatatype", refining: .constraint)
+        /// `SQLITE_BUSY_RECOVERY`.
+        public static let busyRecovery = Code("busyRecovery", refining: .busy)
+        /// `SQLITE_BUSY_SNAPSHOT`: a WAL read transaction cannot be upgraded to a write.
+        public static let busySnapshot = Code("busySnapshot", refining: .busy)
+        /// `SQLITE_BUSY_TIMEOUT`.
+        public static let busyTimeout = Code("busyTimeout", refining: .busy)
+        /// `SQLITE_LOCKED_SHAREDCACHE`.
+        public static let lockedSharedCache = Code("lockedSharedCache", refining: .locked)
+
+        // The wrapper's own.
+        /// A column read as the wrong type, or a column that is not in the row.
         public static let typeMismatch = Code("typeMismatch")
-        /// The recorded migrations do not match the code's list (wrapper).
+        /// The recorded migrations do not match the code's list.
         public static let migration = Code("migration")
     }
 
-    public static let constraint = Code.constraint
-    public static let busy = Code.busy
-    public static let locked = Code.locked
-    public static let cannotOpen = Code.cannotOpen
-    public static let readOnly = Code.readOnly
-    public static let corrupt = Code.corrupt
-    public static let misuse = Code.misuse
-    public static let typeMismatch = Code.typeMismatch
-    public static let migration = Code.migration
-
-    /// The stable code.
+    /// The stable code: the extended code when it is one we name, otherwise the primary code.
     public let code: Code
     /// SQLite's extended result code (`2067` is `SQLITE_CONSTRAINT_UNIQUE`); `0` for wrapper errors.
     public let resultCode: Int32
-    /// `sqlite3_errmsg` at the time of the failure, or the wrapper's explanation.
+    /// `sqlite3_errmsg` at the time of the failure, or the wrapper's explanation. Never holds bound values.
     public let message: String
     /// The statement involved, when there is one (SQL text only: bound values are never included).
     public let sql: String?
 
-    /// An error from a result code and message.
+    /// An error from a (possibly extended) result code and message.
     public init(resultCode: Int32, message: String, sql: String? = nil) {
         self.code = Self.code(for: resultCode)
         self.resultCode = resultCode
@@ -76,19 +118,6 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
         self.sql = sql
     }
 
-    /// Whether this is a UNIQUE or PRIMARY KEY violation.
-    public var isUniqueViolation: Bool {
-        resultCode == Self.constraintUnique || resultCode == Self.constraintPrimaryKey
-    }
-
-    // Extended codes are function-like macros in sqlite3.h that Swift does not import: SQLITE_CONSTRAINT | (n << 8).
-    private static let constraintForeignKey = SQLITE_CONSTRAINT | (3 << 8)
-    private static let constraintPrimaryKey = SQLITE_CONSTRAINT | (6 << 8)
-    private static let constraintUnique = SQLITE_CONSTRAINT | (8 << 8)
-
-    /// Whether this is a FOREIGN KEY violation.
-    public var isForeignKeyViolation: Bool { resultCode == Self.constraintForeignKey }
-
     public var description: String {
         var text = "SQLite \(code)"
         if resultCode != 0 { text += " (\(resultCode))" }
@@ -99,8 +128,25 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public static func == (lhs: SQLiteError, rhs: SQLiteError) -> Bool { lhs.code == rhs.code }
 
+    // Extended codes are function-like macros in sqlite3.h that Swift does not import: primary | (n << 8).
+    private static let extendedCodes: [Int32: Code] = [
+        SQLITE_CONSTRAINT | (1 << 8): .constraintCheck,
+        SQLITE_CONSTRAINT | (3 << 8): .constraintForeignKey,
+        SQLITE_CONSTRAINT | (5 << 8): .constraintNotNull,
+        SQLITE_CONSTRAINT | (6 << 8): .constraintPrimaryKey,
+        SQLITE_CONSTRAINT | (7 << 8): .constraintTrigger,
+        SQLITE_CONSTRAINT | (8 << 8): .constraintUnique,
+        SQLITE_CONSTRAINT | (10 << 8): .constraintRowID,
+        SQLITE_CONSTRAINT | (12 << 8): .constraintDatatype,
+        SQLITE_BUSY | (1 << 8): .busyRecovery,
+        SQLITE_BUSY | (2 << 8): .busySnapshot,
+        SQLITE_BUSY | (3 << 8): .busyTimeout,
+        SQLITE_LOCKED | (1 << 8): .lockedSharedCache,
+    ]
+
     static func code(for resultCode: Int32) -> Code {
-        switch resultCode & 0xff {
+        if let extended = extendedCodes[resultCode] { return extended }
+        return switch resultCode & 0xff {
         case SQLITE_PERM, SQLITE_AUTH: .permission
         case SQLITE_ABORT: .abort
         case SQLITE_BUSY: .busy

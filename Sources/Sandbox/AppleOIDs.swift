@@ -24,7 +24,7 @@ public enum MerchantIdentifier {
 
     /// Checks an identifier the way Apple's developer portal does: `merchant.` followed by a reverse-DNS style
     /// name of letters, digits, `.` and `-`, at most 255 characters.
-    /// - Throws: `SandboxError.invalidMerchantIdentifier` saying what is wrong.
+    /// - Throws: `SandboxError.Code.invalidMerchantIdentifier` saying what is wrong.
     public static func validate(_ identifier: String) throws {
         let allowed = identifier.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
@@ -34,9 +34,8 @@ public enum MerchantIdentifier {
             allowed, !identifier.hasSuffix("."), !identifier.contains("..")
         else {
             throw SandboxError(
-                code: SandboxError.invalidMerchantIdentifier.code,
-                message:
-                    "'\(identifier.prefix(80))' is not a merchant identifier: use 'merchant.' and a reverse-DNS name of letters, digits, '.' and '-', e.g. merchant.com.example.shop"
+                .invalidMerchantIdentifier,
+                "'\(identifier.prefix(80))' is not a merchant identifier: use 'merchant.' and a reverse-DNS name of letters, digits, '.' and '-', e.g. merchant.com.example.shop"
             )
         }
     }

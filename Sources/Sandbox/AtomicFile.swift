@@ -17,15 +17,15 @@ public enum AtomicFile {
     public static let publicMode: mode_t = 0o644
 
     /// Writes `bytes` to `url` atomically with the given permissions.
-    /// - Throws: `SandboxError.writeFailed` naming the path (never the content).
+    /// - Throws: `SandboxError.Code.writeFailed` naming the path (never the content).
     public static func write(_ bytes: some Collection<UInt8>, to url: URL, mode: mode_t) throws {
         let folder = url.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else {
             throw SandboxError(
-                code: SandboxError.writeFailed.code,
-                message: "cannot create a file in \(folder.path): \(String(cString: strerror(errno)))")
+                .writeFailed,
+                "cannot create a file in \(folder.path): \(String(cString: strerror(errno)))", path: url.path)
         }
         var failure: String?
         let array = Array(bytes)
@@ -48,7 +48,7 @@ public enum AtomicFile {
         if failure == nil, rename(temporary.path, url.path) != 0 { failure = String(cString: strerror(errno)) }
         if let failure {
             unlink(temporary.path)
-            throw SandboxError(code: SandboxError.writeFailed.code, message: "cannot write \(url.path): \(failure)")
+            throw SandboxError(.writeFailed, "cannot write \(url.path): \(failure)", path: url.path)
         }
     }
 

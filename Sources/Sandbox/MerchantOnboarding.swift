@@ -18,7 +18,7 @@ public enum MerchantOnboarding {
     }
 
     /// Makes a key of the right kind and a CSR for it.
-    /// - Throws: `SandboxError.invalidMerchantIdentifier` for a bad identifier; `CryptographyError`.
+    /// - Throws: `SandboxError.Code.invalidMerchantIdentifier` for a bad identifier; `CryptographyError`.
     public static func makeKeyAndRequest(
         _ kind: SandboxAuthority.MerchantCertificateKind, merchantIdentifier: String?, rsa: Bool = false
     ) throws -> KeyAndRequest {
@@ -40,7 +40,7 @@ public enum MerchantOnboarding {
     }
 
     /// Reads a certificate file as Apple's portal delivers it (DER `.cer`) or as PEM.
-    /// - Throws: `SandboxError.notACertificate` when the bytes are neither.
+    /// - Throws: `SandboxError.Code.notACertificate` when the bytes are neither.
     public static func readCertificate(_ bytes: Data) throws -> Certificate {
         let pemMarker = Data("-----BEGIN".utf8)
         do {
@@ -50,8 +50,8 @@ public enum MerchantOnboarding {
             return try Certificate(der: bytes)
         } catch {
             throw SandboxError(
-                code: SandboxError.notACertificate.code,
-                message: "the file is not an X.509 certificate in DER (.cer) or PEM form")
+                .notACertificate,
+                "the file is not an X.509 certificate in DER (.cer) or PEM form")
         }
     }
 

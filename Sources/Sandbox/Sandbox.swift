@@ -109,7 +109,7 @@ public final class Sandbox: Sendable {
     ///   - merchantIdentifier: e.g. `merchant.com.example.shop`.
     ///   - force: replace an existing sandbox.
     /// - Returns: the sandbox, loaded.
-    /// - Throws: `SandboxError.alreadyExists`, `.invalidMerchantIdentifier`, `.writeFailed`; `CryptographyError`.
+    /// - Throws: `SandboxError.Code.alreadyExists`, `.invalidMerchantIdentifier`, `.writeFailed`; `CryptographyError`.
     @discardableResult
     public static func create(
         at folder: URL, merchantIdentifier: String, force: Bool = false, now: Date = Date()
@@ -122,19 +122,20 @@ public final class Sandbox: Sendable {
         if exists {
             guard isDirectory.boolValue else {
                 throw SandboxError(
-                    code: SandboxError.alreadyExists.code, message: "\(folder.path) exists and is not a folder")
+                    .alreadyExists, "\(folder.path) exists and is not a folder", path: folder.path)
             }
             let contents = (try? manager.contentsOfDirectory(atPath: folder.path)) ?? []
             let isSandbox = contents.contains(File.configuration)
             if isSandbox && !force {
                 throw SandboxError(
-                    code: SandboxError.alreadyExists.code,
-                    message: "\(folder.path) already holds a sandbox; pass --force to replace it")
+                    .alreadyExists,
+                    "\(folder.path) already holds a sandbox; pass --force to replace it", path: folder.path)
             }
             if !isSandbox && !contents.isEmpty {
                 throw SandboxError(
-                    code: SandboxError.alreadyExists.code,
-                    message: "\(folder.path) is not empty and is not a sandbox; choose an empty or new folder")
+                    .alreadyExists,
+                    "\(folder.path) is not empty and is not a sandbox; choose an empty or new folder",
+                    path: folder.path)
             }
         }
 
@@ -185,8 +186,8 @@ public final class Sandbox: Sendable {
             try manager.createDirectory(at: parent, withIntermediateDirectories: true)
         } catch {
             throw SandboxError(
-                code: SandboxError.writeFailed.code,
-                message: "cannot create \(parent.path): \(error.localizedDescription)")
+                .writeFailed,
+                "cannot create \(parent.path): \(error.localizedDescription)", path: parent.path)
         }
         let staging = parent.appendingPathComponent(".\(folder.lastPathComponent).staging-\(UUID().uuidString)")
         do {
@@ -214,8 +215,8 @@ public final class Sandbox: Sendable {
         } catch {
             try? manager.removeItem(at: staging)
             throw SandboxError(
-                code: SandboxError.writeFailed.code,
-                message: "cannot write the sandbox to \(folder.path): \(error.localizedDescription)")
+                .writeFailed,
+                "cannot write the sandbox to \(folder.path): \(error.localizedDescription)", path: folder.path)
         }
         return try Sandbox(
             folder: folder, configuration: configuration, authority: authority, paymentProcessingEC: processingEC,
@@ -234,28 +235,27 @@ public final class Sandbox: Sendable {
     // MARK: - Loading
 
     /// Loads a sandbox made by `create(at:merchantIdentifier:force:now:)`. Keys are parsed once, here.
-    /// - Throws: `SandboxError.folderMissing`, `.fileMissing` or `.invalidFile` naming the file.
+    /// - Throws: `SandboxError.Code.folderMissing`, `.fileMissing` or `.invalidFile` naming the file.
     public static func load(from folder: URL) throws -> Sandbox {
         let folder = folder.standardizedFileURL
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
         else {
             throw SandboxError(
-                code: SandboxError.folderMissing.code,
-                message:
-                    "no sandbox folder at \(folder.path); create one with 'applepay sandbox init \(folder.path) --merchant-id ID'"
-            )
+                .folderMissing,
+                "no sandbox folder at \(folder.path); create one with 'applepay sandbox init \(folder.path) --merchant-id ID'",
+                path: folder.path)
         }
         func text(_ name: String) throws -> String {
             let url = folder.appendingPathComponent(name)
             guard FileManager.default.fileExists(atPath: url.path) else {
                 throw SandboxError(
-                    code: SandboxError.fileMissing.code, message: "\(url.path) is missing: is this a sandbox folder?")
+                    .fileMissing, "\(url.path) is missing: is this a sandbox folder?", path: url.path)
             }
             do {
                 return try String(contentsOf: url, encoding: .utf8)
             } catch {
-                throw SandboxError(code: SandboxError.invalidFile.code, message: "cannot read \(url.path)")
+                throw SandboxError(.invalidFile, "cannot read \(url.path)", path: url.path)
             }
         }
         func credential(_ certificateName: String, _ keyName: String) throws -> SandboxAuthority.Credential {
@@ -267,20 +267,24 @@ public final class Sandbox: Sendable {
                 throw error
             } catch {
                 throw SandboxError(
-                    code: SandboxError.invalidFile.code, message: "\(certificateName) is not a PEM certificate")
+                    .invalidFile, "\(certificateName) is not a PEM certificate",
+                    path: folder.appendingPathComponent(certificateName).path)
             }
             do {
                 key = try PrivateKey(pem: try text(keyName))
             } catch let error as SandboxError {
                 throw error
             } catch {
-                throw SandboxError(code: SandboxError.invalidFile.code, message: "\(keyName) is not a PEM private key")
+                throw SandboxError(
+                    .invalidFile, "\(keyName) is not a PEM private key",
+                    path: folder.appendingPathComponent(keyName).path)
             }
             do {
                 return try SandboxAuthority.Credential(certificate: certificate, privateKey: key)
             } catch {
                 throw SandboxError(
-                    code: SandboxError.invalidFile.code, message: "\(keyName) does not match \(certificateName)")
+                    .invalidFile, "\(keyName) does not match \(certificateName)",
+                    path: folder.appendingPathComponent(keyName).path)
             }
         }
         let decoder = JSONDecoder()
@@ -292,12 +296,14 @@ public final class Sandbox: Sendable {
             throw error
         } catch {
             throw SandboxError(
-                code: SandboxError.invalidFile.code, message: "\(File.configuration) is not a sandbox configuration")
+                .invalidFile, "\(File.configuration) is not a sandbox configuration",
+                path: folder.appendingPathComponent(File.configuration).path)
         }
         guard configuration.format == 1 else {
             throw SandboxError(
-                code: SandboxError.invalidFile.code,
-                message: "\(File.configuration) has format \(configuration.format); this tool reads format 1")
+                .invalidFile,
+                "\(File.configuration) has format \(configuration.format); this tool reads format 1",
+                path: folder.appendingPathComponent(File.configuration).path)
         }
         let authority = SandboxAuthority(
             root: try credential(File.root, File.rootKey),
@@ -315,7 +321,7 @@ public final class Sandbox: Sendable {
             throw error
         } catch {
             throw SandboxError(
-                code: SandboxError.invalidFile.code, message: "the sandbox's certificates are not usable: \(error)")
+                .invalidFile, "the sandbox's certificates are not usable: \(error)")
         }
     }
 }

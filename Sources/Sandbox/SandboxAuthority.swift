@@ -20,12 +20,12 @@ public struct SandboxAuthority: Sendable {
         public let privateKey: PrivateKey
 
         /// Pairs a certificate and its key.
-        /// - Throws: `SandboxError.invalidFile` when the key does not match the certificate.
+        /// - Throws: `SandboxError.Code.invalidFile` when the key does not match the certificate.
         public init(certificate: Certificate, privateKey: PrivateKey) throws {
             guard certificate.publicKey == privateKey.publicKey else {
                 throw SandboxError(
-                    code: SandboxError.invalidFile.code,
-                    message: "the private key does not match the certificate \(certificate.subject)")
+                    .invalidFile,
+                    "the private key does not match the certificate \(certificate.subject)")
             }
             self.certificate = certificate
             self.privateKey = privateKey
@@ -144,7 +144,7 @@ public struct SandboxAuthority: Sendable {
     /// The subject is Apple's (`UID=<merchant id>, CN=Apple Pay Payment Processing:<id>` or `CN=Merchant ID: <id>`,
     /// `OU=<team>, O=<organization>, C=<country>`), whatever the CSR asked for; the key is the CSR's. Both kinds
     /// carry the merchant identifier hash (OID 1.2.840.113635.100.6.32). Valid 25 months from `now`.
-    /// - Throws: `SandboxError.invalidRequest` when the CSR's signature does not verify or its key is of the wrong
+    /// - Throws: `SandboxError.Code.invalidRequest` when the CSR's signature does not verify or its key is of the wrong
     ///   kind (payment processing: EC P-256 or RSA-2048 and up; merchant identity: RSA-2048 and up).
     public func issueMerchantCertificate(
         _ kind: MerchantCertificateKind, for request: CertificateSigningRequest, merchant: Merchant, now: Date = Date()
@@ -152,8 +152,8 @@ public struct SandboxAuthority: Sendable {
         try MerchantIdentifier.validate(merchant.identifier)
         guard request.isSignatureValid else {
             throw SandboxError(
-                code: SandboxError.invalidRequest.code,
-                message: "the certificate signing request's signature does not verify with its own key")
+                .invalidRequest,
+                "the certificate signing request's signature does not verify with its own key")
         }
         let keyKind = request.publicKey.kind
         switch (kind, keyKind) {
@@ -162,9 +162,8 @@ public struct SandboxAuthority: Sendable {
             break
         default:
             throw SandboxError(
-                code: SandboxError.invalidRequest.code,
-                message:
-                    "a \(kind.rawValue) certificate needs \(kind == .paymentProcessing ? "an EC P-256 or RSA-2048" : "an RSA-2048") key, not \(keyKind)"
+                .invalidRequest,
+                "a \(kind.rawValue) certificate needs \(kind == .paymentProcessing ? "an EC P-256 or RSA-2048" : "an RSA-2048") key, not \(keyKind)"
             )
         }
         // X.520 caps a common name at 64 characters; the subject UID always carries the whole identifier.

@@ -2,53 +2,70 @@ import Foundation
 
 /// A failure of the sandbox: a stable `code` to switch on and a message a person can act on.
 ///
-/// Messages never carry a PAN, a cryptogram, a key or a token.
-public struct SandboxError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The stable code, for example `sandbox.folder-missing`.
-    public let code: String
-    /// What went wrong and what to do about it.
-    public let message: String
+/// Messages never carry a PAN, a cryptogram, a key or a token. Two errors are equal when their codes are equal.
+public struct SandboxError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable identifier of a kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code as a string, e.g. `"folderMissing"`.
+        public let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
 
-    public init(code: String, message: String) {
+        /// The sandbox folder does not exist.
+        public static let folderMissing = Code("folderMissing")
+        /// A sandbox (or something else) already exists where one would be created.
+        public static let alreadyExists = Code("alreadyExists")
+        /// A file of the sandbox is missing.
+        public static let fileMissing = Code("fileMissing")
+        /// A file of the sandbox cannot be read or used.
+        public static let invalidFile = Code("invalidFile")
+        /// A file could not be written.
+        public static let writeFailed = Code("writeFailed")
+        /// The merchant identifier is not valid.
+        public static let invalidMerchantIdentifier = Code("invalidMerchantIdentifier")
+        /// The currency code is not an ISO 4217 code.
+        public static let unknownCurrency = Code("unknownCurrency")
+        /// The amount is negative, too large or not a number.
+        public static let invalidAmount = Code("invalidAmount")
+        /// The amount has more decimals than the currency allows.
+        public static let amountPrecision = Code("amountPrecision")
+        /// `applicationData` is not valid base64.
+        public static let invalidApplicationData = Code("invalidApplicationData")
+        /// The card's number or expiration date is not valid (``SandboxError/field`` says which).
+        public static let invalidCard = Code("invalidCard")
+        /// The file is not an X.509 certificate.
+        public static let notACertificate = Code("notACertificate")
+        /// The certificate is not a Payment Processing certificate.
+        public static let notAPaymentProcessingCertificate = Code("notAPaymentProcessingCertificate")
+        /// The certificate signing request is not valid.
+        public static let invalidRequest = Code("invalidRequest")
+        /// A cryptographic operation failed.
+        public static let cryptography = Code("cryptography")
+
+        /// Lets a code match an error in `catch` or `switch`: `catch SandboxError.Code.folderMissing`.
+        public static func ~= (pattern: Code, error: any Error) -> Bool {
+            (error as? SandboxError)?.code == pattern
+        }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What went wrong and what to do about it. Never contains a PAN, key or token.
+    public let message: String
+    /// The input field at fault, when there is one (`devicePAN`, `expirationDate`).
+    public let field: String?
+    /// The file or folder at fault, when there is one.
+    public let path: String?
+
+    /// Creates an error with a code, a message, and where known the failing field or file.
+    public init(_ code: Code, _ message: String, field: String? = nil, path: String? = nil) {
         self.code = code
         self.message = message
+        self.field = field
+        self.path = path
     }
 
-    public var description: String { "\(message) [\(code)]" }
+    public var description: String { "\(code): \(message)" }
 
-    /// Equality on the code only, so that `catch` patterns and tests compare what matters.
     public static func == (lhs: SandboxError, rhs: SandboxError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
-    /// Lets `catch SandboxError.folderMissing` match any error with that code.
-    public static func ~= (pattern: SandboxError, value: any Error) -> Bool {
-        (value as? SandboxError)?.code == pattern.code
-    }
-
-    // Codes, as prototypes for `~=` and `#expect(throws:)`.
-    public static let folderMissing = SandboxError(
-        code: "sandbox.folder-missing", message: "the sandbox folder does not exist")
-    public static let alreadyExists = SandboxError(
-        code: "sandbox.already-exists", message: "a sandbox already exists there")
-    public static let fileMissing = SandboxError(code: "sandbox.file-missing", message: "a sandbox file is missing")
-    public static let invalidFile = SandboxError(code: "sandbox.invalid-file", message: "a sandbox file cannot be read")
-    public static let writeFailed = SandboxError(code: "sandbox.write-failed", message: "a file could not be written")
-    public static let invalidMerchantIdentifier = SandboxError(
-        code: "sandbox.invalid-merchant-identifier", message: "the merchant identifier is not valid")
-    public static let unknownCurrency = SandboxError(code: "sandbox.unknown-currency", message: "unknown currency")
-    public static let invalidAmount = SandboxError(code: "sandbox.invalid-amount", message: "invalid amount")
-    public static let amountPrecision = SandboxError(
-        code: "sandbox.amount-precision", message: "the amount has more decimals than the currency allows")
-    public static let invalidApplicationData = SandboxError(
-        code: "sandbox.invalid-application-data", message: "applicationData is not valid base64")
-    public static let invalidCard = SandboxError(code: "sandbox.invalid-card", message: "the card is not valid")
-    public static let notACertificate = SandboxError(
-        code: "sandbox.not-a-certificate", message: "the file is not an X.509 certificate")
-    public static let notAPaymentProcessingCertificate = SandboxError(
-        code: "sandbox.not-a-payment-processing-certificate",
-        message: "the certificate is not a Payment Processing certificate")
-    public static let invalidRequest = SandboxError(
-        code: "sandbox.invalid-request", message: "the certificate signing request is not valid")
-    public static let cryptography = SandboxError(
-        code: "sandbox.cryptography", message: "a cryptographic operation failed")
 }

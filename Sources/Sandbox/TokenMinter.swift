@@ -31,7 +31,7 @@ public struct SandboxCard: Sendable, Hashable, CustomStringConvertible, CustomRe
     public var displayLastFour: String
 
     /// A card; the display digits default to the last four of the device PAN.
-    /// - Throws: `SandboxError.invalidCard` for a PAN that is not 12 to 19 digits passing the Luhn check, or an
+    /// - Throws: `SandboxError.Code.invalidCard` for a PAN that is not 12 to 19 digits passing the Luhn check, or an
     ///   expiration date that is not YYMMDD.
     public init(
         network: PaymentNetwork, type: CardType = .debit, devicePAN: String, expirationDate: String,
@@ -39,11 +39,10 @@ public struct SandboxCard: Sendable, Hashable, CustomStringConvertible, CustomRe
     ) throws {
         guard Self.isValidDevicePAN(devicePAN) else {
             throw SandboxError(
-                code: SandboxError.invalidCard.code,
-                message: "the card number must be 12 to 19 digits and pass the Luhn check")
+                .invalidCard, "the card number must be 12 to 19 digits and pass the Luhn check", field: "devicePAN")
         }
         guard Self.isValidExpirationDate(expirationDate) else {
-            throw SandboxError(code: SandboxError.invalidCard.code, message: "the expiration date must be YYMMDD")
+            throw SandboxError(.invalidCard, "the expiration date must be YYMMDD", field: "expirationDate")
         }
         self.network = network
         self.type = type
@@ -126,15 +125,15 @@ public enum ApplicationData: Sendable, Hashable {
     case base64(String)
 
     /// The bytes whose SHA-256 goes into the token header.
-    /// - Throws: `SandboxError.invalidApplicationData` for text that is not base64.
+    /// - Throws: `SandboxError.Code.invalidApplicationData` for text that is not base64.
     public func decoded() throws -> Data {
         switch self {
         case .bytes(let data): return data
         case .base64(let text):
             guard let data = Data(base64Encoded: text) else {
                 throw SandboxError(
-                    code: SandboxError.invalidApplicationData.code,
-                    message: "applicationData is not valid base64 (Apple Pay JS sends it base64-encoded)")
+                    .invalidApplicationData,
+                    "applicationData is not valid base64 (Apple Pay JS sends it base64-encoded)")
             }
             return data
         }
@@ -247,7 +246,7 @@ public struct PaymentProcessingRecipient: Sendable {
     /// The 32 bytes of OID 1.2.840.113635.100.6.32 (or, when absent, SHA-256 of the subject UID).
     public let merchantIdentifierHash: Data
 
-    /// - Throws: `SandboxError.notAPaymentProcessingCertificate` when the key is neither EC P-256 nor RSA, or the
+    /// - Throws: `SandboxError.Code.notAPaymentProcessingCertificate` when the key is neither EC P-256 nor RSA, or the
     ///   certificate names no merchant identifier.
     public init(certificate: Certificate) throws {
         switch certificate.publicKey.kind {
@@ -255,16 +254,16 @@ public struct PaymentProcessingRecipient: Sendable {
         case .rsa: version = .rsaV1
         case .p384:
             throw SandboxError(
-                code: SandboxError.notAPaymentProcessingCertificate.code,
-                message: "a Payment Processing certificate has an EC P-256 or RSA key, not EC P-384")
+                .notAPaymentProcessingCertificate,
+                "a Payment Processing certificate has an EC P-256 or RSA key, not EC P-384")
         }
         guard
             let hash = MerchantIdentifier.hash(in: certificate)
                 ?? certificate.subjectUID.map({ MerchantIdentifier.hash($0) })
         else {
             throw SandboxError(
-                code: SandboxError.notAPaymentProcessingCertificate.code,
-                message: "the certificate carries no merchant identifier (OID 1.2.840.113635.100.6.32 or subject UID)")
+                .notAPaymentProcessingCertificate,
+                "the certificate carries no merchant identifier (OID 1.2.840.113635.100.6.32 or subject UID)")
         }
         self.certificate = certificate
         self.merchantIdentifierHash = hash
@@ -295,7 +294,7 @@ public final class TokenMinter: Sendable {
     }
 
     /// Mints a token for `recipient`; its version follows the certificate's key (EC P-256 → EC_v1, RSA → RSA_v1).
-    /// - Throws: `SandboxError.unknownCurrency`, `.amountPrecision`, `.invalidAmount` (negative or too large),
+    /// - Throws: `SandboxError.Code.unknownCurrency`, `.amountPrecision`, `.invalidAmount` (negative or too large),
     ///   `.invalidApplicationData`; `CryptographyError` when OpenSSL fails.
     public func mint(_ request: MintRequest, for recipient: PaymentProcessingRecipient) throws -> MintedToken {
         let payload = try Self.payload(for: request)
@@ -395,31 +394,31 @@ public final class TokenMinter: Sendable {
     }
 
     /// The currency for an ISO 4217 alphabetic code.
-    /// - Throws: `SandboxError.unknownCurrency`.
+    /// - Throws: `SandboxError.Code.unknownCurrency`.
     public static func currency(_ code: String) throws -> Currency {
         guard let currency = Currency(code: code) else {
             throw SandboxError(
-                code: SandboxError.unknownCurrency.code,
-                message: "'\(code.prefix(12))' is not an ISO 4217 currency code (e.g. USD, EUR, JPY)")
+                .unknownCurrency,
+                "'\(code.prefix(12))' is not an ISO 4217 currency code (e.g. USD, EUR, JPY)")
         }
         return currency
     }
 
     /// The amount in the currency's minor units.
-    /// - Throws: `SandboxError.unknownCurrency`, `.amountPrecision`, `.invalidAmount`.
+    /// - Throws: `SandboxError.Code.unknownCurrency`, `.amountPrecision`, `.invalidAmount`.
     public static func minorUnits(_ amount: Decimal, currencyCode: String) throws -> Int64 {
         let currency = try currency(currencyCode)
         guard amount >= 0 else {
-            throw SandboxError(code: SandboxError.invalidAmount.code, message: "the amount must not be negative")
+            throw SandboxError(.invalidAmount, "the amount must not be negative")
         }
         do {
             return try currency.minorUnits(of: amount)
         } catch let error where error.code == .tooManyDecimals {
             throw SandboxError(
-                code: SandboxError.amountPrecision.code,
-                message: "\(amount) has more decimals than \(currency.code) allows (\(currency.minorUnits))")
+                .amountPrecision,
+                "\(amount) has more decimals than \(currency.code) allows (\(currency.minorUnits))")
         } catch {
-            throw SandboxError(code: SandboxError.invalidAmount.code, message: error.message)
+            throw SandboxError(.invalidAmount, error.message)
         }
     }
 }

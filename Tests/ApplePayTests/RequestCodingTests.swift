@@ -135,7 +135,7 @@ struct RequestCodingTests {
         "bytes that are not JSON throw RequestDocumentError",
         arguments: ["", "{", "not json", "{\"a\": }", "\u{FEFF}\u{0}"])
     func notJSON(text: String) {
-        #expect(throws: RequestDocumentError(code: .notJSON, message: "")) {
+        #expect(throws: RequestDocumentError(.notJSON, "")) {
             try PaymentRequest.problems(decodingJSON: Data(text.utf8))
         }
     }

@@ -289,11 +289,11 @@ struct HTTPServerTests {
 
     @Test("refuses an address that is not an IP literal, and a port in use")
     func startErrors() async throws {
-        #expect(throws: HTTPServer.StartError(code: "invalidAddress", message: "")) {
+        #expect(throws: HTTPServer.StartError(.invalidAddress, "")) {
             _ = try HTTPServer.start(configuration: .init(host: "not an address"), responder: TestResponder())
         }
         try await HTTPServer.withServer(configuration: .init(port: 0), responder: TestResponder()) { server in
-            #expect(throws: HTTPServer.StartError(code: "cannotListen", message: "")) {
+            #expect(throws: HTTPServer.StartError(.cannotListen, "")) {
                 _ = try HTTPServer.start(configuration: .init(port: server.port), responder: TestResponder())
             }
         }

@@ -146,6 +146,41 @@ struct ConfigurationTests {
         } catch {}
         #expect(matched)
     }
+
+    static let fields: [(String, String?, @Sendable (inout [String: Any]) -> Void)] = [
+        ("store name missing", "storeName", { $0["storeName"] = nil }),
+        ("price that is not a number", "products[0].price", { setProduct(&$0, "price", "four") }),
+        ("price of the wrong type", "products[0].price", { setProduct(&$0, "price", true) }),
+        ("price with three decimals in GBP", "products[0].price", { setProduct(&$0, "price", "4.205") }),
+        ("unknown currency", "currencyCode", { $0["currencyCode"] = "XYZ" }),
+        ("duplicate SKU", "products[1].sku", { setProduct(&$0, "sku", "TEA-2") }),
+        ("tax as a percentage", "shippingZones[0].taxRate", { setZone(&$0, "taxRate", "20") }),
+        ("zone with an unknown country", "shippingZones[0].countries[0]", { setZone(&$0, "countries", ["ZZ"]) }),
+        ("fee above 10 percent", "paymentMethodFees[0].percent", { setFee(&$0, "percent", "12") }),
+        ("a processor kind the server cannot run", "processor.kind", { $0["processor"] = ["kind": "stripe"] }),
+    ]
+
+    @Test(
+        "the failing field is a property of the error, not something to parse from the message",
+        arguments: fields.indices)
+    func failingField(index: Int) throws {
+        let (name, field, mutate) = Self.fields[index]
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(Self.sample.utf8)) as? [String: Any])
+        mutate(&object)
+        let data = try JSONSerialization.data(withJSONObject: object)
+        let error = #expect(throws: StoreConfigurationError.self, "\(name)") { try StoreConfiguration.decode(data) }
+        #expect(error?.field == field, "\(name): \(error?.description ?? "")")
+    }
+
+    @Test("a file that is not JSON, or cannot be read, has no failing field")
+    func noField() {
+        let notJSON = #expect(throws: StoreConfigurationError.self) { try StoreConfiguration.decode(Data("{".utf8)) }
+        #expect(notJSON?.field == nil)
+        let missing = #expect(throws: StoreConfigurationError.self) {
+            try StoreConfiguration.load(from: URL(fileURLWithPath: "/nonexistent/store.json"))
+        }
+        #expect(missing?.field == nil)
+    }
 }
 
 private func setProduct(_ object: inout [String: Any], _ key: String, _ value: Any) {

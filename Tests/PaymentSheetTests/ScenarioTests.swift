@@ -64,6 +64,22 @@ struct ScenarioTests {
             } == "wallet.cards[1].devicePAN")
         #expect(
             try field { object in
+                var wallet = object["wallet"] as? [String: Any] ?? [:]
+                var cards = wallet["cards"] as? [[String: Any]] ?? []
+                cards[0]["expirationDate"] = "2913"
+                wallet["cards"] = cards
+                object["wallet"] = wallet
+            } == "wallet.cards[0].expirationDate")
+        #expect(
+            try field { object in
+                var wallet = object["wallet"] as? [String: Any] ?? [:]
+                var cards = wallet["cards"] as? [[String: Any]] ?? []
+                cards[0]["issuingCountry"] = "XX"
+                wallet["cards"] = cards
+                object["wallet"] = wallet
+            } == "wallet.cards[0].issuingCountry")
+        #expect(
+            try field { object in
                 var request = object["paymentRequest"] as? [String: Any] ?? [:]
                 request["currencyCode"] = "usd"
                 object["paymentRequest"] = request

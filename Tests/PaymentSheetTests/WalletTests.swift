@@ -75,6 +75,24 @@ struct WalletTests {
             try WalletCard(
                 network: .visa, issuingCountry: "XX", devicePAN: "4761120010000492", expirationDate: "291231")
         }
+        // The failing parameter is a field of the error, never something to find in the message.
+        func field(_ make: () throws(PaymentSheetError) -> WalletCard) -> String? {
+            do { _ = try make() } catch { return error.field }
+            return nil
+        }
+        #expect(
+            field { () throws(PaymentSheetError) in
+                try WalletCard(network: .visa, devicePAN: "4761120010000493", expirationDate: "291231")
+            } == "devicePAN")
+        #expect(
+            field { () throws(PaymentSheetError) in
+                try WalletCard(network: .visa, devicePAN: "4761120010000492", expirationDate: "291331")
+            } == "expirationDate")
+        #expect(
+            field { () throws(PaymentSheetError) in
+                try WalletCard(
+                    network: .visa, issuingCountry: "XX", devicePAN: "4761120010000492", expirationDate: "291231")
+            } == "issuingCountry")
         let card = try Fixture.visa()
         #expect(card.displayName == "Visa 0492")
         #expect(card.lastFour == "0492")

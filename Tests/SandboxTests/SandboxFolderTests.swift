@@ -148,7 +148,7 @@ struct SandboxFolderTests {
         let first = try await blocking {
             try Sandbox.create(at: target, merchantIdentifier: "merchant.com.example.one")
         }
-        #expect(throws: SandboxError.alreadyExists) {
+        #expect(throws: SandboxError(.alreadyExists, "")) {
             try Sandbox.create(at: target, merchantIdentifier: "merchant.com.example.two")
         }
         #expect(try Sandbox.load(from: target).merchantIdentifier == "merchant.com.example.one")
@@ -162,7 +162,7 @@ struct SandboxFolderTests {
         let other = folder.url.appendingPathComponent("other")
         try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
         try Data("keep me".utf8).write(to: other.appendingPathComponent("notes.txt"))
-        #expect(throws: SandboxError.alreadyExists) {
+        #expect(throws: SandboxError(.alreadyExists, "")) {
             try Sandbox.create(at: other, merchantIdentifier: "merchant.com.example.one", force: true)
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: other.path) == ["notes.txt"])
@@ -172,10 +172,10 @@ struct SandboxFolderTests {
     func badInputs() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        #expect(throws: SandboxError.folderMissing) {
+        #expect(throws: SandboxError(.folderMissing, "")) {
             try Sandbox.load(from: folder.url.appendingPathComponent("nope"))
         }
-        #expect(throws: SandboxError.invalidMerchantIdentifier) {
+        #expect(throws: SandboxError(.invalidMerchantIdentifier, "")) {
             try Sandbox.create(at: folder.url.appendingPathComponent("x"), merchantIdentifier: "com.example")
         }
         #expect(!FileManager.default.fileExists(atPath: folder.path("x")))
@@ -184,16 +184,16 @@ struct SandboxFolderTests {
         let shared = try await SharedSandbox.get()
         try FileManager.default.copyItem(at: shared.folder, to: copy)
         try FileManager.default.removeItem(at: copy.appendingPathComponent(Sandbox.File.ecLeafKey))
-        #expect(throws: SandboxError.fileMissing) { try Sandbox.load(from: copy) }
+        #expect(throws: SandboxError(.fileMissing, "")) { try Sandbox.load(from: copy) }
         try Data("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".utf8)
             .write(to: copy.appendingPathComponent(Sandbox.File.ecLeafKey))
-        #expect(throws: SandboxError.invalidFile) { try Sandbox.load(from: copy) }
+        #expect(throws: SandboxError(.invalidFile, "")) { try Sandbox.load(from: copy) }
         // A key from another pair is caught too.
         try FileManager.default.removeItem(at: copy.appendingPathComponent(Sandbox.File.ecLeafKey))
         try FileManager.default.copyItem(
             at: copy.appendingPathComponent(Sandbox.File.paymentProcessingECKey),
             to: copy.appendingPathComponent(Sandbox.File.ecLeafKey))
-        #expect(throws: SandboxError.invalidFile) { try Sandbox.load(from: copy) }
+        #expect(throws: SandboxError(.invalidFile, "")) { try Sandbox.load(from: copy) }
     }
 
     @Test("issuing refuses a CSR with the wrong key kind or a broken signature")
@@ -202,19 +202,19 @@ struct SandboxFolderTests {
         let merchant = SandboxAuthority.Merchant(identifier: "merchant.com.example")
         let ecRequest = try CertificateSigningRequest(
             subject: DistinguishedName(commonName: "x"), privateKey: PrivateKey.generate(.p256))
-        #expect(throws: SandboxError.invalidRequest) {
+        #expect(throws: SandboxError(.invalidRequest, "")) {
             try authority.issueMerchantCertificate(.merchantIdentity, for: ecRequest, merchant: merchant)
         }
         let p384Request = try CertificateSigningRequest(
             subject: DistinguishedName(commonName: "x"), privateKey: PrivateKey.generate(.p384))
-        #expect(throws: SandboxError.invalidRequest) {
+        #expect(throws: SandboxError(.invalidRequest, "")) {
             try authority.issueMerchantCertificate(.paymentProcessing, for: p384Request, merchant: merchant)
         }
         var der = ecRequest.derRepresentation
         let index = try #require(der.firstRange(of: Data("x".utf8))).lowerBound
         der[index] = UInt8(ascii: "y")
         let tampered = try CertificateSigningRequest(der: der)
-        #expect(throws: SandboxError.invalidRequest) {
+        #expect(throws: SandboxError(.invalidRequest, "")) {
             try authority.issueMerchantCertificate(.paymentProcessing, for: tampered, merchant: merchant)
         }
     }

@@ -233,31 +233,57 @@ struct TokenMinterTests {
     @Test("bad inputs: unknown currency, too many decimals, negative amount, bad base64, bad card")
     func badInputs() async throws {
         let sandbox = try await SharedSandbox.get()
-        #expect(throws: SandboxError.unknownCurrency) {
+        #expect(throws: SandboxError(.unknownCurrency, "")) {
             try sandbox.mint(MintRequest(card: Self.visa, amount: 1, currencyCode: "XYZ"))
         }
-        #expect(throws: SandboxError.amountPrecision) {
+        #expect(throws: SandboxError(.amountPrecision, "")) {
             try sandbox.mint(MintRequest(card: Self.visa, amount: Decimal(string: "10.755") ?? 0, currencyCode: "USD"))
         }
-        #expect(throws: SandboxError.amountPrecision) {
+        #expect(throws: SandboxError(.amountPrecision, "")) {
             try sandbox.mint(MintRequest(card: Self.visa, amount: Decimal(string: "1.5") ?? 0, currencyCode: "JPY"))
         }
-        #expect(throws: SandboxError.invalidAmount) {
+        #expect(throws: SandboxError(.invalidAmount, "")) {
             try sandbox.mint(MintRequest(card: Self.visa, amount: -1, currencyCode: "USD"))
         }
-        #expect(throws: SandboxError.invalidApplicationData) {
+        #expect(throws: SandboxError(.invalidApplicationData, "")) {
             try sandbox.mint(
                 MintRequest(card: Self.visa, amount: 1, currencyCode: "USD", applicationData: .base64("not base64!")))
         }
-        #expect(throws: SandboxError.invalidCard) {
+        #expect(throws: SandboxError(.invalidCard, "")) {
             try SandboxCard(network: .visa, devicePAN: "4761120010000493", expirationDate: "291231")
         }
-        #expect(throws: SandboxError.invalidCard) {
+        #expect(throws: SandboxError(.invalidCard, "")) {
             try SandboxCard(network: .visa, devicePAN: "4761120010000492", expirationDate: "2912")
         }
-        #expect(throws: SandboxError.notAPaymentProcessingCertificate) {
+        #expect(throws: SandboxError(.notAPaymentProcessingCertificate, "")) {
             try PaymentProcessingRecipient(certificate: sandbox.rootCertificate)
         }
+    }
+
+    @Test("SandboxError: codes match in catch clauses, equality is on the code, the failing field is a property")
+    func errorShape() {
+        func field(_ pan: String, _ expiry: String) -> String? {
+            do {
+                _ = try SandboxCard(network: .visa, devicePAN: pan, expirationDate: expiry)
+            } catch {
+                switch error {
+                case SandboxError.Code.invalidCard: return (error as? SandboxError)?.field
+                default: return "unexpected \(error)"
+                }
+            }
+            return nil
+        }
+        #expect(field("4761120010000493", "291231") == "devicePAN")
+        #expect(field("4761120010000492", "2912") == "expirationDate")
+        #expect(field("4761120010000492", "291231") == nil)
+        let error = SandboxError(.folderMissing, "no sandbox folder at /x", path: "/x")
+        #expect(error == SandboxError(.folderMissing, "other words"))
+        #expect(error != SandboxError(.fileMissing, "no sandbox folder at /x"))
+        #expect(error.code.rawValue == "folderMissing")
+        #expect(error.path == "/x")
+        #expect(error.description == "folderMissing: no sandbox folder at /x")
+        #expect(SandboxError.Code.folderMissing ~= error)
+        #expect(!(SandboxError.Code.folderMissing ~= CryptographyError(.invalidKey, "")))
     }
 
     @Test("card checks: 12 to 19 digits passing Luhn, YYMMDD with a month from 01 to 12")

@@ -344,8 +344,9 @@ public struct StoreEvent: Sendable, Equatable {
 public struct OrderStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Stable error codes.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code as a string.
         public let rawValue: String
-        init(_ rawValue: String) { self.rawValue = rawValue }
+        private init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
         /// Lets `catch OrderStoreError.Code.x` match a thrown error by code.

@@ -133,7 +133,7 @@ public actor SQLiteOrderStore: OrderStore {
                     VALUES (?, ?, ?, ?, ?, ?)
                     """, .text(checkout.id), .text(checkout.currencyCode), .text(try json(checkout)),
                     .text(checkout.applicationData), .integer(millis(checkout.createdAt)), .integer(now))
-            } catch  where error.isUniqueViolation {
+            } catch SQLiteError.Code.constraintUnique, SQLiteError.Code.constraintPrimaryKey {
                 throw SQLiteError(.constraint, "checkout \(checkout.id) exists")
             } catch {
                 throw error
@@ -235,7 +235,9 @@ public actor SQLiteOrderStore: OrderStore {
                 }
                 return .start(.started(created))
             }
-        } catch let error as SQLiteError where error.isUniqueViolation && retryOnUniqueViolation {
+        } catch SQLiteError.Code.constraintUnique where retryOnUniqueViolation,
+            SQLiteError.Code.constraintPrimaryKey where retryOnUniqueViolation
+        {
             return try beginPayment(order, retryOnUniqueViolation: false)
         } catch {
             throw OrderStoreError(.storage, "begin payment: \(error)")
@@ -341,7 +343,7 @@ public actor SQLiteOrderStore: OrderStore {
     private func write(_ what: String, _ body: (Connection) throws(SQLiteError) -> Void) throws(OrderStoreError) {
         do {
             try connection.transaction(.immediate) { connection in try body(connection) }
-        } catch let error as SQLiteError where error.code == .constraint {
+        } catch let error as SQLiteError where SQLiteError.Code.constraint ~= error {
             throw OrderStoreError(.conflict, "\(what): \(error.message)")
         } catch {
             throw OrderStoreError(.storage, "\(what): \(error)")
@@ -351,7 +353,7 @@ public actor SQLiteOrderStore: OrderStore {
     private func read<T>(_ what: String, _ body: (Connection) throws(SQLiteError) -> T) throws(OrderStoreError) -> T {
         do {
             return try body(connection)
-        } catch  where error.code == .typeMismatch || error.message.hasPrefix("corrupt JSON") {
+        } catch where error.code == .typeMismatch {
             throw OrderStoreError(.corrupt, "\(what): \(error)")
         } catch {
             throw OrderStoreError(.storage, "\(what): \(error)")

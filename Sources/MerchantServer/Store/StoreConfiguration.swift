@@ -121,12 +121,18 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
             throw error
         } catch let DecodingError.keyNotFound(key, context) {
             throw StoreConfigurationError(
-                .malformed, "missing field \(pathText(context.codingPath + [key]))")
+                .malformed, "missing field \(pathText(context.codingPath + [key]))",
+                field: FieldPath.text(context.codingPath + [key]))
         } catch let DecodingError.typeMismatch(_, context) {
-            throw StoreConfigurationError(.malformed, "wrong type at \(pathText(context.codingPath))")
+            throw StoreConfigurationError(
+                .malformed, "wrong type at \(pathText(context.codingPath))", field: FieldPath.text(context.codingPath))
+        } catch let DecodingError.valueNotFound(_, context) {
+            throw StoreConfigurationError(
+                .malformed, "null at \(pathText(context.codingPath))", field: FieldPath.text(context.codingPath))
         } catch let DecodingError.dataCorrupted(context) {
             throw StoreConfigurationError(
-                .malformed, "invalid value at \(pathText(context.codingPath)): \(context.debugDescription)")
+                .malformed, "invalid value at \(pathText(context.codingPath)): \(context.debugDescription)",
+                field: context.codingPath.isEmpty ? nil : FieldPath.text(context.codingPath))
         } catch {
             throw StoreConfigurationError(.malformed, "the configuration is not valid JSON of the expected shape")
         }
@@ -145,111 +151,136 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
     /// zone and method identifiers and coupon codes, non-negative prices, rates between 0 and 1.
     /// - Throws: ``StoreConfigurationError`` naming the first problem.
     public func validate() throws(StoreConfigurationError) {
-        func fail(_ code: StoreConfigurationError.Code, _ message: String) -> StoreConfigurationError {
-            StoreConfigurationError(code, message)
+        func fail(_ code: StoreConfigurationError.Code, _ field: String, _ message: String) -> StoreConfigurationError {
+            StoreConfigurationError(code, message, field: field)
         }
         if storeName.trimmingCharacters(in: .whitespaces).isEmpty || storeName.count > 64 {
-            throw fail(.invalidStoreName, "storeName must be 1 to 64 characters (Apple's display-name limit)")
+            throw fail(
+                .invalidStoreName, "storeName", "storeName must be 1 to 64 characters (Apple's display-name limit)")
         }
-        if merchantIdentifier.isEmpty { throw fail(.invalidMerchantIdentifier, "merchantIdentifier is empty") }
+        if merchantIdentifier.isEmpty {
+            throw fail(.invalidMerchantIdentifier, "merchantIdentifier", "merchantIdentifier is empty")
+        }
         if !Country.isKnown(countryCode) {
-            throw fail(.invalidCountry, "countryCode must be an ISO 3166-1 alpha-2 code such as \"US\"")
+            throw fail(.invalidCountry, "countryCode", "countryCode must be an ISO 3166-1 alpha-2 code such as \"US\"")
         }
         if !Currency.isKnown(currencyCode) {
-            throw fail(.invalidCurrency, "currencyCode must be an ISO 4217 code such as \"USD\"")
+            throw fail(.invalidCurrency, "currencyCode", "currencyCode must be an ISO 4217 code such as \"USD\"")
         }
-        if supportedNetworks.isEmpty { throw fail(.noNetworks, "supportedNetworks must not be empty") }
-        if products.isEmpty { throw fail(.emptyCatalog, "the catalog has no products") }
+        if supportedNetworks.isEmpty {
+            throw fail(.noNetworks, "supportedNetworks", "supportedNetworks must not be empty")
+        }
+        if products.isEmpty { throw fail(.emptyCatalog, "products", "the catalog has no products") }
         var skus = Set<String>()
-        for product in products {
+        for (index, product) in products.enumerated() {
+            let path = "products[\(index)]"
             if product.sku.isEmpty || !skus.insert(product.sku).inserted {
-                throw fail(.duplicateSKU, "product SKU \"\(product.sku)\" is empty or appears twice")
+                throw fail(.duplicateSKU, "\(path).sku", "product SKU \"\(product.sku)\" is empty or appears twice")
             }
             if product.currencyCode != currencyCode {
                 throw fail(
-                    .currencyMismatch,
+                    .currencyMismatch, "\(path).currencyCode",
                     "product \(product.sku) is priced in \(product.currencyCode), the store sells in \(currencyCode)")
             }
-            try checkAmount(product.price, "price of product \(product.sku)")
+            try checkAmount(product.price, "\(path).price", "price of product \(product.sku)")
         }
         var zoneIDs = Set<String>()
-        for zone in shippingZones {
+        for (index, zone) in shippingZones.enumerated() {
+            let path = "shippingZones[\(index)]"
             if zone.identifier.isEmpty || !zoneIDs.insert(zone.identifier).inserted {
                 throw fail(
-                    .duplicateIdentifier, "shipping zone identifier \"\(zone.identifier)\" is empty or appears twice")
+                    .duplicateIdentifier, "\(path).identifier",
+                    "shipping zone identifier \"\(zone.identifier)\" is empty or appears twice")
             }
             if zone.countries.isEmpty {
-                throw fail(.invalidZone, "shipping zone \(zone.identifier) lists no countries")
+                throw fail(.invalidZone, "\(path).countries", "shipping zone \(zone.identifier) lists no countries")
             }
-            if let unknown = zone.countries.first(where: { !Country.isKnown($0.uppercased()) }) {
+            if let unknown = zone.countries.firstIndex(where: { !Country.isKnown($0.uppercased()) }) {
                 throw fail(
-                    .invalidZone, "shipping zone \(zone.identifier): \"\(unknown)\" is not an ISO 3166-1 alpha-2 code")
+                    .invalidZone, "\(path).countries[\(unknown)]",
+                    "shipping zone \(zone.identifier): \"\(zone.countries[unknown])\" is not an ISO 3166-1 alpha-2 code"
+                )
             }
-            if zone.methods.isEmpty { throw fail(.invalidZone, "shipping zone \(zone.identifier) has no methods") }
+            if zone.methods.isEmpty {
+                throw fail(.invalidZone, "\(path).methods", "shipping zone \(zone.identifier) has no methods")
+            }
             if zone.taxRate < 0 || zone.taxRate > 1 {
                 throw fail(
-                    .invalidRate, "taxRate of zone \(zone.identifier) must be between 0 and 1 (\"0.0825\" for 8.25%)")
+                    .invalidRate, "\(path).taxRate",
+                    "taxRate of zone \(zone.identifier) must be between 0 and 1 (\"0.0825\" for 8.25%)")
             }
             var methodIDs = Set<String>()
-            for method in zone.methods {
+            for (methodIndex, method) in zone.methods.enumerated() {
+                let methodPath = "\(path).methods[\(methodIndex)]"
                 if method.identifier.isEmpty || !methodIDs.insert(method.identifier).inserted {
                     throw fail(
-                        .duplicateIdentifier,
+                        .duplicateIdentifier, "\(methodPath).identifier",
                         "method \"\(method.identifier)\" in zone \(zone.identifier) is empty or appears twice")
                 }
-                try checkAmount(method.amount, "amount of method \(method.identifier) in zone \(zone.identifier)")
+                try checkAmount(
+                    method.amount, "\(methodPath).amount",
+                    "amount of method \(method.identifier) in zone \(zone.identifier)")
                 if let estimate = method.deliveryEstimate,
                     estimate.minimumDays < 0 || estimate.maximumDays < estimate.minimumDays
                 {
                     throw fail(
-                        .invalidZone,
+                        .invalidZone, "\(methodPath).deliveryEstimate",
                         "deliveryEstimate of method \(method.identifier) must have 0 ≤ minimumDays ≤ maximumDays")
                 }
             }
         }
         var codes = Set<String>()
-        for coupon in coupons {
+        for (index, coupon) in coupons.enumerated() {
+            let path = "coupons[\(index)]"
             if coupon.code.isEmpty || !codes.insert(coupon.code.uppercased()).inserted {
-                throw fail(.duplicateIdentifier, "coupon code \"\(coupon.code)\" is empty or appears twice")
+                throw fail(
+                    .duplicateIdentifier, "\(path).code", "coupon code \"\(coupon.code)\" is empty or appears twice")
             }
             switch coupon.discount {
             case .percent(let percent):
                 if percent <= 0 || percent > 100 {
-                    throw fail(.invalidRate, "coupon \(coupon.code): percent must be in (0, 100]")
+                    throw fail(.invalidRate, "\(path).value", "coupon \(coupon.code): percent must be in (0, 100]")
                 }
             case .fixed(let amount):
-                try checkAmount(amount, "amount of coupon \(coupon.code)")
+                try checkAmount(amount, "\(path).value", "amount of coupon \(coupon.code)")
             }
-            if let minimum = coupon.minimumTotal { try checkAmount(minimum, "minimumTotal of coupon \(coupon.code)") }
+            if let minimum = coupon.minimumTotal {
+                try checkAmount(minimum, "\(path).minimumTotal", "minimumTotal of coupon \(coupon.code)")
+            }
         }
         var feeTypes = Set<String>()
-        for fee in paymentMethodFees {
+        for (index, fee) in paymentMethodFees.enumerated() {
+            let path = "paymentMethodFees[\(index)]"
             guard PaymentMethodFee.types.contains(fee.type), feeTypes.insert(fee.type).inserted else {
                 throw fail(
-                    .duplicateIdentifier,
+                    .duplicateIdentifier, "\(path).type",
                     "payment method fee type \"\(fee.type)\" must be one of \(PaymentMethodFee.types.sorted()) and appear once"
                 )
             }
             if fee.percent <= 0 || fee.percent > 10 {
-                throw fail(.invalidRate, "payment method fee for \(fee.type): percent must be in (0, 10]")
+                throw fail(
+                    .invalidRate, "\(path).percent", "payment method fee for \(fee.type): percent must be in (0, 10]")
             }
         }
         guard ProcessorSettings.kinds.contains(processor.kind) else {
             throw fail(
-                .invalidProcessor,
+                .invalidProcessor, "processor.kind",
                 "processor.kind \"\(processor.kind.prefix(40))\" is not one of \(ProcessorSettings.kinds.sorted())")
         }
         // Written so that NaN fails too.
         if !(processor.timeoutSeconds > 0 && processor.timeoutSeconds <= 30) {
-            throw fail(.invalidProcessor, "processor.timeoutSeconds must be in (0, 30]: the sheet gives up after 30 s")
+            throw fail(
+                .invalidProcessor, "processor.timeoutSeconds",
+                "processor.timeoutSeconds must be in (0, 30]: the sheet gives up after 30 s")
         }
     }
 
-    private func checkAmount(_ amount: Decimal, _ what: String) throws(StoreConfigurationError) {
-        if amount < 0 { throw StoreConfigurationError(.invalidAmount, "\(what) is negative") }
+    private func checkAmount(_ amount: Decimal, _ field: String, _ what: String) throws(StoreConfigurationError) {
+        if amount < 0 { throw StoreConfigurationError(.invalidAmount, "\(what) is negative", field: field) }
         if (try? Money(exactly: amount, currency: currency)) == nil {
             throw StoreConfigurationError(
-                .invalidAmount, "\(what) (\(amount)) has more than \(currency.minorUnits) decimals for \(currency)")
+                .invalidAmount, "\(what) (\(amount)) has more than \(currency.minorUnits) decimals for \(currency)",
+                field: field)
         }
     }
 }
@@ -609,12 +640,13 @@ public struct ProcessorSettings: Codable, Sendable, Equatable {
     }
 }
 
-/// A configuration file that cannot be used, with a stable ``code`` and a message naming the field.
+/// A configuration file that cannot be used, with a stable ``code``, the failing ``field`` and a message naming it.
 public struct StoreConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Stable error codes.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code as a string, e.g. `"invalidCurrency"`.
         public let rawValue: String
-        init(_ rawValue: String) { self.rawValue = rawValue }
+        private init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
         /// Lets `catch StoreConfigurationError.Code.x` match a thrown error by code.
@@ -640,17 +672,21 @@ public struct StoreConfigurationError: Error, Sendable, Equatable, CustomStringC
     }
 
     public let code: Code
+    /// What is wrong, naming the field.
     public let message: String
+    /// The failing field's path in the configuration JSON (`products[1].price`, `shippingZones[0].taxRate`);
+    /// `nil` when the file as a whole is at fault (unreadable, not JSON).
+    public let field: String?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, field: String? = nil) {
         self.code = code
         self.message = message
+        self.field = field
     }
 
     public var description: String { "\(code): \(message)" }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
 }
 
 /// Parses a decimal string such as `"19.99"` or `"-2"`: surrounding spaces and one leading `+` are allowed,

@@ -38,7 +38,7 @@ struct TokenCheckOptions {
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw TokenCommandFailure(code: "inputUnreadable", message: "cannot read the \(what) file \(path)")
+            throw TokenCommandFailure(.inputUnreadable, "cannot read the \(what) file \(path)", path: path)
         }
     }
 
@@ -52,7 +52,7 @@ struct TokenCheckOptions {
                     return try Certificate.chain(fromPEM: text)
                 } catch {
                     throw TokenCommandFailure(
-                        code: "inputUnreadable", message: "no PEM certificate in the root file \(path)")
+                        .inputUnreadable, "no PEM certificate in the root file \(path)", path: path)
                 }
             }
         }
@@ -61,10 +61,33 @@ struct TokenCheckOptions {
     }
 }
 
-/// A failure of the token commands that is not a token error (an unreadable file).
-struct TokenCommandFailure: Error {
-    var code: String
-    var message: String
+/// A failure of the token commands that is not a token error (an unreadable file), with the file as `path`.
+struct TokenCommandFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable code printed in `{"error": {"code", ...}}`.
+    struct Code: Hashable, Sendable, CustomStringConvertible {
+        let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+        var description: String { rawValue }
+
+        /// An input file (token, key, certificate, roots) is missing or does not hold what it should.
+        static let inputUnreadable = Code("inputUnreadable")
+
+        static func ~= (pattern: Code, error: any Error) -> Bool { (error as? TokenCommandFailure)?.code == pattern }
+    }
+
+    let code: Code
+    let message: String
+    /// The file at fault.
+    let path: String?
+
+    init(_ code: Code, _ message: String, path: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+    }
+
+    var description: String { "\(code): \(message)" }
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }
 
 /// Prints `{"error": {"code", "message"}}` on standard error; returns exit status 1.
@@ -81,7 +104,7 @@ enum TokenCommandOutput {
         let detail: ErrorBody.Detail
         switch error {
         case let error as PaymentTokenError: detail = .init(code: error.code.rawValue, message: error.message)
-        case let error as TokenCommandFailure: detail = .init(code: error.code, message: error.message)
+        case let error as TokenCommandFailure: detail = .init(code: error.code.rawValue, message: error.message)
         case let error as CryptographyError: detail = .init(code: error.code.rawValue, message: error.message)
         default: detail = .init(code: "internalError", message: "\(error)")
         }
@@ -149,7 +172,7 @@ struct DecryptCommand: Command {
             do {
                 key = try PrivateKey(pem: keyText)
             } catch {
-                throw TokenCommandFailure(code: "inputUnreadable", message: "no readable private key in \(keyPath)")
+                throw TokenCommandFailure(.inputUnreadable, "no readable private key in \(keyPath)", path: keyPath)
             }
             let identity: MerchantIdentity
             if let certificatePath {
@@ -160,7 +183,7 @@ struct DecryptCommand: Command {
                     certificate = try Certificate(pem: text)
                 } catch {
                     throw TokenCommandFailure(
-                        code: "inputUnreadable", message: "no PEM certificate in \(certificatePath)")
+                        .inputUnreadable, "no PEM certificate in \(certificatePath)", path: certificatePath)
                 }
                 identity = try MerchantIdentity(certificate: certificate, privateKey: key)
             } else {

@@ -40,10 +40,28 @@ enum ExitCode {
 }
 
 /// A mistake in how a command was called: exit status 64 and the command's usage.
-struct UsageError: Error, CustomStringConvertible {
-    var message: String
-    init(_ message: String) { self.message = message }
+struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable code; there is one kind of usage error (the message says what to change).
+    struct Code: Hashable, Sendable, CustomStringConvertible {
+        let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+        var description: String { rawValue }
+
+        /// An unknown or repeated option, a missing or malformed value, a missing or extra argument.
+        static let invalidUsage = Code("invalidUsage")
+
+        static func ~= (pattern: Code, error: any Error) -> Bool { (error as? UsageError)?.code == pattern }
+    }
+
+    let code: Code
+    /// What is wrong with the command line, naming the option or argument.
+    let message: String
+    init(_ message: String) {
+        self.code = .invalidUsage
+        self.message = message
+    }
     var description: String { message }
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }
 
 /// The command line, consumed piece by piece: options first, then positionals, then `finish()`.
