@@ -98,10 +98,6 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
         public static func ~= (pattern: Code, error: any Error) -> Bool {
             (error as? HTTPClientError)?.code == pattern
         }
-
-        /// Compares with a code's string, for callers written when codes were strings (`error.code == "timeout"`);
-        /// prefer `catch HTTPClientError.Code.timeout`.
-        public static func == (code: Code, rawValue: String) -> Bool { code.rawValue == rawValue }
     }
 
     /// What kind of failure this is.

@@ -111,7 +111,7 @@ public struct MerchantValidator: Sendable {
         let response: HTTPClientResponse
         do {
             response = try await client.send(request)
-        } catch let error as HTTPClientError where error.code == "timeout" {
+        } catch HTTPClientError.Code.timeout {
             throw HTTPError(
                 status: 504, code: "merchantValidationTimeout", message: "Apple's gateway did not answer in time.")
         } catch let error as HTTPClientError {
