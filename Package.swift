@@ -54,6 +54,12 @@ let package = Package(
         // plain build makes a corpus replayer.
         .executableTarget(name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography"]),
 
+        // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;
+        // run by CommandLineTests/LibraryExamplesTests.
+        .executableTarget(
+            name: "LibraryExamples", dependencies: ["ApplePay", "PaymentToken", "Sandbox"],
+            path: "Examples/LibraryExamples"),
+
         // Tests.
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
@@ -68,7 +74,7 @@ let package = Package(
             name: "MerchantServerTests",
             dependencies: ["MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport"],
             exclude: ["python"]),
-        .testTarget(name: "CommandLineTests", dependencies: ["applepay", "TestSupport"]),
+        .testTarget(name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "TestSupport"]),
     ]
 )
 

@@ -60,15 +60,26 @@ public enum CommandLineTool {
         if let override = ProcessInfo.processInfo.environment["APPLEPAY_BIN"] {
             return URL(fileURLWithPath: override)
         }
+        return builtExecutable(named: "applepay")
+    }
+
+    /// An executable target of this package built beside the test bundle (`applepay`, `LibraryExamples`), or in
+    /// `.build/debug` when none is found there.
+    public static func builtExecutable(named name: String) -> URL {
         let bundle = Bundle.main.bundleURL
-        for folder in [bundle.deletingLastPathComponent(), bundle, bundle.deletingLastPathComponent().deletingLastPathComponent()] {
-            let candidate = folder.appendingPathComponent("applepay")
+        let folders = [
+            bundle.deletingLastPathComponent(), bundle, bundle.deletingLastPathComponent().deletingLastPathComponent(),
+        ]
+        for folder in folders {
+            let candidate = folder.appendingPathComponent(name)
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory),
+                !isDirectory.boolValue
+            {
                 return candidate
             }
         }
-        return Repository.root.appendingPathComponent(".build/debug/applepay")
+        return Repository.root.appendingPathComponent(".build/debug/\(name)")
     }
 
     /// Runs `applepay` with the arguments and optional standard input; waits at most `timeout` seconds.
