@@ -81,7 +81,9 @@ final class ProcessorLedger: @unchecked Sendable {
     func record(_ charge: ChargeResource, rootFingerprint: String?) throws(HTTPError) -> ChargeResource {
         let existing = try withConnection { connection -> ChargeResource? in
             try connection.transaction { connection throws(SQLiteError) -> ChargeResource? in
-                if let earlier = try Self.charge(where: "idempotency_key = ?", .text(charge.idempotencyKey), in: connection) {
+                if let earlier = try Self.charge(
+                    where: "idempotency_key = ?", .text(charge.idempotencyKey), in: connection)
+                {
                     return earlier
                 }
                 try connection.run(

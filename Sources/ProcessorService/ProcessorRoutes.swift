@@ -38,16 +38,18 @@ final class ProcessorRoutes: Sendable {
     func makeRouter() -> Router {
         var router = Router()
         router.add(.post, "/v1/charges") { request in
-            await self.answer { () async throws(HTTPError) in try await self.createCharge(request) }
+            await self.answerAsync { () async throws(HTTPError) in try await self.createCharge(request) }
         }
         router.add(.get, "/v1/charges") { _ in
-            self.answer { () throws(HTTPError) in try Self.json(ChargeListEnvelope(charges: try self.ledger.charges())) }
+            self.answer { () throws(HTTPError) in try Self.json(ChargeListEnvelope(charges: try self.ledger.charges()))
+            }
         }
         router.add(.get, "/v1/charges/by-idempotency-key/{key}") { request in
             self.answer { () throws(HTTPError) in
                 let key = request.pathParameters["key"] ?? ""
                 guard let charge = try self.ledger.charge(idempotencyKey: key) else {
-                    throw HTTPError(status: 404, code: "chargeNotFound", message: "No charge with that idempotency key.")
+                    throw HTTPError(
+                        status: 404, code: "chargeNotFound", message: "No charge with that idempotency key.")
                 }
                 return try Self.json(ChargeEnvelope(charge: charge))
             }
@@ -134,7 +136,8 @@ final class ProcessorRoutes: Sendable {
             case .hang?:
                 await pause(hangDuration)
                 throw HTTPError(
-                    status: 500, code: "processorError", message: "Answered after hanging, nothing committed (test trigger).")
+                    status: 500, code: "processorError",
+                    message: "Answered after hanging, nothing committed (test trigger).")
             case nil: break
             }
         }
@@ -169,7 +172,8 @@ final class ProcessorRoutes: Sendable {
         guard body.amount > 0, ProcessorKey.isValid(body.idempotencyKey) else {
             throw HTTPError(
                 status: 400, code: "invalidRequest",
-                message: "A refund needs an amount above zero and an idempotency key of 1 to 255 of A-Z a-z 0-9 . _ ~ : -.")
+                message:
+                    "A refund needs an amount above zero and an idempotency key of 1 to 255 of A-Z a-z 0-9 . _ ~ : -.")
         }
         return try Self.json(
             ledger.refund(
@@ -186,7 +190,9 @@ final class ProcessorRoutes: Sendable {
     }
 
     static func validate(_ body: CreateChargeBody) throws(HTTPError) {
-        func invalid(_ message: String) -> HTTPError { HTTPError(status: 400, code: "invalidRequest", message: message) }
+        func invalid(_ message: String) -> HTTPError {
+            HTTPError(status: 400, code: "invalidRequest", message: message)
+        }
         guard ProcessorKey.isValid(body.idempotencyKey) else {
             throw invalid("idempotencyKey must be 1 to 255 of A-Z a-z 0-9 . _ ~ : -.")
         }
@@ -201,7 +207,9 @@ final class ProcessorRoutes: Sendable {
         }
         switch (method.cryptogram, method.emvData) {
         case (let cryptogram?, nil):
-            guard Data(base64Encoded: cryptogram) != nil else { throw invalid("paymentMethod.cryptogram is not base64.") }
+            guard Data(base64Encoded: cryptogram) != nil else {
+                throw invalid("paymentMethod.cryptogram is not base64.")
+            }
         case (nil, let emv?):
             guard Data(base64Encoded: emv) != nil else { throw invalid("paymentMethod.emvData is not base64.") }
         default:
@@ -216,7 +224,7 @@ final class ProcessorRoutes: Sendable {
         do { return try body() } catch { return error.response }
     }
 
-    private func answer(_ body: () async throws(HTTPError) -> HTTPResponse) async -> HTTPResponse {
+    private func answerAsync(_ body: () async throws(HTTPError) -> HTTPResponse) async -> HTTPResponse {
         do { return try await body() } catch { return error.response }
     }
 
@@ -235,7 +243,8 @@ final class ProcessorRoutes: Sendable {
             let field = path.map(\.stringValue).joined(separator: ".")
             throw HTTPError(
                 status: 400, code: "invalidRequest",
-                message: field.isEmpty ? "The body is not the expected JSON." : "The body's \(field) is missing or invalid.")
+                message: field.isEmpty
+                    ? "The body is not the expected JSON." : "The body's \(field) is missing or invalid.")
         } catch {
             throw HTTPError(status: 400, code: "invalidRequest", message: "The body is not the expected JSON.")
         }
@@ -247,7 +256,8 @@ final class ProcessorRoutes: Sendable {
 
     static func newReference(_ prefix: String) -> String {
         var generator = SystemRandomNumberGenerator()
-        return prefix + (0..<10).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        return prefix
+            + (0..<10).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 
     static func timestamp() -> String {

@@ -132,7 +132,9 @@ struct LoggingResponder: Responder {
         } else {
             fields["status"] = response.status
         }
-        if let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes]) {
+        if let data = try? JSONSerialization.data(
+            withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])
+        {
             log(String(decoding: data, as: UTF8.self))
         }
         return response

@@ -184,7 +184,8 @@ struct ProcessorServiceTests {
         let root = String(repeating: "ab", count: 32)
         let harness = try ServiceHarness(rootFingerprint: root)
         defer { harness.folder.remove() }
-        let foreign = try await harness.post("/v1/charges", chargeBody(key: "k-foreign", root: String(repeating: "cd", count: 32)))
+        let foreign = try await harness.post(
+            "/v1/charges", chargeBody(key: "k-foreign", root: String(repeating: "cd", count: 32)))
         #expect(try foreign.decode(ChargeEnvelope.self).charge.declineCode == "notSandboxToken")
         let none = try await harness.post("/v1/charges", chargeBody(key: "k-none"))
         #expect(try none.decode(ChargeEnvelope.self).charge.declineCode == "notSandboxToken")
@@ -201,7 +202,8 @@ struct ProcessorServiceTests {
         #expect(armed.status == 200)
         #expect(try await harness.post("/v1/charges", chargeBody(key: "k-f1")).status == 500)
         #expect(try await harness.get("/v1/charges/by-idempotency-key/k-f1").status == 404)
-        let disarmed = try await harness.client.send(HTTPClientRequest(method: "DELETE", url: harness.url("/v1/faults")))
+        let disarmed = try await harness.client.send(
+            HTTPClientRequest(method: "DELETE", url: harness.url("/v1/faults")))
         #expect(disarmed.status == 204)
         #expect(try await harness.post("/v1/charges", chargeBody(key: "k-f1")).status == 200)
         #expect(try await harness.post("/v1/faults", FaultBody(kind: .delay, count: 0)).status == 400)

@@ -59,13 +59,14 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
         do {
             return try Self.processorCharge(
                 try await send(request, as: ChargeEnvelope.self, what: "look-up by idempotency key").charge)
-        } catch where error.code == .chargeNotFound {
+        } catch  where error.code == .chargeNotFound {
             return nil
         }
     }
 
     public func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
-        let request = HTTPClientRequest.postJSON(url("/v1/charges/\(Self.pathSegment(reference))/void"), body: Data("{}".utf8))
+        let request = HTTPClientRequest.postJSON(
+            url("/v1/charges/\(Self.pathSegment(reference))/void"), body: Data("{}".utf8))
         return try Self.processorCharge(try await send(request, as: ChargeEnvelope.self, what: "void").charge)
     }
 
@@ -155,7 +156,8 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
             }
         case 500...:
             throw ProcessorError(
-                .serverError, "the processor answered \(response.status) \(Self.wireCode(response) ?? "") to the \(what)")
+                .serverError,
+                "the processor answered \(response.status) \(Self.wireCode(response) ?? "") to the \(what)")
         default:
             let wire = Self.wireCode(response)
             let code: ProcessorError.Code =

@@ -47,13 +47,16 @@ struct ProcessorServeCommand: Command {
     var sandboxFolder: String?
 
     init(arguments: inout Arguments) throws {
-        guard let ledger = try arguments.option("--ledger") else { throw UsageError("--ledger sqlite:PATH is required") }
+        guard let ledger = try arguments.option("--ledger") else {
+            throw UsageError("--ledger sqlite:PATH is required")
+        }
         guard ledger.hasPrefix("sqlite:"), ledger.count > "sqlite:".count else {
             throw UsageError("--ledger must be sqlite:PATH")
         }
         let host = try arguments.option("--host") ?? "127.0.0.1"
         let port = try arguments.option("--port", as: { UInt16($0) }) ?? 0
-        let hang = try arguments.option("--hang-seconds", as: { Double($0).flatMap { $0 >= 0 && $0 <= 3600 ? $0 : nil } })
+        let hang = try arguments.option(
+            "--hang-seconds", as: { Double($0).flatMap { $0 >= 0 && $0 <= 3600 ? $0 : nil } })
         let fault = try arguments.option("--fault", as: Self.parseFault)
         sandboxFolder = try arguments.option("--sandbox")
         configuration = ProcessorServer.Configuration(
