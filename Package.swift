@@ -39,16 +39,22 @@ let package = Package(
         .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography"]),
         .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography"]),
         .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
+        // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
+        .target(name: "ProcessorAPI"),
+        .target(name: "ProcessorService", dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "HTTPServer"]),
         .target(
             name: "MerchantServer",
             dependencies: [
-                "ApplePay", "Cryptography", "PaymentToken", "SQLite", "HTTPServer", "HTTPClient",
+                "ApplePay", "Cryptography", "PaymentToken", "SQLite", "HTTPServer", "HTTPClient", "ProcessorAPI",
             ]),
 
         // The command-line tool.
         .executableTarget(
             name: "applepay",
-            dependencies: ["ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer"]),
+            dependencies: [
+                "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
+                "ProcessorService", "ProcessorAPI",
+            ]),
 
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
         // plain build makes a corpus replayer.
@@ -72,8 +78,14 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(
             name: "MerchantServerTests",
-            dependencies: ["MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport"],
+            dependencies: [
+                "MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport", "ProcessorService",
+                "ProcessorAPI",
+            ],
             exclude: ["python"]),
+        .testTarget(
+            name: "ProcessorServiceTests",
+            dependencies: ["ProcessorService", "ProcessorAPI", "SQLite", "HTTPClient", "TestSupport"]),
         .testTarget(name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "TestSupport"]),
     ]
 )

@@ -83,11 +83,21 @@ public struct HTTPResponse: Sendable {
     /// Fields for the server's own log line about this request (identifiers, codes, outcomes: never card data),
     /// set by handlers for logging middleware; never sent to the client.
     public var logFields: [String: String] = [:]
+    /// True for ``closeConnection``: the server sends nothing and closes the connection.
+    public private(set) var closesConnectionWithoutAnswer = false
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// Not an answer: the server closes the connection without sending a byte of a response (the client sees the
+    /// connection dropped). For fault injection in test services.
+    public static var closeConnection: HTTPResponse {
+        var response = HTTPResponse(status: 500)
+        response.closesConnectionWithoutAnswer = true
+        return response
     }
 
     /// A response whose body is the JSON encoding of `value`, with `Content-Type: application/json`.

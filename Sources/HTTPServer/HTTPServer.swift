@@ -401,6 +401,8 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     if let answer = state.answer.withLock({ $0 }) {
         state.delivered = true
         core.counters.withLock { $0.dispatched -= 1 }
+        // MHD_NO closes the connection with nothing queued on it.
+        if answer.closesConnectionWithoutAnswer { return .NO }
         return queue(answer, on: connection)
     }
     if state.dispatched { return .YES }

@@ -1,0 +1,241 @@
+import Foundation
+import HTTPServer
+import ProcessorAPI
+import SQLite
+
+/// The processor's durable ledger: charges and refunds in one SQLite file, amounts as INTEGER minor units. It
+/// never holds a PAN or cryptogram (the last four digits at most). Each idempotency key is UNIQUE in its table.
+///
+/// One connection behind a lock: every operation is one short transaction.
+/// `@unchecked Sendable`: the connection is used only while `lock` is held.
+final class ProcessorLedger: @unchecked Sendable {
+    private let connection: Connection
+    private let lock = NSLock()
+
+    static let migrations = [
+        Migration(
+            "001-create-charges-and-refunds",
+            sql: """
+                CREATE TABLE charges (
+                    id INTEGER PRIMARY KEY,
+                    reference TEXT NOT NULL UNIQUE,
+                    idempotency_key TEXT NOT NULL UNIQUE,
+                    amount INTEGER NOT NULL CHECK (amount > 0),
+                    currency_code TEXT NOT NULL CHECK (length(currency_code) = 3),
+                    status TEXT NOT NULL
+                        CHECK (status IN ('approved', 'declined', 'voided', 'refunded', 'partiallyRefunded')),
+                    decline_code TEXT CHECK ((status = 'declined') = (decline_code IS NOT NULL)),
+                    refunded_amount INTEGER NOT NULL DEFAULT 0
+                        CHECK (refunded_amount >= 0 AND refunded_amount <= amount),
+                    network TEXT,
+                    pan_last_four TEXT CHECK (pan_last_four GLOB '[0-9][0-9][0-9][0-9]'),
+                    root_fingerprint TEXT,
+                    created_at TEXT NOT NULL
+                );
+                CREATE TABLE refunds (
+                    id INTEGER PRIMARY KEY,
+                    reference TEXT NOT NULL UNIQUE,
+                    idempotency_key TEXT NOT NULL UNIQUE,
+                    charge_id INTEGER NOT NULL REFERENCES charges (id),
+                    amount INTEGER NOT NULL CHECK (amount > 0),
+                    created_at TEXT NOT NULL
+                );
+                CREATE INDEX refunds_by_charge ON refunds (charge_id);
+                """)
+    ]
+
+    /// Opens (creating, mode 0600) and migrates the ledger at `path`.
+    /// - Throws: ``ProcessorServiceError`` `cannotOpenLedger`.
+    init(path: String) throws(ProcessorServiceError) {
+        if path != ":memory:" && !FileManager.default.fileExists(atPath: path) {
+            let descriptor = open(path, O_CREAT | O_WRONLY | O_EXCL, 0o600)
+            if descriptor >= 0 { close(descriptor) }
+        }
+        do {
+            let connection = try Connection(path: path)
+            try connection.migrate(Self.migrations)
+            self.connection = connection
+        } catch {
+            throw ProcessorServiceError(.cannotOpenLedger, "cannot open the ledger \(path): \(error.message)")
+        }
+    }
+
+    /// The charge made with `idempotencyKey`, if any.
+    func charge(idempotencyKey: String) throws(HTTPError) -> ChargeResource? {
+        try withConnection { connection in
+            try Self.charge(where: "idempotency_key = ?", .text(idempotencyKey), in: connection)
+        }
+    }
+
+    /// Every charge, oldest first.
+    func charges() throws(HTTPError) -> [ChargeResource] {
+        try withConnection { connection in
+            try connection.query("\(Self.selectCharges) ORDER BY id").map { row throws(SQLiteError) in
+                try Self.resource(row)
+            }
+        }
+    }
+
+    /// Records a decided charge, or answers the one already recorded under its key.
+    /// - Throws: `409 idempotencyConflict` when the key was used with another amount or currency.
+    func record(_ charge: ChargeResource, rootFingerprint: String?) throws(HTTPError) -> ChargeResource {
+        let existing = try withConnection { connection -> ChargeResource? in
+            try connection.transaction { connection throws(SQLiteError) -> ChargeResource? in
+                if let earlier = try Self.charge(
+                    where: "idempotency_key = ?", .text(charge.idempotencyKey), in: connection)
+                {
+                    return earlier
+                }
+                try connection.run(
+                    """
+                    INSERT INTO charges (reference, idempotency_key, amount, currency_code, status, decline_code,
+                        refunded_amount, network, pan_last_four, root_fingerprint, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
+                    """, .text(charge.reference), .text(charge.idempotencyKey), .integer(charge.amount),
+                    .text(charge.currencyCode), .text(charge.status.rawValue), Value(charge.declineCode),
+                    Value(charge.network), Value(charge.lastFour), Value(rootFingerprint), .text(charge.createdAt))
+                return nil
+            }
+        }
+        guard let existing else { return charge }
+        try Self.checkSameRequest(existing, amount: charge.amount, currencyCode: charge.currencyCode)
+        return existing
+    }
+
+    static func checkSameRequest(_ existing: ChargeResource, amount: Int64, currencyCode: String) throws(HTTPError) {
+        guard existing.amount == amount, existing.currencyCode == currencyCode else {
+            throw HTTPError(
+                status: 409, code: "idempotencyConflict",
+                message: "The idempotency key \(existing.idempotencyKey) was used for another amount or currency.")
+        }
+    }
+
+    /// Voids an approved charge without refunds; a voided charge is answered again.
+    func void(reference: String) throws(HTTPError) -> ChargeResource {
+        let result = try withConnection { connection -> Result<ChargeResource, HTTPError> in
+            try connection.transaction { connection throws(SQLiteError) -> Result<ChargeResource, HTTPError> in
+                guard var charge = try Self.charge(where: "reference = ?", .text(reference), in: connection) else {
+                    return .failure(Self.chargeNotFound(reference))
+                }
+                if charge.status == .voided { return .success(charge) }
+                guard charge.status == .approved, charge.refundedAmount == 0 else {
+                    return .failure(
+                        HTTPError(
+                            status: 409, code: "notVoidable",
+                            message: "The charge \(reference) is \(charge.status.rawValue) and cannot be voided."))
+                }
+                try connection.run("UPDATE charges SET status = 'voided' WHERE reference = ?", .text(reference))
+                charge.status = .voided
+                return .success(charge)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Refunds `amount` of a charge once per `idempotencyKey`.
+    func refund(reference: String, amount: Int64, idempotencyKey: String, newReference: String, createdAt: String)
+        throws(HTTPError) -> RefundEnvelope
+    {
+        let result = try withConnection { connection -> Result<RefundEnvelope, HTTPError> in
+            try connection.transaction { connection throws(SQLiteError) -> Result<RefundEnvelope, HTTPError> in
+                if let row = try connection.query(
+                    """
+                    SELECT r.reference, r.idempotency_key, r.amount, r.created_at, c.reference AS charge_reference,
+                        c.currency_code
+                    FROM refunds r JOIN charges c ON c.id = r.charge_id WHERE r.idempotency_key = ?
+                    """, .text(idempotencyKey)
+                ).first {
+                    let chargeReference = try row.string("charge_reference")
+                    guard chargeReference == reference, try row.int64("amount") == amount else {
+                        return .failure(
+                            HTTPError(
+                                status: 409, code: "idempotencyConflict",
+                                message: "The refund key \(idempotencyKey) was used for another charge or amount."))
+                    }
+                    guard let charge = try Self.charge(where: "reference = ?", .text(reference), in: connection) else {
+                        return .failure(Self.chargeNotFound(reference))
+                    }
+                    let refund = RefundResource(
+                        reference: try row.string("reference"), idempotencyKey: idempotencyKey,
+                        chargeReference: reference, amount: amount, currencyCode: try row.string("currency_code"),
+                        createdAt: try row.string("created_at"))
+                    return .success(RefundEnvelope(refund: refund, charge: charge))
+                }
+                guard var charge = try Self.charge(where: "reference = ?", .text(reference), in: connection) else {
+                    return .failure(Self.chargeNotFound(reference))
+                }
+                guard charge.status == .approved || charge.status == .partiallyRefunded else {
+                    return .failure(
+                        HTTPError(
+                            status: 409, code: "notRefundable",
+                            message: "The charge \(reference) is \(charge.status.rawValue) and cannot be refunded."))
+                }
+                let left = charge.amount - charge.refundedAmount
+                guard amount <= left else {
+                    return .failure(
+                        HTTPError(
+                            status: 422, code: "refundExceedsCharge",
+                            message: "A refund of \(amount) exceeds the \(left) minor units left on \(reference)."))
+                }
+                charge.refundedAmount += amount
+                charge.status = charge.refundedAmount == charge.amount ? .refunded : .partiallyRefunded
+                try connection.run(
+                    "UPDATE charges SET refunded_amount = ?, status = ? WHERE reference = ?",
+                    .integer(charge.refundedAmount), .text(charge.status.rawValue), .text(reference))
+                try connection.run(
+                    """
+                    INSERT INTO refunds (reference, idempotency_key, charge_id, amount, created_at)
+                    SELECT ?, ?, id, ?, ? FROM charges WHERE reference = ?
+                    """, .text(newReference), .text(idempotencyKey), .integer(amount), .text(createdAt),
+                    .text(reference))
+                let refund = RefundResource(
+                    reference: newReference, idempotencyKey: idempotencyKey, chargeReference: reference,
+                    amount: amount, currencyCode: charge.currencyCode, createdAt: createdAt)
+                return .success(RefundEnvelope(refund: refund, charge: charge))
+            }
+        }
+        return try result.get()
+    }
+
+    // MARK: - SQL
+
+    private func withConnection<T>(_ body: (Connection) throws -> T) throws(HTTPError) -> T {
+        do {
+            return try lock.withLock { try body(connection) }
+        } catch let error as SQLiteError {
+            throw HTTPError.internalError("The ledger failed: \(error.message)")
+        } catch {
+            throw HTTPError.internalError("The ledger failed: \(error)")
+        }
+    }
+
+    private static func chargeNotFound(_ reference: String) -> HTTPError {
+        HTTPError(status: 404, code: "chargeNotFound", message: "No charge \(reference).")
+    }
+
+    private static let selectCharges = """
+        SELECT reference, idempotency_key, amount, currency_code, status, decline_code, refunded_amount, network,
+            pan_last_four, created_at FROM charges
+        """
+
+    private static func charge(where condition: String, _ value: Value, in connection: Connection)
+        throws(SQLiteError) -> ChargeResource?
+    {
+        try connection.query("\(selectCharges) WHERE \(condition)", value).first.map { row throws(SQLiteError) in
+            try resource(row)
+        }
+    }
+
+    private static func resource(_ row: Row) throws(SQLiteError) -> ChargeResource {
+        let statusText = try row.string("status")
+        guard let status = ChargeStatus(rawValue: statusText) else {
+            throw SQLiteError(.typeMismatch, "unknown charge status \(statusText)")
+        }
+        return ChargeResource(
+            reference: try row.string("reference"), idempotencyKey: try row.string("idempotency_key"),
+            amount: try row.int64("amount"), currencyCode: try row.string("currency_code"), status: status,
+            refundedAmount: try row.int64("refunded_amount"), declineCode: try row.optionalString("decline_code"),
+            network: try row.optionalString("network"), lastFour: try row.optionalString("pan_last_four"),
+            createdAt: try row.string("created_at"))
+    }
+}

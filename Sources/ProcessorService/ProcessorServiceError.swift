@@ -1,0 +1,29 @@
+/// Why the processor service did not start. Equality on the code.
+public struct ProcessorServiceError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+        public static func ~= (pattern: Code, value: any Error) -> Bool {
+            (value as? ProcessorServiceError)?.code == pattern
+        }
+
+        /// The ledger file cannot be created, opened or migrated.
+        public static let cannotOpenLedger = Code("cannotOpenLedger")
+        /// The address does not parse or the port cannot be bound.
+        public static let cannotListen = Code("cannotListen")
+        /// A fault with a count below 1 or a delay outside 0...3600 s.
+        public static let invalidFault = Code("invalidFault")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+}
