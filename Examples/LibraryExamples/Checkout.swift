@@ -42,7 +42,7 @@ func paymentRequestJSON(for request: PaymentRequest) throws -> Data {
 
 // [request-json]
 /// The problems in a request document from elsewhere: its JSON shape first (a number where Apple wants a string,
-/// a missing `total`), then Apple's rules. Bytes that are not JSON at all give one `json.malformed` problem here.
+/// a missing `total`), then Apple's rules. Bytes that are not JSON at all give one `notJSON` problem here.
 func problemsInRequestDocument(_ json: Data) -> [ValidationProblem] {
     do {
         return try PaymentRequest.problems(decodingJSON: json)

@@ -10,7 +10,7 @@ struct LibraryExamplesTests {
         "request: the order's request validates and encodes with total 35.69",
         "request: a broken request is refused with amount.tooManyDecimals, networks.empty, capabilities.missing3DS",
         "request JSON: a number for total.amount is json.wrongType at total.amount",
-        "request JSON: bytes that are not JSON are json.malformed",
+        "request JSON: bytes that are not JSON are notJSON",
         "payment: an EC_v1 token for 35.69 USD is decrypted (Visa …0492)",
         "payment: an RSA_v1 token for 35.69 USD is decrypted",
         "payment: a token for 30.00 USD is refused with amountMismatch",

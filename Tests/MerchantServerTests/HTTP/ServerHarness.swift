@@ -61,7 +61,7 @@ struct ServerHarness {
         configuration.useSandbox(folder: sandbox.folder.path)
         let databasePath = directory.path("orders.sqlite")
         configuration.storeLocation = "sqlite:" + databasePath
-        configuration.store.processor.timeoutSeconds = 0.5
+        configuration.store.processor.timeoutSeconds = 10
         configure(&configuration)
         let log = CapturedLog()
         let application = try await MerchantApplication.start(
