@@ -46,6 +46,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "SQLite", "HTTPServer", "HTTPClient", "ProcessorAPI",
+                "ProcessorService",
             ]),
 
         // The command-line tool.

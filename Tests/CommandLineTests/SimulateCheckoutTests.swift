@@ -16,6 +16,11 @@ struct SimulateCheckoutTests {
         return try #require(object, "curl \(arguments) printed \(result.standardOutput)")
     }
 
+    /// curl arguments for an admin API request (the servers started here have `RunningServer.adminToken`).
+    static func admin(_ url: String) -> [String] {
+        ["-H", "Authorization: Bearer \(RunningServer.adminToken)", url]
+    }
+
     static func total(_ object: [String: Any]?) -> String? {
         (object?["total"] as? [String: Any])?["amount"] as? String
     }
@@ -55,7 +60,7 @@ struct SimulateCheckoutTests {
             #expect(!result.standardOutput.contains("paymentData"))
             #expect(!result.standardOutput.contains("onlinePaymentCryptogram"))
 
-            let order = try await Self.curlJSON([url + "/v1/orders/" + orderID])
+            let order = try await Self.curlJSON(Self.admin(url + "/admin/v1/orders/" + orderID))
             #expect(order["id"] as? String == orderID)
             #expect(order["checkoutId"] as? String == checkoutID, "the order is for the curl's checkout")
             #expect(order["status"] as? String == "paid")
@@ -123,7 +128,7 @@ struct SimulateCheckoutTests {
             let transcript = Transcript(paid.standardOutput)
             #expect(transcript.outcome == "success", "\(paid.standardOutput)")
             let orderID = try #require(transcript.lines.last?["orderId"] as? String)
-            let order = try await Self.curlJSON([url + "/v1/orders/" + orderID])
+            let order = try await Self.curlJSON(Self.admin(url + "/admin/v1/orders/" + orderID))
             #expect(order["checkoutId"] as? String == checkoutID)
             #expect((order["items"] as? [[String: Any]])?.first?["sku"] as? String == "GRINDER-9")
         }

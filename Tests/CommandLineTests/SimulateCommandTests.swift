@@ -230,10 +230,16 @@ final class RunningServer: Sendable {
     private init(process: Process) { self.process = process }
 
     /// Starts `applepay` with `arguments` and waits (at most 20 seconds) for it to print its URL.
+    /// The admin API token every server started here gets (`APPLEPAY_ADMIN_TOKEN`).
+    static let adminToken = "test-admin-token-0123456789"
+
     static func start(arguments: [String]) async throws -> RunningServer {
         let process = Process()
         process.executableURL = CommandLineTool.executable
         process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["APPLEPAY_ADMIN_TOKEN"] = RunningServer.adminToken
+        process.environment = environment
         let stdout = Pipe()
         let stderr = Pipe()
         process.standardOutput = stdout

@@ -206,7 +206,7 @@ struct OrderStoreTests {
         #expect(sandbox.chargeCount == 1)
     }
 
-    @Test("a paid checkout refuses another token; a failed one accepts a retry")
+    @Test("a paid checkout refuses another token; a declined one accepts a retry")
     func checkoutAlreadyPaid() async throws {
         let fixture = try StoreFixture()
         defer { fixture.folder.remove() }
@@ -216,7 +216,7 @@ struct OrderStoreTests {
         let declined = try await service.pay(
             fixture.newOrder(checkout, breakdown, transaction: "ee05", pan: "4817499999000051"),
             token: testToken(pan: "4817499999000051"))
-        #expect(declined.order.status == .failed)
+        #expect(declined.order.status == .declined)
         #expect(declined.order.payment.status == .declined)
         #expect(declined.order.payment.failureCode == "insufficientFunds")
         let retry = try await service.pay(
@@ -225,14 +225,14 @@ struct OrderStoreTests {
         #expect(retry.order.status == .paid)
         let again = try await service.pay(
             fixture.newOrder(checkout, breakdown, transaction: "ee07"), token: testToken())
-        #expect(again.disposition == .checkoutAlreadyPaid)
+        #expect(again.disposition == .checkoutLocked)
         #expect(again.order.id == retry.order.id)
         #expect(sandbox.chargeCount == 1)
         let counts = try fixture.counts()
         #expect(counts["orders"] == 2 && counts["payments"] == 2)
     }
 
-    @Test("a processor timeout leaves the order failed with nothing captured")
+    @Test("a processor timeout leaves the order unknown (for the reconciler), never failed")
     func timeoutFails() async throws {
         let fixture = try StoreFixture()
         defer { fixture.folder.remove() }
@@ -247,13 +247,13 @@ struct OrderStoreTests {
             return (result, ContinuousClock.now - start)
         }
         #expect(elapsed < .seconds(2))
-        #expect(result.order.status == .failed)
-        #expect(result.order.payment.status == .error)
+        #expect(result.order.status == .unknown)
+        #expect(result.order.payment.status == .unknown)
         #expect(result.order.payment.failureCode == "processorTimeout")
         #expect(result.order.payment.processorReference == nil)
         #expect(sandbox.chargeCount == 0)
         let kinds = try await fixture.store.events(checkoutID: checkout.id).map(\.kind)
-        #expect(kinds.last == "paymentFailed")
+        #expect(kinds.last == "paymentOutcomeUnknown")
     }
 
     @Test("a failure inside beginPayment leaves no order, payment or event behind")

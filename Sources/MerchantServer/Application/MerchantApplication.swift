@@ -2,6 +2,7 @@ import Cryptography
 import Foundation
 import HTTPClient
 import HTTPServer
+import ProcessorService
 
 /// The running merchant server: configuration checked and keys loaded once, the SQLite store open, the API
 /// served over HTTP. `applepay serve`, `applepay demo` and the tests start it the same way.
@@ -11,6 +12,10 @@ public final class MerchantApplication: Sendable {
     public let store: any OrderStore
     public let processor: any PaymentProcessor
     private let server: HTTPServer
+    /// The sandbox processor service, when it runs in process (sandbox mode without `--processor`).
+    private let sandboxProcessor: ProcessorServer?
+    /// The reconciler's loop.
+    private let reconciling: Task<Void, Never>
 
     /// The base URL, e.g. `http://127.0.0.1:8080`.
     public var url: String {
@@ -23,13 +28,16 @@ public final class MerchantApplication: Sendable {
 
     private init(
         configuration: MerchantServerConfiguration, api: MerchantAPI, store: any OrderStore,
-        processor: any PaymentProcessor, server: HTTPServer
+        processor: any PaymentProcessor, server: HTTPServer, sandboxProcessor: ProcessorServer?,
+        reconciling: Task<Void, Never>
     ) {
         self.configuration = configuration
         self.api = api
         self.store = store
         self.processor = processor
         self.server = server
+        self.sandboxProcessor = sandboxProcessor
+        self.reconciling = reconciling
     }
 
     /// Checks the configuration, loads the keys, opens the store and starts listening.
@@ -95,7 +103,8 @@ public final class MerchantApplication: Sendable {
         } catch {
             throw ServerStartError(.invalidStore, "cannot open the store \(configuration.storeLocation): \(error)")
         }
-        let chosenProcessor = processor ?? SandboxProcessor()
+        let (chosenProcessor, sandboxProcessor) = try choosePayments(
+            configuration, override: processor, trustedRoot: trustedRoot)
         let settings = configuration.store.merchantValidation
         let validator = MerchantValidator(
             merchantIdentifier: configuration.store.merchantIdentifier,
@@ -103,7 +112,8 @@ public final class MerchantApplication: Sendable {
             gatewayBaseURL: settings.gatewayBaseURL, identity: identity?.clientIdentity, trustedRootsPEM: gatewayRoots)
         let api = MerchantAPI(
             configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
-            validator: validator, logger: logger, clock: clock)
+            validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
+            reconcileAfter: configuration.reconcileAfter)
         let server: HTTPServer
         do {
             server = try HTTPServer.start(
@@ -112,10 +122,15 @@ public final class MerchantApplication: Sendable {
                     maximumBodySize: configuration.maximumBodySize, connectionTimeout: configuration.connectionTimeout),
                 responder: api)
         } catch {
+            await sandboxProcessor?.shutdown()
             throw ServerStartError(.cannotListen, "\(error)")
         }
+        let reconciler = api.reconciler
+        let interval = configuration.reconcileInterval
+        let reconciling = Task.detached { await reconciler.run(every: interval) }
         let application = MerchantApplication(
-            configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server)
+            configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server,
+            sandboxProcessor: sandboxProcessor, reconciling: reconciling)
         logger.log(
             "info", "listening",
             [
@@ -127,7 +142,41 @@ public final class MerchantApplication: Sendable {
 
     /// Stops accepting connections, finishes the requests in flight and closes.
     public func shutdown() async {
+        reconciling.cancel()
         await server.shutdown()
+        await reconciling.value
+        await sandboxProcessor?.shutdown()
         api.logger.log("info", "stopped")
+    }
+
+    /// The processor: the caller's override (tests), `--processor URL`, or in sandbox mode the sandbox processor
+    /// service in process behind the same protocol. Outside sandbox mode there is no default: a server with real
+    /// keys must never "approve" payments that no processor captured.
+    private static func choosePayments(
+        _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?, trustedRoot: Certificate?
+    ) throws(ServerStartError) -> (any PaymentProcessor, ProcessorServer?) {
+        if let override { return (override, nil) }
+        let timeout = configuration.store.processor.timeout
+        if let text = configuration.processorURL {
+            guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+                throw ServerStartError(.invalidConfiguration, "--processor must be an http(s) URL (got '\(text)')")
+            }
+            return (HTTPPaymentProcessor(baseURL: url, timeout: timeout), nil)
+        }
+        guard configuration.sandboxFolder != nil else {
+            throw ServerStartError(
+                .noProcessor,
+                "no payment processor: pass --processor URL (a service speaking docs/PROCESSOR-PROTOCOL.md, such as "
+                    + "`applepay processor serve`); the built-in sandbox processor runs only with --sandbox DIR")
+        }
+        let fingerprint = trustedRoot.map { $0.sha256Fingerprint.map { String(format: "%02x", $0) }.joined() }
+        let service: ProcessorServer
+        do {
+            service = try ProcessorServer.start(
+                .init(ledgerPath: try configuration.effectiveSandboxLedgerPath(), rootFingerprint: fingerprint))
+        } catch {
+            throw ServerStartError(.invalidStore, "cannot start the sandbox processor: \(error)")
+        }
+        return (HTTPPaymentProcessor(baseURL: service.url, timeout: timeout), service)
     }
 }

@@ -41,8 +41,30 @@ public struct MerchantServerConfiguration: Sendable {
     public var gatewayTrustedRootsPath: String?
     /// The sandbox folder, when serving in sandbox mode.
     public var sandboxFolder: String?
+    /// The payment processor's base URL (a service speaking docs/PROCESSOR-PROTOCOL.md). Without it, only sandbox
+    /// mode may start: it runs the sandbox processor service in process, its ledger in ``sandboxLedgerPath``.
+    public var processorURL: String?
+    /// The sandbox processor's ledger when it runs in process; default: `sandbox-processor-ledger.sqlite` beside
+    /// the store (in memory for an in-memory store).
+    public var sandboxLedgerPath: String?
+    /// The admin API's bearer token (`APPLEPAY_ADMIN_TOKEN` or the file's `adminToken`); `nil` turns it off.
+    public var adminToken: String?
+    /// How often the reconciler runs (and it runs once at start-up).
+    public var reconcileInterval: Duration = .seconds(30)
+    /// How old an unsettled payment must be before the reconciler looks it up; longer than the processor limit.
+    public var reconcileAfter: Duration = .seconds(60)
 
     public init() {}
+
+    /// The sandbox ledger path in effect (see ``sandboxLedgerPath``).
+    func effectiveSandboxLedgerPath() throws(ServerStartError) -> String {
+        if let sandboxLedgerPath { return sandboxLedgerPath }
+        let store = try sqlitePath()
+        if store == ":memory:" { return ":memory:" }
+        return URL(fileURLWithPath: store).deletingLastPathComponent().appendingPathComponent(
+            "sandbox-processor-ledger.sqlite"
+        ).path
+    }
 
     /// The `"server"` object of the configuration file.
     struct FileSection: Decodable {
@@ -56,6 +78,10 @@ public struct MerchantServerConfiguration: Sendable {
         var merchantIdentity: CertificateKeyPaths?
         var trustedRoot: String?
         var gatewayTrustedRoots: String?
+        var processor: String?
+        var adminToken: String?
+        var reconcileIntervalSeconds: Int?
+        var reconcileAfterSeconds: Int?
     }
 
     /// Reads a configuration file: the store, and the `"server"` section when present.
@@ -103,6 +129,22 @@ public struct MerchantServerConfiguration: Sendable {
             }
             configuration.trustedRootPath = section.trustedRoot.map(resolve)
             configuration.gatewayTrustedRootsPath = section.gatewayTrustedRoots.map(resolve)
+            configuration.processorURL = section.processor
+            configuration.adminToken = section.adminToken
+            if let seconds = section.reconcileIntervalSeconds {
+                guard seconds > 0 else {
+                    throw ServerStartError(.invalidConfiguration, "\(file): server.reconcileIntervalSeconds must be > 0")
+                }
+                configuration.reconcileInterval = .seconds(seconds)
+            }
+            if let seconds = section.reconcileAfterSeconds {
+                guard seconds > 30 else {
+                    throw ServerStartError(
+                        .invalidConfiguration,
+                        "\(file): server.reconcileAfterSeconds must be more than 30 (the longest processor time limit)")
+                }
+                configuration.reconcileAfter = .seconds(seconds)
+            }
         }
         return configuration
     }
@@ -168,6 +210,8 @@ public struct ServerStartError: Error, Sendable, Equatable, CustomStringConverti
         /// No Payment Processing certificate was configured.
         public static let noPaymentProcessingKey = Code("noPaymentProcessingKey")
         public static let cannotListen = Code("cannotListen")
+        /// No payment processor: outside sandbox mode, `--processor URL` is required.
+        public static let noProcessor = Code("noProcessor")
     }
 
     public let code: Code

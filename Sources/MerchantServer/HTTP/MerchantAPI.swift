@@ -10,6 +10,8 @@ public struct MerchantAPI: Responder {
     public let store: any OrderStore
     public let metrics: Metrics
     public let logger: RequestLogger
+    /// Settles payments whose outcome was not seen (run by `MerchantApplication` and `POST /admin/v1/reconcile`).
+    public let reconciler: Reconciler
     private let router: Router
 
     /// - Parameters:
@@ -19,10 +21,13 @@ public struct MerchantAPI: Responder {
     ///   - tokenOpener: verifies and decrypts tokens with the merchant's keys.
     ///   - validator: obtains merchant sessions from Apple.
     ///   - clock: "now" for pricing and token times.
+    ///   - adminToken: the bearer token of the admin API under `/admin/v1/`; `nil` leaves it off.
+    ///   - reconcileAfter: how old an unsettled payment must be before the reconciler looks it up.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
         tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
-        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() }
+        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
+        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60)
     ) {
         self.configuration = configuration
         self.store = store
@@ -31,7 +36,11 @@ public struct MerchantAPI: Responder {
         let pricing = CheckoutPricing(configuration: configuration, clock: clock)
         let payments = CheckoutPayments(
             configuration: configuration, pricing: pricing, store: store, tokenOpener: tokenOpener,
-            service: PaymentService(store: store, processor: processor, timeout: configuration.processor.timeout))
+            service: PaymentService(
+                store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger))
+        self.reconciler = Reconciler(
+            store: store, processor: processor, settleAfter: reconcileAfter, timeout: configuration.processor.timeout,
+            logger: logger, clock: clock)
         let endpoints = Endpoints(
             configuration: configuration, pricing: pricing, store: store, payments: payments, validator: validator,
             metrics: metrics, logger: logger, clock: clock)
@@ -51,11 +60,17 @@ public struct MerchantAPI: Responder {
         add(.post, "/v1/checkouts/{id}/payment-method") { try await $0.paymentMethod($1, $2) }
         add(.post, "/v1/checkouts/{id}/coupon") { try await $0.coupon($1, $2) }
         add(.post, "/v1/checkouts/{id}/payment") { try await $0.pay($1, $2) }
-        add(.get, "/v1/orders/{id}") { endpoints, _, context in try await endpoints.showOrder(context) }
+        add(.get, "/v1/orders/{id}") { try await $0.showOrder($1, $2) }
         add(.post, "/v1/apple-pay/merchant-session") { endpoints, request, _ in try await endpoints.merchantSession(request) }
         add(.get, "/.well-known/apple-developer-merchantid-domain-association") { endpoints, request, _ in try await endpoints.domainAssociation(request) }
         add(.get, "/healthz") { endpoints, request, _ in try await endpoints.health(request) }
         add(.get, "/metrics") { endpoints, request, _ in try await endpoints.metricsText(request) }
+        if let adminToken, !adminToken.isEmpty {
+            AdminEndpoints(
+                token: adminToken, store: store, processor: processor, reconciler: reconciler,
+                timeout: configuration.processor.timeout, logger: logger
+            ).register(on: &router)
+        }
         self.router = router
     }
 
@@ -166,11 +181,14 @@ struct Endpoints: Sendable {
 
     // MARK: Orders
 
-    func showOrder(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+    /// The customer's view of an order: only with the order's secret (`?secret=` or `X-Order-Secret`), and
+    /// without contacts. A missing or wrong secret answers like an unknown order.
+    func showOrder(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         let id = context.parameters["id"] ?? ""
+        let secret = request.headers["X-Order-Secret"] ?? request.query["secret"] ?? ""
         let order = try await storing { () async throws(OrderStoreError) in try await store.order(id: id) }
-        guard let order else { throw .orderNotFound(id) }
-        var response = HTTPResponse.encoding(order)
+        guard let order, constantTimeEqual(secret, order.viewSecret) else { throw .orderNotFound(id) }
+        var response = HTTPResponse.encoding(order.customerView)
         response.logFields["checkoutId"] = order.checkoutID
         response.logFields["orderId"] = order.id
         return response

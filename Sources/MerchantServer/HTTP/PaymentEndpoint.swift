@@ -14,6 +14,8 @@ extension Endpoints {
         }
         var status: String
         var orderId: String?
+        /// The order's view secret: `GET /v1/orders/{orderId}?secret=...` shows the order to its customer.
+        var orderSecret: String?
         var errors: [PaymentError]?
         var error: ErrorObject?
     }
@@ -62,7 +64,13 @@ extension Endpoints {
     private func answer(for result: PaymentService.Result) -> HTTPResponse {
         let order = result.order
         switch result.disposition {
-        case .checkoutAlreadyPaid:
+        case .checkoutLocked where order.status.isUnsettled:
+            metrics.recordPayment(outcome: "refused")
+            return failure(
+                status: 409, code: "checkoutPaymentUnconfirmed",
+                message: "An earlier payment for this checkout is still being confirmed; it cannot be paid again now.",
+                order: order, outcome: "refused")
+        case .checkoutLocked:
             metrics.recordPayment(outcome: "refused")
             return failure(
                 status: 409, code: "checkoutAlreadyPaid", message: "This checkout was already paid with another token.",
@@ -73,35 +81,48 @@ extension Endpoints {
                 status: 409, code: "paymentInProgress",
                 message: "A payment with this token is still being processed; ask again shortly.", order: order,
                 outcome: "inProgress")
+        case .unrecorded:
+            return outcomeUnknown(order, replayed: false)
         case .processed, .replayed:
             break
         }
         let replayed = result.disposition == .replayed
         switch order.status {
-        case .paid:
+        case .paid, .refunded, .partiallyRefunded, .voided:
             let outcome = replayed ? "replayed" : "approved"
             metrics.recordPayment(outcome: outcome)
             var response = answer(
-                status: 200, code: nil, outcome: outcome, PaymentAnswer(status: "success", orderId: order.id))
+                status: 200, code: nil, outcome: outcome,
+                PaymentAnswer(status: "success", orderId: order.id, orderSecret: order.viewSecret))
             response.logFields["orderId"] = order.id
             return response
-        case .failed:
-            let code = order.payment.failureCode ?? "paymentFailed"
-            let declined = order.payment.status == .declined
-            let outcome = replayed ? "replayed" : declined ? "declined" : "error"
-            metrics.recordPayment(outcome: outcome)
-            let status = declined ? 402 : code == ProcessorError.Code.timeout.rawValue ? 504 : 502
-            let message =
-                declined
-                ? "The card was declined (\(code)); nothing was charged."
-                : "The payment processor failed (\(code)); nothing was charged."
-            return failure(status: status, code: code, message: message, order: order, outcome: outcome)
-        case .pending:
-            metrics.recordPayment(outcome: "inProgress")
+        case .declined:
+            let code = order.payment.failureCode ?? "paymentDeclined"
+            metrics.recordPayment(outcome: replayed ? "replayed" : "declined")
             return failure(
-                status: 409, code: "paymentInProgress", message: "The payment is still being processed.",
-                order: order, outcome: "inProgress")
+                status: 402, code: code, message: "The card was declined (\(code)); nothing was charged.", order: order,
+                outcome: replayed ? "replayed" : "declined")
+        case .unknown, .pending:
+            return outcomeUnknown(order, replayed: replayed)
         }
+    }
+
+    /// `202 paymentOutcomeUnknown`: the processor's answer was not seen (or not recorded). The customer must not
+    /// be told that nothing was charged: the order is being confirmed, and `GET /v1/orders/{id}` with the order's
+    /// secret shows the final state once the reconciler has settled it.
+    private func outcomeUnknown(_ order: Order, replayed: Bool) -> HTTPResponse {
+        metrics.recordPayment(outcome: replayed ? "replayed" : "unknown")
+        let message =
+            "The payment could not be confirmed yet and is being checked with the processor. Do not pay again: "
+            + "the order page will show whether it went through."
+        var response = answer(
+            status: 202, code: "paymentOutcomeUnknown", outcome: replayed ? "replayed" : "unknown",
+            PaymentAnswer(
+                status: "failure", orderId: order.id, orderSecret: order.viewSecret,
+                errors: [PaymentError(code: .unknown, message: message)],
+                error: .init(code: "paymentOutcomeUnknown", message: message)))
+        response.logFields["orderId"] = order.id
+        return response
     }
 
     private func failure(status: Int, code: String, message: String, order: Order? = nil, outcome: String)

@@ -1,21 +1,24 @@
 import ApplePay
 import Foundation
 
-/// Where checkouts, orders, payments and the event log live. ``SQLiteOrderStore`` is the embedded default; a
-/// PostgreSQL store can implement the same protocol (all SQL stays behind it).
+/// Where checkouts, orders, payments, refunds and the event log live. ``SQLiteOrderStore`` is the embedded
+/// default; a PostgreSQL store can implement the same protocol (all SQL stays behind it).
+///
+/// The order state machine: `pending → paid | declined | unknown`, `unknown → paid | declined` (by
+/// reconciliation, also `pending →` for a process that died mid-payment), `paid → refunded | partiallyRefunded |
+/// voided`, `partiallyRefunded → refunded | partiallyRefunded`. Every transition appends an event in the same
+/// transaction, and a transition happens only from the state it expects (so two reconcilers settle a payment
+/// once).
 ///
 /// Idempotency contract (the token's `transactionId` is unique across payments):
-/// 1. ``beginPayment(_:)`` writes a `pending` order and a `pending` payment keyed by the transaction id in one
-///    transaction **before** any processor is called. If that transaction id was seen before, nothing is written
-///    and the existing order comes back (`.existing`); two simultaneous calls with the same id therefore produce
-///    exactly one `.started`, and the loser gets `.existing` (possibly still `pending`: wait for it with
-///    ``order(transactionID:)``, as ``PaymentService`` does).
-/// 2. After the processor answers, ``completePayment(orderID:outcome:)`` moves the order to `paid` or `failed`
-///    and the payment to `approved`, `declined` or `error`, in one transaction.
-/// A checkout has at most one live (pending or paid) order: paying a paid checkout again with another token
-/// gives `.checkoutAlreadyPaid`; after a failed payment a new token may try again.
-///
-/// Every write appends to the event log in the same transaction; a failed write leaves nothing behind.
+/// 1. ``beginPayment(_:)`` writes a `pending` order and payment keyed by the transaction id in one transaction
+///    **before** any processor is called. If that transaction id was seen before, nothing is written and the
+///    existing order comes back (`.existing`); two simultaneous calls with the same id produce exactly one
+///    `.started`.
+/// 2. After the processor answers, ``completePayment(orderID:outcome:)`` moves the order to `paid`, `declined`
+///    or, when no answer was seen, `unknown`.
+/// A checkout has at most one order that is not `declined`: paying it again with another token gives
+/// `.checkoutLocked` (paid, or its outcome still unknown).
 public protocol OrderStore: Sendable {
     /// Stores a new checkout. - Throws: ``OrderStoreError`` `conflict` if the id exists.
     func insertCheckout(_ checkout: Checkout) async throws(OrderStoreError)
@@ -26,13 +29,32 @@ public protocol OrderStore: Sendable {
     /// Records the intent to charge (see the type's documentation).
     /// - Throws: ``OrderStoreError`` `notFound` for an unknown checkout.
     func beginPayment(_ order: NewOrder) async throws(OrderStoreError) -> PaymentStart
-    /// Records the processor's answer for a pending order and returns the final order.
+    /// Records the processor's answer (or its absence) for a pending order and returns the order.
     /// - Throws: ``OrderStoreError`` `notFound`, or `conflict` if the order is not pending any more.
     func completePayment(orderID: String, outcome: ChargeAttempt) async throws(OrderStoreError) -> Order
+    /// Orders whose payment is `pending` or `unknown` and was last updated before `cutoff`, oldest first.
+    func unsettledOrders(updatedBefore cutoff: Date, limit: Int) async throws(OrderStoreError) -> [Order]
+    /// Settles a `pending` or `unknown` payment from what the processor's ledger holds (`nil`: the processor has
+    /// no charge for it, so nothing was charged). Returns the settled order, or `nil` when it was not pending
+    /// or unknown any more (someone else settled it).
+    func settlePayment(orderID: String, charge: ProcessorCharge?) async throws(OrderStoreError) -> Order?
     /// The order with this id, or `nil`.
     func order(id: String) async throws(OrderStoreError) -> Order?
     /// The order whose payment carries this token transaction id, or `nil`.
     func order(transactionID: String) async throws(OrderStoreError) -> Order?
+    /// Orders, newest first, optionally only those in `status`.
+    func orders(status: OrderStatus?, limit: Int) async throws(OrderStoreError) -> [Order]
+    /// Reserves a refund of `amount` minor units under `idempotencyKey` (see ``RefundStart``).
+    /// - Throws: ``OrderStoreError`` `notFound`.
+    func beginRefund(orderID: String, amount: Int64, idempotencyKey: String) async throws(OrderStoreError)
+        -> RefundStart
+    /// Records the processor's refund and moves the order to `partiallyRefunded` or `refunded`.
+    func completeRefund(id: String, processorReference: String) async throws(OrderStoreError) -> Order
+    /// Forgets a pending refund the processor refused (it reserved nothing there).
+    func cancelRefund(id: String) async throws(OrderStoreError)
+    /// Records a void: a `paid` order with no refunds becomes `voided`.
+    /// - Throws: ``OrderStoreError`` `conflict` when the order is not `paid` or has refunds.
+    func recordVoid(orderID: String) async throws(OrderStoreError) -> Order
     /// The event log entries about a checkout (and its orders), oldest first.
     func events(checkoutID: String) async throws(OrderStoreError) -> [StoreEvent]
 }
@@ -41,25 +63,63 @@ public protocol OrderStore: Sendable {
 public enum PaymentStart: Sendable, Equatable {
     /// New: a pending order and payment were written; the caller charges now.
     case started(Order)
-    /// The transaction id was seen before: this is its order (pending, paid or failed). Do not charge.
+    /// The transaction id was seen before: this is its order. Do not charge.
     case existing(Order)
-    /// The checkout already has a paid (or pending) order under another transaction id. Do not charge.
-    case checkoutAlreadyPaid(Order)
+    /// The checkout already has an order under another transaction id that is paid (or later), pending or of
+    /// unknown outcome. Do not charge.
+    case checkoutLocked(Order)
+}
+
+/// The answer of ``OrderStore/beginRefund(orderID:amount:idempotencyKey:)``.
+public enum RefundStart: Sendable, Equatable {
+    /// A pending refund was reserved: send it to the processor.
+    case started(RefundRecord, Order)
+    /// The key was used before for this order: send it again if still pending (processors are idempotent by key).
+    case existing(RefundRecord, Order)
+    /// The key was used for another order or another amount.
+    case keyReused
+    /// The order is not `paid` or `partiallyRefunded`.
+    case notRefundable(Order)
+    /// More than what is left to refund (`left` minor units, counting pending refunds).
+    case exceedsRemaining(left: Int64, Order)
+}
+
+/// A refund of an order.
+public struct RefundRecord: Sendable, Equatable {
+    public var id: String
+    public var orderID: String
+    public var idempotencyKey: String
+    public var amount: Int64
+    /// `pending` until the processor confirmed it, then `succeeded`.
+    public var succeeded: Bool
+    public var processorReference: String?
 }
 
 /// The status of an order.
-public enum OrderStatus: String, Codable, Sendable {
+public enum OrderStatus: String, Codable, Sendable, CaseIterable {
     /// Written before the processor call; the outcome is not known yet.
     case pending
     /// The processor approved and captured the payment.
     case paid
-    /// Declined, processor error or timeout: nothing was captured.
-    case failed
+    /// The processor declined: nothing was captured.
+    case declined
+    /// The processor's answer was not seen (time limit, lost connection, 5xx, a store failure after the
+    /// answer): the reconciler will ask the processor and settle it.
+    case unknown
+    /// Captured, then refunded in full.
+    case refunded
+    /// Captured, then refunded in part.
+    case partiallyRefunded
+    /// Captured, then voided before settlement.
+    case voided
+
+    /// Whether the payment's outcome is not settled yet.
+    public var isUnsettled: Bool { self == .pending || self == .unknown }
 }
 
 /// The status of a payment row.
 public enum PaymentStatus: String, Codable, Sendable {
-    case pending, approved, declined, error
+    case pending, approved, declined, unknown, voided
 }
 
 /// A contact as Apple Pay JS sends it after authorization (`ApplePayPaymentContact`). Stored with the order as
@@ -267,15 +327,34 @@ public struct Order: Sendable, Equatable, Encodable {
     public var paymentNetwork: String?
     public var panLastFour: String?
     public var payment: PaymentRecord
+    /// Minor units refunded so far (succeeded refunds).
+    public var refunded: Int64
+    /// The random value that lets the customer see the order (`GET /v1/orders/{id}?secret=`): returned in the
+    /// payment answer, never logged.
+    public var viewSecret: String
     public var createdAt: Date
     public var updatedAt: Date
 
     private enum CodingKeys: String, CodingKey {
         case id, checkoutId, status, currencyCode, items, totals, shippingMethod, couponCode, shippingContact
-        case billingContact, payment, createdAt, updatedAt
+        case billingContact, payment, createdAt, updatedAt, refunded
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    /// The customer's view (`GET /v1/orders/{id}` with the order's secret): status, items, totals and the card's
+    /// last four digits; no contacts, no processor details.
+    public var customerView: CustomerView { CustomerView(order: self) }
+
+    /// See ``customerView``.
+    public struct CustomerView: Encodable, Sendable {
+        let order: Order
+
+        public func encode(to encoder: any Encoder) throws { try order.encode(to: encoder, withContacts: false) }
+    }
+
+    /// The merchant's view (the admin API): everything, contacts included.
+    public func encode(to encoder: any Encoder) throws { try encode(to: encoder, withContacts: true) }
+
+    private func encode(to encoder: any Encoder, withContacts: Bool) throws {
         let currency = Currency(code: currencyCode) ?? .usDollar
         func money(_ minor: Int64) -> String { Money(minorUnits: minor, currency: currency).amountString }
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -310,16 +389,19 @@ public struct Order: Sendable, Equatable, Encodable {
                 ], forKey: .shippingMethod)
         }
         try c.encodeIfPresent(couponCode, forKey: .couponCode)
-        try c.encodeIfPresent(shippingContact, forKey: .shippingContact)
-        try c.encodeIfPresent(billingContact, forKey: .billingContact)
+        if withContacts {
+            try c.encodeIfPresent(shippingContact, forKey: .shippingContact)
+            try c.encodeIfPresent(billingContact, forKey: .billingContact)
+        }
+        try c.encode(money(refunded), forKey: .refunded)
         var payment = [
             "status": self.payment.status.rawValue, "transactionId": self.payment.transactionID,
             "amount": money(self.payment.amount),
         ]
         payment["network"] = paymentNetwork
         payment["lastFour"] = panLastFour
-        payment["processorReference"] = self.payment.processorReference
         payment["failureCode"] = self.payment.failureCode
+        if withContacts { payment["processorReference"] = self.payment.processorReference }
         try c.encode(payment, forKey: .payment)
         let formatter = ISO8601DateFormatter()
         try c.encode(formatter.string(from: createdAt), forKey: .createdAt)
@@ -332,7 +414,9 @@ public struct StoreEvent: Sendable, Equatable {
     /// Increasing sequence number.
     public var sequence: Int64
     public var at: Date
-    /// `checkoutCreated`, `checkoutUpdated`, `paymentStarted`, `paymentApproved`, `paymentDeclined`, `paymentFailed`.
+    /// `checkoutCreated`, `checkoutUpdated`, `paymentStarted`, `paymentApproved`, `paymentDeclined`,
+    /// `paymentOutcomeUnknown`, `paymentReconciled`, `refundRequested`, `refundSucceeded`, `refundCancelled`,
+    /// `paymentVoided`.
     public var kind: String
     public var checkoutID: String?
     public var orderID: String?

@@ -99,6 +99,7 @@ public actor SQLiteOrderStore: OrderStore {
             sql: """
                 ALTER TABLE orders ADD COLUMN fee_minor INTEGER NOT NULL DEFAULT 0 CHECK (fee_minor >= 0);
                 """),
+        Migration("004-order-state-machine-refunds-secrets", sql: orderStateMachineMigration),
     ]
 
     /// Opens (creating and migrating if needed) the store.
@@ -196,9 +197,9 @@ public actor SQLiteOrderStore: OrderStore {
                 guard try !connection.query("SELECT 1 FROM checkouts WHERE id = ?", .text(order.checkoutID)).isEmpty
                 else { return .noCheckout }
                 if let live = try loadOrder(
-                    connection, where: "o.checkout_id = ? AND o.status IN ('pending', 'paid')", .text(order.checkoutID))
+                    connection, where: "o.checkout_id = ? AND o.status != 'declined'", .text(order.checkoutID))
                 {
-                    return .start(.checkoutAlreadyPaid(live))
+                    return .start(.checkoutLocked(live))
                 }
                 let now = millis(clock())
                 let orderID = "ord_" + randomHex(bytes: 12)
@@ -206,9 +207,9 @@ public actor SQLiteOrderStore: OrderStore {
                     """
                     INSERT INTO orders (id, checkout_id, status, currency, subtotal_minor, discount_minor,
                         shipping_minor, tax_minor, fee_minor, total_minor, items_json, shipping_method_json, coupon_code,
-                        shipping_contact_json, billing_contact_json, payment_network, pan_last_four, created_at,
-                        updated_at)
-                    VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        shipping_contact_json, billing_contact_json, payment_network, pan_last_four, view_secret,
+                        created_at, updated_at)
+                    VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     values: [
                         .text(orderID), .text(order.checkoutID), .text(order.currencyCode),
@@ -218,7 +219,7 @@ public actor SQLiteOrderStore: OrderStore {
                         .text(try json(order.lines)), Value(try order.shippingMethod.map(json)),
                         Value(order.couponCode), Value(try order.shippingContact.map(json)),
                         Value(try order.billingContact.map(json)), Value(order.paymentNetwork),
-                        Value(order.panLastFour), .integer(now), .integer(now),
+                        Value(order.panLastFour), .text(randomHex(bytes: 16)), .integer(now), .integer(now),
                     ])
                 try connection.run(
                     """
@@ -254,24 +255,7 @@ public actor SQLiteOrderStore: OrderStore {
             case notFound
             case notPending(OrderStatus)
         }
-        let orderStatus: OrderStatus
-        let paymentStatus: PaymentStatus
-        var reference: String?
-        var failureCode: String?
-        var failureMessage: String?
-        let eventKind: String
-        switch outcome {
-        case .decided(.approved(let processorReference)):
-            (orderStatus, paymentStatus, reference, eventKind) = (
-                .paid, .approved, processorReference, "paymentApproved"
-            )
-        case .decided(.declined(let reason)):
-            (orderStatus, paymentStatus, failureCode, eventKind) = (.failed, .declined, reason.code, "paymentDeclined")
-        case .unknown(let error):
-            (orderStatus, paymentStatus, failureCode, failureMessage, eventKind) = (
-                .failed, .error, error.code.rawValue, error.message, "paymentFailed"
-            )
-        }
+        let transition = PaymentTransition(outcome)
         let answer: Answer
         do {
             answer = try connection.transaction(.immediate) { connection -> Answer in
@@ -279,22 +263,7 @@ public actor SQLiteOrderStore: OrderStore {
                     return .notFound
                 }
                 guard current.status == .pending else { return .notPending(current.status) }
-                let now = millis(clock())
-                try connection.run(
-                    "UPDATE orders SET status = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
-                    .text(orderStatus.rawValue), .integer(now), .text(orderID))
-                try connection.run(
-                    """
-                    UPDATE payments SET status = ?, processor_reference = ?, failure_code = ?, failure_message = ?,
-                        updated_at = ?
-                    WHERE order_id = ? AND status = 'pending'
-                    """, .text(paymentStatus.rawValue), Value(reference), Value(failureCode), Value(failureMessage),
-                    .integer(now), .text(orderID))
-                var detail = ["status": orderStatus.rawValue]
-                detail["failureCode"] = failureCode
-                detail["processorReference"] = reference
-                try appendEvent(
-                    connection, eventKind, checkoutID: current.checkoutID, orderID: orderID, detail, at: now)
+                try apply(transition, to: current, from: ["pending"], connection: connection)
                 guard let updated = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else {
                     throw SQLiteError(.error, "the order just updated cannot be read back")
                 }
@@ -308,6 +277,152 @@ public actor SQLiteOrderStore: OrderStore {
         case .notFound: throw OrderStoreError(.notFound, "no order \(orderID)")
         case .notPending(let status): throw OrderStoreError(.conflict, "order \(orderID) is already \(status.rawValue)")
         }
+    }
+
+    public func unsettledOrders(updatedBefore cutoff: Date, limit: Int) throws(OrderStoreError) -> [Order] {
+        try read("read unsettled orders") { connection throws(SQLiteError) in
+            try loadOrders(
+                connection, where: "o.status IN ('pending', 'unknown') AND o.updated_at < ?",
+                .integer(millis(cutoff)), order: "o.updated_at ASC", limit: limit)
+        }
+    }
+
+    public func settlePayment(orderID: String, charge: ProcessorCharge?) throws(OrderStoreError) -> Order? {
+        let transition = PaymentTransition(settling: charge)
+        var settled: Order?
+        try write("settle payment") { connection throws(SQLiteError) in
+            guard let current = try loadOrder(connection, where: "o.id = ?", .text(orderID)),
+                current.status.isUnsettled
+            else { return }
+            try apply(transition, to: current, from: ["pending", "unknown"], connection: connection)
+            settled = try loadOrder(connection, where: "o.id = ?", .text(orderID))
+        }
+        return settled
+    }
+
+    public func orders(status: OrderStatus?, limit: Int) throws(OrderStoreError) -> [Order] {
+        try read("list orders") { connection throws(SQLiteError) in
+            if let status {
+                return try loadOrders(
+                    connection, where: "o.status = ?", .text(status.rawValue), order: "o.created_at DESC", limit: limit)
+            }
+            return try loadOrders(connection, where: "1 = ?", .integer(1), order: "o.created_at DESC", limit: limit)
+        }
+    }
+
+    public func beginRefund(orderID: String, amount: Int64, idempotencyKey: String) throws(OrderStoreError)
+        -> RefundStart
+    {
+        var answer: RefundStart?
+        try write("begin refund") { connection throws(SQLiteError) in
+            guard let order = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else { return }
+            if let existing = try loadRefund(connection, key: idempotencyKey) {
+                answer =
+                    existing.orderID == orderID && existing.amount == amount
+                    ? .existing(existing, order) : .keyReused
+                return
+            }
+            guard order.status == .paid || order.status == .partiallyRefunded else {
+                answer = .notRefundable(order)
+                return
+            }
+            let reserved =
+                try connection.query(
+                    "SELECT coalesce(sum(amount_minor), 0) AS n FROM refunds WHERE order_id = ?", .text(orderID)
+                ).first?.int64("n") ?? 0
+            let left = order.totals.total - reserved
+            guard amount > 0, amount <= left else {
+                answer = .exceedsRemaining(left: left, order)
+                return
+            }
+            let now = millis(clock())
+            let refund = RefundRecord(
+                id: "rfd_" + randomHex(bytes: 12), orderID: orderID, idempotencyKey: idempotencyKey, amount: amount,
+                succeeded: false, processorReference: nil)
+            try connection.run(
+                """
+                INSERT INTO refunds (id, order_id, idempotency_key, amount_minor, status, created_at, updated_at)
+                VALUES (?, ?, ?, ?, 'pending', ?, ?)
+                """, .text(refund.id), .text(orderID), .text(idempotencyKey), .integer(amount), .integer(now),
+                .integer(now))
+            try appendEvent(
+                connection, "refundRequested", checkoutID: order.checkoutID, orderID: orderID,
+                ["refundId": refund.id, "amount": String(amount)], at: now)
+            answer = .started(refund, order)
+        }
+        guard let answer else { throw OrderStoreError(.notFound, "no order \(orderID)") }
+        return answer
+    }
+
+    public func completeRefund(id: String, processorReference: String) throws(OrderStoreError) -> Order {
+        var result: Order?
+        try write("complete refund") { connection throws(SQLiteError) in
+            guard let refund = try loadRefund(connection, id: id),
+                let order = try loadOrder(connection, where: "o.id = ?", .text(refund.orderID))
+            else { return }
+            guard !refund.succeeded else {
+                result = order
+                return
+            }
+            let now = millis(clock())
+            try connection.run(
+                "UPDATE refunds SET status = 'succeeded', processor_reference = ?, updated_at = ? WHERE id = ?",
+                .text(processorReference), .integer(now), .text(id))
+            let refunded = order.refunded + refund.amount
+            let status: OrderStatus = refunded >= order.totals.total ? .refunded : .partiallyRefunded
+            try connection.run(
+                "UPDATE orders SET refunded_minor = ?, status = ?, updated_at = ? WHERE id = ?", .integer(refunded),
+                .text(status.rawValue), .integer(now), .text(order.id))
+            try appendEvent(
+                connection, "refundSucceeded", checkoutID: order.checkoutID, orderID: order.id,
+                ["refundId": id, "amount": String(refund.amount), "status": status.rawValue], at: now)
+            result = try loadOrder(connection, where: "o.id = ?", .text(order.id))
+        }
+        guard let result else { throw OrderStoreError(.notFound, "no refund \(id)") }
+        return result
+    }
+
+    public func cancelRefund(id: String) throws(OrderStoreError) {
+        try write("cancel refund") { connection throws(SQLiteError) in
+            guard let refund = try loadRefund(connection, id: id), !refund.succeeded else { return }
+            try connection.run("DELETE FROM refunds WHERE id = ? AND status = 'pending'", .text(id))
+            try appendEvent(
+                connection, "refundCancelled", checkoutID: nil, orderID: refund.orderID,
+                ["refundId": id, "amount": String(refund.amount)], at: millis(clock()))
+        }
+    }
+
+    public func recordVoid(orderID: String) throws(OrderStoreError) -> Order {
+        var result: Order?
+        var conflict: OrderStatus?
+        try write("record void") { connection throws(SQLiteError) in
+            guard let order = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else { return }
+            if order.status == .voided {
+                result = order
+                return
+            }
+            let refunds =
+                try connection.query("SELECT count(*) AS n FROM refunds WHERE order_id = ?", .text(orderID)).first?
+                .int64("n") ?? 0
+            guard order.status == .paid, refunds == 0 else {
+                conflict = order.status
+                return
+            }
+            let now = millis(clock())
+            try connection.run(
+                "UPDATE orders SET status = 'voided', updated_at = ? WHERE id = ? AND status = 'paid'", .integer(now),
+                .text(orderID))
+            try connection.run(
+                "UPDATE payments SET status = 'voided', updated_at = ? WHERE order_id = ?", .integer(now),
+                .text(orderID))
+            try appendEvent(
+                connection, "paymentVoided", checkoutID: order.checkoutID, orderID: orderID, ["status": "voided"],
+                at: now)
+            result = try loadOrder(connection, where: "o.id = ?", .text(orderID))
+        }
+        if let conflict { throw OrderStoreError(.conflict, "order \(orderID) is \(conflict.rawValue) or has refunds") }
+        guard let result else { throw OrderStoreError(.notFound, "no order \(orderID)") }
+        return result
     }
 
     public func order(id: String) throws(OrderStoreError) -> Order? {
@@ -372,18 +487,27 @@ public actor SQLiteOrderStore: OrderStore {
     private func loadOrder(_ connection: Connection, where condition: String, _ value: Value) throws(SQLiteError)
         -> Order?
     {
+        try loadOrders(connection, where: condition, value, order: "o.created_at DESC", limit: 1).first
+    }
+
+    private func loadOrders(
+        _ connection: Connection, where condition: String, _ value: Value, order: String, limit: Int
+    ) throws(SQLiteError) -> [Order] {
         let rows = try connection.query(
             """
             SELECT o.id, o.checkout_id, o.status, o.currency, o.subtotal_minor, o.discount_minor, o.shipping_minor,
                 o.tax_minor, o.fee_minor, o.total_minor, o.items_json, o.shipping_method_json, o.coupon_code,
                 o.shipping_contact_json, o.billing_contact_json, o.payment_network, o.pan_last_four, o.created_at,
-                o.updated_at, p.id AS payment_id, p.transaction_id, p.status AS payment_status, p.amount_minor,
+                o.updated_at, o.refunded_minor, o.view_secret, p.id AS payment_id, p.transaction_id, p.status AS payment_status, p.amount_minor,
                 p.currency AS payment_currency, p.processor_reference, p.failure_code, p.failure_message
             FROM orders o JOIN payments p ON p.order_id = o.id
             WHERE \(condition)
-            ORDER BY o.created_at DESC LIMIT 1
+            ORDER BY \(order) LIMIT \(max(1, limit))
             """, value)
-        guard let row = rows.first else { return nil }
+        return try rows.map { row throws(SQLiteError) in try orderRow(row) }
+    }
+
+    private func orderRow(_ row: Row) throws(SQLiteError) -> Order {
         guard let status = OrderStatus(rawValue: try row.string("status")),
             let paymentStatus = PaymentStatus(rawValue: try row.string("payment_status"))
         else { throw SQLiteError(.typeMismatch, "unknown order or payment status") }
@@ -414,7 +538,56 @@ public actor SQLiteOrderStore: OrderStore {
                 processorReference: try row.optionalString("processor_reference"),
                 failureCode: try row.optionalString("failure_code"),
                 failureMessage: try row.optionalString("failure_message")),
+            refunded: try row.int64("refunded_minor"), viewSecret: try row.string("view_secret"),
             createdAt: date(try row.int64("created_at")), updatedAt: date(try row.int64("updated_at")))
+    }
+
+    private func loadRefund(_ connection: Connection, key: String) throws(SQLiteError) -> RefundRecord? {
+        try loadRefunds(connection, where: "idempotency_key = ?", .text(key)).first
+    }
+
+    private func loadRefund(_ connection: Connection, id: String) throws(SQLiteError) -> RefundRecord? {
+        try loadRefunds(connection, where: "id = ?", .text(id)).first
+    }
+
+    private func loadRefunds(_ connection: Connection, where condition: String, _ value: Value) throws(SQLiteError)
+        -> [RefundRecord]
+    {
+        try connection.query(
+            """
+            SELECT id, order_id, idempotency_key, amount_minor, status, processor_reference FROM refunds
+            WHERE \(condition)
+            """, value
+        ).map { row throws(SQLiteError) in
+            RefundRecord(
+                id: try row.string("id"), orderID: try row.string("order_id"),
+                idempotencyKey: try row.string("idempotency_key"), amount: try row.int64("amount_minor"),
+                succeeded: try row.string("status") == "succeeded",
+                processorReference: try row.optionalString("processor_reference"))
+        }
+    }
+
+    /// Moves a payment and its order to the transition's states, if the order is still in one of `states`.
+    private func apply(
+        _ transition: PaymentTransition, to current: Order, from states: [String], connection: Connection
+    ) throws(SQLiteError) {
+        let now = millis(clock())
+        let allowed = states.map { "'\($0)'" }.joined(separator: ", ")
+        try connection.run(
+            "UPDATE orders SET status = ?, updated_at = ? WHERE id = ? AND status IN (\(allowed))",
+            .text(transition.orderStatus.rawValue), .integer(now), .text(current.id))
+        try connection.run(
+            """
+            UPDATE payments SET status = ?, processor_reference = coalesce(?, processor_reference), failure_code = ?,
+                failure_message = ?, updated_at = ?
+            WHERE order_id = ?
+            """, .text(transition.paymentStatus.rawValue), Value(transition.reference), Value(transition.failureCode),
+            Value(transition.failureMessage), .integer(now), .text(current.id))
+        var detail = ["status": transition.orderStatus.rawValue, "from": current.status.rawValue]
+        detail["failureCode"] = transition.failureCode
+        detail["processorReference"] = transition.reference
+        try appendEvent(
+            connection, transition.eventKind, checkoutID: current.checkoutID, orderID: current.id, detail, at: now)
     }
 }
 
@@ -436,5 +609,148 @@ private func decode<T: Decodable>(_ type: T.Type, _ text: String) throws(SQLiteE
         return try JSONDecoder().decode(type, from: Data(text.utf8))
     } catch {
         throw SQLiteError(.typeMismatch, "corrupt JSON for \(T.self) in the store")
+    }
+}
+
+/// Migration 004: the order state machine (`pending → paid | declined | unknown`, `unknown → paid | declined`,
+/// `paid → refunded | partiallyRefunded | voided`), refunds, and each order's view secret. SQLite cannot change
+/// a CHECK constraint in place, so `orders` and `payments` are rebuilt (the new `payments` refers to the new
+/// `orders`, which the rename carries over, so the old tables drop without a dangling reference). A
+/// `failed` order whose payment was declined becomes `declined`; one that failed otherwise (timeout, processor
+/// error) becomes `unknown`, so the reconciler asks the processor what really happened.
+let orderStateMachineMigration = """
+    CREATE TABLE orders_004 (
+        id TEXT PRIMARY KEY,
+        checkout_id TEXT NOT NULL REFERENCES checkouts(id),
+        status TEXT NOT NULL CHECK (status IN (
+            'pending', 'paid', 'declined', 'unknown', 'refunded', 'partiallyRefunded', 'voided')),
+        currency TEXT NOT NULL CHECK (length(currency) = 3),
+        subtotal_minor INTEGER NOT NULL,
+        discount_minor INTEGER NOT NULL CHECK (discount_minor >= 0),
+        shipping_minor INTEGER NOT NULL CHECK (shipping_minor >= 0),
+        tax_minor INTEGER NOT NULL CHECK (tax_minor >= 0),
+        fee_minor INTEGER NOT NULL DEFAULT 0 CHECK (fee_minor >= 0),
+        total_minor INTEGER NOT NULL CHECK (total_minor >= 0),
+        refunded_minor INTEGER NOT NULL DEFAULT 0 CHECK (refunded_minor >= 0 AND refunded_minor <= total_minor),
+        items_json TEXT NOT NULL,
+        shipping_method_json TEXT,
+        coupon_code TEXT,
+        shipping_contact_json TEXT,
+        billing_contact_json TEXT,
+        payment_network TEXT,
+        pan_last_four TEXT CHECK (
+            pan_last_four IS NULL OR (length(pan_last_four) = 4 AND pan_last_four NOT GLOB '*[^0-9]*')),
+        view_secret TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    INSERT INTO orders_004 (id, checkout_id, status, currency, subtotal_minor, discount_minor, shipping_minor,
+        tax_minor, fee_minor, total_minor, items_json, shipping_method_json, coupon_code, shipping_contact_json,
+        billing_contact_json, payment_network, pan_last_four, view_secret, created_at, updated_at)
+    SELECT o.id, o.checkout_id,
+        CASE WHEN o.status = 'failed' AND p.status = 'declined' THEN 'declined'
+             WHEN o.status = 'failed' THEN 'unknown'
+             ELSE o.status END,
+        o.currency, o.subtotal_minor, o.discount_minor, o.shipping_minor, o.tax_minor, o.fee_minor, o.total_minor,
+        o.items_json, o.shipping_method_json, o.coupon_code, o.shipping_contact_json, o.billing_contact_json,
+        o.payment_network, o.pan_last_four, lower(hex(randomblob(16))), o.created_at, o.updated_at
+    FROM orders o JOIN payments p ON p.order_id = o.id;
+    CREATE TABLE payments_004 (
+        id TEXT PRIMARY KEY,
+        order_id TEXT NOT NULL UNIQUE REFERENCES orders_004(id),
+        transaction_id TEXT NOT NULL UNIQUE,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'declined', 'unknown', 'voided')),
+        amount_minor INTEGER NOT NULL CHECK (amount_minor >= 0),
+        currency TEXT NOT NULL CHECK (length(currency) = 3),
+        processor_reference TEXT,
+        failure_code TEXT,
+        failure_message TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    INSERT INTO payments_004 SELECT id, order_id, transaction_id,
+        CASE status WHEN 'error' THEN 'unknown' ELSE status END,
+        amount_minor, currency, processor_reference, failure_code, failure_message, created_at, updated_at
+    FROM payments;
+    DROP TABLE payments;
+    DROP TABLE orders;
+    ALTER TABLE orders_004 RENAME TO orders;
+    ALTER TABLE payments_004 RENAME TO payments;
+    CREATE UNIQUE INDEX orders_one_live_order_per_checkout ON orders(checkout_id) WHERE status != 'declined';
+    CREATE INDEX orders_by_checkout ON orders(checkout_id);
+    CREATE INDEX orders_by_status ON orders(status, updated_at);
+    CREATE TABLE refunds (
+        id TEXT PRIMARY KEY,
+        order_id TEXT NOT NULL REFERENCES orders(id),
+        idempotency_key TEXT NOT NULL UNIQUE,
+        amount_minor INTEGER NOT NULL CHECK (amount_minor > 0),
+        status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded')),
+        processor_reference TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE INDEX refunds_by_order ON refunds(order_id);
+    """
+
+/// The states a payment moves to, from a charge attempt or from the processor's ledger.
+struct PaymentTransition {
+    var orderStatus: OrderStatus
+    var paymentStatus: PaymentStatus
+    var reference: String?
+    var failureCode: String?
+    var failureMessage: String?
+    var eventKind: String
+
+    /// After a charge call: approved, declined, or unknown when no answer was seen.
+    init(_ attempt: ChargeAttempt) {
+        switch attempt {
+        case .decided(.approved(let reference)):
+            self.init(orderStatus: .paid, paymentStatus: .approved, reference: reference, eventKind: "paymentApproved")
+        case .decided(.declined(let reason)):
+            self.init(
+                orderStatus: .declined, paymentStatus: .declined, failureCode: reason.code,
+                eventKind: "paymentDeclined")
+        case .unknown(let error):
+            self.init(
+                orderStatus: .unknown, paymentStatus: .unknown, failureCode: error.code.rawValue,
+                failureMessage: error.message, eventKind: "paymentOutcomeUnknown")
+        }
+    }
+
+    /// After a look-up: what the processor's ledger holds (`nil`: no charge, nothing was captured).
+    init(settling charge: ProcessorCharge?) {
+        guard let charge else {
+            self.init(
+                orderStatus: .declined, paymentStatus: .declined, failureCode: "processorHasNoCharge",
+                failureMessage: "the processor has no charge for this payment: nothing was captured",
+                eventKind: "paymentReconciled")
+            return
+        }
+        switch charge.status {
+        case .declined:
+            self.init(
+                orderStatus: .declined, paymentStatus: .declined, reference: charge.reference,
+                failureCode: (charge.declineReason ?? .doNotHonor).code, eventKind: "paymentReconciled")
+        case .voided:
+            self.init(
+                orderStatus: .voided, paymentStatus: .voided, reference: charge.reference,
+                eventKind: "paymentReconciled")
+        case .approved, .refunded, .partiallyRefunded:
+            self.init(
+                orderStatus: .paid, paymentStatus: .approved, reference: charge.reference,
+                eventKind: "paymentReconciled")
+        }
+    }
+
+    private init(
+        orderStatus: OrderStatus, paymentStatus: PaymentStatus, reference: String? = nil, failureCode: String? = nil,
+        failureMessage: String? = nil, eventKind: String
+    ) {
+        self.orderStatus = orderStatus
+        self.paymentStatus = paymentStatus
+        self.reference = reference
+        self.failureCode = failureCode
+        self.failureMessage = failureMessage
+        self.eventKind = eventKind
     }
 }

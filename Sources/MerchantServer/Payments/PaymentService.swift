@@ -1,30 +1,37 @@
 import ApplePay
 import Foundation
+import Synchronization
 
-/// Charges a token at most once per transaction id and records the order: the part of `POST
-/// /v1/checkouts/{id}/payment` after the token has been verified, decrypted and matched to the checkout.
+/// Charges a token at most once per transaction id and records the order: the part of a payment after the token
+/// has been verified, decrypted and matched to the checkout.
 ///
 /// Steps: ``OrderStore/beginPayment(_:)`` (pending order + payment, keyed by transaction id) → if new, the
-/// processor, bounded by ``timeout`` → ``OrderStore/completePayment(orderID:outcome:)``. A replay of a known
-/// transaction id never reaches the processor: it returns the first outcome, waiting up to ``concurrentWait``
-/// while a simultaneous first attempt is still pending.
+/// processor, bounded by ``timeout`` → ``OrderStore/completePayment(orderID:outcome:)``. An answer that was not
+/// seen leaves the order `unknown`, never "nothing was charged"; the ``Reconciler`` settles it. A replay of a known
+/// transaction id never reaches the processor: it returns the first outcome, waiting up to ``concurrentWait`` while
+/// a simultaneous first attempt is still pending.
 public struct PaymentService: Sendable {
     /// How a payment call ended.
     public enum Disposition: String, Sendable {
-        /// This call charged (or tried to): the order is `paid` or `failed`.
+        /// This call charged (or tried to): the order is `paid`, `declined` or `unknown`.
         case processed
-        /// The transaction id was seen before: the first attempt's order, unchanged.
+        /// The transaction id was seen before: the first attempt's order.
         case replayed
         /// A simultaneous attempt with this transaction id is still pending after ``concurrentWait``.
         case inProgress
-        /// The checkout was already paid with another token; nothing was charged.
-        case checkoutAlreadyPaid
+        /// The checkout has another token's order that is paid, pending or unknown; nothing was charged.
+        case checkoutLocked
+        /// The processor answered but the store could not record it: the order stays `pending` until the
+        /// reconciler settles it (the answer was logged with the order id, transaction id and reference).
+        case unrecorded
     }
 
     /// The order and how this call got it.
     public struct Result: Sendable {
         public var order: Order
         public var disposition: Disposition
+        /// What the processor answered this call (nil for replays and locked checkouts).
+        public var attempt: ChargeAttempt?
     }
 
     public let store: any OrderStore
@@ -33,57 +40,110 @@ public struct PaymentService: Sendable {
     public let timeout: Duration
     /// How long a replay waits for a pending first attempt before answering ``Disposition/inProgress``.
     public let concurrentWait: Duration
+    public let logger: RequestLogger
+    private let completions = CompletionSignals()
 
     public init(
-        store: any OrderStore, processor: any PaymentProcessor, timeout: Duration,
-        concurrentWait: Duration? = nil
+        store: any OrderStore, processor: any PaymentProcessor, timeout: Duration, concurrentWait: Duration? = nil,
+        logger: RequestLogger = .standardError
     ) {
         self.store = store
         self.processor = processor
         self.timeout = timeout
         self.concurrentWait = concurrentWait ?? timeout + .seconds(2)
+        self.logger = logger
     }
 
     /// Charges the order's total with the token unless its transaction id was seen before.
     /// - Parameters:
     ///   - order: the order to record (its `transactionID` is the idempotency key).
     ///   - token: the decrypted network token.
-    /// - Returns: the final order (`paid`/`failed`), or the pending one for ``Disposition/inProgress``.
-    /// - Throws: ``OrderStoreError`` when the store fails; if that happens after the processor approved, the
-    ///   order stays `pending` with the approval lost to the store (logged by the caller, reconciled by hand).
+    ///   - rootFingerprint: the root the token chained to (a sandbox processor checks it).
+    /// - Throws: ``OrderStoreError`` when the store fails before anything was charged.
     public func pay(_ order: NewOrder, token: NetworkToken, rootFingerprint: String? = nil) async throws(OrderStoreError)
         -> Result
     {
         switch try await store.beginPayment(order) {
-        case .checkoutAlreadyPaid(let existing):
-            return Result(order: existing, disposition: .checkoutAlreadyPaid)
+        case .checkoutLocked(let existing):
+            return Result(order: existing, disposition: .checkoutLocked)
         case .existing(let existing):
             return try await awaitCompletion(of: existing)
         case .started(let pending):
-            let currency = Currency(code: order.currencyCode) ?? Currency(code: "USD")!
+            defer { completions.signal(pending.payment.transactionID) }
+            let currency = Currency(code: order.currencyCode) ?? .usDollar
             let request = ChargeRequest(
                 token: token, amount: Money(minorUnits: order.totals.total, currency: currency),
                 idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint)
-            let outcome = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
-            let final = try await store.completePayment(orderID: pending.id, outcome: outcome)
-            return Result(order: final, disposition: .processed)
+            let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
+            if case .unknown(let error) = attempt {
+                logger.log(
+                    "warn", "payment outcome unknown",
+                    [
+                        "orderId": pending.id, "transactionId": order.transactionID, "code": error.code.rawValue,
+                        "processor": processor.name,
+                    ])
+            }
+            do {
+                let final = try await store.completePayment(orderID: pending.id, outcome: attempt)
+                return Result(order: final, disposition: .processed, attempt: attempt)
+            } catch {
+                var fields: [String: any Sendable] = [
+                    "orderId": pending.id, "transactionId": order.transactionID, "code": error.code.rawValue,
+                ]
+                if case .decided(.approved(let reference)) = attempt { fields["processorReference"] = reference }
+                logger.log("error", "processor answered but the store could not record it", fields)
+                return Result(order: pending, disposition: .unrecorded, attempt: attempt)
+            }
         }
     }
 
+    /// Waits for a simultaneous first attempt: woken when this process finishes it, and re-reading the store at
+    /// most every quarter second for attempts made by another process.
     private func awaitCompletion(of existing: Order) async throws(OrderStoreError) -> Result {
         var current = existing
         let clock = ContinuousClock()
         let deadline = clock.now + concurrentWait
         while current.status == .pending {
-            guard clock.now < deadline else { return Result(order: current, disposition: .inProgress) }
-            do { try await Task.sleep(for: .milliseconds(20)) } catch {
-                return Result(order: current, disposition: .inProgress)
-            }
+            let now = clock.now
+            guard now < deadline else { return Result(order: current, disposition: .inProgress) }
+            await completions.wait(
+                for: current.payment.transactionID, upTo: min(.milliseconds(250), deadline - now))
+            guard !Task.isCancelled else { return Result(order: current, disposition: .inProgress) }
             guard let latest = try await store.order(id: current.id) else {
                 throw OrderStoreError(.notFound, "order \(current.id) disappeared while waiting")
             }
             current = latest
         }
         return Result(order: current, disposition: .replayed)
+    }
+}
+
+/// Wakes the replays waiting for a first attempt when that attempt ends in this process.
+final class CompletionSignals: Sendable {
+    private struct State {
+        var waiters: [String: [UInt64: CheckedContinuation<Void, Never>]] = [:]
+        var nextID: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    /// Returns when `key` is signalled or after `limit`, whichever comes first.
+    func wait(for key: String, upTo limit: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let id = state.withLock { state -> UInt64 in
+                state.nextID += 1
+                state.waiters[key, default: [:]][state.nextID] = continuation
+                return state.nextID
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                self.state.withLock { $0.waiters[key]?.removeValue(forKey: id) }?.resume()
+            }
+        }
+    }
+
+    /// Wakes every waiter on `key`.
+    func signal(_ key: String) {
+        let woken = state.withLock { $0.waiters.removeValue(forKey: key) ?? [:] }
+        for continuation in woken.values { continuation.resume() }
     }
 }

@@ -8,12 +8,19 @@ struct ServeCommand: Command {
         CommandConfiguration(
             name: "serve",
             abstract: "Run the merchant server: checkout API, merchant validation, payments and orders on SQLite.",
-            usage: ["[--sandbox DIR] [--config FILE] [--store sqlite:PATH] [--host ADDRESS] [--port N]"],
+            usage: [
+                "(--sandbox DIR | --processor URL) [--config FILE] [--store sqlite:PATH] [--host ADDRESS] [--port N]"
+            ],
             options: [
                 ("--sandbox DIR", "Trust the sandbox's root and use its merchant certificates and keys."),
                 (
                     "--config FILE",
                     "A store configuration (JSON) with an optional \"server\" section; default: the demo store."
+                ),
+                (
+                    "--processor URL",
+                    "The payment processor (docs/PROCESSOR-PROTOCOL.md). Required without --sandbox; with --sandbox and "
+                        + "no --processor, the sandbox processor runs in process."
                 ),
                 ("--store sqlite:PATH", "Where orders live (default sqlite:applepay-orders.sqlite)."),
                 ("--host ADDRESS", "The address to listen on (default 127.0.0.1)."),
@@ -21,8 +28,11 @@ struct ServeCommand: Command {
             ],
             discussion: """
                 Prints the URL once listening, then one JSON log line per request on standard error. Refuses to start
-                when a key is missing, unreadable, readable by others, or not the key of its certificate. SIGINT or
-                SIGTERM stop accepting connections, finish the requests in flight, and exit 0.
+                when a key is missing, unreadable, readable by others, or not the key of its certificate, and without
+                --sandbox when no --processor is given. The admin API under /admin/v1/ is on when APPLEPAY_ADMIN_TOKEN
+                (or the file's server.adminToken) is set. A reconciler settles payments whose outcome was not seen,
+                at start-up and every 30 s. SIGINT or SIGTERM stop accepting connections, finish the requests in
+                flight, and exit 0.
                 """)
     }
 
@@ -34,6 +44,7 @@ struct ServeCommand: Command {
         let store = try arguments.option("--store")
         let host = try arguments.option("--host")
         let port = try arguments.option("--port", as: { UInt16($0) })
+        let processor = try arguments.option("--processor")
         if let store, !store.hasPrefix("sqlite:") || store.count <= "sqlite:".count {
             throw UsageError("--store must be sqlite:PATH")
         }
@@ -49,6 +60,10 @@ struct ServeCommand: Command {
         if let store { configuration.storeLocation = store }
         if let host { configuration.host = host }
         if let port { configuration.port = port }
+        if let processor { configuration.processorURL = processor }
+        if let token = ProcessInfo.processInfo.environment["APPLEPAY_ADMIN_TOKEN"], !token.isEmpty {
+            configuration.adminToken = token
+        }
         self.configuration = configuration
     }
 

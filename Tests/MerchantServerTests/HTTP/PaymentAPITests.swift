@@ -40,17 +40,24 @@ struct PaymentAPITests {
             #expect(paid.status == 200)
             #expect(paid.json["status"] as? String == "success")
             let orderID = try (paid.json["orderId"] as? String).orThrow("orderId: \(paid.text)")
+            let secret = try (paid.json["orderSecret"] as? String).orThrow("orderSecret: \(paid.text)")
 
             let replay = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
             #expect(replay.status == 200)
             #expect(replay.json["orderId"] as? String == orderID)
+            #expect(replay.body == paid.body, "a replay answers byte for byte what the first attempt answered")
             #expect(processor.chargeCount == 1)
             #expect(try server.counts().orders == 1)
             #expect(try server.statuses() == ["paid/approved"])
 
-            let order = try await server.get("/v1/orders/\(orderID)")
+            // The customer's view needs the order's secret, and shows no contacts.
+            #expect(try await server.get("/v1/orders/\(orderID)").status == 404)
+            #expect(try await server.get("/v1/orders/\(orderID)?secret=0000").status == 404)
+            let order = try await server.get("/v1/orders/\(orderID)?secret=\(secret)")
             #expect(order.status == 200)
             #expect(order.json["status"] as? String == "paid")
+            #expect(order.json["shippingContact"] == nil && order.json["billingContact"] == nil)
+            #expect(!server.log.text.contains(secret), "the order's secret is never logged")
             let payment = try (order.json["payment"] as? [String: Any]).orThrow("payment")
             #expect(payment["lastFour"] as? String == "0492")
             #expect((order.json["totals"] as? [String: Any])?["total"] as? String == total)
@@ -186,18 +193,18 @@ struct PaymentAPITests {
             let again = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
             #expect(again.status == 402)
             #expect(again.json["orderId"] as? String == first.json["orderId"] as? String)
-            #expect(try server.statuses() == ["failed/declined"])
+            #expect(try server.statuses() == ["declined/declined"])
             #expect(processor.chargeCount == 0)
 
             // After a decline, another card may pay the same checkout.
             let retry = try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
             let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: retry)
             #expect(paid.status == 200)
-            #expect(try server.statuses() == ["failed/declined", "paid/approved"])
+            #expect(try server.statuses() == ["declined/declined", "paid/approved"])
         }
     }
 
-    @Test("a processor that does not answer in time leaves a failed order and the sheet gets failure")
+    @Test("a processor that does not answer in time leaves the outcome unknown, then the reconciler settles it")
     func processorTimeout() async throws {
         try await ServerHarness.with(configure: { $0.store.processor.timeoutSeconds = 2 }) { server in
             var checkout = try await server.createCheckout()
@@ -209,13 +216,27 @@ struct PaymentAPITests {
             let reply = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
             // Cut off at the 2 s limit, long before the sandbox's 30 s hang ends.
             #expect(clock.now - start < .seconds(20))
-            #expect(reply.status == 504)
+            #expect(reply.status == 202)
             #expect(reply.json["status"] as? String == "failure")
-            #expect(reply.errorCode == "processorTimeout")
-            #expect(try server.statuses() == ["failed/error"])
+            #expect(reply.errorCode == "paymentOutcomeUnknown")
+            #expect(!reply.text.contains("nothing was charged"))
+            #expect(try server.statuses() == ["unknown/unknown"])
             let orderID = try (reply.json["orderId"] as? String).orThrow("orderId")
-            let order = try await server.get("/v1/orders/\(orderID)")
-            #expect(order.json["status"] as? String == "failed")
+            let secret = try (reply.json["orderSecret"] as? String).orThrow("orderSecret")
+            let order = try await server.get("/v1/orders/\(orderID)?secret=\(secret)")
+            #expect(order.json["status"] as? String == "unknown")
+            // Another token for the same checkout is not charged while the first is unconfirmed.
+            let second = try await server.post(
+                "/v1/checkouts/\(checkout.id)/payment",
+                raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData))
+            #expect(second.status == 409)
+            #expect(second.errorCode == "checkoutPaymentUnconfirmed")
+            // The processor has no charge for it (the hang never commits): reconciliation settles it declined.
+            let pass = try await server.admin("POST", "/admin/v1/reconcile?olderThanSeconds=0")
+            #expect(pass.status == 200, "\(pass.text)")
+            #expect(try server.statuses() == ["declined/declined"])
+            let settled = try await server.get("/v1/orders/\(orderID)?secret=\(secret)")
+            #expect(settled.json["status"] as? String == "declined")
         }
     }
 

@@ -62,6 +62,7 @@ struct ServerHarness {
         let databasePath = directory.path("orders.sqlite")
         configuration.storeLocation = "sqlite:" + databasePath
         configuration.store.processor.timeoutSeconds = 10
+        configuration.adminToken = ServerHarness.adminToken
         configure(&configuration)
         let log = CapturedLog()
         let application = try await MerchantApplication.start(
@@ -114,6 +115,25 @@ struct ServerHarness {
 
     func post(_ path: String, json: Any) async throws -> Reply {
         try await post(path, raw: try JSONSerialization.data(withJSONObject: json))
+    }
+
+    /// The admin token every harness server gets.
+    static let adminToken = "harness-admin-token-0123456789abcdef"
+
+    /// An admin API request with `token` (default: the right one) as bearer token.
+    func admin(_ method: String, _ path: String, json: Any? = nil, token: String? = ServerHarness.adminToken)
+        async throws -> Reply
+    {
+        var headers: [(name: String, value: String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        var body: Data?
+        if let json {
+            body = try JSONSerialization.data(withJSONObject: json)
+            headers.append(("Content-Type", "application/json"))
+        }
+        let response = try await client.send(
+            HTTPClientRequest(method: method, url: base + path, headers: headers, body: body))
+        return Reply(status: response.status, body: response.body, headers: response.headers)
     }
 
     // MARK: Flow helpers

@@ -1,0 +1,121 @@
+import ApplePay
+import Foundation
+
+/// Settles payments whose outcome was not seen: every `pending` or `unknown` order last touched more than
+/// ``settleAfter`` ago is looked up at the processor by its idempotency key (the token's `transactionId`) and
+/// moved to what the processor's ledger holds (no charge there means nothing was captured: `declined`).
+///
+/// ``settleAfter`` must be longer than the processor time limit, so that a payment still being charged by a live
+/// process is never looked up too early. Several reconcilers (threads, processes, instances) may run at once:
+/// the store settles a payment only from `pending` or `unknown`, so each is settled once.
+public struct Reconciler: Sendable {
+    /// One payment this pass settled.
+    public struct Settlement: Sendable, Equatable {
+        public var orderID: String
+        public var transactionID: String
+        public var from: OrderStatus
+        public var to: OrderStatus
+        public var processorReference: String?
+    }
+
+    public let store: any OrderStore
+    public let processor: any PaymentProcessor
+    /// How old an unsettled payment must be before it is looked up.
+    public let settleAfter: Duration
+    /// The time limit of each look-up.
+    public let timeout: Duration
+    public let logger: RequestLogger
+    public let clock: @Sendable () -> Date
+
+    public init(
+        store: any OrderStore, processor: any PaymentProcessor, settleAfter: Duration, timeout: Duration,
+        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.store = store
+        self.processor = processor
+        self.settleAfter = settleAfter
+        self.timeout = timeout
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// One pass: looks up every unsettled payment old enough and settles those the processor can answer for.
+    /// Payments whose look-up fails stay as they are for the next pass.
+    /// - Throws: ``OrderStoreError`` when the store cannot list them.
+    /// - Parameters:
+    ///   - age: overrides ``settleAfter`` for this pass (an operator who knows no payment is in flight may pass 0).
+    ///   - limit: at most this many payments.
+    public func reconcileOnce(olderThan age: Duration? = nil, limit: Int = 500) async throws(OrderStoreError)
+        -> [Settlement]
+    {
+        let age = age ?? settleAfter
+        let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
+        let candidates = try await store.unsettledOrders(
+            updatedBefore: clock().addingTimeInterval(-seconds), limit: limit)
+        var settled: [Settlement] = []
+        for order in candidates {
+            let key = order.payment.transactionID
+            let charge: ProcessorCharge?
+            do {
+                charge = try await lookUp(key)
+            } catch {
+                logger.log(
+                    "warn", "reconciliation look-up failed",
+                    ["orderId": order.id, "transactionId": key, "code": error.code.rawValue])
+                continue
+            }
+            guard let final = try await store.settlePayment(orderID: order.id, charge: charge) else { continue }
+            var fields: [String: any Sendable] = [
+                "orderId": order.id, "transactionId": key, "from": order.status.rawValue, "to": final.status.rawValue,
+            ]
+            fields["processorReference"] = charge?.reference
+            let late = order.status == .unknown && final.status == .paid
+            logger.log(late ? "warn" : "info", late ? "late approval settled" : "payment settled", fields)
+            settled.append(
+                Settlement(
+                    orderID: order.id, transactionID: key, from: order.status, to: final.status,
+                    processorReference: charge?.reference))
+        }
+        return settled
+    }
+
+    /// Runs a pass now and then every `interval` until the task is cancelled.
+    public func run(every interval: Duration) async {
+        while !Task.isCancelled {
+            do {
+                _ = try await reconcileOnce()
+            } catch {
+                logger.log("error", "reconciliation pass failed", ["code": error.code.rawValue])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    private func lookUp(_ key: String) async throws(ProcessorError) -> ProcessorCharge? {
+        let processor = self.processor
+        let timeout = self.timeout
+        let result = await withTaskGroup(of: Result<ProcessorCharge?, ProcessorError>?.self) { group in
+            group.addTask {
+                do throws(ProcessorError) {
+                    return .success(try await processor.charge(idempotencyKey: key))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                do { try await Task.sleep(for: timeout) } catch { return nil }
+                return .failure(ProcessorError(.timeout, "the look-up did not answer within \(timeout)"))
+            }
+            var answer: Result<ProcessorCharge?, ProcessorError> = .failure(ProcessorError(.timeout, "cancelled"))
+            while let next = await group.next() {
+                if let next {
+                    answer = next
+                    break
+                }
+            }
+            group.cancelAll()
+            return answer
+        }
+        return try result.get()
+    }
+}
