@@ -31,11 +31,13 @@ final class CapturedLog: Sendable {
     var all: [String] { lines.withLock { $0 } }
     var text: String { all.joined(separator: "\n") }
 
-    /// The parsed request lines.
-    var requests: [[String: Any]] {
+    /// Every line, parsed.
+    var entries: [[String: Any]] {
         all.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-            .filter { $0["msg"] as? String == "request" }
     }
+
+    /// The parsed request lines.
+    var requests: [[String: Any]] { entries.filter { $0["msg"] as? String == "request" } }
 }
 
 /// A real merchant server on 127.0.0.1:0 with the shared sandbox's keys and a fresh SQLite file.
