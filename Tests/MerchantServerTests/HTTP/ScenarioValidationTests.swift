@@ -55,7 +55,9 @@ struct ScenarioValidationTests {
         // Then every contact, every method offered for it, every coupon (and none) and every card.
         for contact in scenario.wallet.contacts {
             try await sheet.selectShippingContact(contact)
-            for method in sheet.request.shippingMethods ?? [] { try await sheet.selectShippingMethod(method.identifier) }
+            for method in sheet.request.shippingMethods ?? [] {
+                try await sheet.selectShippingMethod(method.identifier)
+            }
         }
         for code in couponCodes.sorted() + [""] { try await sheet.enterCouponCode(code) }
         for card in scenario.wallet.cards { try await sheet.selectCard(card) }
