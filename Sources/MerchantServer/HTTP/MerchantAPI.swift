@@ -100,11 +100,11 @@ struct Endpoints: Sendable {
         struct Body: Decodable { var items: [CheckoutItem] }
         struct Answer: Encodable {
             var id: String
-            var paymentRequest: WebPaymentRequest
+            var paymentRequest: PaymentRequest
         }
         let body = try JSONBody.decode(Body.self, from: request)
         let checkout: Checkout
-        let paymentRequest: WebPaymentRequest
+        let paymentRequest: PaymentRequest
         do {
             checkout = try Checkout.create(items: body.items, configuration: configuration, now: clock())
             paymentRequest = try pricing.paymentRequest(for: checkout)
@@ -120,7 +120,7 @@ struct Endpoints: Sendable {
     func showCheckout(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Answer: Encodable {
             var id: String
-            var paymentRequest: WebPaymentRequest
+            var paymentRequest: PaymentRequest
         }
         let checkout = try await loadCheckout(context)
         do {
@@ -169,7 +169,7 @@ struct Endpoints: Sendable {
     }
 
     private func update(_ checkout: Checkout, after event: SheetEvent) async throws(HTTPError) -> HTTPResponse {
-        let answer: WebPaymentUpdate
+        let answer: SheetUpdate
         do {
             answer = try pricing.update(for: checkout, after: event)
         } catch {

@@ -11,8 +11,10 @@ public struct Checkout: Codable, Sendable, Equatable {
     public var id: String
     /// Products and quantities, in the order the customer added them.
     public var items: [CheckoutItem]
-    /// The store's currency at creation time.
-    public var currencyCode: String
+    /// The store's currency at creation time (`currencyCode` in the stored JSON).
+    public var currency: Currency
+    /// ``currency``'s ISO 4217 alphabetic code.
+    public var currencyCode: String { currency.code }
     /// The redacted shipping address from the last `shippingcontactselected` event, if any.
     public var shippingAddress: ShippingAddress?
     /// The shipping method the customer picked; `nil` means the zone's first method.
@@ -30,13 +32,13 @@ public struct Checkout: Codable, Sendable, Equatable {
     public var createdAt: Date
 
     public init(
-        id: String, items: [CheckoutItem], currencyCode: String, shippingAddress: ShippingAddress? = nil,
+        id: String, items: [CheckoutItem], currency: Currency, shippingAddress: ShippingAddress? = nil,
         shippingMethodIdentifier: String? = nil, couponCode: String? = nil, paymentMethodType: String? = nil,
         paymentMethodNetwork: String? = nil, applicationData: String, createdAt: Date
     ) {
         self.id = id
         self.items = items
-        self.currencyCode = currencyCode
+        self.currency = currency
         self.shippingAddress = shippingAddress
         self.shippingMethodIdentifier = shippingMethodIdentifier
         self.couponCode = couponCode
@@ -44,6 +46,13 @@ public struct Checkout: Codable, Sendable, Equatable {
         self.paymentMethodNetwork = paymentMethodNetwork
         self.applicationData = applicationData
         self.createdAt = createdAt
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, items
+        case currency = "currencyCode"
+        case shippingAddress, shippingMethodIdentifier, couponCode, paymentMethodType, paymentMethodNetwork
+        case applicationData, createdAt
     }
 
     /// Starts a checkout for catalog items: checks every SKU and quantity, merges repeated SKUs, and makes a
@@ -79,7 +88,7 @@ public struct Checkout: Codable, Sendable, Equatable {
         let id = "chk_" + randomHex(bytes: 12)
         let applicationData = Data("checkout:\(id):\(randomHex(bytes: 16))".utf8).base64EncodedString()
         return Checkout(
-            id: id, items: merged, currencyCode: configuration.currencyCode, applicationData: applicationData,
+            id: id, items: merged, currency: configuration.currency, applicationData: applicationData,
             createdAt: now)
     }
 

@@ -166,24 +166,32 @@ public struct CheckoutPricing: Sendable {
             selectedShippingMethod: selected, appliedCoupon: appliedCoupon, errors: errors, pricedAt: clock())
     }
 
-    /// The Apple Pay JS `ApplePayPaymentRequest` for the checkout (the `paymentRequest` of `POST /v1/checkouts`).
+    /// The Apple Pay JS `ApplePayPaymentRequest` for the checkout (the `paymentRequest` of `POST /v1/checkouts`
+    /// and `GET /v1/checkouts/{id}`).
     ///
     /// `merchantCapabilities` always contains `supports3DS`; `supportsCouponCode` is true when the store has
     /// coupons; a coupon already on the checkout is sent as `couponCode` and is already applied to the totals.
+    /// `lineItems`, `shippingMethods` and both contact-field lists are always present, empty or not.
     /// - Throws: ``CheckoutError`` as ``price(_:)``.
-    public func paymentRequest(for checkout: Checkout) throws(CheckoutError) -> WebPaymentRequest {
+    public func paymentRequest(for checkout: Checkout) throws(CheckoutError) -> PaymentRequest {
         let breakdown = try price(checkout)
-        var capabilities = configuration.merchantCapabilities
-        if !capabilities.contains("supports3DS") { capabilities.insert("supports3DS", at: 0) }
-        return WebPaymentRequest(
+        var capabilities = configuration.merchantCapabilities.map(MerchantCapability.init(rawValue:))
+        if !capabilities.contains(.supports3DS) { capabilities.insert(.supports3DS, at: 0) }
+        var request = PaymentRequest(
             countryCode: configuration.countryCode, currencyCode: configuration.currencyCode,
-            supportedNetworks: configuration.supportedNetworks, merchantCapabilities: capabilities,
-            total: breakdown.webTotal, lineItems: breakdown.webLineItems,
-            shippingMethods: breakdown.webShippingMethods, shippingType: "shipping",
-            requiredShippingContactFields: configuration.requiredShippingContactFields,
-            requiredBillingContactFields: configuration.requiredBillingContactFields,
-            applicationData: checkout.applicationData,
-            supportsCouponCode: configuration.coupons.isEmpty ? nil : true, couponCode: checkout.couponCode)
+            supportedNetworks: configuration.supportedNetworks.map(PaymentNetwork.init(rawValue:)),
+            merchantCapabilities: MerchantCapabilities(capabilities), total: breakdown.webTotal,
+            lineItems: breakdown.webLineItems)
+        request.shippingMethods = breakdown.webShippingMethods
+        request.shippingType = .shipping
+        request.requiredShippingContactFields = configuration.requiredShippingContactFields.map(
+            ContactField.init(rawValue:))
+        request.requiredBillingContactFields = configuration.requiredBillingContactFields.map(
+            ContactField.init(rawValue:))
+        request.applicationData = checkout.applicationData
+        request.supportsCouponCode = configuration.coupons.isEmpty ? nil : true
+        request.couponCode = checkout.couponCode
+        return request
     }
 
     /// The Apple Pay JS update dictionary answering a sheet event for the (already updated) checkout.
@@ -191,23 +199,69 @@ public struct CheckoutPricing: Sendable {
     /// `shippingContact` and `couponCode` answers carry `newShippingMethods` and `errors`; `paymentMethod`
     /// answers carry `errors`; `shippingMethod` answers carry only the totals.
     /// - Throws: ``CheckoutError`` as ``price(_:)``.
-    public func update(for checkout: Checkout, after event: SheetEvent) throws(CheckoutError) -> WebPaymentUpdate {
+    public func update(for checkout: Checkout, after event: SheetEvent) throws(CheckoutError) -> SheetUpdate {
         let breakdown = try price(checkout)
+        let total = breakdown.webTotal
+        let lines = breakdown.webLineItems
         switch event {
-        case .shippingContact, .couponCode:
-            return WebPaymentUpdate(
-                newTotal: breakdown.webTotal, newLineItems: breakdown.webLineItems,
-                newShippingMethods: breakdown.webShippingMethods, errors: breakdown.errors)
+        case .shippingContact:
+            return .shippingContact(
+                ShippingContactUpdate(
+                    newTotal: total, newLineItems: lines, newShippingMethods: breakdown.webShippingMethods,
+                    errors: breakdown.errors))
+        case .couponCode:
+            return .couponCode(
+                CouponCodeUpdate(
+                    newTotal: total, newLineItems: lines, newShippingMethods: breakdown.webShippingMethods,
+                    errors: breakdown.errors))
         case .paymentMethod:
-            return WebPaymentUpdate(
-                newTotal: breakdown.webTotal, newLineItems: breakdown.webLineItems, newShippingMethods: nil,
-                errors: breakdown.errors)
+            return .paymentMethod(PaymentMethodUpdate(newTotal: total, newLineItems: lines, errors: breakdown.errors))
         case .shippingMethod:
-            return WebPaymentUpdate(
-                newTotal: breakdown.webTotal, newLineItems: breakdown.webLineItems, newShippingMethods: nil,
-                errors: nil)
+            return .shippingMethod(ShippingMethodUpdate(newTotal: total, newLineItems: lines))
         }
     }
+}
+
+/// The merchant's answer to one sheet event: ApplePay's update dictionary for that event, encoded as the
+/// dictionary itself (the body of the four `/v1/checkouts/{id}/...` update endpoints).
+public enum SheetUpdate: PaymentRequestUpdate, Hashable, Encodable {
+    case shippingContact(ShippingContactUpdate)
+    case shippingMethod(ShippingMethodUpdate)
+    case paymentMethod(PaymentMethodUpdate)
+    case couponCode(CouponCodeUpdate)
+
+    /// The wrapped update dictionary.
+    public var dictionary: any PaymentRequestUpdate & Encodable {
+        switch self {
+        case .shippingContact(let update): update
+        case .shippingMethod(let update): update
+        case .paymentMethod(let update): update
+        case .couponCode(let update): update
+        }
+    }
+
+    /// The event this answers.
+    public var event: SheetEvent {
+        switch self {
+        case .shippingContact: .shippingContact
+        case .shippingMethod: .shippingMethod
+        case .paymentMethod: .paymentMethod
+        case .couponCode: .couponCode
+        }
+    }
+
+    public var newTotal: PaymentSummaryItem? { dictionary.newTotal }
+    public var newLineItems: [PaymentSummaryItem]? { dictionary.newLineItems }
+    public var newShippingMethods: [ShippingMethod]? { dictionary.newShippingMethods }
+    public var newRecurringPaymentRequest: RecurringPaymentRequest? { dictionary.newRecurringPaymentRequest }
+    public var newAutomaticReloadPaymentRequest: AutomaticReloadPaymentRequest? {
+        dictionary.newAutomaticReloadPaymentRequest
+    }
+    public var newDeferredPaymentRequest: DeferredPaymentRequest? { dictionary.newDeferredPaymentRequest }
+    public var newMultiTokenContexts: [PaymentTokenContext]? { dictionary.newMultiTokenContexts }
+    public var errors: [PaymentError]? { dictionary.errors }
+
+    public func encode(to encoder: any Encoder) throws { try dictionary.encode(to: encoder) }
 }
 
 /// The sheet events a checkout answers with an update dictionary.
@@ -294,33 +348,6 @@ public struct PriceBreakdown: Sendable, Equatable {
                 })
         }
     }
-}
-
-/// Apple Pay JS `ApplePayPaymentRequest`, as returned by `POST /v1/checkouts`.
-public struct WebPaymentRequest: Codable, Sendable, Equatable {
-    public var countryCode: String
-    public var currencyCode: String
-    public var supportedNetworks: [String]
-    public var merchantCapabilities: [String]
-    public var total: PaymentSummaryItem
-    public var lineItems: [PaymentSummaryItem]
-    public var shippingMethods: [ShippingMethod]
-    public var shippingType: String
-    public var requiredShippingContactFields: [String]
-    public var requiredBillingContactFields: [String]
-    /// Base64; binds the token to the checkout.
-    public var applicationData: String
-    public var supportsCouponCode: Bool?
-    public var couponCode: String?
-}
-
-/// Apple Pay JS update dictionary (`ApplePayShippingContactUpdate`, `ApplePayShippingMethodUpdate`,
-/// `ApplePayPaymentMethodUpdate`, `ApplePayCouponCodeUpdate`): fields absent where the event has none.
-public struct WebPaymentUpdate: Codable, Sendable, Equatable {
-    public var newTotal: PaymentSummaryItem
-    public var newLineItems: [PaymentSummaryItem]
-    public var newShippingMethods: [ShippingMethod]?
-    public var errors: [PaymentError]?
 }
 
 extension DateComponentsRange.DateComponents {
