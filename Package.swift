@@ -49,12 +49,19 @@ let package = Package(
                 "ProcessorService",
             ]),
 
+        // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
+        .target(
+            name: "InProcessMerchant",
+            dependencies: [
+                "ApplePay", "Cryptography", "PaymentSheet", "MerchantServer", "HTTPServer", "Sandbox",
+            ]),
+
         // The command-line tool.
         .executableTarget(
             name: "applepay",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
-                "ProcessorService", "ProcessorAPI",
+                "InProcessMerchant", "ProcessorService", "ProcessorAPI",
             ]),
 
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
@@ -74,7 +81,8 @@ let package = Package(
         .testTarget(name: "PaymentTokenTests", dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport"]),
         .testTarget(
             name: "SandboxTests", dependencies: ["Sandbox", "PaymentToken", "TestSupport"], exclude: ["python"]),
-        .testTarget(name: "PaymentSheetTests", dependencies: ["PaymentSheet", "Sandbox", "TestSupport"]),
+        .testTarget(
+            name: "PaymentSheetTests", dependencies: ["PaymentSheet", "InProcessMerchant", "Sandbox", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(

@@ -3,7 +3,8 @@ import Foundation
 import HTTPClient
 
 /// The merchant as a server: each sheet event is a POST to the merchant API's checkout routes, whose bodies and
-/// answers are the Apple Pay JS dictionaries.
+/// answers are the Apple Pay JS dictionaries. The requests go through a `MerchantTransport`: HTTP to a running
+/// server (`HTTPClientTransport`), or the merchant API called in process.
 ///
 /// | event | route | body |
 /// |---|---|---|
@@ -17,16 +18,21 @@ import HTTPClient
 /// A non-2xx answer fails the session with the server's `error.code`, except for the payment route, whose
 /// refusals carry an `ApplePayPaymentAuthorizationResult` (`status` failure and `errors`).
 public struct HTTPMerchantDelegate: PaymentSheetDelegate {
-    /// The server's base URL, for example `http://127.0.0.1:8080`.
-    public let baseURL: String
     /// The checkout the session pays for.
     public let checkoutID: String
-    private let client: HTTPClient
+    private let transport: any MerchantTransport
 
-    public init(baseURL: String, checkoutID: String, client: HTTPClient = HTTPClient()) {
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+    /// - Parameters:
+    ///   - transport: how the merchant API is reached.
+    ///   - checkoutID: the checkout the session pays for.
+    public init(transport: any MerchantTransport, checkoutID: String) {
+        self.transport = transport
         self.checkoutID = checkoutID
-        self.client = client
+    }
+
+    /// The merchant server at `baseURL` (for example `http://127.0.0.1:8080`) over HTTP.
+    public init(baseURL: String, checkoutID: String, client: HTTPClient = HTTPClient()) {
+        self.init(transport: HTTPClientTransport(baseURL: baseURL, client: client), checkoutID: checkoutID)
     }
 
     /// A checkout made on the server: its id and the payment request to show.
@@ -35,22 +41,22 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
         public var paymentRequest: PaymentRequest
     }
 
+    private struct CheckoutAnswer: Decodable {
+        var id: String
+        var paymentRequest: PaymentRequest
+    }
+
     /// `POST /v1/checkouts {"items": [{"sku", "quantity"}]}` → `201 {"id", "paymentRequest"}`.
     /// - Throws: `PaymentSheetError.merchantFailed` naming the server's error code, or the transport failure.
     public static func createCheckout(
-        baseURL: String, items: [ScenarioCartItem], client: HTTPClient = HTTPClient()
+        transport: any MerchantTransport, items: [ScenarioCartItem]
     ) async throws -> Checkout {
         struct Body: Encodable { var items: [ScenarioCartItem] }
-        struct Answer: Decodable {
-            var id: String
-            var paymentRequest: PaymentRequest
-        }
-        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        let response = try await client.send(
-            try HTTPClientRequest.postJSON(base + "/v1/checkouts", encoding: Body(items: items)))
+        let response = try await transport.send(
+            method: "POST", path: "/v1/checkouts", body: try encode(Body(items: items)))
         guard (200..<300).contains(response.status) else { throw failure(response, route: "POST /v1/checkouts") }
         do {
-            let answer = try response.decode(Answer.self)
+            let answer = try JSONDecoder().decode(CheckoutAnswer.self, from: response.body)
             return Checkout(id: answer.id, paymentRequest: answer.paymentRequest)
         } catch {
             throw PaymentSheetError(
@@ -58,36 +64,49 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
         }
     }
 
+    /// `createCheckout(transport:items:)` on the server at `baseURL`, over HTTP.
+    public static func createCheckout(
+        baseURL: String, items: [ScenarioCartItem], client: HTTPClient = HTTPClient()
+    ) async throws -> Checkout {
+        try await createCheckout(transport: HTTPClientTransport(baseURL: baseURL, client: client), items: items)
+    }
+
     /// `GET /v1/checkouts/{id}` → `{"id", "paymentRequest"}`: an existing checkout, to pay it.
+    /// - Parameters:
+    ///   - server: names the server in messages (its base URL).
     /// - Throws: `PaymentSheetError` `unknownCheckout` when the server has no such checkout (404),
     ///   `merchantFailed` for any other error answer or an answer of the wrong shape, or the transport failure.
     public static func fetchCheckout(
-        baseURL: String, id: String, client: HTTPClient = HTTPClient()
+        transport: any MerchantTransport, id: String, server: String = "the merchant server"
     ) async throws -> Checkout {
-        struct Answer: Decodable {
-            var id: String
-            var paymentRequest: PaymentRequest
-        }
-        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         let route = "GET /v1/checkouts/\(id)"
         let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
         let escaped = id.addingPercentEncoding(withAllowedCharacters: unreserved) ?? id
-        let response = try await client.send(HTTPClientRequest(url: base + "/v1/checkouts/" + escaped))
+        let response = try await transport.send(method: "GET", path: "/v1/checkouts/" + escaped, body: nil)
         if response.status == 404 {
             let object = try? JSONValue(parsing: response.body)
             let message = object?["error"]?["message"]?.stringValue ?? "not found"
             throw PaymentSheetError(
                 .unknownCheckout,
-                "the merchant server at \(base) has no checkout '\(id)' (\(route) answered 404: \(message)); "
+                "\(server) has no checkout '\(id)' (\(route) answered 404: \(message)); "
                     + "create one with POST /v1/checkouts")
         }
         guard (200..<300).contains(response.status) else { throw failure(response, route: route) }
         do {
-            let answer = try response.decode(Answer.self)
+            let answer = try JSONDecoder().decode(CheckoutAnswer.self, from: response.body)
             return Checkout(id: answer.id, paymentRequest: answer.paymentRequest)
         } catch {
             throw PaymentSheetError(.merchantFailed, "\(route) answered JSON that is not {id, paymentRequest}")
         }
+    }
+
+    /// `fetchCheckout(transport:id:server:)` on the server at `baseURL`, over HTTP.
+    public static func fetchCheckout(
+        baseURL: String, id: String, client: HTTPClient = HTTPClient()
+    ) async throws -> Checkout {
+        let transport = HTTPClientTransport(baseURL: baseURL, client: client)
+        return try await fetchCheckout(
+            transport: transport, id: id, server: "the merchant server at \(transport.baseURL)")
     }
 
     public func validateMerchant(_ event: MerchantValidationEvent) async throws -> MerchantSession {
@@ -119,9 +138,9 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
     public func authorizePayment(_ payment: Payment) async throws -> PaymentAuthorizationAnswer {
         struct OrderReference: Decodable { var orderId: String? }
         let path = checkoutPath("payment")
-        let response = try await client.send(try HTTPClientRequest.postJSON(baseURL + path, encoding: payment))
-        if let result = try? response.decode(PaymentAuthorizationResult.self) {
-            let orderID = (try? response.decode(OrderReference.self))?.orderId
+        let response = try await transport.send(method: "POST", path: path, body: try Self.encode(payment))
+        if let result = try? JSONDecoder().decode(PaymentAuthorizationResult.self, from: response.body) {
+            let orderID = (try? JSONDecoder().decode(OrderReference.self, from: response.body))?.orderId
             return PaymentAuthorizationAnswer(result: result, orderID: orderID)
         }
         throw Self.failure(response, route: "POST \(path)")
@@ -135,17 +154,23 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
     private func post<Body: Encodable, Answer: Decodable>(
         _ path: String, _ body: Body, as type: Answer.Type
     ) async throws -> Answer {
-        let response = try await client.send(try HTTPClientRequest.postJSON(baseURL + path, encoding: body))
+        let response = try await transport.send(method: "POST", path: path, body: try Self.encode(body))
         guard (200..<300).contains(response.status) else { throw Self.failure(response, route: "POST \(path)") }
         do {
-            return try response.decode(Answer.self)
+            return try JSONDecoder().decode(Answer.self, from: response.body)
         } catch {
             throw PaymentSheetError(.merchantFailed, "POST \(path) answered JSON of an unexpected shape")
         }
     }
 
+    private static func encode(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
     /// The server's `{"error": {"code", "message"}}` as a `merchantFailed` error.
-    static func failure(_ response: HTTPClientResponse, route: String) -> PaymentSheetError {
+    static func failure(_ response: MerchantTransportResponse, route: String) -> PaymentSheetError {
         let object = try? JSONValue(parsing: response.body)
         let code = object?["error"]?["code"]?.stringValue ?? "http\(response.status)"
         let message = object?["error"]?["message"]?.stringValue ?? "no error message"

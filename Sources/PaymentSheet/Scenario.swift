@@ -2,8 +2,8 @@ import ApplePay
 import Foundation
 
 /// A payment-sheet scenario: the request (or the cart to check out on a merchant server), the wallet, the
-/// in-process merchant's rules and the user's actions. Read with `Scenario.load(from:)`, which names the bad
-/// field of an invalid document. To pay an existing checkout on a merchant server, the wallet and actions are
+/// store settings for the in-process merchant server and the user's actions. Read with `Scenario.load(from:)`,
+/// which names the bad field of an invalid document. To pay an existing checkout on a merchant server, the wallet and actions are
 /// enough: neither `paymentRequest` nor `checkout` is then needed.
 ///
 /// ```json
@@ -19,7 +19,7 @@ public struct Scenario: Sendable {
     public var description: String?
     /// `web` (merchant validation first) or `inApp`; nil lets the runner choose.
     public var initiative: SessionInitiative?
-    /// The request for the in-process merchant.
+    /// The request the sheet shows without `--merchant-url` (the in-process server prices it).
     public var paymentRequest: PaymentRequest?
     /// The cart to create a checkout with on a merchant server (`--merchant-url` without `--checkout`).
     public var checkout: ScenarioCheckout?
@@ -94,34 +94,28 @@ public struct ScenarioCartItem: Sendable, Codable, Hashable {
     }
 }
 
-/// The in-process merchant's rules: what it sells, where it ships, its coupons, and how slow it is.
+/// The store a scenario is played against without `--merchant-url`: the merchant server's own API, in process,
+/// with a store configuration made from these settings (the `applepay` tool's `InProcessMerchant`). Without them
+/// (`"merchant": {}`) the store sells the request's line items (or its total) and ships anywhere for free.
 public struct ScenarioMerchantRules: Sendable, Codable, Hashable {
-    /// The goods, as summary items. When absent the merchant keeps the request's totals and answers every event
-    /// with an empty update (errors aside).
+    /// The goods, as summary items: each one a catalog product bought once (its label the product name). When
+    /// absent, the request's line items (or its total) are the goods.
     public var lineItems: [PaymentSummaryItem]?
-    /// Where the merchant ships, first match wins; absent means it ships anywhere and changes nothing.
+    /// Where the merchant ships, first match wins; absent means it ships anywhere, free and untaxed.
     public var shippingZones: [ScenarioShippingZone]?
     public var coupons: [ScenarioCoupon]?
     /// Seconds the merchant takes to answer an event, by Apple Pay JS event name (`shippingcontactselected`,
     /// `paymentauthorized`, ...). Time passes on the session's clock, so 45 s costs nothing in real time.
     public var lateEvents: [String: Int]?
-    /// How the merchant answers a good payment: `success` (default) or `failure` (a decline).
-    public var authorization: String?
-    /// Whether the merchant opens the token with the sandbox's keys and checks its amount, currency and
-    /// application data before accepting (default true).
-    public var checksToken: Bool?
 
     public init(
         lineItems: [PaymentSummaryItem]? = nil, shippingZones: [ScenarioShippingZone]? = nil,
-        coupons: [ScenarioCoupon]? = nil, lateEvents: [String: Int]? = nil, authorization: String? = nil,
-        checksToken: Bool? = nil
+        coupons: [ScenarioCoupon]? = nil, lateEvents: [String: Int]? = nil
     ) {
         self.lineItems = lineItems
         self.shippingZones = shippingZones
         self.coupons = coupons
         self.lateEvents = lateEvents
-        self.authorization = authorization
-        self.checksToken = checksToken
     }
 }
 
@@ -146,11 +140,6 @@ public struct ScenarioShippingZone: Sendable, Codable, Hashable {
         self.taxRate = taxRate
     }
 
-    func covers(_ contact: Contact) -> Bool {
-        guard let country = contact.countryCode?.uppercased(), countries.contains(country) else { return false }
-        guard let areas = administrativeAreas, !areas.isEmpty else { return true }
-        return areas.contains { $0.uppercased() == (contact.administrativeArea ?? "").uppercased() }
-    }
 }
 
 /// A coupon: a percentage or an amount off the goods, optionally a minimum, or expired.
@@ -343,9 +332,6 @@ struct ScenarioDocument: Decodable {
                 throw invalid("merchant.lateEvents.\(event)", "'\(event)' is not an event the merchant answers")
             }
             if seconds < 0 || seconds > 3600 { throw invalid("merchant.lateEvents.\(event)", "give 0 to 3600 seconds") }
-        }
-        if let answer = rules.authorization, answer != "success" && answer != "failure" {
-            throw invalid("merchant.authorization", "'\(answer)' is not an answer; use success or failure")
         }
 
         // The actions.

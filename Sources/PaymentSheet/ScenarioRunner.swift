@@ -4,7 +4,8 @@ import HTTPClient
 import PaymentToken
 import Sandbox
 
-/// Runs a scenario to its end, against its own in-process merchant or a merchant server.
+/// Runs a scenario to its end against a merchant API: a merchant server over HTTP, or (the `applepay` tool's
+/// `InProcessMerchant`) the merchant server's API called in process with the scenario's store settings.
 public enum ScenarioRunner {
     /// What a run produced.
     public struct Result: Sendable {
@@ -12,81 +13,134 @@ public enum ScenarioRunner {
         public var transcript: [TranscriptEntry]
     }
 
-    /// Runs `scenario`: tokens come from `sandbox`; the merchant is the scenario's rules (on a `VirtualClock`,
-    /// so late answers cost no real time) or, with `merchantURL`, the merchant server's HTTP API (real time): a
-    /// checkout is created from the scenario's cart first, or, with `checkoutID`, the existing checkout is fetched
-    /// and paid (the scenario's cart and payment request are then ignored; its wallet and actions are played).
+    /// The merchant a scenario is played against.
+    public struct Merchant: Sendable {
+        /// Which checkout the session pays.
+        public enum CheckoutSource: Sendable {
+            /// `POST /v1/checkouts` with these items.
+            case create([ScenarioCartItem])
+            /// `GET /v1/checkouts/{id}`: an existing checkout.
+            case existing(String)
+        }
+
+        /// How the merchant API is reached.
+        public var transport: any MerchantTransport
+        /// Names the merchant in error messages, for example its URL.
+        public var name: String
+        public var checkout: CheckoutSource
+        /// The session's clock (a `VirtualClock` when the merchant's time is simulated too).
+        public var clock: any SessionClock
+        /// The initiative when the scenario names none.
+        public var initiative: SessionInitiative
+        /// The request the sheet shows, with the checkout's prices put in: its `total`, `lineItems`, `couponCode`,
+        /// `applicationData` and (when it offers any) `shippingMethods` come from the server; nil: the server's
+        /// request as it is.
+        public var request: PaymentRequest?
+
+        public init(
+            transport: any MerchantTransport, name: String, checkout: CheckoutSource, clock: any SessionClock,
+            initiative: SessionInitiative, request: PaymentRequest? = nil
+        ) {
+            self.transport = transport
+            self.name = name
+            self.checkout = checkout
+            self.clock = clock
+            self.initiative = initiative
+            self.request = request
+        }
+
+        /// A merchant server at `url` over HTTP, on the system clock; the sheet acts as an app unless the scenario
+        /// says otherwise (the server can only ask Apple's real gateway for a merchant session).
+        /// - Parameters:
+        ///   - checkoutID: an existing checkout to pay; nil: create one from the scenario's cart.
+        /// - Throws: `PaymentSheetError` `invalidScenario` when a checkout is to be created and the scenario has no
+        ///   cart.
+        public static func server(
+            url: String, checkoutID: String? = nil, for scenario: Scenario
+        ) throws(PaymentSheetError) -> Merchant {
+            let checkout: CheckoutSource
+            if let checkoutID {
+                checkout = .existing(checkoutID)
+            } else {
+                guard let cart = scenario.checkout else {
+                    throw PaymentSheetError(
+                        .invalidScenario,
+                        "with --merchant-url the scenario needs checkout.items (the cart to buy), "
+                            + "or pay an existing checkout with --checkout ID",
+                        field: "checkout")
+                }
+                checkout = .create(cart.items)
+            }
+            let client = HTTPClient(configuration: .init(timeout: scenario.timeout + .seconds(5)))
+            return Merchant(
+                transport: HTTPClientTransport(baseURL: url, client: client), name: url, checkout: checkout,
+                clock: SystemSessionClock(), initiative: .inApp)
+        }
+    }
+
+    /// Runs `scenario` against a merchant server over HTTP (real time): a checkout is created from the scenario's
+    /// cart first, or, with `checkoutID`, the existing checkout is fetched and paid (the scenario's cart and
+    /// payment request are then ignored; its wallet and actions are played). Tokens come from `sandbox`.
     ///
     /// - Parameters:
-    ///   - checkoutID: an existing checkout on the merchant server to pay; needs `merchantURL`.
+    ///   - merchantURL: the merchant server's base URL.
+    ///   - checkoutID: an existing checkout on the merchant server to pay.
     ///   - transcript: receives each line as it is written.
-    /// - Throws: `PaymentSheetError` `invalidScenario` when the scenario lacks what the mode needs or its
-    ///   request/wallet cannot open a sheet; `unknownCheckout` when the server has no checkout `checkoutID`;
-    ///   `merchantFailed` when the checkout cannot be created or fetched, or `checkoutID` comes without
-    ///   `merchantURL`.
+    /// - Throws: as `run(_:sandbox:merchant:transcript:)`, and `invalidScenario` when a checkout is to be created
+    ///   and the scenario has no cart.
     public static func run(
-        _ scenario: Scenario, sandbox: Sandbox, merchantURL: String? = nil, checkoutID: String? = nil,
+        _ scenario: Scenario, sandbox: Sandbox, merchantURL: String, checkoutID: String? = nil,
         transcript: TranscriptSink? = nil
     ) async throws(PaymentSheetError) -> Result {
-        let request: PaymentRequest
-        let delegate: any PaymentSheetDelegate
-        let clock: any SessionClock
-        let initiative: SessionInitiative
-        if checkoutID != nil && merchantURL == nil {
-            throw PaymentSheetError(
-                .merchantFailed, "a checkout id can only be paid on a merchant server (merchantURL)")
-        }
-        if let merchantURL {
-            let client = HTTPClient(configuration: .init(timeout: scenario.timeout + .seconds(5)))
-            let created: HTTPMerchantDelegate.Checkout
-            do {
-                if let checkoutID {
-                    created = try await HTTPMerchantDelegate.fetchCheckout(
-                        baseURL: merchantURL, id: checkoutID, client: client)
-                } else {
-                    guard let checkout = scenario.checkout else {
-                        throw PaymentSheetError(
-                            .invalidScenario,
-                            "with --merchant-url the scenario needs checkout.items (the cart to buy), "
-                                + "or pay an existing checkout with --checkout ID",
-                            field: "checkout")
-                    }
-                    created = try await HTTPMerchantDelegate.createCheckout(
-                        baseURL: merchantURL, items: checkout.items, client: client)
-                }
-            } catch let error as PaymentSheetError {
-                throw error
-            } catch {
-                let what = checkoutID.map { "fetch checkout '\($0)'" } ?? "create a checkout"
-                throw PaymentSheetError(.merchantFailed, "cannot \(what) at \(merchantURL): \(error)")
+        try await run(
+            scenario, sandbox: sandbox, merchant: try .server(url: merchantURL, checkoutID: checkoutID, for: scenario),
+            transcript: transcript)
+    }
+
+    /// Runs `scenario` against `merchant`: creates or fetches the checkout, opens the sheet on its payment request
+    /// and plays the scenario's actions. Tokens come from `sandbox`.
+    ///
+    /// - Parameters:
+    ///   - transcript: receives each line as it is written.
+    /// - Throws: `PaymentSheetError` `invalidScenario` when the scenario's request or wallet cannot open a sheet;
+    ///   `unknownCheckout` when the merchant has no such checkout; `merchantFailed` when the checkout cannot be
+    ///   created or fetched.
+    public static func run(
+        _ scenario: Scenario, sandbox: Sandbox, merchant: Merchant, transcript: TranscriptSink? = nil
+    ) async throws(PaymentSheetError) -> Result {
+        let created: HTTPMerchantDelegate.Checkout
+        do {
+            switch merchant.checkout {
+            case .existing(let id):
+                created = try await HTTPMerchantDelegate.fetchCheckout(
+                    transport: merchant.transport, id: id, server: "the merchant server at \(merchant.name)")
+            case .create(let items):
+                created = try await HTTPMerchantDelegate.createCheckout(transport: merchant.transport, items: items)
             }
-            request = created.paymentRequest
-            delegate = HTTPMerchantDelegate(baseURL: merchantURL, checkoutID: created.id, client: client)
-            clock = SystemSessionClock()
-            // The server can only ask Apple's real gateway for a merchant session: act as an app by default.
-            initiative = scenario.initiative ?? .inApp
-        } else {
-            guard let scenarioRequest = scenario.paymentRequest else {
-                throw PaymentSheetError(
-                    .invalidScenario,
-                    "without --merchant-url the scenario needs a paymentRequest "
-                        + "(or, for --merchant-url, a checkout with cart items)",
-                    field: "paymentRequest")
-            }
-            request = scenarioRequest
-            let virtualClock = VirtualClock()
-            clock = virtualClock
-            delegate = ScenarioMerchant(
-                rules: scenario.merchant, request: request, clock: virtualClock,
-                decryptor: try? decryptor(for: sandbox, clock: virtualClock))
-            initiative = scenario.initiative ?? .web
+        } catch let error as PaymentSheetError {
+            throw error
+        } catch {
+            var what = "create a checkout"
+            if case .existing(let id) = merchant.checkout { what = "fetch checkout '\(id)'" }
+            throw PaymentSheetError(.merchantFailed, "cannot \(what) at \(merchant.name): \(error)")
         }
+        var request = created.paymentRequest
+        if var shown = merchant.request {
+            shown.total = request.total
+            shown.lineItems = request.lineItems
+            if shown.shippingMethods != nil { shown.shippingMethods = request.shippingMethods }
+            shown.couponCode = request.couponCode
+            shown.applicationData = request.applicationData
+            request = shown
+        }
+        let delegate = HTTPMerchantDelegate(transport: merchant.transport, checkoutID: created.id)
         let session: PaymentSession
         do {
             session = try PaymentSession(
                 request: request, wallet: scenario.wallet, delegate: delegate,
-                tokenIssuer: SandboxTokenIssuer(sandbox: sandbox), clock: clock,
-                configuration: PaymentSession.Configuration(timeout: scenario.timeout, initiative: initiative),
+                tokenIssuer: SandboxTokenIssuer(sandbox: sandbox), clock: merchant.clock,
+                configuration: PaymentSession.Configuration(
+                    timeout: scenario.timeout, initiative: scenario.initiative ?? merchant.initiative),
                 transcript: transcript)
         } catch {
             let field =

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import InProcessMerchant
 import PaymentSheet
 import TestSupport
 import Testing
@@ -18,12 +19,12 @@ struct ScenarioTests {
         #expect(scenario.paymentRequest != nil)
     }
 
-    @Test("the in-process merchant prices, refuses and accepts like a store")
+    @Test("the in-process merchant server prices, refuses and accepts the scenario's store")
     func couponScenario() async throws {
         let scenario = try Scenario.load(
             from: Repository.scenarios.appendingPathComponent("coupon-invalid-then-valid.json"))
         let sandbox = try await SharedSandbox.get()
-        let result = try await ScenarioRunner.run(scenario, sandbox: sandbox)
+        let result = try await InProcessMerchant.run(scenario, sandbox: sandbox)
         #expect(result.outcome.kind == .success)
         let coupons = result.transcript.filter { $0.event == "couponcodechanged" }
         #expect(

@@ -1,4 +1,5 @@
 import Foundation
+import InProcessMerchant
 import PaymentSheet
 import Sandbox
 
@@ -13,7 +14,8 @@ struct SimulateCommand: Command {
             options: [
                 (
                     "--merchant-url URL",
-                    "Ask this merchant server (its /v1/checkouts API) instead of the scenario's rules."
+                    "Ask this merchant server (its /v1/checkouts API) instead of one run in process with the "
+                        + "scenario's store."
                 ),
                 (
                     "--checkout ID",
@@ -29,8 +31,10 @@ struct SimulateCommand: Command {
                 plays the user's actions with the scenario's wallet, asks the merchant one event at a time,
                 redacts the shipping contact until authorization, mints a real token on authorization, and
                 enforces the 30-second answer timeout.
-                Without --merchant-url the scenario's own merchant answers (its late answers pass on a virtual
-                clock, so a timeout costs no real time). With --merchant-url, use the sandbox the server trusts;
+                Without --merchant-url the merchant server's own API answers in process (no socket), with a store
+                made from the scenario's merchant settings: its line items as the catalog, its shipping zones,
+                tax rates and coupons; merchant validation gets a sandbox merchant session; late answers pass on a
+                virtual clock, so a timeout costs no real time. With --merchant-url, use the sandbox the server trusts;
                 the sheet then acts as an app (no merchant validation, which only Apple's gateway can answer)
                 unless the scenario sets "initiative": "web".
 
@@ -98,10 +102,14 @@ struct SimulateCommand: Command {
         }
 
         let output = FileHandle.standardOutput
-        do {
-            _ = try await ScenarioRunner.run(
-                scenario, sandbox: sandbox, merchantURL: merchantURL, checkoutID: checkoutID
-            ) { entry in
+        do throws(PaymentSheetError) {
+            let merchant: ScenarioRunner.Merchant
+            if let merchantURL {
+                merchant = try .server(url: merchantURL, checkoutID: checkoutID, for: scenario)
+            } else {
+                merchant = try InProcessMerchant.merchant(for: scenario, sandbox: sandbox)
+            }
+            _ = try await ScenarioRunner.run(scenario, sandbox: sandbox, merchant: merchant) { entry in
                 output.write(Data((entry.jsonLine + "\n").utf8))
             }
         } catch {
