@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import Synchronization
 
 /// A request for `HTTPClient`.
 public struct HTTPClientRequest: Sendable {
@@ -118,6 +119,11 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
 /// HTTP and HTTPS requests on libcurl: TLS 1.2 or later, optional client certificate and trusted roots
 /// from memory, a total timeout, and only the `http` and `https` protocols (redirects are not followed).
 /// Each `send` uses its own libcurl handle, so one client may be used from many threads at once.
+///
+/// `send(_:) async` runs the transfer on a small pool of threads shared by every client (at most
+/// ``transferThreadCount``, started as they are needed), never on the caller's executor, and honours task
+/// cancellation: the transfer is aborted (within about a second, when libcurl next reports progress), its
+/// connection closed, and the call throws `CancellationError`.
 public final class HTTPClient: Sendable {
     public struct Configuration: Sendable {
         /// The longest a whole request may take.
@@ -153,9 +159,42 @@ public final class HTTPClient: Sendable {
 
     private static let globalInitialization: Void = { _ = curl_global_init(Int(CURL_GLOBAL_ALL)) }()
 
+    /// The most threads `send(_:) async` uses, for all clients together; requests beyond it wait their turn
+    /// (without holding a thread, and a cancelled one leaves the queue at once). The time limits start when a
+    /// request's transfer starts.
+    public static let transferThreadCount = min(16, max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))
+
     /// Sends `request` and waits for the whole response, blocking the calling thread.
     /// - Throws: `HTTPClientError` when there is no complete response (any status is a response).
     public func send(_ request: HTTPClientRequest) throws -> HTTPClientResponse {
+        try perform(request, abort: nil)
+    }
+
+    /// Sends `request` on one of the shared transfer threads and suspends the caller meanwhile.
+    ///
+    /// Cancelling the calling task aborts the transfer: a request still waiting for a thread never starts, and
+    /// one under way is stopped the next time libcurl reports progress (about once a second while nothing
+    /// arrives), closing its connection.
+    /// - Throws: `CancellationError` when the calling task was cancelled before the response was complete;
+    ///   otherwise `HTTPClientError` as `send(_:)` does.
+    public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        let transfer = Transfer()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard transfer.wait(with: continuation) else { return }
+                TransferPool.shared.run { [self] in
+                    guard transfer.begin() else { return }
+                    transfer.finish(Result { try perform(request, abort: transfer.abortRequested) })
+                }
+            }
+        } onCancel: {
+            transfer.cancel()
+        }
+    }
+
+    /// Runs one transfer on the calling thread; with `abort`, libcurl's progress callback ends it once the flag
+    /// is set, and the call throws `CancellationError`.
+    private func perform(_ request: HTTPClientRequest, abort: AbortFlag?) throws -> HTTPClientResponse {
         guard let components = URLComponents(string: request.url), let scheme = components.scheme?.lowercased() else {
             throw HTTPClientError(.invalidURL, "'\(request.url)' is not an absolute URL.")
         }
@@ -234,9 +273,15 @@ public final class HTTPClient: Sendable {
             set(CCurl_setopt_pointer(handle, CURLOPT_WRITEDATA, context))
             set(CCurl_setopt_header_function(handle, headerCallback))
             set(CCurl_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
+            if let abort {
+                set(CCurl_setopt_xferinfo_function(handle, progressCallback))
+                set(CCurl_setopt_pointer(handle, CURLOPT_XFERINFODATA, Unmanaged.passUnretained(abort).toOpaque()))
+                set(CCurl_setopt_long(handle, CURLOPT_NOPROGRESS, 0))
+            }
             guard setup == CURLE_OK else { return setup }
-            return withExtendedLifetime(sink) { curl_easy_perform(handle) }
+            return withExtendedLifetime((sink, abort)) { curl_easy_perform(handle) }
         }
+        if code == CURLE_ABORTED_BY_CALLBACK, abort?.isSet == true { throw CancellationError() }
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
@@ -245,17 +290,6 @@ public final class HTTPClient: Sendable {
         var status = 0
         _ = CCurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         return HTTPClientResponse(status: status, headers: sink.headers, body: sink.body)
-    }
-
-    /// Sends `request` on a thread of its own, so the caller's executor is never blocked.
-    /// - Throws: `HTTPClientError` as `send(_:)` does.
-    public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { [self] in
-                continuation.resume(with: Result { try self.send(request) })
-            }
-            thread.start()
-        }
     }
 
     private static func milliseconds(_ duration: Duration) -> Int {
@@ -329,3 +363,17 @@ private let headerCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, I
     sink.header(line)
     return length
 }
+
+/// Aborts a transfer when set: read by libcurl's progress callback on the transfer's thread.
+final class AbortFlag: Sendable {
+    private let value = Atomic(false)
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    func set() { value.store(true, ordering: .releasing) }
+}
+
+private let progressCallback:
+    @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
+        context, _, _, _, _ in
+        guard let context else { return 0 }
+        return Unmanaged<AbortFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
+    }

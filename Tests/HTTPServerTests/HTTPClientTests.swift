@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import HTTPServer
+import TestSupport
 import Testing
 
 @Suite("HTTP client")
@@ -56,4 +57,113 @@ struct HTTPClientTests {
             _ = try await HTTPClient().send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"))
         }
     }
+
+    @Test("cancelling the calling task aborts the transfer within a couple of seconds and closes the connection")
+    func cancellation() async throws {
+        let arrived = Latch()
+        let release = Latch()
+        release.open(after: .seconds(10))  // the responder's "sleep": at most 10 s, less once the test is done
+        let responder = ClosureResponder { _ in
+            arrived.open()
+            await release.wait()
+            return .text("late")
+        }
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+            let client = HTTPClient(configuration: .init(timeout: .seconds(60)))
+            let url = "http://127.0.0.1:\(server.port)/slow"
+            let request = Task { try await client.send(HTTPClientRequest(url: url)) }
+            await arrived.wait()  // the request is with the responder
+            #expect(serverConnectionStates(port: server.port).contains(.established))
+            let clock = ContinuousClock()
+            let start = clock.now
+            request.cancel()
+            let outcome = await request.result
+            let elapsed = clock.now - start
+            #expect(throws: CancellationError.self) { try outcome.get() }
+            // libcurl reports progress about once a second while nothing arrives; a busy machine adds some.
+            #expect(elapsed < .seconds(4), "took \(elapsed)")
+            // The server's side of the connection has seen the client's FIN (CLOSE_WAIT): the transfer did not
+            // merely stop being awaited. The kernel has no event to wait for, so look a few times.
+            var states = serverConnectionStates(port: server.port)
+            for _ in 0..<20 where states != [.closeWait] {
+                try await Task.sleep(for: .milliseconds(100))
+                states = serverConnectionStates(port: server.port)
+            }
+            #expect(states == [.closeWait])
+            release.open()
+        }
+    }
+
+    @Test("a task cancelled before sending never connects")
+    func cancelledBeforehand() async throws {
+        let calls = Latch()
+        let responder = ClosureResponder { _ in
+            calls.open()
+            return .text("reached")
+        }
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+            let url = "http://127.0.0.1:\(server.port)/"
+            let request = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await HTTPClient().send(HTTPClientRequest(url: url))
+            }
+            await #expect(throws: CancellationError.self) { try await request.value }
+            #expect(!calls.isOpen)
+        }
+    }
+
+    @Test("more concurrent requests than transfer threads all complete, on no more than that many threads")
+    func manyConcurrentRequests() async throws {
+        let responder = ClosureResponder { _ in
+            let answered = Latch()
+            answered.open(after: .milliseconds(200))
+            await answered.wait()
+            return .text("ok")
+        }
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+            let client = HTTPClient(configuration: .init(timeout: .seconds(60)))
+            let url = "http://127.0.0.1:\(server.port)/"
+            let count = 4 * HTTPClient.transferThreadCount
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<count { group.addTask { try await client.send(HTTPClientRequest(url: url)).status } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: count))
+            let threads = try transferThreadCount()
+            #expect(threads >= 1 && threads <= HTTPClient.transferThreadCount, "\(threads) transfer threads")
+        }
+    }
+}
+
+/// A TCP connection's state as Linux shows it in `/proc/net/tcp` (hexadecimal codes).
+enum TCPState: String {
+    case established = "01"
+    case closeWait = "08"
+    case listen = "0A"
+}
+
+/// The states of the connections whose local end is 127.0.0.1:`port`, the listening socket left out: what the
+/// server's side of its accepted connections has seen.
+func serverConnectionStates(port: UInt16) -> [TCPState] {
+    // Read to the end: the kernel hands /proc/net/tcp out a page at a time, and a one-read helper stops there.
+    guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp") else { return [] }
+    defer { try? file.close() }
+    let table = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+    let local = "0100007F:" + String(format: "%04X", port)
+    return table.split(separator: "\n").dropFirst().compactMap { line -> TCPState? in
+        let fields = line.split(separator: " ")
+        guard fields.count > 3, fields[1] == local else { return nil }
+        let state = TCPState(rawValue: String(fields[3]))
+        return state == .listen ? nil : state
+    }
+}
+
+/// How many of `HTTPClient`'s transfer threads (named `HTTPClient.<n>`) this process has, from
+/// `/proc/self/task/*/comm`.
+func transferThreadCount() throws -> Int {
+    let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+    return tasks.filter { task in
+        let name = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+        return name.hasPrefix("HTTPClient.")
+    }.count
 }

@@ -8,8 +8,10 @@ import Testing
 /// Answers: `/echo` echoes method, query, a header and the body; `/slow` sleeps `ms` milliseconds.
 private final class TestResponder: Responder {
     let calls = Mutex(0)
-    /// `/gated` answers only once this is true.
-    let gateOpen = Mutex(false)
+    /// Opened by the first `/gated` request when it reaches the responder.
+    let gatedArrived = Latch()
+    /// `/gated` answers only once this is open.
+    let gate = Latch()
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
         calls.withLock { $0 += 1 }
@@ -25,11 +27,8 @@ private final class TestResponder: Responder {
             }
             return .text("slept \(milliseconds)")
         case "/gated":
-            while !gateOpen.withLock({ $0 }) {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { continuation.resume() }
-                }
-            }
+            gatedArrived.open()
+            await gate.wait()
             return .text("released")
         case "/echo":
             let text =
@@ -204,9 +203,7 @@ struct HTTPServerTests {
         // The request runs on a thread of its own from the start, and is held by the responder until released.
         let patient = HTTPClient(configuration: .init(timeout: .seconds(120)))
         let pending = BackgroundRequest(client: patient, url: "http://127.0.0.1:\(port)/gated")
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(20)
-        while server.requestsInFlight == 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        await responder.gatedArrived.wait()
         #expect(server.requestsInFlight == 1)
         // The shutdown task must start within the 100 ms: measured apart from the tests that hold the whole pool.
         try await CooperativePool.measuring {
@@ -215,7 +212,7 @@ struct HTTPServerTests {
             #expect(pending.finished == nil)
             #expect(
                 try await offPool { (try? RawConnection(port: port)) == nil }, "a new connection after shutdown began")
-            responder.gateOpen.withLock { $0 = true }
+            responder.gate.open()
             await shutdown.value
         }
         let response = try await pending.result()
@@ -237,18 +234,22 @@ struct HTTPServerTests {
         }
         let clock = ContinuousClock()
         // Let the responder answer; the connection is then resumed, found closed and the request completed.
-        var deadline = clock.now + .seconds(20)
+        let deadline = clock.now + .seconds(20)
         try await Task.sleep(for: .milliseconds(400))
+        // The server has no event for "request completed": its counter is polled.
         while server.requestsInFlight > 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(server.requestsInFlight == 0)
-        // Not awaited directly: without the fix shutdown() never returns.
+        // Not awaited directly: without the fix shutdown() never returns. Whichever comes first, shutdown's end or
+        // 5 s, opens the latch.
         let finished = Mutex(false)
+        let done = Latch()
         Task {
             await server.shutdown()
             finished.withLock { $0 = true }
+            done.open()
         }
-        deadline = clock.now + .seconds(5)
-        while !finished.withLock({ $0 }) && clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        done.open(after: .seconds(5))
+        await done.wait()
         #expect(finished.withLock { $0 }, "shutdown() did not return within 5 s")
     }
 
@@ -270,18 +271,14 @@ struct HTTPServerTests {
         let port = try #require(server?.port)
         let patient = HTTPClient(configuration: .init(timeout: .seconds(120)))
         let pending = BackgroundRequest(client: patient, url: "http://127.0.0.1:\(port)/gated")
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(20)
-        while (server?.requestsInFlight ?? 0) == 0 && clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(2))
-        }
+        await responder.gatedArrived.wait()
         #expect(server?.requestsInFlight == 1)
         // Releasing it must not wait for the gated answer (the releasing thread used to block up to 30 s).
-        let released = clock.measure { server = nil }
+        let released = ContinuousClock().measure { server = nil }
         #expect(released < .seconds(2))
         let refused = try await offPool { (try? RawConnection(port: port)) == nil }
         #expect(refused, "a new connection after the server was released")
-        responder.gateOpen.withLock { $0 = true }
+        responder.gate.open()
         let response = try await pending.result()
         #expect(response.status == 200)
         #expect(String(decoding: response.body, as: UTF8.self) == "released")
@@ -396,14 +393,17 @@ extension Router.Resolution {
     }
 }
 
-/// A synchronous request started at once on a thread of its own; `result()` waits for it without blocking.
+/// A synchronous request started at once on a thread of its own; `result()` waits for it without blocking, resumed
+/// by that thread when the request ends.
 private final class BackgroundRequest: Sendable {
     private let outcome = Mutex<Result<HTTPClientResponse, any Error>?>(nil)
+    private let ended = Latch()
 
     init(client: HTTPClient, url: String) {
         Thread { [self] in
             let result = Result { try client.send(HTTPClientRequest(url: url)) }
             outcome.withLock { $0 = result }
+            ended.open()
         }.start()
     }
 
@@ -411,9 +411,7 @@ private final class BackgroundRequest: Sendable {
     var finished: Result<HTTPClientResponse, any Error>? { outcome.withLock { $0 } }
 
     func result() async throws -> HTTPClientResponse {
-        while true {
-            if let result = outcome.withLock({ $0 }) { return try result.get() }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        await ended.wait()
+        return try outcome.withLock { $0 }!.get()
     }
 }

@@ -10,8 +10,11 @@ struct SlowProcessor: PaymentProcessor {
     let name = "slow"
     let inner: SandboxProcessor
     let delay: Duration
+    /// Opened when a charge arrives (the payment service has written its pending order by then).
+    var charging: Latch? = nil
 
     func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        charging?.open()
         do { try await Task.sleep(for: delay) } catch { throw ProcessorError(.timeout, "cancelled") }
         return try await inner.charge(request)
     }
@@ -188,17 +191,19 @@ struct OrderStoreTests {
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         let sandbox = SandboxProcessor()
+        let charging = Latch()
         let slow = PaymentService(
-            store: fixture.store, processor: SlowProcessor(inner: sandbox, delay: .milliseconds(1500)),
+            store: fixture.store,
+            processor: SlowProcessor(inner: sandbox, delay: .milliseconds(1500), charging: charging),
             timeout: .seconds(5))
         let impatient = PaymentService(
             store: fixture.store, processor: sandbox, timeout: .seconds(5), concurrentWait: .milliseconds(100))
         let order = fixture.newOrder(checkout, breakdown, transaction: "dd04")
         async let first = slow.pay(order, token: testToken())
-        // Wait until the first attempt has written its pending order (it then spends 1.5 s in the processor).
-        while try await fixture.store.order(transactionID: "dd04") == nil {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        // Wait until the first attempt has written its pending order and reached the processor (it then spends
+        // 1.5 s there).
+        await charging.wait()
+        #expect(try await fixture.store.order(transactionID: "dd04") != nil)
         let second = try await impatient.pay(order, token: testToken())
         #expect(second.disposition == .inProgress)
         #expect(second.order.status == .pending)

@@ -179,7 +179,9 @@ final class RecordingMerchant: PaymentSheetDelegate {
             log.withLock { $0.finishedDelays += 1 }
         }
         if silentEvents.contains(event) {
-            while !Task.isCancelled { try await Task.sleep(for: .milliseconds(5)) }
+            // Never answers: suspended until the session cancels the call (the cancellation handler resumes it).
+            let cancelled = Latch()
+            await withTaskCancellationHandler { await cancelled.wait() } onCancel: { cancelled.open() }
             throw CancellationError()
         }
     }

@@ -369,3 +369,49 @@ public enum CooperativePool {
         }
     }
 }
+
+/// A one-way gate that suspends its waiters until someone opens it: whoever finishes the awaited work calls
+/// `open()`, which resumes every waiter at once (no polling). Waiting on an open latch returns at once.
+public final class Latch: Sendable {
+    private struct State {
+        var isOpen = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Whether `open()` has been called.
+    public var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    /// Opens the latch and resumes every waiter; later calls do nothing.
+    public func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard !state.isOpen else { return [] }
+            state.isOpen = true
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Opens the latch after `delay` (a Dispatch timer), unless it is opened before.
+    public func open(after delay: Duration) {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in open() }
+    }
+
+    /// Suspends until the latch is open.
+    public func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.isOpen { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}

@@ -195,31 +195,17 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
         }
     }
 
-    /// Runs the blocking `send` on a thread of its own and answers as soon as it finishes or the task is
-    /// cancelled (then `processorTimeout`; the transfer itself ends at the client's time limit).
+    /// Sends on the client's transfer threads. Cancelling the task aborts the transfer (its connection is closed)
+    /// and answers `processorTimeout`.
     private static func cancellableSend(_ request: HTTPClientRequest, with client: HTTPClient) async
         -> Result<HTTPClientResponse, any Error>
     {
-        let slot = Mutex<CheckedContinuation<Result<HTTPClientResponse, any Error>, Never>?>(nil)
-        let cancelled = ProcessorError(.timeout, "the call was cancelled before an answer")
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let resumeNow = slot.withLock { stored -> Bool in
-                    if Task.isCancelled { return true }
-                    stored = continuation
-                    return false
-                }
-                if resumeNow {
-                    continuation.resume(returning: .failure(cancelled))
-                    return
-                }
-                Thread {
-                    let result = Result { try client.send(request) }
-                    slot.withLock { $0.take() }?.resume(returning: result)
-                }.start()
-            }
-        } onCancel: {
-            slot.withLock { $0.take() }?.resume(returning: .failure(cancelled))
+        do {
+            return .success(try await client.send(request))
+        } catch is CancellationError {
+            return .failure(ProcessorError(.timeout, "the call was cancelled before an answer"))
+        } catch {
+            return .failure(error)
         }
     }
 }
