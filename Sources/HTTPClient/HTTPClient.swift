@@ -161,8 +161,10 @@ public final class HTTPClient: Sendable {
 
     /// The most threads `send(_:) async` uses, for all clients together; requests beyond it wait their turn
     /// (without holding a thread, and a cancelled one leaves the queue at once). The time limits start when a
-    /// request's transfer starts.
-    public static let transferThreadCount = min(16, max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))
+    /// request's transfer starts. A transfer thread mostly waits on the network, and a server's calls to its
+    /// processor must not queue behind its slow calls elsewhere (a gateway, a hung processor), so the bound is a
+    /// safety limit, not a tuning knob: threads are started only as concurrent transfers need them.
+    public static let transferThreadCount = 128
 
     /// Sends `request` and waits for the whole response, blocking the calling thread.
     /// - Throws: `HTTPClientError` when there is no complete response (any status is a response).

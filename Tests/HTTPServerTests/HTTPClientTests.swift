@@ -123,7 +123,7 @@ struct HTTPClientTests {
         try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
             let client = HTTPClient(configuration: .init(timeout: .seconds(60)))
             let url = "http://127.0.0.1:\(server.port)/"
-            let count = 4 * HTTPClient.transferThreadCount
+            let count = HTTPClient.transferThreadCount + 32
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<count { group.addTask { try await client.send(HTTPClientRequest(url: url)).status } }
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
