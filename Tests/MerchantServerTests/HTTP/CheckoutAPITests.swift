@@ -10,7 +10,7 @@ import Testing
 struct CheckoutAPITests {
     @Test("products, a checkout with its payment request, and the four sheet updates")
     func checkoutFlow() async throws {
-        try await ServerHarness.with { server in
+        try await ServerHarness.with(live: true) { server in
             let products = try await server.get("/v1/products")
             #expect(products.status == 200)
             let list = products.json["products"] as? [[String: Any]]
@@ -98,7 +98,7 @@ struct CheckoutAPITests {
 
     @Test("a body over 64 KB is refused with 413 before it is read; nothing is stored")
     func bodyLimit() async throws {
-        try await ServerHarness.with { server in
+        try await ServerHarness.with(live: true) { server in
             var items: [[String: Any]] = []
             for _ in 0..<3000 { items.append(["sku": "MUG-01", "quantity": 1]) }
             let body = try JSONSerialization.data(withJSONObject: ["items": items])

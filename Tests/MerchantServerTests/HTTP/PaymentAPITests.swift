@@ -32,7 +32,7 @@ struct PaymentAPITests {
     )
     func successAndReplay() async throws {
         let processor = SandboxProcessor(hangDuration: .seconds(5))
-        try await ServerHarness.with(processor: processor) { server in
+        try await ServerHarness.with(processor: processor, live: true) { server in
             let checkout = try await server.createCheckout()
             let total = try await server.shipToCalifornia(checkout.id)
             let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData)

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import HTTPClient
+import HTTPServer
 import MerchantServer
 import SQLite
 import Sandbox
@@ -53,7 +54,8 @@ struct ServerHarness {
 
     /// Starts a server; `configure` may change the configuration first.
     static func start(
-        processor: (any PaymentProcessor)? = nil, configure: (inout MerchantServerConfiguration) -> Void = { _ in }
+        processor: (any PaymentProcessor)? = nil, live: Bool = false,
+        configure: (inout MerchantServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerHarness {
         let sandbox = try await SharedSandbox.get()
         let directory = try TemporaryDirectory(prefix: "merchant-server")
@@ -70,15 +72,16 @@ struct ServerHarness {
         let application = try await MerchantApplication.start(
             configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(30)), logger: log.logger)
         return ServerHarness(
-            application: application, sandbox: sandbox, directory: directory, log: log, databasePath: databasePath)
+            application: application, sandbox: sandbox, directory: directory, log: log, databasePath: databasePath,
+            live: live)
     }
 
     /// Runs `body` with a started server, stopping it afterwards.
     static func with<T>(
-        processor: (any PaymentProcessor)? = nil, configure: (inout MerchantServerConfiguration) -> Void = { _ in },
-        _ body: (ServerHarness) async throws -> T
+        processor: (any PaymentProcessor)? = nil, live: Bool = false,
+        configure: (inout MerchantServerConfiguration) -> Void = { _ in }, _ body: (ServerHarness) async throws -> T
     ) async throws -> T {
-        let harness = try await start(processor: processor, configure: configure)
+        let harness = try await start(processor: processor, live: live, configure: configure)
         do {
             let result = try await body(harness)
             await harness.stop()
@@ -105,14 +108,45 @@ struct ServerHarness {
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    func get(_ path: String) async throws -> Reply {
-        let response = try await client.send(HTTPClientRequest(url: base + path))
-        return Reply(status: response.status, body: response.body, headers: response.headers)
+    /// Whether requests go over the socket (libcurl → libmicrohttpd) or straight to the responder in process.
+    /// Most tests are about the API, not the transport: in process they need no socket and no client thread.
+    /// `live` servers keep the socket path honest.
+    var live = false
+
+    /// A request answered by the server: in process (`MerchantAPI.respond(to:)`) or over the socket.
+    func send(_ method: String, _ path: String, headers: [(name: String, value: String)] = [], body: Data? = nil)
+        async throws -> Reply
+    {
+        if live {
+            let response = try await client.send(
+                HTTPClientRequest(method: method, url: base + path, headers: headers, body: body))
+            return Reply(status: response.status, body: response.body, headers: response.headers)
+        }
+        let parts = path.split(separator: "?", maxSplits: 1)
+        var query: [String: String] = [:]
+        if parts.count == 2 {
+            for pair in parts[1].split(separator: "&") {
+                let item = pair.split(separator: "=", maxSplits: 1).map {
+                    String($0).removingPercentEncoding ?? String($0)
+                }
+                query[item[0]] = item.count == 2 ? item[1] : ""
+            }
+        }
+        var fields = HTTPHeaders()
+        for (name, value) in headers { fields.add(name: name, value: value) }
+        let request = HTTPRequest(
+            method: HTTPMethod(rawValue: method), path: String(parts.first ?? ""), query: query, headers: fields,
+            body: body ?? Data())
+        let response = await application.api.respond(to: request)
+        var answer: [String: String] = [:]
+        for (name, value) in response.headers { answer[name] = value }
+        return Reply(status: response.status, body: response.body, headers: answer)
     }
 
+    func get(_ path: String) async throws -> Reply { try await send("GET", path) }
+
     func post(_ path: String, raw: Data) async throws -> Reply {
-        let response = try await client.send(HTTPClientRequest.postJSON(base + path, body: raw))
-        return Reply(status: response.status, body: response.body, headers: response.headers)
+        try await send("POST", path, headers: [("Content-Type", "application/json")], body: raw)
     }
 
     func post(_ path: String, json: Any) async throws -> Reply {
@@ -133,9 +167,7 @@ struct ServerHarness {
             body = try JSONSerialization.data(withJSONObject: json)
             headers.append(("Content-Type", "application/json"))
         }
-        let response = try await client.send(
-            HTTPClientRequest(method: method, url: base + path, headers: headers, body: body))
-        return Reply(status: response.status, body: response.body, headers: response.headers)
+        return try await send(method, path, headers: headers, body: body)
     }
 
     // MARK: Flow helpers
