@@ -282,6 +282,16 @@ final class RunningServer: Sendable {
     /// What the server printed on standard error so far.
     var standardError: String { errors.text }
 
+    /// Kills the process with SIGKILL, as a power cut or the OOM killer would, and waits until it is gone.
+    func killAbruptly() async {
+        let process = self.process
+        _ = try? await blocking { () -> Int32 in
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
     /// Sends SIGTERM (SIGKILL after 30 seconds) and returns the exit status once the server has exited and all
     /// it printed has been read.
     @discardableResult

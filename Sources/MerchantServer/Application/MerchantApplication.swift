@@ -54,6 +54,13 @@ public final class MerchantApplication: Sendable {
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws(ServerStartError) -> MerchantApplication {
         var configuration = configuration
+        // A server with real keys must never "approve" payments that no processor captured.
+        guard processor != nil || configuration.processorURL != nil || configuration.sandboxFolder != nil else {
+            throw ServerStartError(
+                .noProcessor,
+                "no payment processor: pass --processor URL (a service speaking docs/PROCESSOR-PROTOCOL.md, such as "
+                    + "`applepay processor serve`); the built-in sandbox processor runs only with --sandbox DIR")
+        }
         // Keys: loaded once, checked against their certificates, never read again.
         var processing: [MerchantCredential] = []
         for paths in configuration.paymentProcessing {
@@ -162,12 +169,6 @@ public final class MerchantApplication: Sendable {
                 throw ServerStartError(.invalidConfiguration, "--processor must be an http(s) URL (got '\(text)')")
             }
             return (HTTPPaymentProcessor(baseURL: url, timeout: timeout), nil)
-        }
-        guard configuration.sandboxFolder != nil else {
-            throw ServerStartError(
-                .noProcessor,
-                "no payment processor: pass --processor URL (a service speaking docs/PROCESSOR-PROTOCOL.md, such as "
-                    + "`applepay processor serve`); the built-in sandbox processor runs only with --sandbox DIR")
         }
         let fingerprint = trustedRoot.map { $0.sha256Fingerprint.map { String(format: "%02x", $0) }.joined() }
         let service: ProcessorServer

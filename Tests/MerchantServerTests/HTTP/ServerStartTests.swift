@@ -23,6 +23,29 @@ struct ServerStartTests {
         await application.shutdown()
     }
 
+    @Test("outside sandbox mode, refuses to start without --processor, and says why; starts with one")
+    func processorRequired() async throws {
+        let directory = try TemporaryDirectory(prefix: "start")
+        defer { directory.remove() }
+        var configuration = MerchantServerConfiguration()
+        configuration.port = 0
+        configuration.useSandbox(folder: try await copyOfSandbox(directory))
+        configuration.sandboxFolder = nil  // real keys, as a production server has
+        configuration.storeLocation = "sqlite:" + directory.path("orders.sqlite")
+        do {
+            let application = try await MerchantApplication.start(configuration, logger: .silent)
+            await application.shutdown()
+            Issue.record("started without a processor")
+        } catch {
+            #expect(error.code == .noProcessor)
+            #expect(error.message.contains("--processor URL"))
+        }
+        configuration.processorURL = "http://127.0.0.1:9"
+        let application = try await MerchantApplication.start(configuration, logger: .silent)
+        #expect(application.processor.name == "http")
+        await application.shutdown()
+    }
+
     @Test("starts with the sandbox's keys")
     func starts() async throws {
         let directory = try TemporaryDirectory(prefix: "start")

@@ -1,0 +1,168 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Processes that die in the middle of a payment, as `applepay serve` and `applepay processor serve` run: the
+/// store and the ledger end in agreement, with exactly one charge.
+@Suite("Killed in the middle of a payment", .serialized)
+struct KillTests {
+    /// A sandbox, a processor service with a durable ledger, and paths for a merchant server's store.
+    struct Setup {
+        let folder: TemporaryDirectory
+        let sandbox: String
+        var ledger: String { folder.path("ledger.sqlite") }
+        var store: String { folder.path("orders.sqlite") }
+
+        static func make() async throws -> Setup {
+            let folder = try TemporaryDirectory(prefix: "kill")
+            let path = folder.path("sandbox")
+            try FileManager.default.copyItem(atPath: try await CommandLineSandbox.path(), toPath: path)
+            return Setup(folder: folder, sandbox: path)
+        }
+
+        func processor(port: String = "0", fault: String? = nil) async throws -> RunningServer {
+            var arguments = ["processor", "serve", "--ledger", "sqlite:" + ledger, "--port", port, "--sandbox", sandbox]
+            if let fault { arguments += ["--fault", fault] }
+            let service = try await RunningServer.start(arguments: arguments)
+            _ = try #require(service.baseURL, "the processor did not start: \(service.standardError)")
+            return service
+        }
+
+        func merchant(processor: String) async throws -> RunningServer {
+            let server = try await RunningServer.start(arguments: [
+                "serve", "--sandbox", sandbox, "--processor", processor, "--store", "sqlite:" + store, "--port", "0",
+            ])
+            _ = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+            return server
+        }
+
+        /// Creates a checkout shipped to California and returns the payment body for it.
+        func checkoutAndPayment(_ url: String) async throws -> (checkoutID: String, body: String) {
+            let created = try await Self.curlJSON([
+                "-X", "POST", url + "/v1/checkouts", "-H", "Content-Type: application/json", "-d",
+                #"{"items": [{"sku": "MUG-01", "quantity": 1}]}"#,
+            ])
+            let id = try #require(created["id"] as? String)
+            let request = try #require(created["paymentRequest"] as? [String: Any])
+            let applicationData = try #require(request["applicationData"] as? String)
+            let update = try await Self.curlJSON([
+                "-X", "POST", url + "/v1/checkouts/\(id)/shipping-contact", "-H", "Content-Type: application/json",
+                "-d", #"{"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"}"#,
+            ])
+            let total = try #require((update["newTotal"] as? [String: Any])?["amount"] as? String)
+            let token = try await CommandLineTool.run(
+                ["sandbox", "mint", sandbox, "--amount", total, "--currency", "USD", "--application-data", applicationData],
+                timeout: 60)
+            #expect(token.status == 0, "\(token.standardError)")
+            let body =
+                #"{"token": "# + token.standardOutput
+                + #", "shippingContact": {"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "#
+                + #""countryCode": "US"}}"#
+            return (id, body)
+        }
+
+        static func curlJSON(_ arguments: [String]) async throws -> [String: Any] {
+            let result = try await Subprocess.run("curl", ["-s", "--max-time", "60"] + arguments)
+            let object = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+            return try #require(object, "curl \(arguments.last ?? ""): \(result.standardOutput) \(result.standardError)")
+        }
+
+        /// The ledger's charges with `status` (approved by default).
+        static func charges(_ processor: String, status: String = "approved") async throws -> [[String: Any]] {
+            let list = try await curlJSON([processor + "/v1/charges"])
+            return (list["charges"] as? [[String: Any]] ?? []).filter { $0["status"] as? String == status }
+        }
+
+        static func admin(_ url: String, _ method: String = "GET") async throws -> [String: Any] {
+            try await curlJSON([
+                "-X", method, "-H", "Authorization: Bearer \(RunningServer.adminToken)", url,
+            ])
+        }
+
+        /// Waits until the ledger holds an approved charge (the processor commits before its delayed answer).
+        static func waitForCharge(_ processor: String) async throws {
+            for _ in 0..<400 {
+                if try await !charges(processor).isEmpty { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            Issue.record("the processor never committed the charge")
+        }
+    }
+
+    @Test("the merchant server is SIGKILLed after the charge and before the record: reconciliation pays the order once")
+    func killBetweenChargeAndRecord() async throws {
+        let setup = try await Setup.make()
+        defer { setup.folder.remove() }
+        // The processor commits at once and answers 20 s later: the merchant server is killed in between.
+        let processor = try await setup.processor(fault: "delay:1:20")
+        let processorURL = try #require(processor.baseURL)
+        var merchant = try await setup.merchant(processor: processorURL)
+        let firstURL = try #require(merchant.baseURL)
+        let (checkoutID, body) = try await setup.checkoutAndPayment(firstURL)
+        async let answer = Subprocess.run(
+            "curl", [
+                "-s", "--max-time", "60", "-X", "POST", firstURL + "/v1/checkouts/\(checkoutID)/payment", "-H",
+                "Content-Type: application/json", "--data-binary", body,
+            ])
+        try await Setup.waitForCharge(processorURL)
+        await merchant.killAbruptly()
+        _ = try await answer  // the client saw the connection die: no acknowledgement
+        merchant = try await setup.merchant(processor: processorURL)
+        let url = try #require(merchant.baseURL)
+        let before = try await Setup.admin(url + "/admin/v1/orders")
+        #expect((before["orders"] as? [[String: Any]])?.map { $0["status"] as? String } == ["pending"])
+        let pass = try await Setup.admin(url + "/admin/v1/reconcile?olderThanSeconds=0", "POST")
+        #expect((pass["settled"] as? [[String: Any]])?.first?["to"] as? String == "paid", "\(pass)")
+        let after = try await Setup.admin(url + "/admin/v1/orders")
+        let orders = try #require(after["orders"] as? [[String: Any]])
+        #expect(orders.map { $0["status"] as? String } == ["paid"])
+        let charges = try await Setup.charges(processorURL)
+        #expect(charges.count == 1)
+        let key = (orders.first?["payment"] as? [String: Any])?["transactionId"] as? String
+        #expect(charges.first?["idempotencyKey"] as? String == key)
+        await merchant.stop()
+        await processor.stop()
+    }
+
+    @Test("the processor service is SIGKILLed in the middle of a payment and restarted: one charge, order paid")
+    func processorRestart() async throws {
+        let setup = try await Setup.make()
+        defer { setup.folder.remove() }
+        var processor = try await setup.processor(fault: "delay:1:20")
+        let processorURL = try #require(processor.baseURL)
+        let port = String(processorURL.split(separator: ":").last ?? "0")
+        let merchant = try await setup.merchant(processor: processorURL)
+        let url = try #require(merchant.baseURL)
+        let (checkoutID, body) = try await setup.checkoutAndPayment(url)
+        async let answer = Subprocess.run(
+            "curl", [
+                "-s", "--max-time", "60", "-X", "POST", url + "/v1/checkouts/\(checkoutID)/payment", "-H",
+                "Content-Type: application/json", "--data-binary", body,
+            ])
+        try await Setup.waitForCharge(processorURL)
+        await processor.killAbruptly()
+        let reply = try await answer
+        let object = try JSONSerialization.jsonObject(with: Data(reply.standardOutput.utf8)) as? [String: Any]
+        #expect((object?["error"] as? [String: Any])?["code"] as? String == "paymentOutcomeUnknown", "\(reply)")
+        processor = try await setup.processor(port: port)
+        #expect(processor.baseURL == processorURL)
+        let pass = try await Setup.admin(url + "/admin/v1/reconcile?olderThanSeconds=0", "POST")
+        #expect((pass["settled"] as? [[String: Any]])?.first?["to"] as? String == "paid", "\(pass)")
+        let orders = try await Setup.admin(url + "/admin/v1/orders")
+        #expect((orders["orders"] as? [[String: Any]])?.map { $0["status"] as? String } == ["paid"])
+        #expect(try await Setup.charges(processorURL).count == 1)
+        await merchant.stop()
+        await processor.stop()
+    }
+
+    @Test("without --sandbox and without --processor the server refuses to start, and says why")
+    func refusesWithoutProcessor() async throws {
+        let setup = try await Setup.make()
+        defer { setup.folder.remove() }
+        let result = try await CommandLineTool.run(
+            ["serve", "--store", "sqlite:" + setup.store, "--port", "0"], timeout: 30)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("no payment processor: pass --processor URL"))
+        #expect(result.standardError.contains("noProcessor"))
+    }
+}
