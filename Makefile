@@ -4,7 +4,7 @@ PORT ?= 8080
 SANDBOX ?= .sandbox
 STORE ?= .data/orders.sqlite
 
-.PHONY: setup build run test bench fuzz clean load
+.PHONY: setup build run test lint bench fuzz clean load
 
 setup:
 	@scripts/setup.sh
@@ -16,9 +16,13 @@ build: setup
 run: build
 	@scripts/run.sh "$(SANDBOX)" "$(STORE)" "$(PORT)"
 
-test: setup
+# Lint first (the repository's .swift-format, strict: a warning fails the run), then build and run every test.
+test: setup lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+lint:
+	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests Examples
 
 # Token verification + decryption against OpenSSL's own bound, measured in the same run (issue 3).
 bench: setup

@@ -78,7 +78,8 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
-        .testTarget(name: "PaymentTokenTests", dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport"]),
+        .testTarget(
+            name: "PaymentTokenTests", dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport"]),
         .testTarget(
             name: "SandboxTests", dependencies: ["Sandbox", "PaymentToken", "TestSupport"], exclude: ["python"]),
         .testTarget(

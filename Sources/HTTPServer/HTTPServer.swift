@@ -277,7 +277,9 @@ final class ServerCore: Sendable {
     /// must be queued during MHD's first call for the request (so no `100 Continue` goes out), so this waits for
     /// it on the MHD thread; the responder sees ``HTTPRequest/bodyLimitExceeded`` and answers at once.
     func answerRefusingBody(of request: HTTPRequest) -> HTTPResponse {
-        guard responder.answersOversizedRequests else { return HTTPError.payloadTooLarge(limit: maximumBodySize).response }
+        guard responder.answersOversizedRequests else {
+            return HTTPError.payloadTooLarge(limit: maximumBodySize).response
+        }
         let refused = {
             var refused = request
             refused.bodyLimitExceeded = maximumBodySize

@@ -93,7 +93,8 @@ public struct Router: Responder {
                 return try await handler(request, context)
             case .methodNotAllowed(_, let allowed):
                 let list = allowed.map(\.rawValue).joined(separator: ", ")
-                var error = HTTPError.methodNotAllowed("\(request.method) is not allowed on \(request.path); use \(list).")
+                var error = HTTPError.methodNotAllowed(
+                    "\(request.method) is not allowed on \(request.path); use \(list).")
                 error.headers["Allow"] = list
                 throw error
             case .notFound:

@@ -4,20 +4,20 @@ import Foundation
 struct ApplePayCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
-        name: "applepay",
-        abstract: "Apple Pay for the merchant side: requests, tokens, a sandbox, a payment sheet and a server.",
-        subcommands: [
-            RequestCommand.self,
-            SandboxCommand.self,
-            MerchantCommand.self,
-            ServeCommand.self,
-            ProcessorCommand.self,
-            DemoCommand.self,
-            SimulateCommand.self,
-            DecryptCommand.self,
-            VerifyCommand.self,
-            BenchCommand.self,
-        ])
+            name: "applepay",
+            abstract: "Apple Pay for the merchant side: requests, tokens, a sandbox, a payment sheet and a server.",
+            subcommands: [
+                RequestCommand.self,
+                SandboxCommand.self,
+                MerchantCommand.self,
+                ServeCommand.self,
+                ProcessorCommand.self,
+                DemoCommand.self,
+                SimulateCommand.self,
+                DecryptCommand.self,
+                VerifyCommand.self,
+                BenchCommand.self,
+            ])
     }
 }
 

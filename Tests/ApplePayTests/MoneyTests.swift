@@ -26,7 +26,8 @@ struct MoneyTests {
         #expect(Money(rounding: try #require(Decimal(string: "0.135")), currency: usd)?.minorUnits == 14)
         #expect(Money(rounding: try #require(Decimal(string: "-0.125")), currency: usd)?.minorUnits == -13)
         #expect(Money(rounding: try #require(Decimal(string: "1e30")), currency: usd) == nil)
-        #expect(Money(minorUnits: 25, currency: usd).multiplied(by: try #require(Decimal(string: "0.1")))?.minorUnits == 3)
+        #expect(
+            Money(minorUnits: 25, currency: usd).multiplied(by: try #require(Decimal(string: "0.1")))?.minorUnits == 3)
         #expect(Money(minorUnits: 1234, currency: Self.currency("KWD")).decimal == Decimal(string: "1.234"))
         #expect((try? Money(parsing: "1,5", currency: usd)) == nil)
         #expect((try? Money(parsing: "0x10", currency: usd)) == nil)

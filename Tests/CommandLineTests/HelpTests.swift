@@ -1,5 +1,5 @@
-import Testing
 import TestSupport
+import Testing
 
 @Suite("applepay --help and usage errors")
 struct HelpTests {

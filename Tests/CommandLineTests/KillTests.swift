@@ -21,7 +21,9 @@ struct KillTests {
         }
 
         func processor(port: String = "0", fault: String? = nil) async throws -> RunningServer {
-            var arguments = ["processor", "serve", "--ledger", "sqlite:" + ledger, "--port", port, "--sandbox", sandbox]
+            var arguments = [
+                "processor", "serve", "--ledger", "sqlite:" + ledger, "--port", port, "--sandbox", sandbox,
+            ]
             if let fault { arguments += ["--fault", fault] }
             let service = try await RunningServer.start(arguments: arguments)
             _ = try #require(service.baseURL, "the processor did not start: \(service.standardError)")
@@ -47,11 +49,15 @@ struct KillTests {
             let applicationData = try #require(request["applicationData"] as? String)
             let update = try await Self.curlJSON([
                 "-X", "POST", url + "/v1/checkouts/\(id)/shipping-contact", "-H", "Content-Type: application/json",
-                "-d", #"{"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"}"#,
+                "-d",
+                #"{"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"}"#,
             ])
             let total = try #require((update["newTotal"] as? [String: Any])?["amount"] as? String)
             let token = try await CommandLineTool.run(
-                ["sandbox", "mint", sandbox, "--amount", total, "--currency", "USD", "--application-data", applicationData],
+                [
+                    "sandbox", "mint", sandbox, "--amount", total, "--currency", "USD", "--application-data",
+                    applicationData,
+                ],
                 timeout: 60)
             #expect(token.status == 0, "\(token.standardError)")
             let body =
@@ -64,7 +70,8 @@ struct KillTests {
         static func curlJSON(_ arguments: [String]) async throws -> [String: Any] {
             let result = try await Subprocess.run("curl", ["-s", "--max-time", "60"] + arguments)
             let object = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
-            return try #require(object, "curl \(arguments.last ?? ""): \(result.standardOutput) \(result.standardError)")
+            return try #require(
+                object, "curl \(arguments.last ?? ""): \(result.standardOutput) \(result.standardError)")
         }
 
         /// The ledger's charges with `status` (approved by default).
@@ -100,7 +107,8 @@ struct KillTests {
         let firstURL = try #require(merchant.baseURL)
         let (checkoutID, body) = try await setup.checkoutAndPayment(firstURL)
         async let answer = Subprocess.run(
-            "curl", [
+            "curl",
+            [
                 "-s", "--max-time", "60", "-X", "POST", firstURL + "/v1/checkouts/\(checkoutID)/payment", "-H",
                 "Content-Type: application/json", "--data-binary", body,
             ])
@@ -135,7 +143,8 @@ struct KillTests {
         let url = try #require(merchant.baseURL)
         let (checkoutID, body) = try await setup.checkoutAndPayment(url)
         async let answer = Subprocess.run(
-            "curl", [
+            "curl",
+            [
                 "-s", "--max-time", "60", "-X", "POST", url + "/v1/checkouts/\(checkoutID)/payment", "-H",
                 "Content-Type: application/json", "--data-binary", body,
             ])

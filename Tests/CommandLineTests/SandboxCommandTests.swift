@@ -55,7 +55,9 @@ struct SandboxCommandTests {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let box = folder.path("box")
-        let result = try await CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init"])
+        let result = try await CommandLineTool.run([
+            "sandbox", "init", box, "--merchant-id", "merchant.com.example.init",
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         let report = try #require(result.json)
         #expect(report["merchantIdentifier"] as? String == "merchant.com.example.init")
@@ -81,7 +83,9 @@ struct SandboxCommandTests {
 
         // A second init without --force is refused and changes nothing; with --force it replaces the sandbox.
         let before = try String(contentsOfFile: box + "/root.pem", encoding: .utf8)
-        let again = try await CommandLineTool.run(["sandbox", "init", box, "--merchant-id", "merchant.com.example.init"])
+        let again = try await CommandLineTool.run([
+            "sandbox", "init", box, "--merchant-id", "merchant.com.example.init",
+        ])
         #expect(again.status != 0)
         #expect(again.standardError.contains("--force"))
         #expect(try String(contentsOfFile: box + "/root.pem", encoding: .utf8) == before)
@@ -99,7 +103,9 @@ struct SandboxCommandTests {
         defer { folder.remove() }
         let missing = try await CommandLineTool.run(["sandbox", "init", folder.path("a")])
         #expect(missing.status == 64)
-        let bad = try await CommandLineTool.run(["sandbox", "init", folder.path("b"), "--merchant-id", "not a merchant id"])
+        let bad = try await CommandLineTool.run([
+            "sandbox", "init", folder.path("b"), "--merchant-id", "not a merchant id",
+        ])
         #expect(bad.status == 64)
         #expect(bad.standardError.contains("merchant identifier"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).isEmpty)
@@ -152,7 +158,9 @@ struct SandboxCommandTests {
     @Test("mint prints to standard output without --out; --emv gives an EMV payload")
     func mintToStandardOutput() async throws {
         let box = try await CommandLineSandbox.path()
-        let result = try await CommandLineTool.run(["sandbox", "mint", box, "--amount", "500", "--currency", "JPY", "--emv"])
+        let result = try await CommandLineTool.run([
+            "sandbox", "mint", box, "--amount", "500", "--currency", "JPY", "--emv",
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

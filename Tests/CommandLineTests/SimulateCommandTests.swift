@@ -120,7 +120,8 @@ struct SimulateCommandTests {
         #expect((unserviceable.lines("authorizationblocked").first?["reasons"] as? [String]) == ["merchantErrors"])
 
         let purchase = Transcript(
-            try await CommandLineTool.run(["simulate", Self.scenario("plain-purchase"), "--sandbox", sandbox]).standardOutput)
+            try await CommandLineTool.run(["simulate", Self.scenario("plain-purchase"), "--sandbox", sandbox])
+                .standardOutput)
         let payment = purchase.lines("paymentauthorized").first?["payment"] as? [String: Any]
         #expect(payment?["card"] as? String == "Visa 0492")
         #expect(payment?["lastFour"] as? String == "0492")

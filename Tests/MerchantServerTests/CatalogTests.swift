@@ -1,7 +1,8 @@
 import ApplePay
 import Foundation
-@testable import MerchantServer
 import Testing
+
+@testable import MerchantServer
 
 @Suite("Catalog, zones and money")
 struct CatalogTests {

@@ -120,7 +120,8 @@ struct OrderStoreTests {
         #expect(pending.shippingMethod?.identifier == "standard")
         #expect(try fixture.counts()["orders"] == 1)
 
-        let paid = try await fixture.store.completePayment(orderID: pending.id, outcome: .decided(.approved(reference: "ref-1")))
+        let paid = try await fixture.store.completePayment(
+            orderID: pending.id, outcome: .decided(.approved(reference: "ref-1")))
         #expect(paid.status == .paid)
         #expect(paid.payment.status == .approved)
         #expect(paid.payment.processorReference == "ref-1")

@@ -181,7 +181,11 @@ final class RecordingMerchant: PaymentSheetDelegate {
         if silentEvents.contains(event) {
             // Never answers: suspended until the session cancels the call (the cancellation handler resumes it).
             let cancelled = Latch()
-            await withTaskCancellationHandler { await cancelled.wait() } onCancel: { cancelled.open() }
+            await withTaskCancellationHandler {
+                await cancelled.wait()
+            } onCancel: {
+                cancelled.open()
+            }
             throw CancellationError()
         }
     }

@@ -30,7 +30,8 @@ struct FuzzCorpusTests {
         for (name, bytes) in inputs {
             // Files are named for the code they gave when kept (`ber-…` are raw BER, not JSON: malformedToken).
             let prefix = String(name.prefix { $0 != "-" })
-            let expected = prefix == "ber" ? PaymentTokenError.Code.malformedToken : known.first { $0.rawValue == prefix }
+            let expected =
+                prefix == "ber" ? PaymentTokenError.Code.malformedToken : known.first { $0.rawValue == prefix }
             do {
                 _ = try decryptor.decrypt(jsonData: bytes)
                 Issue.record("\(name): decrypted, expected \(expected?.rawValue ?? prefix)")

@@ -133,7 +133,8 @@ public struct MerchantServerConfiguration: Sendable {
             configuration.adminToken = section.adminToken
             if let seconds = section.reconcileIntervalSeconds {
                 guard seconds > 0 else {
-                    throw ServerStartError(.invalidConfiguration, "\(file): server.reconcileIntervalSeconds must be > 0")
+                    throw ServerStartError(
+                        .invalidConfiguration, "\(file): server.reconcileIntervalSeconds must be > 0")
                 }
                 configuration.reconcileInterval = .seconds(seconds)
             }

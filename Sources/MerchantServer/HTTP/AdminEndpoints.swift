@@ -169,7 +169,8 @@ struct AdminEndpoints: Sendable {
         guard order.status == .paid, order.refunded == 0, let reference = order.payment.processorReference else {
             throw HTTPError(
                 status: 409, code: "orderNotVoidable",
-                message: "Order \(order.id) is \(order.status.rawValue); only a paid order without refunds can be voided.")
+                message:
+                    "Order \(order.id) is \(order.status.rawValue); only a paid order without refunds can be voided.")
         }
         let processor = self.processor
         let result = await bounded { () async throws(ProcessorError) -> ProcessorCharge in

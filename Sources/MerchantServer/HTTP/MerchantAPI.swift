@@ -61,8 +61,12 @@ public struct MerchantAPI: Responder {
         add(.post, "/v1/checkouts/{id}/coupon") { try await $0.coupon($1, $2) }
         add(.post, "/v1/checkouts/{id}/payment") { try await $0.pay($1, $2) }
         add(.get, "/v1/orders/{id}") { try await $0.showOrder($1, $2) }
-        add(.post, "/v1/apple-pay/merchant-session") { endpoints, request, _ in try await endpoints.merchantSession(request) }
-        add(.get, "/.well-known/apple-developer-merchantid-domain-association") { endpoints, request, _ in try await endpoints.domainAssociation(request) }
+        add(.post, "/v1/apple-pay/merchant-session") { endpoints, request, _ in
+            try await endpoints.merchantSession(request)
+        }
+        add(.get, "/.well-known/apple-developer-merchantid-domain-association") { endpoints, request, _ in
+            try await endpoints.domainAssociation(request)
+        }
         add(.get, "/healthz") { endpoints, request, _ in try await endpoints.health(request) }
         add(.get, "/metrics") { endpoints, request, _ in try await endpoints.metricsText(request) }
         if let adminToken, !adminToken.isEmpty {

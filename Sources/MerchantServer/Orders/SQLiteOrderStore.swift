@@ -468,7 +468,7 @@ public actor SQLiteOrderStore: OrderStore {
     private func read<T>(_ what: String, _ body: (Connection) throws(SQLiteError) -> T) throws(OrderStoreError) -> T {
         do {
             return try body(connection)
-        } catch where error.code == .typeMismatch {
+        } catch  where error.code == .typeMismatch {
             throw OrderStoreError(.corrupt, "\(what): \(error)")
         } catch {
             throw OrderStoreError(.storage, "\(what): \(error)")

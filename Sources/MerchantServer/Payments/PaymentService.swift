@@ -60,7 +60,8 @@ public struct PaymentService: Sendable {
     ///   - token: the decrypted network token.
     ///   - rootFingerprint: the root the token chained to (a sandbox processor checks it).
     /// - Throws: ``OrderStoreError`` when the store fails before anything was charged.
-    public func pay(_ order: NewOrder, token: NetworkToken, rootFingerprint: String? = nil) async throws(OrderStoreError)
+    public func pay(_ order: NewOrder, token: NetworkToken, rootFingerprint: String? = nil)
+        async throws(OrderStoreError)
         -> Result
     {
         switch try await store.beginPayment(order) {

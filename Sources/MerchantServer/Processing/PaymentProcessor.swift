@@ -238,13 +238,15 @@ public enum PaymentProcessing {
         _ request: ChargeRequest, with processor: any PaymentProcessor, timeout: Duration
     ) async -> ChargeAttempt {
         await withTaskGroup(of: ChargeAttempt?.self) { group in
-            group.addTask { await abandonable { () async -> ChargeAttempt in
-                do throws(ProcessorError) {
-                    return .decided(try await processor.charge(request))
-                } catch {
-                    return .unknown(error)
+            group.addTask {
+                await abandonable { () async -> ChargeAttempt in
+                    do throws(ProcessorError) {
+                        return .decided(try await processor.charge(request))
+                    } catch {
+                        return .unknown(error)
+                    }
                 }
-            } }
+            }
             group.addTask {
                 do {
                     try await Task.sleep(for: timeout)

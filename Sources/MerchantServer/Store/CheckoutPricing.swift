@@ -108,7 +108,10 @@ public struct CheckoutPricing: Sendable {
                 } else {
                     switch coupon.discount {
                     case .percent(let percent):
-                        guard let value = Money(minorUnits: subtotal, currency: currency).multiplied(by: percent / 100)?.minorUnits else {
+                        guard
+                            let value = Money(minorUnits: subtotal, currency: currency).multiplied(by: percent / 100)?
+                                .minorUnits
+                        else {
                             throw CheckoutError(.amountOverflow, "the discount does not fit")
                         }
                         discount = min(value, subtotal)
@@ -140,7 +143,8 @@ public struct CheckoutPricing: Sendable {
         let taxable = try add(subtotal - discount, shipping)
         var tax: Int64 = 0
         if let zone, zone.taxRate > 0 {
-            guard let value = Money(minorUnits: taxable, currency: currency).multiplied(by: zone.taxRate)?.minorUnits else {
+            guard let value = Money(minorUnits: taxable, currency: currency).multiplied(by: zone.taxRate)?.minorUnits
+            else {
                 throw CheckoutError(.amountOverflow, "the tax does not fit")
             }
             tax = value
@@ -151,7 +155,10 @@ public struct CheckoutPricing: Sendable {
         if let type = checkout.paymentMethodType,
             let rule = configuration.paymentMethodFees.first(where: { $0.type == type })
         {
-            guard let value = Money(minorUnits: taxable, currency: currency).multiplied(by: rule.percent / 100)?.minorUnits else {
+            guard
+                let value = Money(minorUnits: taxable, currency: currency).multiplied(by: rule.percent / 100)?
+                    .minorUnits
+            else {
                 throw CheckoutError(.amountOverflow, "the fee does not fit")
             }
             fee = value

@@ -104,7 +104,11 @@ struct DemoCommand: Command {
                 continue
             }
             guard scenario.checkout != nil else {
-                emit(["scenario": name, "skipped": "no checkout cart: this scenario plays only in process with its own store (applepay simulate)"])
+                emit([
+                    "scenario": name,
+                    "skipped":
+                        "no checkout cart: this scenario plays only in process with its own store (applepay simulate)",
+                ])
                 continue
             }
             emit(["scenario": name, "description": scenario.description ?? ""])

@@ -142,29 +142,34 @@ struct CheckoutAPITests {
 
     @Test("health, domain association, metrics")
     func operations() async throws {
-        try await ServerHarness.with(configure: { $0.store.domainAssociation = "ASSOCIATION-FILE-CONTENTS" }) {
-            server in
-            #expect(try await server.get("/healthz").json["status"] as? String == "ok")
-            let association = try await server.get("/.well-known/apple-developer-merchantid-domain-association")
-            #expect(association.status == 200)
-            #expect(association.text == "ASSOCIATION-FILE-CONTENTS")
-            _ = try await server.get("/v1/products")
-            _ = try await server.get("/nope")
-            let metrics = try await server.get("/metrics").text
-            #expect(
-                metrics.contains("applepay_http_requests_total{route=\"/v1/products\",method=\"GET\",status=\"200\"} 1")
-            )
-            #expect(
-                metrics.contains("applepay_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1"))
-            #expect(
-                metrics.contains("applepay_http_request_duration_seconds_bucket{route=\"/v1/products\",le=\"+Inf\"} 1"))
-            #expect(metrics.contains("# TYPE applepay_payments_total counter"))
-            // One JSON object per line, with route, status and duration.
-            let line = try #require(server.log.requests.first { $0["route"] as? String == "/v1/products" })
-            #expect(line["status"] as? Int == 200)
-            #expect(line["durationMs"] != nil)
-            #expect(line["time"] != nil)
-            #expect(line["level"] as? String == "info")
-        }
+        try await ServerHarness.with(
+            configure: { $0.store.domainAssociation = "ASSOCIATION-FILE-CONTENTS" },
+            body: {
+                server in
+                #expect(try await server.get("/healthz").json["status"] as? String == "ok")
+                let association = try await server.get("/.well-known/apple-developer-merchantid-domain-association")
+                #expect(association.status == 200)
+                #expect(association.text == "ASSOCIATION-FILE-CONTENTS")
+                _ = try await server.get("/v1/products")
+                _ = try await server.get("/nope")
+                let metrics = try await server.get("/metrics").text
+                #expect(
+                    metrics.contains(
+                        "applepay_http_requests_total{route=\"/v1/products\",method=\"GET\",status=\"200\"} 1")
+                )
+                #expect(
+                    metrics.contains(
+                        "applepay_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1"))
+                #expect(
+                    metrics.contains(
+                        "applepay_http_request_duration_seconds_bucket{route=\"/v1/products\",le=\"+Inf\"} 1"))
+                #expect(metrics.contains("# TYPE applepay_payments_total counter"))
+                // One JSON object per line, with route, status and duration.
+                let line = try #require(server.log.requests.first { $0["route"] as? String == "/v1/products" })
+                #expect(line["status"] as? Int == 200)
+                #expect(line["durationMs"] != nil)
+                #expect(line["time"] != nil)
+                #expect(line["level"] as? String == "info")
+            })
     }
 }

@@ -78,21 +78,21 @@ struct FailureTests {
         defer { Task { await ledger.stop() } }
         try ledger.service.arm(FaultBody(kind: .delay, count: 1, seconds: 15))
         try await ServerHarness.with(
-            processor: ledger.processor(timeout: .seconds(2)), configure: { $0.store.processor.timeoutSeconds = 2 }
-        ) { server in
-            let (reply, _) = try await Self.pay(server)
-            #expect(reply.status == 202, "\(reply.text)")
-            #expect(reply.errorCode == "paymentOutcomeUnknown")
-            let orderID = try (reply.json["orderId"] as? String).orThrow("orderId")
-            #expect(try server.statuses() == ["unknown/unknown"])
-            let key = try await Self.transactionID(of: orderID, server)
-            try await ledger.waitForCharge(key)
-            let settled = try await Self.reconcile(server)
-            #expect(settled.first?["to"] as? String == "paid")
-            #expect(try server.statuses() == ["paid/approved"])
-            #expect(try await ledger.captured(key).count == 1)
-            #expect(server.log.text.contains("late approval settled"))
-        }
+            processor: ledger.processor(timeout: .seconds(2)), configure: { $0.store.processor.timeoutSeconds = 2 },
+            body: { server in
+                let (reply, _) = try await Self.pay(server)
+                #expect(reply.status == 202, "\(reply.text)")
+                #expect(reply.errorCode == "paymentOutcomeUnknown")
+                let orderID = try (reply.json["orderId"] as? String).orThrow("orderId")
+                #expect(try server.statuses() == ["unknown/unknown"])
+                let key = try await Self.transactionID(of: orderID, server)
+                try await ledger.waitForCharge(key)
+                let settled = try await Self.reconcile(server)
+                #expect(settled.first?["to"] as? String == "paid")
+                #expect(try server.statuses() == ["paid/approved"])
+                #expect(try await ledger.captured(key).count == 1)
+                #expect(server.log.text.contains("late approval settled"))
+            })
         ledger.service.disarm()
     }
 
@@ -155,7 +155,9 @@ struct FailureTests {
             let orderID = try (reply.json["orderId"] as? String).orThrow("orderId")
             #expect(try server.statuses() == ["pending/pending"])
             let line = try #require(
-                server.log.entries.first { $0["msg"] as? String == "processor answered but the store could not record it" })
+                server.log.entries.first {
+                    $0["msg"] as? String == "processor answered but the store could not record it"
+                })
             #expect(line["orderId"] as? String == orderID)
             let reference = try (line["processorReference"] as? String).orThrow("processorReference")
             let key = try (line["transactionId"] as? String).orThrow("transactionId")
@@ -220,9 +222,11 @@ struct FailureTests {
 
     @Test("without a token configured the admin API does not exist")
     func adminOff() async throws {
-        try await ServerHarness.with(configure: { $0.adminToken = nil }) { server in
-            let reply = try await server.admin("GET", "/admin/v1/orders")
-            #expect(reply.status == 404)
-        }
+        try await ServerHarness.with(
+            configure: { $0.adminToken = nil },
+            body: { server in
+                let reply = try await server.admin("GET", "/admin/v1/orders")
+                #expect(reply.status == 404)
+            })
     }
 }

@@ -85,23 +85,25 @@ struct MerchantValidationAPITests {
         defer { directory.remove() }
         let gateway = try await LocalGateway.start(directory: directory, sandboxFolder: sandbox.folder)
         defer { gateway.stop() }
-        try await ServerHarness.with(configure: { configuration in
-            configuration.store.merchantValidation.gatewayBaseURL = gateway.baseURL
-            configuration.store.merchantValidation.domain = "shop.example.com"
-            configuration.gatewayTrustedRootsPath = gateway.serverCertificatePath
-        }) { server in
-            let reply = try await server.post("/v1/apple-pay/merchant-session", json: [String: Any]())
-            #expect(reply.status == 200, "\(reply.text)")
-            #expect(reply.json["merchantSessionIdentifier"] as? String == "SSH-TEST-SESSION")
-            let sent = try (reply.json["received"] as? [String: Any]).orThrow("received")
-            #expect(sent["merchantIdentifier"] as? String == "merchant.com.example.tests")
-            #expect(sent["displayName"] as? String == "Example Coffee Roasters")
-            #expect(sent["initiative"] as? String == "web")
-            #expect(sent["initiativeContext"] as? String == "shop.example.com")
-            // The gateway saw the Merchant Identity certificate.
-            #expect((reply.json["clientSubject"] as? [String: Any])?.isEmpty == false)
-            #expect(gateway.received.count == 1)
-        }
+        try await ServerHarness.with(
+            configure: { configuration in
+                configuration.store.merchantValidation.gatewayBaseURL = gateway.baseURL
+                configuration.store.merchantValidation.domain = "shop.example.com"
+                configuration.gatewayTrustedRootsPath = gateway.serverCertificatePath
+            },
+            body: { server in
+                let reply = try await server.post("/v1/apple-pay/merchant-session", json: [String: Any]())
+                #expect(reply.status == 200, "\(reply.text)")
+                #expect(reply.json["merchantSessionIdentifier"] as? String == "SSH-TEST-SESSION")
+                let sent = try (reply.json["received"] as? [String: Any]).orThrow("received")
+                #expect(sent["merchantIdentifier"] as? String == "merchant.com.example.tests")
+                #expect(sent["displayName"] as? String == "Example Coffee Roasters")
+                #expect(sent["initiative"] as? String == "web")
+                #expect(sent["initiativeContext"] as? String == "shop.example.com")
+                // The gateway saw the Merchant Identity certificate.
+                #expect((reply.json["clientSubject"] as? [String: Any])?.isEmpty == false)
+                #expect(gateway.received.count == 1)
+            })
 
         // Without the client certificate the gateway refuses the TLS handshake.
         let anonymous = HTTPClient(
@@ -138,11 +140,13 @@ struct MerchantValidationAPITests {
 
     @Test("without a Merchant Identity certificate the server answers 503 merchantValidationUnavailable")
     func noIdentity() async throws {
-        try await ServerHarness.with(configure: { $0.merchantIdentity = nil }) { server in
-            let reply = try await server.post("/v1/apple-pay/merchant-session", json: [String: Any]())
-            #expect(reply.status == 503)
-            #expect(reply.errorCode == "merchantValidationUnavailable")
-        }
+        try await ServerHarness.with(
+            configure: { $0.merchantIdentity = nil },
+            body: { server in
+                let reply = try await server.post("/v1/apple-pay/merchant-session", json: [String: Any]())
+                #expect(reply.status == 503)
+                #expect(reply.errorCode == "merchantValidationUnavailable")
+            })
     }
 
     @Test("a validation URL pointing at a reachable non-Apple host gets no request")
@@ -152,15 +156,17 @@ struct MerchantValidationAPITests {
         defer { directory.remove() }
         let gateway = try await LocalGateway.start(directory: directory, sandboxFolder: sandbox.folder)
         defer { gateway.stop() }
-        try await ServerHarness.with(configure: { configuration in
-            configuration.gatewayTrustedRootsPath = gateway.serverCertificatePath
-        }) { server in
-            let reply = try await server.post(
-                "/v1/apple-pay/merchant-session",
-                json: ["validationURL": gateway.baseURL + "/paymentservices/paymentSession"])
-            #expect(reply.errorCode == "validationURLNotAllowed")
-            #expect(gateway.received.isEmpty)
-        }
+        try await ServerHarness.with(
+            configure: { configuration in
+                configuration.gatewayTrustedRootsPath = gateway.serverCertificatePath
+            },
+            body: { server in
+                let reply = try await server.post(
+                    "/v1/apple-pay/merchant-session",
+                    json: ["validationURL": gateway.baseURL + "/paymentservices/paymentSession"])
+                #expect(reply.errorCode == "validationURLNotAllowed")
+                #expect(gateway.received.isEmpty)
+            })
         #expect(MerchantValidator.isAllowed("https://apple-pay-gateway.apple.com/paymentservices/paymentSession"))
         #expect(
             MerchantValidator.isAllowed("https://cn-apple-pay-gateway-tj-pod3.apple.com/paymentservices/startSession"))

@@ -206,56 +206,60 @@ struct PaymentAPITests {
 
     @Test("a processor that does not answer in time leaves the outcome unknown, then the reconciler settles it")
     func processorTimeout() async throws {
-        try await ServerHarness.with(configure: { $0.store.processor.timeoutSeconds = 2 }) { server in
-            var checkout = try await server.createCheckout()
-            checkout.total = try await server.shipToCalifornia(checkout.id)
-            let body = try server.paymentBody(
-                amount: checkout.total, applicationData: checkout.applicationData, card: try card(endingIn: "0054"))
-            let clock = ContinuousClock()
-            let start = clock.now
-            let reply = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
-            // Cut off at the 2 s limit, long before the sandbox's 30 s hang ends.
-            #expect(clock.now - start < .seconds(20))
-            #expect(reply.status == 202)
-            #expect(reply.json["status"] as? String == "failure")
-            #expect(reply.errorCode == "paymentOutcomeUnknown")
-            #expect(!reply.text.contains("nothing was charged"))
-            #expect(try server.statuses() == ["unknown/unknown"])
-            let orderID = try (reply.json["orderId"] as? String).orThrow("orderId")
-            let secret = try (reply.json["orderSecret"] as? String).orThrow("orderSecret")
-            let order = try await server.get("/v1/orders/\(orderID)?secret=\(secret)")
-            #expect(order.json["status"] as? String == "unknown")
-            // Another token for the same checkout is not charged while the first is unconfirmed.
-            let second = try await server.post(
-                "/v1/checkouts/\(checkout.id)/payment",
-                raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData))
-            #expect(second.status == 409)
-            #expect(second.errorCode == "checkoutPaymentUnconfirmed")
-            // The processor has no charge for it (the hang never commits): reconciliation settles it declined.
-            let pass = try await server.admin("POST", "/admin/v1/reconcile?olderThanSeconds=0")
-            #expect(pass.status == 200, "\(pass.text)")
-            #expect(try server.statuses() == ["declined/declined"])
-            let settled = try await server.get("/v1/orders/\(orderID)?secret=\(secret)")
-            #expect(settled.json["status"] as? String == "declined")
-        }
+        try await ServerHarness.with(
+            configure: { $0.store.processor.timeoutSeconds = 2 },
+            body: { server in
+                var checkout = try await server.createCheckout()
+                checkout.total = try await server.shipToCalifornia(checkout.id)
+                let body = try server.paymentBody(
+                    amount: checkout.total, applicationData: checkout.applicationData, card: try card(endingIn: "0054"))
+                let clock = ContinuousClock()
+                let start = clock.now
+                let reply = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+                // Cut off at the 2 s limit, long before the sandbox's 30 s hang ends.
+                #expect(clock.now - start < .seconds(20))
+                #expect(reply.status == 202)
+                #expect(reply.json["status"] as? String == "failure")
+                #expect(reply.errorCode == "paymentOutcomeUnknown")
+                #expect(!reply.text.contains("nothing was charged"))
+                #expect(try server.statuses() == ["unknown/unknown"])
+                let orderID = try (reply.json["orderId"] as? String).orThrow("orderId")
+                let secret = try (reply.json["orderSecret"] as? String).orThrow("orderSecret")
+                let order = try await server.get("/v1/orders/\(orderID)?secret=\(secret)")
+                #expect(order.json["status"] as? String == "unknown")
+                // Another token for the same checkout is not charged while the first is unconfirmed.
+                let second = try await server.post(
+                    "/v1/checkouts/\(checkout.id)/payment",
+                    raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData))
+                #expect(second.status == 409)
+                #expect(second.errorCode == "checkoutPaymentUnconfirmed")
+                // The processor has no charge for it (the hang never commits): reconciliation settles it declined.
+                let pass = try await server.admin("POST", "/admin/v1/reconcile?olderThanSeconds=0")
+                #expect(pass.status == 200, "\(pass.text)")
+                #expect(try server.statuses() == ["declined/declined"])
+                let settled = try await server.get("/v1/orders/\(orderID)?secret=\(secret)")
+                #expect(settled.json["status"] as? String == "declined")
+            })
     }
 
     @Test("a payment body cut short by the client never reaches the store")
     func truncatedBody() async throws {
-        try await ServerHarness.with(configure: { $0.connectionTimeout = 1 }) { server in
-            let checkout = try await server.createCheckout()
-            let body = try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
-            let port = server.application.port
-            let head =
-                "POST /v1/checkouts/\(checkout.id)/payment HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
-            let answered = try await sendAndHangUp(port: port, data: Data(head.utf8) + body.prefix(body.count / 2))
-            #expect(!answered)
-            try await Task.sleep(for: .milliseconds(50))
-            let counts = try server.counts()
-            #expect(counts.orders == 0 && counts.payments == 0)
-            #expect(try await server.get("/healthz").status == 200)
-        }
+        try await ServerHarness.with(
+            configure: { $0.connectionTimeout = 1 },
+            body: { server in
+                let checkout = try await server.createCheckout()
+                let body = try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
+                let port = server.application.port
+                let head =
+                    "POST /v1/checkouts/\(checkout.id)/payment HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+                let answered = try await sendAndHangUp(port: port, data: Data(head.utf8) + body.prefix(body.count / 2))
+                #expect(!answered)
+                try await Task.sleep(for: .milliseconds(50))
+                let counts = try server.counts()
+                #expect(counts.orders == 0 && counts.payments == 0)
+                #expect(try await server.get("/healthz").status == 200)
+            })
     }
 }
 

@@ -79,7 +79,7 @@ struct ServerHarness {
     /// Runs `body` with a started server, stopping it afterwards.
     static func with<T>(
         processor: (any PaymentProcessor)? = nil, live: Bool = false,
-        configure: (inout MerchantServerConfiguration) -> Void = { _ in }, _ body: (ServerHarness) async throws -> T
+        configure: (inout MerchantServerConfiguration) -> Void = { _ in }, body: (ServerHarness) async throws -> T
     ) async throws -> T {
         let harness = try await start(processor: processor, live: live, configure: configure)
         do {
