@@ -72,11 +72,13 @@ struct StoreFixture {
     {
         NewOrder(
             checkout: checkout, breakdown: breakdown, transactionID: transaction, token: testToken(pan: pan),
-            shippingContact: OrderContact(
-                givenName: "Ada", familyName: "Lovelace", emailAddress: "ada@example.com",
-                addressLines: ["1 Market St"], locality: "San Francisco", administrativeArea: "CA",
-                postalCode: "94107", countryCode: "US"),
-            billingContact: OrderContact(postalCode: "94107", countryCode: "US"), configuration: configuration)
+            shippingContact: Contact(
+                emailAddress: "ada@example.com", givenName: "Ada", familyName: "Lovelace",
+                postalAddress: PostalAddress(
+                    street: ["1 Market St"], city: "San Francisco", postalCode: "94107", state: "CA",
+                    isoCountryCode: "US")),
+            billingContact: Contact(postalAddress: PostalAddress(postalCode: "94107", isoCountryCode: "US")),
+            configuration: configuration)
     }
 }
 

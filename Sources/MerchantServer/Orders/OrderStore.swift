@@ -122,61 +122,6 @@ public enum PaymentStatus: String, Codable, Sendable {
     case pending, approved, declined, unknown, voided
 }
 
-/// A contact as Apple Pay JS sends it after authorization (`ApplePayPaymentContact`). Stored with the order as
-/// JSON; it holds nothing secret.
-public struct OrderContact: Codable, Sendable, Equatable {
-    public var givenName: String?
-    public var familyName: String?
-    public var phoneticGivenName: String?
-    public var phoneticFamilyName: String?
-    public var emailAddress: String?
-    public var phoneNumber: String?
-    public var addressLines: [String]?
-    public var subLocality: String?
-    public var locality: String?
-    public var subAdministrativeArea: String?
-    public var administrativeArea: String?
-    public var postalCode: String?
-    public var country: String?
-    public var countryCode: String?
-
-    public init(
-        givenName: String? = nil, familyName: String? = nil, phoneticGivenName: String? = nil,
-        phoneticFamilyName: String? = nil, emailAddress: String? = nil, phoneNumber: String? = nil,
-        addressLines: [String]? = nil, subLocality: String? = nil, locality: String? = nil,
-        subAdministrativeArea: String? = nil, administrativeArea: String? = nil, postalCode: String? = nil,
-        country: String? = nil, countryCode: String? = nil
-    ) {
-        self.givenName = givenName
-        self.familyName = familyName
-        self.phoneticGivenName = phoneticGivenName
-        self.phoneticFamilyName = phoneticFamilyName
-        self.emailAddress = emailAddress
-        self.phoneNumber = phoneNumber
-        self.addressLines = addressLines
-        self.subLocality = subLocality
-        self.locality = locality
-        self.subAdministrativeArea = subAdministrativeArea
-        self.administrativeArea = administrativeArea
-        self.postalCode = postalCode
-        self.country = country
-        self.countryCode = countryCode
-    }
-}
-
-extension OrderContact {
-    /// The same fields as an ApplePay module `Contact` (Apple Pay JS `ApplePayPaymentContact`).
-    public init(_ contact: Contact) {
-        self.init(
-            givenName: contact.givenName, familyName: contact.familyName, phoneticGivenName: contact.phoneticGivenName,
-            phoneticFamilyName: contact.phoneticFamilyName, emailAddress: contact.emailAddress,
-            phoneNumber: contact.phoneNumber, addressLines: contact.addressLines, subLocality: contact.subLocality,
-            locality: contact.locality, subAdministrativeArea: contact.subAdministrativeArea,
-            administrativeArea: contact.administrativeArea, postalCode: contact.postalCode, country: contact.country,
-            countryCode: contact.countryCode)
-    }
-}
-
 /// An order line: what was bought, at what unit price (minor units).
 public struct OrderLine: Codable, Sendable, Equatable {
     public var sku: String
@@ -238,8 +183,8 @@ public struct NewOrder: Sendable, Equatable {
     public var totals: OrderTotals
     public var shippingMethod: OrderShippingMethod?
     public var couponCode: String?
-    public var shippingContact: OrderContact?
-    public var billingContact: OrderContact?
+    public var shippingContact: Contact?
+    public var billingContact: Contact?
     /// The card network (`Visa`, ...), from the token's payment method.
     public var paymentNetwork: String?
     /// Last four digits of the device PAN; never more.
@@ -247,8 +192,8 @@ public struct NewOrder: Sendable, Equatable {
 
     public init(
         checkoutID: String, transactionID: String, currencyCode: String, lines: [OrderLine], totals: OrderTotals,
-        shippingMethod: OrderShippingMethod? = nil, couponCode: String? = nil, shippingContact: OrderContact? = nil,
-        billingContact: OrderContact? = nil, paymentNetwork: String? = nil, panLastFour: String? = nil
+        shippingMethod: OrderShippingMethod? = nil, couponCode: String? = nil, shippingContact: Contact? = nil,
+        billingContact: Contact? = nil, paymentNetwork: String? = nil, panLastFour: String? = nil
     ) {
         self.checkoutID = checkoutID
         self.transactionID = transactionID
@@ -273,7 +218,7 @@ public struct NewOrder: Sendable, Equatable {
     ///   - billingContact: the billing contact from the authorized payment.
     public init(
         checkout: Checkout, breakdown: PriceBreakdown, transactionID: String, token: NetworkToken?,
-        shippingContact: OrderContact?, billingContact: OrderContact?, configuration: StoreConfiguration
+        shippingContact: Contact?, billingContact: Contact?, configuration: StoreConfiguration
     ) {
         let lines = breakdown.lines.filter { $0.kind == .item }.map { line in
             let quantity = line.quantity ?? 1
@@ -322,8 +267,8 @@ public struct Order: Sendable, Equatable, Encodable {
     public var totals: OrderTotals
     public var shippingMethod: OrderShippingMethod?
     public var couponCode: String?
-    public var shippingContact: OrderContact?
-    public var billingContact: OrderContact?
+    public var shippingContact: Contact?
+    public var billingContact: Contact?
     public var paymentNetwork: String?
     public var panLastFour: String?
     public var payment: PaymentRecord

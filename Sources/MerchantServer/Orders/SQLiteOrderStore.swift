@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import SQLite
 
@@ -524,10 +525,10 @@ public actor SQLiteOrderStore: OrderStore {
             },
             couponCode: try row.optionalString("coupon_code"),
             shippingContact: try row.optionalString("shipping_contact_json").map { text throws(SQLiteError) in
-                try decode(OrderContact.self, text)
+                try decode(Contact.self, text)
             },
             billingContact: try row.optionalString("billing_contact_json").map { text throws(SQLiteError) in
-                try decode(OrderContact.self, text)
+                try decode(Contact.self, text)
             },
             paymentNetwork: try row.optionalString("payment_network"),
             panLastFour: try row.optionalString("pan_last_four"),

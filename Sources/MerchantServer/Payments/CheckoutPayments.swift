@@ -72,8 +72,8 @@ public struct CheckoutPayments: Sendable {
 
         let order = NewOrder(
             checkout: checkout, breakdown: breakdown, transactionID: opened.transactionID,
-            token: opened.networkToken, shippingContact: payment.shippingContact.map(OrderContact.init),
-            billingContact: payment.billingContact.map(OrderContact.init), configuration: configuration)
+            token: opened.networkToken, shippingContact: payment.shippingContact,
+            billingContact: payment.billingContact, configuration: configuration)
         return .processed(
             try await service.pay(order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint))
     }
