@@ -234,7 +234,7 @@ struct SandboxCommandTests {
         #expect(result.json?["minted"] as? Int == 3)
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).sorted() == ["chk-3.x.json", "chk_1.json", "chk_2.json"])
         let expected: [(String, String, Int, String, String)] = [
-            ("chk_1", "ec", 1234, "840", "4817499999010019"), ("chk_2", "rsa", 500, "392", "4817499999010019"),
+            ("chk_1", "ec", 1234, "840", "4761120010000492"), ("chk_2", "rsa", 500, "392", "4761120010000492"),
             ("chk-3.x", "ec", 1000, "414", "4817499999000051"),
         ]
         for (name, suffix, amount, currency, pan) in expected {
@@ -266,7 +266,10 @@ struct SandboxCommandTests {
         defer { folder.remove() }
         let out = folder.path("tokens")
         let cases: [(String, [String], Int32, String)] = [
-            (#"{"name": "a", "amount": "1", "currency": "USD"}\n{"name": "a", "amount": "2", "currency": "USD"}"#, [], 1, "line 2: the name 'a' is used twice"),
+            (
+                #"{"name": "a", "amount": "1", "currency": "USD"}"# + "\n"
+                    + #"{"name": "a", "amount": "2", "currency": "USD"}"#, [], 1, "line 2: the name 'a' is used twice"
+            ),
             (#"{"name": "a", "amount": "1.005", "currency": "USD"}"#, [], 1, "line 1: invalid"),
             (#"{"name": "../a", "amount": "1", "currency": "USD"}"#, [], 1, "line 1: name must be"),
             (#"{"name": "a", "amount": "1", "currency": "USD", "pan": "1234"}"#, [], 1, "Luhn"),
