@@ -232,7 +232,8 @@ struct SandboxCommandTests {
         ])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.json?["minted"] as? Int == 3)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out).sorted() == ["chk-3.x.json", "chk_1.json", "chk_2.json"])
+        let written = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
+        #expect(written == ["chk-3.x.json", "chk_1.json", "chk_2.json"])
         let expected: [(String, String, Int, String, String)] = [
             ("chk_1", "ec", 1234, "840", "4761120010000492"), ("chk_2", "rsa", 500, "392", "4761120010000492"),
             ("chk-3.x", "ec", 1000, "414", "4817499999000051"),
