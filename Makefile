@@ -4,7 +4,7 @@ PORT ?= 8080
 SANDBOX ?= .sandbox
 STORE ?= .data/orders.sqlite
 
-.PHONY: setup build run test lint bench fuzz clean load
+.PHONY: setup build run test lint bench fuzz clean load crash
 
 setup:
 	@scripts/setup.sh
@@ -31,6 +31,11 @@ bench: setup
 # Load test of the merchant server on 127.0.0.1: wrk on the API, concurrent sandbox payments and replays (scripts/load-test.sh).
 load: setup
 	scripts/load-test.sh
+
+# Crash test: payments under SIGKILLs of the merchant server and the processor service, then store vs ledger
+# (scripts/crash-test.sh [PAYMENTS] [SERVER_KILLS] [PROCESSOR_KILLS]; a short form runs in `make test`).
+crash: setup
+	scripts/crash-test.sh
 
 # libFuzzer on the token path for FUZZ_SECONDS (scripts/fuzz-token.sh; findings in .build-fuzz/findings).
 FUZZ_SECONDS ?= 120

@@ -220,4 +220,80 @@ struct SandboxCommandTests {
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).isEmpty)
     }
+
+    @Test("mint --batch writes one token per line, each bound to its amount, currency and applicationData")
+    func mintBatch() async throws {
+        let box = try await CommandLineSandbox.path()
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let applicationData = Data("checkout:chk_1".utf8).base64EncodedString()
+        let lines = [
+            #"{"name": "chk_1", "amount": "12.34", "currency": "USD", "applicationData": "\#(applicationData)"}"#,
+            "",
+            #"{"name": "chk_2", "amount": "500", "currency": "JPY", "kind": "RSA_v1"}"#,
+            #"{"name": "chk-3.x", "amount": "1.000", "currency": "KWD", "pan": "4817499999000051"}"#,
+        ]
+        try Data(lines.joined(separator: "\n").utf8).write(to: folder.url.appendingPathComponent("requests.jsonl"))
+        let out = folder.path("tokens")
+        let result = try await CommandLineTool.run([
+            "sandbox", "mint", box, "--batch", folder.path("requests.jsonl"), "--out-dir", out,
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.json?["minted"] as? Int == 3)
+        let written = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
+        #expect(written == ["chk-3.x.json", "chk_1.json", "chk_2.json"])
+        let expected: [(String, String, Int, String, String)] = [
+            ("chk_1", "ec", 1234, "840", "4761120010000492"), ("chk_2", "rsa", 500, "392", "4761120010000492"),
+            ("chk-3.x", "ec", 1000, "414", "4817499999000051"),
+        ]
+        for (name, suffix, amount, currency, pan) in expected {
+            let path = "\(out)/\(name).json"
+            #expect(ExternalTool.mode(path) == 0o600, "\(name)")
+            let decrypted = try await ExternalTool.run(
+                "python3",
+                [
+                    ExternalTool.python, "decrypt", path, "--cert", "\(box)/payment-processing-\(suffix).pem", "--key",
+                    "\(box)/payment-processing-\(suffix).key.pem",
+                ])
+            let payload = try #require(decrypted.json?["payload"] as? [String: Any], "\(decrypted.standardError)")
+            #expect(payload["transactionAmount"] as? Int == amount, "\(name)")
+            #expect(payload["currencyCode"] as? String == currency, "\(name)")
+            #expect(payload["applicationPrimaryAccountNumber"] as? String == pan, "\(name)")
+        }
+        let token = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/chk_1.json")))
+                as? [String: Any])
+        let header = try #require((token["paymentData"] as? [String: Any])?["header"] as? [String: Any])
+        let digest = try await ExternalTool.run("sh", ["-c", "printf 'checkout:chk_1' | openssl dgst -sha256 -r"])
+        #expect(header["applicationData"] as? String == String(digest.standardOutput.prefix(64)))
+    }
+
+    @Test("mint --batch refuses a bad line (naming it), per-token options and a missing --out-dir; writes nothing")
+    func mintBatchRefusals() async throws {
+        let box = try await CommandLineSandbox.path()
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let out = folder.path("tokens")
+        let cases: [(String, [String], Int32, String)] = [
+            (
+                #"{"name": "a", "amount": "1", "currency": "USD"}"# + "\n"
+                    + #"{"name": "a", "amount": "2", "currency": "USD"}"#, [], 1, "line 2: the name 'a' is used twice"
+            ),
+            (#"{"name": "a", "amount": "1.005", "currency": "USD"}"#, [], 1, "line 1: invalid"),
+            (#"{"name": "../a", "amount": "1", "currency": "USD"}"#, [], 1, "line 1: name must be"),
+            (#"{"name": "a", "amount": "1", "currency": "USD", "pan": "1234"}"#, [], 1, "Luhn"),
+            ("not json", [], 1, "line 1: not a request object"),
+            (#"{"name": "a", "amount": "1", "currency": "USD"}"#, ["--amount", "1"], 64, "--amount cannot be used"),
+        ]
+        for (text, extra, status, message) in cases {
+            let result = try await CommandLineTool.run(
+                ["sandbox", "mint", box, "--batch", "-", "--out-dir", out] + extra, input: Data(text.utf8))
+            #expect(result.status == status, "\(text): \(result.standardError)")
+            #expect(result.standardError.contains(message), "\(text): \(result.standardError)")
+        }
+        let noOut = try await CommandLineTool.run(["sandbox", "mint", box, "--batch", "-"], input: Data())
+        #expect(noOut.status == 64)
+        #expect(noOut.standardError.contains("--out-dir"))
+        #expect(!FileManager.default.fileExists(atPath: out))
+    }
 }
