@@ -214,6 +214,29 @@ struct OrderStoreTests {
         #expect(sandbox.chargeCount == 1)
     }
 
+    @Test("a pending order left by a process that died is answered at once, as an unknown outcome, not waited on")
+    func orphanedPending() async throws {
+        let fixture = try StoreFixture()
+        defer { fixture.folder.remove() }
+        let (checkout, breakdown) = try await fixture.checkout()
+        // The dead process wrote its pending order a minute ago, then never recorded the processor's answer.
+        let past = try SQLiteOrderStore(path: fixture.path, clock: { Date().addingTimeInterval(-60) })
+        let order = fixture.newOrder(checkout, breakdown, transaction: "ab99")
+        guard case .started = try await past.beginPayment(order) else {
+            Issue.record("expected a new payment")
+            return
+        }
+        let sandbox = SandboxProcessor()
+        let service = PaymentService(store: fixture.store, processor: sandbox, timeout: .seconds(10))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let replay = try await service.pay(order, token: testToken())
+        #expect(clock.now - start < .seconds(5), "answered without waiting out the 12 s concurrent-attempt limit")
+        #expect(replay.disposition == .replayed)
+        #expect(replay.order.status == .pending)
+        #expect(sandbox.chargeCount == 0)
+    }
+
     @Test("a paid checkout refuses another token; a declined one accepts a retry")
     func checkoutAlreadyPaid() async throws {
         let fixture = try StoreFixture()

@@ -41,17 +41,20 @@ public struct PaymentService: Sendable {
     /// How long a replay waits for a pending first attempt before answering ``Disposition/inProgress``.
     public let concurrentWait: Duration
     public let logger: RequestLogger
+    /// "Now", on the same clock as the store's `updatedAt` stamps.
+    public let clock: @Sendable () -> Date
     private let completions = CompletionSignals()
 
     public init(
         store: any OrderStore, processor: any PaymentProcessor, timeout: Duration, concurrentWait: Duration? = nil,
-        logger: RequestLogger = .standardError
+        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
         self.processor = processor
         self.timeout = timeout
         self.concurrentWait = concurrentWait ?? timeout + .seconds(2)
         self.logger = logger
+        self.clock = clock
     }
 
     /// Charges the order's total with the token unless its transaction id was seen before.
@@ -99,14 +102,25 @@ public struct PaymentService: Sendable {
     }
 
     /// Waits for a simultaneous first attempt: woken when this process finishes it, and re-reading the store at
-    /// most every quarter second for attempts made by another process.
+    /// most every quarter second for attempts made by another process. A pending order older than the processor's
+    /// time limit has no live attempt behind it (its process died between charge and record): it is answered at
+    /// once, as an unknown outcome the reconciler will settle, instead of making the customer wait.
     private func awaitCompletion(of existing: Order) async throws(OrderStoreError) -> Result {
         var current = existing
-        let clock = ContinuousClock()
-        let deadline = clock.now + concurrentWait
+        let age = Duration.seconds(clock().timeIntervalSince(existing.updatedAt))
+        let orphanedIn = timeout + .seconds(2) - age
+        guard existing.status != .pending || orphanedIn > .zero else {
+            return Result(order: current, disposition: .replayed)
+        }
+        let monotonic = ContinuousClock()
+        let deadline = monotonic.now + min(concurrentWait, orphanedIn)
         while current.status == .pending {
-            let now = clock.now
-            guard now < deadline else { return Result(order: current, disposition: .inProgress) }
+            let now = monotonic.now
+            guard now < deadline else {
+                // Past the time limit nobody is charging it any more: an unknown outcome, not "in progress".
+                let orphaned = Duration.seconds(clock().timeIntervalSince(current.updatedAt)) >= timeout + .seconds(2)
+                return Result(order: current, disposition: orphaned ? .replayed : .inProgress)
+            }
             await completions.wait(
                 for: current.payment.transactionID, upTo: min(.milliseconds(250), deadline - now))
             guard !Task.isCancelled else { return Result(order: current, disposition: .inProgress) }
