@@ -159,12 +159,13 @@ public final class HTTPServer: Sendable {
         while true {
             let (inFlight, dispatched) = core.counters.withLock { ($0.inFlight, $0.dispatched) }
             if inFlight == 0 || (dispatched == 0 && clock.now >= deadline) { break }
-            try? await Task.sleep(for: .milliseconds(5))
+            // Woken when a request completes; re-checked at the grace deadline.
+            await core.drained.wait(upTo: dispatched == 0 ? max(deadline - clock.now, .milliseconds(1)) : .seconds(1))
         }
         // From here on a request arriving on a kept-alive connection is answered 503 at once instead of being
         // suspended: libmicrohttpd must not be stopped with a suspended connection.
         core.counters.withLock { $0.stopping = true }
-        while core.counters.withLock({ $0.dispatched }) > 0 { try? await Task.sleep(for: .milliseconds(5)) }
+        while core.counters.withLock({ $0.dispatched }) > 0 { await core.drained.wait(upTo: .seconds(1)) }
         // A resumed connection is sent its answer by the polling thread; give it a moment to flush.
         try? await Task.sleep(for: .milliseconds(20))
         MHD_stop_daemon(daemon.pointer)
@@ -266,6 +267,8 @@ final class ServerCore: Sendable {
     /// Runs the responders.
     let executor: ResponderExecutor
     let counters = Mutex(Counters())
+    /// Wakes `shutdown()` whenever a counter goes down.
+    let drained = CounterChanges()
 
     init(responder: any Responder, maximumBodySize: Int, executor: ResponderExecutor) {
         self.responder = responder
@@ -403,6 +406,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     if let answer = state.answer.withLock({ $0 }) {
         state.delivered = true
         core.counters.withLock { $0.dispatched -= 1 }
+        core.drained.signal()
         // MHD_NO closes the connection with nothing queued on it.
         if answer.closesConnectionWithoutAnswer { return .NO }
         return queue(answer, on: connection)
@@ -448,5 +452,39 @@ private let completedHandler: MHD_RequestCompletedCallback = { context, _, reque
     core.counters.withLock {
         $0.inFlight -= 1
         if undelivered { $0.dispatched -= 1 }
+    }
+    core.drained.signal()
+}
+
+/// Wakes waiters when the server's counters go down: `shutdown()` waits on this instead of polling.
+final class CounterChanges: Sendable {
+    private struct State {
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var next: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    /// Returns at the next ``signal()`` or after `limit`.
+    func wait(upTo limit: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let id = state.withLock { state -> UInt64 in
+                state.next += 1
+                state.waiters[state.next] = continuation
+                return state.next
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
+        }
+    }
+
+    /// Wakes every waiter.
+    func signal() {
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for continuation in woken { continuation.resume() }
     }
 }

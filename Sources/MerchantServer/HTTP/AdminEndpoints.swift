@@ -246,29 +246,7 @@ struct AdminEndpoints: Sendable {
     private func bounded<T: Sendable>(_ call: @escaping @Sendable () async throws(ProcessorError) -> T) async
         -> Result<T, ProcessorError>
     {
-        let timeout = self.timeout
-        return await withTaskGroup(of: Result<T, ProcessorError>?.self) { group in
-            group.addTask {
-                do throws(ProcessorError) {
-                    return .success(try await call())
-                } catch {
-                    return .failure(error)
-                }
-            }
-            group.addTask {
-                do { try await Task.sleep(for: timeout) } catch { return nil }
-                return .failure(ProcessorError(.timeout, "no answer within \(timeout)"))
-            }
-            var answer: Result<T, ProcessorError> = .failure(ProcessorError(.timeout, "cancelled"))
-            while let next = await group.next() {
-                if let next {
-                    answer = next
-                    break
-                }
-            }
-            group.cancelAll()
-            return answer
-        }
+        await PaymentProcessing.withTimeLimit(timeout, call)
     }
 }
 

@@ -93,29 +93,8 @@ public struct Reconciler: Sendable {
 
     private func lookUp(_ key: String) async throws(ProcessorError) -> ProcessorCharge? {
         let processor = self.processor
-        let timeout = self.timeout
-        let result = await withTaskGroup(of: Result<ProcessorCharge?, ProcessorError>?.self) { group in
-            group.addTask {
-                do throws(ProcessorError) {
-                    return .success(try await processor.charge(idempotencyKey: key))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            group.addTask {
-                do { try await Task.sleep(for: timeout) } catch { return nil }
-                return .failure(ProcessorError(.timeout, "the look-up did not answer within \(timeout)"))
-            }
-            var answer: Result<ProcessorCharge?, ProcessorError> = .failure(ProcessorError(.timeout, "cancelled"))
-            while let next = await group.next() {
-                if let next {
-                    answer = next
-                    break
-                }
-            }
-            group.cancelAll()
-            return answer
-        }
-        return try result.get()
+        return try await PaymentProcessing.withTimeLimit(timeout) { () async throws(ProcessorError) in
+            try await processor.charge(idempotencyKey: key)
+        }.get()
     }
 }

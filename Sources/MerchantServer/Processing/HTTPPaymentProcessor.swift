@@ -2,7 +2,6 @@ import ApplePay
 import Foundation
 import HTTPClient
 import ProcessorAPI
-import Synchronization
 
 /// A ``PaymentProcessor`` that speaks docs/PROCESSOR-PROTOCOL.md to a processor service over HTTP(S).
 ///
@@ -12,9 +11,9 @@ import Synchronization
 /// concluding anything. 4xx answers throw the definite codes (`chargeNotFound`, `idempotencyConflict`,
 /// `notVoidable`, `refundExceedsCharge`, others as sent, `processorInvalidRequest` for malformed requests).
 ///
-/// Cancelling the calling task ends the call at once with `processorTimeout` (outcome unknown); the HTTP transfer
-/// itself runs on a thread of its own until it finishes or reaches ``timeout`` (libcurl's transfer is not
-/// interrupted). Error messages carry paths, statuses and codes: never a PAN or cryptogram.
+/// Cancelling the calling task aborts the transfer (its connection is closed) and ends the call with
+/// `processorTimeout` (outcome unknown: the request may have reached the processor). Error messages carry paths,
+/// statuses and codes: never a PAN or cryptogram.
 public struct HTTPPaymentProcessor: PaymentProcessor {
     public let name = "http"
     /// The service's base URL, e.g. `http://127.0.0.1:9000`.

@@ -226,9 +226,9 @@ public enum ChargeAttempt: Sendable, Equatable {
 
 /// Bounded processor calls.
 public enum PaymentProcessing {
-    /// Calls the processor, racing it against `timeout` in two child tasks: the first to finish answers, the
-    /// other is cancelled. At the limit the attempt is `.unknown(processorTimeout)`; a thrown error is
-    /// `.unknown` too (the request may have reached the processor). Never throws.
+    /// Calls the processor, racing it against `timeout` (``withTimeLimit(_:_:)``): at the limit the attempt is
+    /// `.unknown(processorTimeout)`; a thrown error is `.unknown` too (the request may have reached the
+    /// processor). Never throws.
     /// - Parameters:
     ///   - request: the charge.
     ///   - processor: where to send it. It should honour cancellation; one that does not is left to finish on its
@@ -237,25 +237,41 @@ public enum PaymentProcessing {
     public static func charge(
         _ request: ChargeRequest, with processor: any PaymentProcessor, timeout: Duration
     ) async -> ChargeAttempt {
-        await withTaskGroup(of: ChargeAttempt?.self) { group in
+        let result = await withTimeLimit(timeout) { () async throws(ProcessorError) -> ChargeOutcome in
+            try await processor.charge(request)
+        }
+        switch result {
+        case .success(let outcome): return .decided(outcome)
+        case .failure(let error): return .unknown(error)
+        }
+    }
+
+    /// Runs a processor call within `limit`: a race of two child tasks, the call and a timer, where the first to
+    /// finish answers and the other is cancelled. The call runs in a task of its own that the race abandons when
+    /// it loses, so a call that ignores cancellation cannot hold the limit hostage. At the limit the answer is
+    /// `ProcessorError.timeout` (outcome unknown).
+    public static func withTimeLimit<T: Sendable>(
+        _ limit: Duration, _ call: @escaping @Sendable () async throws(ProcessorError) -> T
+    ) async -> Result<T, ProcessorError> {
+        await withTaskGroup(of: Result<T, ProcessorError>?.self) { group in
             group.addTask {
-                await abandonable { () async -> ChargeAttempt in
+                await abandonable { () async -> Result<T, ProcessorError> in
                     do throws(ProcessorError) {
-                        return .decided(try await processor.charge(request))
+                        return .success(try await call())
                     } catch {
-                        return .unknown(error)
+                        return .failure(error)
                     }
                 }
             }
             group.addTask {
                 do {
-                    try await Task.sleep(for: timeout)
+                    try await Task.sleep(for: limit)
                 } catch {
                     return nil
                 }
-                return .unknown(ProcessorError(.timeout, "\(processor.name) did not answer within \(timeout)"))
+                return .failure(ProcessorError(.timeout, "no answer within \(limit)"))
             }
-            var answer: ChargeAttempt = .unknown(ProcessorError(.timeout, "the charge was cancelled"))
+            var answer: Result<T, ProcessorError> = .failure(ProcessorError(.timeout, "the call was cancelled"))
             while let next = await group.next() {
                 if let next {
                     answer = next
@@ -269,13 +285,12 @@ public enum PaymentProcessing {
 }
 
 /// Runs `work` in a task of its own and waits for it, but returns `nil` as soon as the waiting task is cancelled,
-/// cancelling `work` and leaving it to finish by itself: a processor that ignores cancellation cannot hold a
-/// time limit hostage.
-private func abandonable(_ work: @escaping @Sendable () async -> ChargeAttempt) async -> ChargeAttempt? {
-    let waiter = AbandonableWaiter()
+/// cancelling `work` and leaving it to finish by itself.
+private func abandonable<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T? {
+    let waiter = AbandonableWaiter<T>()
     let task = Task { await work() }
     return await withTaskCancellationHandler {
-        await withCheckedContinuation { (continuation: CheckedContinuation<ChargeAttempt?, Never>) in
+        await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
             guard waiter.install(continuation) else { return }
             Task { waiter.finish(with: await task.value) }
         }
@@ -286,15 +301,15 @@ private func abandonable(_ work: @escaping @Sendable () async -> ChargeAttempt) 
 }
 
 /// The continuation of ``abandonable(_:)``, resumed exactly once: by the work's answer or by cancellation.
-private final class AbandonableWaiter: Sendable {
+private final class AbandonableWaiter<T: Sendable>: Sendable {
     private struct State {
-        var continuation: CheckedContinuation<ChargeAttempt?, Never>?
+        var continuation: CheckedContinuation<T?, Never>?
         var finished = false
     }
     private let state = Mutex(State())
 
     /// Keeps the continuation, or resumes it with `nil` at once (and returns false) when already cancelled.
-    func install(_ continuation: CheckedContinuation<ChargeAttempt?, Never>) -> Bool {
+    func install(_ continuation: CheckedContinuation<T?, Never>) -> Bool {
         let finished = state.withLock { state -> Bool in
             if !state.finished { state.continuation = continuation }
             return state.finished
@@ -303,8 +318,8 @@ private final class AbandonableWaiter: Sendable {
         return !finished
     }
 
-    func finish(with answer: ChargeAttempt?) {
-        let continuation = state.withLock { state -> CheckedContinuation<ChargeAttempt?, Never>? in
+    func finish(with answer: T?) {
+        let continuation = state.withLock { state -> CheckedContinuation<T?, Never>? in
             state.finished = true
             defer { state.continuation = nil }
             return state.continuation
