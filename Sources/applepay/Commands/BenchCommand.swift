@@ -23,27 +23,32 @@ struct BenchDecryptCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "decrypt",
-            abstract: "Mint EC_v1 tokens in memory, then verify and decrypt them in a loop; print tokens per second.",
-            usage: ["[--seconds S] [--threads N]"],
+            abstract: "Mint tokens in memory, then verify and decrypt them in a loop; print tokens per second.",
+            usage: ["[--seconds S] [--threads N] [--kind EC_v1|RSA_v1]"],
             options: [
                 ("--seconds S", "How long to run (default 3)."),
                 ("--threads N", "Threads sharing one decryptor (default 1)."),
+                ("--kind VERSION", "EC_v1 (default: one ECDH and one ECDSA verification a token) or RSA_v1 (one "
+                    + "RSA-2048 private operation and one RSA-2048 verification)."),
             ],
             discussion: """
                 A sandbox authority and a Payment Processing certificate are made in memory; 64 distinct tokens are
                 minted and each is opened from its JSON with the full checks (CMS signature, chain, signing time,
                 ECDH, AES-GCM, payload). Prints one JSON line: tokensPerSecond (wall clock), tokensPerCPUSecond
                 (process CPU time, the measure `openssl speed` uses), threads, seconds, tokens.
-                scripts/bench-decrypt.sh compares it with `openssl speed ecdhp256 ecdsap256`.
+                scripts/bench-decrypt.sh compares it with `openssl speed ecdhp256 ecdsap256` (EC_v1) or
+                `openssl speed rsa2048` (RSA_v1).
                 """)
     }
 
     var seconds: Double
     var threads: Int
+    var kind: TokenVersion
 
     init(arguments: inout Arguments) throws {
         seconds = try arguments.option("--seconds") { Double($0).flatMap { $0 > 0 && $0 <= 3600 ? $0 : nil } } ?? 3
         threads = try arguments.option("--threads") { Int($0).flatMap { (1...256).contains($0) ? $0 : nil } } ?? 1
+        kind = try arguments.option("--kind") { TokenVersion(rawValue: $0) } ?? .ecV1
     }
 
     struct Report: Encodable {
@@ -67,7 +72,7 @@ struct BenchDecryptCommand: Command {
         let merchantIdentifier = "merchant.com.example.bench"
         let authority = try SandboxAuthority.generate(now: now)
         let keyAndRequest = try MerchantOnboarding.makeKeyAndRequest(
-            .paymentProcessing, merchantIdentifier: merchantIdentifier)
+            .paymentProcessing, merchantIdentifier: merchantIdentifier, rsa: kind == .rsaV1)
         let certificate = try authority.issueMerchantCertificate(
             .paymentProcessing, for: keyAndRequest.request, merchant: .init(identifier: merchantIdentifier), now: now)
         let minter = try TokenMinter(authority: authority)
@@ -127,7 +132,7 @@ struct BenchDecryptCommand: Command {
         let count = total.withLock { $0 }
         let report = Report(
             tokensPerSecond: Int(Double(count) / wall), tokensPerCPUSecond: Int(Double(count) / max(cpu, 1e-9)),
-            threads: threadCount, seconds: (wall * 100).rounded() / 100, tokens: count, version: "EC_v1")
+            threads: threadCount, seconds: (wall * 100).rounded() / 100, tokens: count, version: kind.rawValue)
         print(try Output.json(report))
         return ExitCode.success
     }
