@@ -28,8 +28,11 @@ struct BenchDecryptCommand: Command {
             options: [
                 ("--seconds S", "How long to run (default 3)."),
                 ("--threads N", "Threads sharing one decryptor (default 1)."),
-                ("--kind VERSION", "EC_v1 (default: one ECDH and one ECDSA verification a token) or RSA_v1 (one "
-                    + "RSA-2048 private operation and one RSA-2048 verification)."),
+                (
+                    "--kind VERSION",
+                    "EC_v1 (default: one ECDH and one ECDSA verification a token) or RSA_v1 (one "
+                        + "RSA-2048 private operation and one RSA-2048 verification)."
+                ),
             ],
             discussion: """
                 A sandbox authority and a Payment Processing certificate are made in memory; 64 distinct tokens are
