@@ -1,0 +1,30 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The checkout page in headless Chromium (python/browser_checkout.py with Selenium): purchases through the sandbox
+/// sheet, the store checked through the admin API, no request to another host, merchant validation through
+/// `applepay sandbox gateway` with the client certificate. Saves the README's two screenshots to `docs/images/`.
+@Suite("The checkout page in a real browser")
+struct BrowserCheckoutTests {
+    /// Chromium and its driver (Debian's `chromium` and `chromium-driver`, installed by scripts/setup.sh).
+    static let browserInstalled =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+        && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver")
+
+    @Test(
+        "purchases with shipping, a corrected address, a coupon, another card, and a cancel",
+        .enabled(if: browserInstalled, "needs chromium and chromium-driver: run scripts/setup.sh"))
+    func checkout() async throws {
+        let directory = try TemporaryDirectory(prefix: "browser-checkout")
+        defer { directory.remove() }
+        let script = Repository.root.appendingPathComponent("Tests/CommandLineTests/python/browser_checkout.py").path
+        let screenshots = Repository.root.appendingPathComponent("docs/images").path
+        let result = try await Subprocess.run(
+            "python3", [script, CommandLineTool.executable.path, directory.path("work"), screenshots], timeout: 600)
+        let transcript = result.standardOutput + result.standardError
+        #expect(result.status != 77, "Selenium is missing: run scripts/setup.sh\n\(transcript)")
+        #expect(result.status == 0, "\(transcript)")
+        #expect(result.standardOutput.contains("browser checkout: 1 passed, 0 failed"), "\(transcript)")
+    }
+}
