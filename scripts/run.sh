@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# `make run`: the merchant server in sandbox mode on an embedded SQLite store.
-# Creates the sandbox (a test Apple authority and merchant certificates) on first use.
-# Usage: scripts/run.sh SANDBOX_DIR STORE_PATH PORT   (HOST, MERCHANT_ID and APPLEPAY_BIN may be set)
+# `make run`: the sandbox Apple Pay gateway and the merchant server in sandbox mode on an embedded SQLite store,
+# with the checkout page at http://HOST:PORT/. Creates the sandbox (a test Apple authority and merchant
+# certificates) on first use. Ctrl-C stops both.
+# Usage: scripts/run.sh SANDBOX_DIR STORE_PATH PORT   (HOST, GATEWAY_PORT, MERCHANT_ID and APPLEPAY_BIN may be set)
 set -euo pipefail
 SANDBOX="$1"; STORE="$2"; PORT="$3"
 HOST="${HOST:-127.0.0.1}"
+GATEWAY_PORT="${GATEWAY_PORT:-8443}"
 BIN="${APPLEPAY_BIN:-$(swift build -c release --show-bin-path)/applepay}"
 MERCHANT_ID="${MERCHANT_ID:-merchant.com.example.sandbox}"
 
@@ -22,5 +24,26 @@ if [ -z "${APPLEPAY_ADMIN_TOKEN:-}" ]; then
 fi
 echo "Admin API: curl -H \"Authorization: Bearer \$(cat $SANDBOX/admin-token)\" http://$HOST:$PORT/admin/v1/orders" >&2
 mkdir -p "$(dirname "$STORE")"
-echo "Try: curl -s http://$HOST:$PORT/v1/products   (stop with Ctrl-C)" >&2
-exec "$BIN" serve --sandbox "$SANDBOX" --store "sqlite:$STORE" --host "$HOST" --port "$PORT"
+
+# The sandbox gateway (Apple's merchant-validation endpoint) in the background, stopped with the server.
+GATEWAY_OUT=$(mktemp "${TMPDIR:-/tmp}/applepay-gateway.XXXXXX")
+"$BIN" sandbox gateway --port "$GATEWAY_PORT" "$SANDBOX" >"$GATEWAY_OUT" &
+GATEWAY_PID=$!
+cleanup() {
+    kill -TERM "$GATEWAY_PID" 2>/dev/null || true
+    wait "$GATEWAY_PID" 2>/dev/null || true
+    rm -f "$GATEWAY_OUT"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+GATEWAY=""
+for _ in $(seq 1 100); do
+    GATEWAY=$(sed -n 's|.*gateway on \(https://[^ ]*\).*|\1|p' "$GATEWAY_OUT")
+    [ -n "$GATEWAY" ] && break
+    kill -0 "$GATEWAY_PID" 2>/dev/null || { echo "run: the sandbox gateway did not start" >&2; exit 1; }
+    sleep 0.1
+done
+[ -n "$GATEWAY" ] || { echo "run: the sandbox gateway did not say where it listens" >&2; exit 1; }
+echo "Sandbox gateway on $GATEWAY" >&2
+echo "Open http://$HOST:$PORT/ for the checkout page; try: curl -s http://$HOST:$PORT/v1/products   (stop with Ctrl-C)" >&2
+"$BIN" serve --sandbox "$SANDBOX" --sandbox-gateway "$GATEWAY" --store "sqlite:$STORE" --host "$HOST" --port "$PORT"
