@@ -37,7 +37,9 @@ let package = Package(
         // The domain.
         .target(name: "ApplePay"),
         .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography"]),
-        .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography"]),
+        // Wallet orders: order.json, manifest, CMS signature, the .order ZIP; building and verifying packages.
+        .target(name: "WalletOrders", dependencies: ["Cryptography"]),
+        .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography", "WalletOrders", "HTTPClient"]),
         .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),
@@ -46,7 +48,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "SQLite", "HTTPServer", "HTTPClient", "ProcessorAPI",
-                "ProcessorService",
+                "ProcessorService", "WalletOrders",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
@@ -61,7 +63,7 @@ let package = Package(
             name: "applepay",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
-                "InProcessMerchant", "ProcessorService", "ProcessorAPI",
+                "InProcessMerchant", "ProcessorService", "ProcessorAPI", "WalletOrders", "HTTPClient", "HTTPServer",
             ]),
 
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
@@ -90,7 +92,7 @@ let package = Package(
             name: "MerchantServerTests",
             dependencies: [
                 "MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport", "ProcessorService",
-                "ProcessorAPI",
+                "ProcessorAPI", "WalletOrders", "Cryptography",
             ],
             exclude: ["python"]),
         .testTarget(

@@ -23,11 +23,12 @@ public struct MerchantAPI: Responder {
     ///   - clock: "now" for pricing and token times.
     ///   - adminToken: the bearer token of the admin API under `/admin/v1/`; `nil` leaves it off.
     ///   - reconcileAfter: how old an unsettled payment must be before the reconciler looks it up.
+    ///   - walletOrders: Wallet orders (`orderDetails`, the orders web service under `/wallet`); nil: off.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
         tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
         logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
-        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60)
+        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), walletOrders: WalletOrdersService? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -43,7 +44,7 @@ public struct MerchantAPI: Responder {
             logger: logger, clock: clock)
         let endpoints = Endpoints(
             configuration: configuration, pricing: pricing, store: store, payments: payments, validator: validator,
-            metrics: metrics, logger: logger, clock: clock)
+            metrics: metrics, logger: logger, clock: clock, walletOrders: walletOrders)
         var router = Router()
         router.add(middleware: RequestLogging(logger: logger, metrics: metrics))
         func add(
@@ -72,7 +73,12 @@ public struct MerchantAPI: Responder {
         if let adminToken, !adminToken.isEmpty {
             AdminEndpoints(
                 token: adminToken, store: store, processor: processor, reconciler: reconciler,
-                timeout: configuration.processor.timeout, logger: logger
+                timeout: configuration.processor.timeout, logger: logger, walletOrders: walletOrders
+            ).register(on: &router)
+        }
+        if let walletOrders {
+            WalletOrdersEndpoints(
+                service: walletOrders, store: store, configuration: configuration, logger: logger, clock: clock
             ).register(on: &router)
         }
         self.router = router
@@ -92,6 +98,7 @@ struct Endpoints: Sendable {
     let metrics: Metrics
     let logger: RequestLogger
     let clock: @Sendable () -> Date
+    let walletOrders: WalletOrdersService?
 
     // MARK: Catalog and checkouts
 
