@@ -28,18 +28,25 @@ let package = Package(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
+        .systemLibrary(
+            name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev", "libssl-dev"]), .brew(["nghttp2", "openssl@3"])]),
+
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL"]),
         .target(name: "SQLite", dependencies: ["CSQLite"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
+        // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
+        .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
 
         // The domain.
         .target(name: "ApplePay"),
         .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography"]),
         // Wallet orders: order.json, manifest, CMS signature, the .order ZIP; building and verifying packages.
         .target(name: "WalletOrders", dependencies: ["Cryptography"]),
-        .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography", "WalletOrders", "HTTPClient"]),
+        .target(
+            name: "Sandbox", dependencies: ["ApplePay", "Cryptography", "WalletOrders", "HTTPClient", "HTTP2Server"]),
         .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),

@@ -7,7 +7,8 @@ DEBIAN_PACKAGES=(
     openssl libssl-dev          # all cryptography, X.509 and CMS
     sqlite3 libsqlite3-dev      # the embedded order store
     libmicrohttpd-dev           # the HTTP server
-    libcurl4-openssl-dev curl   # outgoing TLS with a client certificate (merchant validation)
+    libcurl4-openssl-dev curl   # outgoing TLS with a client certificate (merchant validation), HTTP/2 to APNs
+    libnghttp2-dev              # the sandbox APNs: an HTTP/2 server (with OpenSSL for TLS and ALPN)
 )
 PYTHON_PACKAGES=(cryptography)  # tests only: an independent implementation to check against
 

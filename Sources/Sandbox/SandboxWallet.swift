@@ -78,6 +78,66 @@ public final class SandboxWallet: Sendable {
         }
     }
 
+    /// Waits (long poll, up to `seconds`) at the sandbox APNs for pushes to this device after `after`; returns
+    /// their sequence numbers.
+    /// - Parameter apns: the sandbox APNs' client (HTTP/2, trusting the sandbox root).
+    public func waitForPushes(apns: HTTPClient, url: String, after: Int, seconds: Int = 10) async throws -> [Int] {
+        struct Answer: Decodable {
+            struct Push: Decodable { var sequence: Int }
+            var pushes: [Push]
+        }
+        let response = try await apns.send(
+            HTTPClientRequest(url: "\(url)/pushes?after=\(after)&deviceToken=\(pushToken)&wait=\(seconds)"))
+        guard response.status == 200 else {
+            throw HTTPClientError(.transferFailed, "the sandbox APNs answered \(response.status)")
+        }
+        return try JSONDecoder().decode(Answer.self, from: response.body).pushes.map(\.sequence)
+    }
+
+    /// Plays the device: registers, downloads and checks the order, then follows pushes from the sandbox APNs and
+    /// downloads again (with `If-Modified-Since`) after each, reporting every state change to `report`. Stops after
+    /// `maximumUpdates` pushes, or when `stop` returns true between long polls.
+    public func run(
+        apnsURL: String?, apns: HTTPClient?, maximumUpdates: Int = .max, report: (JSONValue) -> Void,
+        stop: () -> Bool = { false }
+    ) async throws {
+        let status = try await register()
+        report(
+            Self.event(
+                "registered", ["status": .number(Decimal(status)), "deviceIdentifier": .string(deviceIdentifier)]))
+        guard status == 200 || status == 201 else { return }
+        var lastModified: String?
+        func fetch(_ reason: String) async throws {
+            switch try await download(ifModifiedSince: lastModified) {
+            case .order(let order, _, let modified):
+                lastModified = modified
+                var fields = Self.summary(order)
+                fields["reason"] = .string(reason)
+                report(Self.event("order", fields))
+            case .notModified:
+                report(Self.event("notModified", ["reason": .string(reason)]))
+            case .invalid(let refusal):
+                report(
+                    Self.event(
+                        "invalid", ["check": .string(refusal.check.rawValue), "message": .string(refusal.message)]))
+            case .failed(let status, let body):
+                report(Self.event("downloadFailed", ["status": .number(Decimal(status)), "body": .string(body)]))
+            }
+        }
+        try await fetch("registered")
+        guard let apnsURL, let apns else { return }
+        var seen = 0
+        var updates = 0
+        while updates < maximumUpdates, !stop() {
+            let pushes = try await waitForPushes(apns: apns, url: apnsURL, after: seen)
+            guard let last = pushes.last else { continue }
+            seen = last
+            updates += 1
+            report(Self.event("push", ["sequence": .number(Decimal(last))]))
+            try await fetch("push")
+        }
+    }
+
     /// A state change as the `applepay sandbox wallet` command prints it (one JSON line each).
     public static func event(_ name: String, _ fields: [String: JSONValue]) -> JSONValue {
         var members = fields

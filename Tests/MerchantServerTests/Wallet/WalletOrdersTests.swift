@@ -24,9 +24,32 @@ struct WalletOrdersTests {
         return (details, try (reply.json["orderId"] as? String).orThrow("orderId"))
     }
 
-    @Test("pay, register, download and verify (also with openssl cms), ship and deliver, 304, 401, 404")
+    @Test("pay, register, download and verify (also with openssl cms), ship and deliver with pushes, 304, 401, 404")
     func endToEnd() async throws {
-        try await ServerHarness.with(live: true) { server in
+        let sandbox = try await SharedSandbox.get()
+        let folder = try TemporaryDirectory(prefix: "sandbox-apns")
+        defer { folder.remove() }
+        let authKey = try SandboxAPNs.makeAuthKey(in: folder.url)
+        let apns = try SandboxAPNs.start(
+            authority: sandbox.authority, folder: folder.url,
+            expectations: .init(
+                keyID: authKey.keyID, teamID: "SANDBOX001", key: authKey.key.publicKey,
+                topic: sandbox.orderTypeIdentifier))
+        defer { apns.shutdown() }
+        let rootPath = sandbox.folder.appendingPathComponent(Sandbox.File.root).path
+        var apnsClientConfiguration = HTTPClient.Configuration(
+            timeout: .seconds(20), trustedRootsPEM: Data(sandbox.rootCertificate.pemRepresentation.utf8))
+        apnsClientConfiguration.http2 = true
+        let apnsClient = HTTPClient(configuration: apnsClientConfiguration)
+
+        try await ServerHarness.with(
+            live: true,
+            configure: {
+                $0.walletOrders?.apns = APNsSettings(
+                    baseURL: apns.url, keyID: authKey.keyID, teamID: "SANDBOX001", keyPath: authKey.path,
+                    trustedRootsPath: rootPath)
+            }
+        ) { server in
             let (details, orderID) = try await Self.payForOrderDetails(server)
             #expect(details.orderIdentifier == orderID)
             #expect(details.orderTypeIdentifier == server.sandbox.orderTypeIdentifier)
@@ -85,6 +108,8 @@ struct WalletOrdersTests {
                 "POST", "/admin/v1/orders/\(orderID)/fulfillments",
                 json: ["status": "shipped", "carrier": "UPS", "trackingNumber": "1Z999AA10123456784"])
             #expect(shipped.status == 200, "\(shipped.text)")
+            #expect(shipped.json["devicesNotified"] as? Int == 1)
+            #expect(try await wallet.waitForPushes(apns: apnsClient, url: apns.url, after: 0) == [1])
             guard
                 case .order(let afterShipping, _, let shippedModified?) = try await wallet.download(
                     ifModifiedSince: lastModified)
@@ -100,6 +125,11 @@ struct WalletOrdersTests {
             let delivered = try await server.admin(
                 "POST", "/admin/v1/orders/\(orderID)/fulfillments", json: ["status": "delivered"])
             #expect(delivered.status == 200, "\(delivered.text)")
+            #expect(try await wallet.waitForPushes(apns: apnsClient, url: apns.url, after: 1) == [2])
+            #expect(
+                apns.pushes.allSatisfy { $0.topic == details.orderTypeIdentifier && $0.deviceToken == wallet.pushToken }
+            )
+            #expect(apns.pushes.map(\.payload) == ["{}", "{}"])
             guard case .order(let afterDelivery, _, _) = try await wallet.download(ifModifiedSince: shippedModified)
             else {
                 Issue.record("no new package after delivery")
@@ -150,6 +180,49 @@ struct WalletOrdersTests {
                     body: Data(#"{"logs":["device says hello"]}"#.utf8)
                 ).status == 200)
         }
+    }
+
+    @Test("the sandbox APNs speaks HTTP/2 and refuses missing, forged or stale provider tokens and wrong topics")
+    func sandboxAPNsChecks() async throws {
+        let sandbox = try await SharedSandbox.get()
+        let folder = try TemporaryDirectory(prefix: "sandbox-apns")
+        defer { folder.remove() }
+        let authKey = try SandboxAPNs.makeAuthKey(in: folder.url)
+        let apns = try SandboxAPNs.start(
+            authority: sandbox.authority, folder: folder.url,
+            expectations: .init(
+                keyID: authKey.keyID, teamID: "TEAM", key: authKey.key.publicKey, topic: sandbox.orderTypeIdentifier))
+        defer { apns.shutdown() }
+        var configuration = HTTPClient.Configuration(
+            timeout: .seconds(20), trustedRootsPEM: Data(sandbox.rootCertificate.pemRepresentation.utf8))
+        configuration.http2 = true
+        let client = HTTPClient(configuration: configuration)
+        func push(_ token: String?, topic: String? = sandbox.orderTypeIdentifier) async throws -> (Int, String, Int) {
+            var headers: [(name: String, value: String)] = []
+            if let token { headers.append(("authorization", "bearer \(token)")) }
+            if let topic { headers.append(("apns-topic", topic)) }
+            let response = try await client.send(
+                HTTPClientRequest(
+                    method: "POST", url: apns.url + "/3/device/abcdef", headers: headers, body: Data("{}".utf8)))
+            return (response.status, String(decoding: response.body, as: UTF8.self), response.httpVersion)
+        }
+        func jwt(kid: String = authKey.keyID, iss: String = "TEAM", iat: Date = Date(), key: PrivateKey = authKey.key)
+            throws -> String
+        {
+            try JSONWebToken.es256(
+                header: ["alg": "ES256", "kid": kid],
+                claims: ["iss": .string(iss), "iat": .number(Int(iat.timeIntervalSince1970))], key: key)
+        }
+        let good = try await push(try jwt())
+        #expect(good.0 == 200)
+        #expect(good.2 == 2)
+        #expect(try await push(nil).1.contains("MissingProviderToken"))
+        #expect(try await push(try jwt(kid: "OTHER")).1.contains("InvalidProviderToken"))
+        #expect(try await push(try jwt(iss: "OTHER")).1.contains("InvalidProviderToken"))
+        #expect(try await push(try jwt(key: try PrivateKey.generate(.p256))).1.contains("InvalidProviderToken"))
+        #expect(try await push(try jwt(iat: Date() - 7200)).1.contains("ExpiredProviderToken"))
+        #expect(try await push(try jwt(), topic: "order.com.other").1.contains("BadTopic"))
+        #expect(apns.pushes.count == 1)
     }
 
     @Test("a package with a changed file, or signed by another key, is refused by the verifier")
