@@ -42,14 +42,12 @@ struct WalletOrdersTests {
         apnsClientConfiguration.http2 = true
         let apnsClient = HTTPClient(configuration: apnsClientConfiguration)
 
-        try await ServerHarness.with(
-            live: true,
-            configure: {
-                $0.walletOrders?.apns = APNsSettings(
-                    baseURL: apns.url, keyID: authKey.keyID, teamID: "SANDBOX001", keyPath: authKey.path,
-                    trustedRootsPath: rootPath)
-            }
-        ) { server in
+        let useSandboxAPNs: (inout MerchantServerConfiguration) -> Void = {
+            $0.walletOrders?.apns = APNsSettings(
+                baseURL: apns.url, keyID: authKey.keyID, teamID: "SANDBOX001", keyPath: authKey.path,
+                trustedRootsPath: rootPath)
+        }
+        try await ServerHarness.with(live: true, configure: useSandboxAPNs) { server in
             let (details, orderID) = try await Self.payForOrderDetails(server)
             #expect(details.orderIdentifier == orderID)
             #expect(details.orderTypeIdentifier == server.sandbox.orderTypeIdentifier)
