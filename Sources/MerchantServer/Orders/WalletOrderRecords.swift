@@ -21,6 +21,28 @@ public struct FulfillmentStep: Sendable, Equatable, Codable {
         self.trackingNumber = trackingNumber
         self.at = at
     }
+    private enum CodingKeys: String, CodingKey { case status, carrier, trackingNumber, at }
+
+    /// `at` as ISO 8601 text, as the rest of the API writes times.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(status, forKey: .status)
+        try container.encodeIfPresent(carrier, forKey: .carrier)
+        try container.encodeIfPresent(trackingNumber, forKey: .trackingNumber)
+        try container.encode(ISO8601DateFormatter().string(from: at), forKey: .at)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        status = try container.decode(Status.self, forKey: .status)
+        carrier = try container.decodeIfPresent(String.self, forKey: .carrier)
+        trackingNumber = try container.decodeIfPresent(String.self, forKey: .trackingNumber)
+        let text = try container.decode(String.self, forKey: .at)
+        guard let date = ISO8601DateFormatter().date(from: text) else {
+            throw DecodingError.dataCorruptedError(forKey: .at, in: container, debugDescription: "not ISO 8601")
+        }
+        at = date
+    }
 }
 
 /// A device registered for an order's updates through the orders web service.
