@@ -32,16 +32,25 @@ let package = Package(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
+        .systemLibrary(
+            name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev", "libssl-dev"]), .brew(["nghttp2", "openssl@3"])]),
+
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL"]),
         .target(name: "SQLite", dependencies: ["CSQLite"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS"]),
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
+        // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
+        .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
 
         // The domain.
         .target(name: "ApplePay"),
         .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography"]),
-        .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography"]),
+        // Wallet orders: order.json, manifest, CMS signature, the .order ZIP; building and verifying packages.
+        .target(name: "WalletOrders", dependencies: ["Cryptography"]),
+        .target(
+            name: "Sandbox", dependencies: ["ApplePay", "Cryptography", "WalletOrders", "HTTPClient", "HTTP2Server"]),
         // Apple's payment-session endpoint played by the sandbox, over HTTPS (`applepay sandbox gateway`).
         .target(name: "SandboxGateway", dependencies: ["Sandbox", "Cryptography", "HTTPServer"]),
         .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
@@ -52,7 +61,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "SQLite", "HTTPServer", "HTTPClient", "ProcessorAPI",
-                "ProcessorService", "Sandbox",
+                "ProcessorService", "Sandbox", "WalletOrders",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
@@ -67,7 +76,8 @@ let package = Package(
             name: "applepay",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
-                "InProcessMerchant", "ProcessorService", "ProcessorAPI", "SandboxGateway",
+                "InProcessMerchant", "ProcessorService", "ProcessorAPI", "SandboxGateway", "WalletOrders", "HTTPClient",
+                "HTTPServer",
             ]),
 
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
@@ -99,7 +109,7 @@ let package = Package(
             name: "MerchantServerTests",
             dependencies: [
                 "MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport", "ProcessorService",
-                "ProcessorAPI",
+                "ProcessorAPI", "WalletOrders", "Cryptography",
             ],
             exclude: ["python"]),
         .testTarget(

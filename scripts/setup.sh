@@ -7,8 +7,9 @@ DEBIAN_PACKAGES=(
     openssl libssl-dev          # all cryptography, X.509 and CMS
     sqlite3 libsqlite3-dev      # the embedded order store
     libmicrohttpd-dev           # the HTTP server
-    libcurl4-openssl-dev curl   # outgoing TLS with a client certificate (merchant validation)
+    libcurl4-openssl-dev curl   # outgoing TLS with a client certificate (merchant validation), HTTP/2 to APNs
     libgnutls28-dev             # the sandbox gateway: reading a client certificate from libmicrohttpd's TLS session
+    libnghttp2-dev              # the sandbox APNs: an HTTP/2 server (with OpenSSL for TLS and ALPN)
     chromium chromium-driver    # tests only: the browser test of the checkout page
 )
 PYTHON_PACKAGES=(cryptography selenium)  # tests only: an independent implementation; the browser test

@@ -43,6 +43,8 @@ public struct HTTPClientResponse: Sendable {
     /// Header fields of the final response, names lower-cased; a repeated field keeps its last value.
     public var headers: [String: String]
     public var body: Data
+    /// The HTTP version spoken: 1 (HTTP/1.x) or 2.
+    public var httpVersion: Int = 1
 
     public init(status: Int, headers: [String: String], body: Data) {
         self.status = status
@@ -136,6 +138,9 @@ public final class HTTPClient: Sendable {
         public var trustedRootsPEM: Data?
         /// The largest response body accepted.
         public var maximumResponseSize: Int
+        /// Ask for HTTP/2 over TLS (ALPN `h2`; HTTP/1.1 when the server does not offer it) and over cleartext
+        /// `http` too (with prior knowledge); `HTTPClientResponse.httpVersion` says what was spoken.
+        public var http2 = false
 
         public init(
             timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
@@ -229,6 +234,9 @@ public final class HTTPClient: Sendable {
             set(CCurl_setopt_long(handle, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2))
             set(CCurl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
             set(CCurl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+            if configuration.http2 {
+                set(CCurl_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+            }
             if let roots = configuration.trustedRootsPEM {
                 set(roots.withUnsafeBytes { CCurl_setopt_blob(handle, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) })
             }
@@ -291,7 +299,11 @@ public final class HTTPClient: Sendable {
         }
         var status = 0
         _ = CCurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return HTTPClientResponse(status: status, headers: sink.headers, body: sink.body)
+        var version = 0
+        _ = CCurl_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
+        var response = HTTPClientResponse(status: status, headers: sink.headers, body: sink.body)
+        response.httpVersion = version == Int(CURL_HTTP_VERSION_2_0) ? 2 : 1
+        return response
     }
 
     private static func milliseconds(_ duration: Duration) -> Int {

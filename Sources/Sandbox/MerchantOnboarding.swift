@@ -22,7 +22,13 @@ public enum MerchantOnboarding {
     public static func makeKeyAndRequest(
         _ kind: SandboxAuthority.MerchantCertificateKind, merchantIdentifier: String?, rsa: Bool = false
     ) throws -> KeyAndRequest {
-        if let merchantIdentifier { try MerchantIdentifier.validate(merchantIdentifier) }
+        if let merchantIdentifier {
+            if kind == .orderTypeID {
+                try OrderTypeIdentifier.validate(merchantIdentifier)
+            } else {
+                try MerchantIdentifier.validate(merchantIdentifier)
+            }
+        }
         let key = try PrivateKey.generate(keyKind(for: kind, rsa: rsa))
         return KeyAndRequest(
             privateKey: key, request: try signingRequest(kind, key: key, merchantIdentifier: merchantIdentifier))
@@ -33,7 +39,12 @@ public enum MerchantOnboarding {
     public static func signingRequest(
         _ kind: SandboxAuthority.MerchantCertificateKind, key: PrivateKey, merchantIdentifier: String?
     ) throws -> CertificateSigningRequest {
-        let label = kind == .paymentProcessing ? "Apple Pay Payment Processing" : "Apple Pay Merchant Identity"
+        let label =
+            switch kind {
+            case .paymentProcessing: "Apple Pay Payment Processing"
+            case .merchantIdentity: "Apple Pay Merchant Identity"
+            case .orderTypeID: "Wallet Order Type ID"
+            }
         let commonName = merchantIdentifier.map { "\(label) \($0)" } ?? label
         return try CertificateSigningRequest(
             subject: DistinguishedName(commonName: String(commonName.prefix(64)), country: "US"), privateKey: key)
@@ -60,6 +71,8 @@ public enum MerchantOnboarding {
         /// `payment-processing`, `merchant-identity`, or `unknown`.
         public var kind: String
         public var merchantIdentifier: String?
+        /// The order type identifier of an Order Type ID certificate (its subject UID).
+        public var orderTypeIdentifier: String?
         /// Lowercase hex SHA-256 of the merchant identifier (from OID …6.32, else computed from the UID).
         public var merchantIdentifierHash: String?
         /// Whether OID …6.32 agrees with SHA-256 of the subject UID (nil when either is missing).
@@ -84,7 +97,9 @@ public enum MerchantOnboarding {
         let uid = certificate.subjectUID
         let extensionHash = MerchantIdentifier.hash(in: certificate)
         let kind: String
-        if certificate.hasExtendedKeyUsage(.clientAuth) {
+        if certificate.isOrderTypeCertificate {
+            kind = SandboxAuthority.MerchantCertificateKind.orderTypeID.rawValue
+        } else if certificate.hasExtendedKeyUsage(.clientAuth) {
             kind = SandboxAuthority.MerchantCertificateKind.merchantIdentity.rawValue
         } else if extensionHash != nil || certificate.keyUsage?.contains(.keyAgreement) == true
             || certificate.keyUsage?.contains(.keyEncipherment) == true
@@ -94,9 +109,12 @@ public enum MerchantOnboarding {
             kind = "unknown"
         }
         let hash = extensionHash ?? uid.map { MerchantIdentifier.hash($0) }
+        let isOrderType = certificate.isOrderTypeCertificate
         let seconds = certificate.notAfter.timeIntervalSince(now)
         return Inspection(
-            kind: kind, merchantIdentifier: uid, merchantIdentifierHash: hash.map { hex($0) },
+            kind: kind, merchantIdentifier: isOrderType ? nil : uid,
+            orderTypeIdentifier: isOrderType ? uid : nil,
+            merchantIdentifierHash: isOrderType ? nil : hash.map { hex($0) },
             merchantIdentifierHashMatchesUID: extensionHash.flatMap { value in
                 uid.map { MerchantIdentifier.hash($0) == value }
             },

@@ -15,6 +15,8 @@ import Foundation
 /// | `payment-processing-ec.pem`, `payment-processing-ec.key.pem` | the merchant's EC_v1 certificate and key |
 /// | `payment-processing-rsa.pem`, `payment-processing-rsa.key.pem` | the merchant's RSA_v1 certificate and key |
 /// | `merchant-identity.pem`, `merchant-identity.key.pem` | the merchant's TLS client certificate and key |
+/// | `wallet-ca.pem`, `wallet-ca.key.pem` | Wallet intermediate CA (OID …6.2.1, like WWDR - G4), under the root |
+/// | `order-type-id.pem`, `order-type-id.key.pem` | the merchant's Order Type ID certificate (signs order packages) |
 /// | `sandbox.json` | format version, merchant identifier, team, creation time |
 ///
 /// Key files are 0600, the folder 0700. Everything is written to a staging folder first and renamed into place,
@@ -39,6 +41,10 @@ public final class Sandbox: Sendable {
         public static let merchantIdentity = "merchant-identity.pem"
         public static let merchantIdentityKey = "merchant-identity.key.pem"
         public static let configuration = "sandbox.json"
+        public static let walletCA = "wallet-ca.pem"
+        public static let walletCAKey = "wallet-ca.key.pem"
+        public static let orderTypeID = "order-type-id.pem"
+        public static let orderTypeIDKey = "order-type-id.key.pem"
     }
 
     /// What `sandbox.json` holds.
@@ -60,6 +66,10 @@ public final class Sandbox: Sendable {
     public let paymentProcessingRSA: SandboxAuthority.Credential
     /// The merchant's Merchant Identity certificate and key (TLS client authentication).
     public let merchantIdentity: SandboxAuthority.Credential
+    /// The Wallet intermediate CA (like Apple's WWDR - G4) under the sandbox root.
+    public let walletCA: SandboxAuthority.Credential
+    /// The merchant's Order Type ID certificate and key: they sign Wallet order packages.
+    public let orderTypeID: SandboxAuthority.Credential
     /// Mints tokens signed by this sandbox's leaves.
     public let minter: TokenMinter
     /// The prepared recipients for EC_v1 and RSA_v1 tokens to the merchant's own certificates.
@@ -70,12 +80,20 @@ public final class Sandbox: Sendable {
     public var merchantIdentifier: String { configuration.merchantIdentifier }
     /// The trust anchor a verifier must be configured with.
     public var rootCertificate: Certificate { authority.root.certificate }
+    /// The order type identifier of the Order Type ID certificate (`order.` + the merchant identifier's rest).
+    public var orderTypeIdentifier: String {
+        orderTypeID.certificate.subjectUID
+            ?? OrderTypeIdentifier.derived(fromMerchantIdentifier: configuration.merchantIdentifier)
+    }
 
     private init(
         folder: URL, configuration: Configuration, authority: SandboxAuthority,
         paymentProcessingEC: SandboxAuthority.Credential, paymentProcessingRSA: SandboxAuthority.Credential,
-        merchantIdentity: SandboxAuthority.Credential
+        merchantIdentity: SandboxAuthority.Credential, walletCA: SandboxAuthority.Credential,
+        orderTypeID: SandboxAuthority.Credential
     ) throws {
+        self.walletCA = walletCA
+        self.orderTypeID = orderTypeID
         self.folder = folder
         self.configuration = configuration
         self.authority = authority
@@ -153,6 +171,8 @@ public final class Sandbox: Sendable {
         let processingEC = try issue(.paymentProcessing, .p256)
         let processingRSA = try issue(.paymentProcessing, .rsa(bits: 2048))
         let identity = try issue(.merchantIdentity, .rsa(bits: 2048))
+        let (walletCA, orderTypeID) = try makeOrderCredentials(
+            authority: authority, merchant: merchant, merchantIdentifier: merchantIdentifier, now: now)
         let configuration = Configuration(
             format: 1, merchantIdentifier: merchantIdentifier, teamIdentifier: merchant.teamIdentifier,
             organization: merchant.organization,
@@ -171,6 +191,8 @@ public final class Sandbox: Sendable {
         add(processingEC, File.paymentProcessingEC, File.paymentProcessingECKey)
         add(processingRSA, File.paymentProcessingRSA, File.paymentProcessingRSAKey)
         add(identity, File.merchantIdentity, File.merchantIdentityKey)
+        add(walletCA, File.walletCA, File.walletCAKey)
+        add(orderTypeID, File.orderTypeID, File.orderTypeIDKey)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
@@ -220,7 +242,21 @@ public final class Sandbox: Sendable {
         }
         return try Sandbox(
             folder: folder, configuration: configuration, authority: authority, paymentProcessingEC: processingEC,
-            paymentProcessingRSA: processingRSA, merchantIdentity: identity)
+            paymentProcessingRSA: processingRSA, merchantIdentity: identity, walletCA: walletCA,
+            orderTypeID: orderTypeID)
+    }
+
+    /// A Wallet CA under the root and an Order Type ID certificate from a CSR, as Apple's portal would issue it.
+    static func makeOrderCredentials(
+        authority: SandboxAuthority, merchant: SandboxAuthority.Merchant, merchantIdentifier: String, now: Date
+    ) throws -> (walletCA: SandboxAuthority.Credential, orderTypeID: SandboxAuthority.Credential) {
+        let walletCA = try SandboxAuthority.makeWalletCA(root: authority.root, now: now)
+        let orderTypeIdentifier = OrderTypeIdentifier.derived(fromMerchantIdentifier: merchantIdentifier)
+        let made = try MerchantOnboarding.makeKeyAndRequest(.orderTypeID, merchantIdentifier: orderTypeIdentifier)
+        let certificate = try authority.issueOrderTypeCertificate(
+            for: made.request, orderTypeIdentifier: orderTypeIdentifier, merchant: merchant, walletCA: walletCA,
+            now: now)
+        return (walletCA, try SandboxAuthority.Credential(certificate: certificate, privateKey: made.privateKey))
     }
 
     /// Every file a sandbox folder holds, in the order they are listed above.
@@ -229,7 +265,7 @@ public final class Sandbox: Sendable {
         File.ecLeaf, File.ecLeafKey, File.rsaLeaf, File.rsaLeafKey, File.paymentProcessingEC,
         File.paymentProcessingECKey,
         File.paymentProcessingRSA, File.paymentProcessingRSAKey, File.merchantIdentity, File.merchantIdentityKey,
-        File.configuration,
+        File.walletCA, File.walletCAKey, File.orderTypeID, File.orderTypeIDKey, File.configuration,
     ]
 
     // MARK: - Loading
@@ -311,12 +347,43 @@ public final class Sandbox: Sendable {
             merchantCA: try credential(File.merchantCA, File.merchantCAKey),
             ecLeaf: try credential(File.ecLeaf, File.ecLeafKey),
             rsaLeaf: try credential(File.rsaLeaf, File.rsaLeafKey))
+        // Sandboxes made before Wallet orders get their Wallet CA and Order Type ID certificate on first load.
+        let walletCA: SandboxAuthority.Credential
+        let orderTypeID: SandboxAuthority.Credential
+        if FileManager.default.fileExists(atPath: folder.appendingPathComponent(File.orderTypeID).path) {
+            walletCA = try credential(File.walletCA, File.walletCAKey)
+            orderTypeID = try credential(File.orderTypeID, File.orderTypeIDKey)
+        } else {
+            do {
+                (walletCA, orderTypeID) = try makeOrderCredentials(
+                    authority: authority,
+                    merchant: SandboxAuthority.Merchant(
+                        identifier: configuration.merchantIdentifier, teamIdentifier: configuration.teamIdentifier,
+                        organization: configuration.organization),
+                    merchantIdentifier: configuration.merchantIdentifier, now: Date())
+                for (name, text, mode) in [
+                    (File.walletCA, walletCA.certificate.pemRepresentation, AtomicFile.publicMode),
+                    (File.walletCAKey, walletCA.privateKey.pemRepresentation, AtomicFile.privateMode),
+                    (File.orderTypeIDKey, orderTypeID.privateKey.pemRepresentation, AtomicFile.privateMode),
+                    (File.orderTypeID, orderTypeID.certificate.pemRepresentation, AtomicFile.publicMode),
+                ] {
+                    try AtomicFile.write(text, to: folder.appendingPathComponent(name), mode: mode)
+                }
+            } catch let error as SandboxError {
+                throw error
+            } catch {
+                throw SandboxError(
+                    .writeFailed, "cannot add the Order Type ID certificate to \(folder.path): \(error)",
+                    path: folder.path)
+            }
+        }
         do {
             return try Sandbox(
                 folder: folder, configuration: configuration, authority: authority,
                 paymentProcessingEC: try credential(File.paymentProcessingEC, File.paymentProcessingECKey),
                 paymentProcessingRSA: try credential(File.paymentProcessingRSA, File.paymentProcessingRSAKey),
-                merchantIdentity: try credential(File.merchantIdentity, File.merchantIdentityKey))
+                merchantIdentity: try credential(File.merchantIdentity, File.merchantIdentityKey),
+                walletCA: walletCA, orderTypeID: orderTypeID)
         } catch let error as SandboxError {
             throw error
         } catch {

@@ -119,6 +119,9 @@ public struct SandboxAuthority: Sendable {
         case paymentProcessing = "payment-processing"
         /// The TLS client certificate for merchant validation: RSA-2048, extended key usage clientAuth.
         case merchantIdentity = "merchant-identity"
+        /// Signs Wallet order packages: RSA-2048, issued by the Wallet (WWDR) intermediate; see
+        /// ``issueOrderTypeCertificate(for:orderTypeIdentifier:merchant:walletCA:now:)``.
+        case orderTypeID = "order-type-id"
     }
 
     /// Who the merchant certificates are issued to (the developer portal's team).
@@ -160,6 +163,9 @@ public struct SandboxAuthority: Sendable {
         case (.paymentProcessing, .p256), (.paymentProcessing, .rsa(bits: 2048...)),
             (.merchantIdentity, .rsa(bits: 2048...)):
             break
+        case (.orderTypeID, _):
+            throw SandboxError(
+                .invalidRequest, "Order Type ID certificates are issued by issueOrderTypeCertificate, not here")
         default:
             throw SandboxError(
                 .invalidRequest,
@@ -180,7 +186,7 @@ public struct SandboxAuthority: Sendable {
         switch kind {
         case .paymentProcessing:
             builder.keyUsage = [.keyEncipherment, .keyAgreement]
-        case .merchantIdentity:
+        case .merchantIdentity, .orderTypeID:
             builder.keyUsage = [.digitalSignature, .keyEncipherment]
             builder.extendedKeyUsage = [.clientAuth]
         }

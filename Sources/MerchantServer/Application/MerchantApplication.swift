@@ -141,10 +141,13 @@ public final class MerchantApplication: Sendable {
             displayName: settings.displayName ?? configuration.store.storeName, domain: settings.domain,
             gatewayBaseURL: sandboxGatewayURL ?? settings.gatewayBaseURL, identity: identity?.clientIdentity,
             trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL)
+        let walletOrders = try configuration.walletOrders.map { settings throws(ServerStartError) in
+            try makeWalletOrders(settings, logger: logger)
+        }
         let api = MerchantAPI(
             configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
             validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
-            reconcileAfter: configuration.reconcileAfter,
+            reconcileAfter: configuration.reconcileAfter, walletOrders: walletOrders,
             web: WebCheckout.Settings(
                 sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
                 loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
@@ -182,6 +185,39 @@ public final class MerchantApplication: Sendable {
         await reconciling.value
         await sandboxProcessor?.shutdown()
         api.logger.log("info", "stopped")
+    }
+
+    /// Wallet orders from their settings: the Order Type ID credential (checked like the other keys), its
+    /// intermediate, and the APNs pusher when configured.
+    static func makeWalletOrders(_ settings: WalletOrdersSettings, logger: RequestLogger) throws(ServerStartError)
+        -> WalletOrdersService
+    {
+        let credential = try MerchantCredential.load(settings.orderTypeID, role: "Order Type ID")
+        let data = try MerchantCredential.readFile(settings.intermediatePath, role: "Wallet intermediate certificate")
+        let intermediates: [Certificate]
+        do {
+            intermediates = try Certificate.chain(fromPEM: String(decoding: data, as: UTF8.self))
+        } catch {
+            throw ServerStartError(
+                .unreadableFile, "the Wallet intermediate \(settings.intermediatePath) is not a PEM certificate")
+        }
+        guard let orderTypeIdentifier = credential.certificate.subjectUID, orderTypeIdentifier.hasPrefix("order.")
+        else {
+            throw ServerStartError(
+                .unreadableFile,
+                "the Order Type ID certificate \(settings.orderTypeID.certificate) has no order.… subject UID")
+        }
+        let pusher = try settings.apns.map { apns throws(ServerStartError) in
+            try APNsPusher(settings: apns, topic: orderTypeIdentifier, logger: logger)
+        }
+        do {
+            return try WalletOrdersService(
+                orderTypeIdentifier: orderTypeIdentifier, certificate: credential.certificate,
+                privateKey: credential.privateKey, intermediates: intermediates,
+                webServiceURL: settings.webServiceURL, pusher: pusher)
+        } catch {
+            throw ServerStartError(.keyMismatch, "the Order Type ID key does not match its certificate")
+        }
     }
 
     /// The processor: the caller's override (tests), `--processor URL`, or in sandbox mode the sandbox processor

@@ -39,6 +39,9 @@ public struct MerchantServerConfiguration: Sendable {
     public var trustedRootPath: String?
     /// Roots trusted for the gateway's TLS certificate instead of the system's (tests).
     public var gatewayTrustedRootsPath: String?
+    /// Wallet orders: `orderDetails` in payment answers, the orders web service, pushes; nil: off. `--sandbox`
+    /// turns them on with the sandbox's Order Type ID certificate.
+    public var walletOrders: WalletOrdersSettings?
     /// The sandbox folder, when serving in sandbox mode.
     public var sandboxFolder: String?
     /// The payment processor's base URL (a service speaking docs/PROCESSOR-PROTOCOL.md). Without it, only sandbox
@@ -173,6 +176,12 @@ public struct MerchantServerConfiguration: Sendable {
         ]
         merchantIdentity = CertificateKeyPaths(
             certificate: path("merchant-identity.pem"), key: path("merchant-identity.key.pem"))
+        if walletOrders == nil, FileManager.default.fileExists(atPath: path("order-type-id.pem")) {
+            walletOrders = WalletOrdersSettings(
+                orderTypeID: CertificateKeyPaths(
+                    certificate: path("order-type-id.pem"), key: path("order-type-id.key.pem")),
+                intermediatePath: path("wallet-ca.pem"))
+        }
     }
 
     /// The identity certificate and key paths in effect.
@@ -293,5 +302,27 @@ public struct MerchantCredential: Sendable {
             throw ServerStartError(.unreadableFile, "the \(role) \(path) cannot be read (check its permissions)")
         }
         return data
+    }
+}
+
+/// Where the Wallet orders credentials are and how the web service is reached.
+public struct WalletOrdersSettings: Sendable {
+    /// The Order Type ID certificate (its subject UID is the order type identifier) and key.
+    public var orderTypeID: CertificateKeyPaths
+    /// The Wallet (WWDR) intermediate certificate(s), PEM, included in every package signature.
+    public var intermediatePath: String
+    /// The web service's public base URL (https in production); nil: `http://<Host>/wallet` from each request.
+    public var webServiceURL: String?
+    /// APNs for update pushes; nil: no pushes.
+    public var apns: APNsSettings?
+
+    public init(
+        orderTypeID: CertificateKeyPaths, intermediatePath: String, webServiceURL: String? = nil,
+        apns: APNsSettings? = nil
+    ) {
+        self.orderTypeID = orderTypeID
+        self.intermediatePath = intermediatePath
+        self.webServiceURL = webServiceURL
+        self.apns = apns
     }
 }

@@ -12,6 +12,8 @@ struct AdminEndpoints: Sendable {
     let reconciler: Reconciler
     let timeout: Duration
     let logger: RequestLogger
+    /// Wallet orders: fulfilment steps and refunds push to registered devices; nil: no fulfilment route.
+    let walletOrders: WalletOrdersService?
 
     /// Adds the admin routes to `router`.
     func register(on router: inout Router) {
@@ -31,6 +33,9 @@ struct AdminEndpoints: Sendable {
             try await admin.refund(request, context)
         }
         add(.post, "/admin/v1/orders/{id}/void") { admin, _, context in try await admin.void(context) }
+        add(.post, "/admin/v1/orders/{id}/fulfillments") { admin, request, context in
+            try await admin.recordFulfillment(request, context)
+        }
         add(.post, "/admin/v1/reconcile") { admin, request, _ in try await admin.reconcile(request) }
     }
 
@@ -143,6 +148,7 @@ struct AdminEndpoints: Sendable {
             logger.log(
                 "info", "refund succeeded",
                 ["orderId": order.id, "refundId": refund.id, "processorReference": processed.reference])
+            await notifyDevices(orderID: order.id)
             return .encoding(
                 Answer(
                     refund: Refund(
@@ -161,6 +167,67 @@ struct AdminEndpoints: Sendable {
                 status: error.code == .refundExceedsCharge ? 422 : 409, code: error.code.rawValue,
                 message: "The processor refused the refund (\(error.code)).")
         }
+    }
+
+    /// `POST /admin/v1/orders/{id}/fulfillments` `{"status": "shipped", "carrier", "trackingNumber"}` (or
+    /// `outForDelivery`, `delivered`): records the step, moves the order's update time, and tells every registered
+    /// device. Answers `{"order", "fulfillments", "devicesNotified"}`.
+    func recordFulfillment(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable {
+            var status: String
+            var carrier: String?
+            var trackingNumber: String?
+        }
+        struct Answer: Encodable {
+            var order: Order
+            var fulfillments: [FulfillmentStep]
+            var devicesNotified: Int
+        }
+        guard walletOrders != nil else {
+            throw .notFound("Wallet orders are off: configure an Order Type ID to record fulfilments.")
+        }
+        let body = try JSONBody.decode(Body.self, from: request)
+        guard let status = FulfillmentStep.Status(rawValue: body.status) else {
+            throw .invalidRequest(
+                "status must be one of \(FulfillmentStep.Status.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        for value in [body.carrier, body.trackingNumber] {
+            if let value, value.isEmpty || value.count > 100 {
+                throw .invalidRequest("carrier and trackingNumber must be 1 to 100 characters.")
+            }
+        }
+        if status == .shipped, body.carrier == nil || body.trackingNumber == nil {
+            throw .invalidRequest("A shipped step needs carrier and trackingNumber.")
+        }
+        let id = context.parameters["id"] ?? ""
+        let order = try await storing { () async throws(OrderStoreError) in
+            try await store.recordFulfillment(
+                orderID: id,
+                FulfillmentStep(status: status, carrier: body.carrier, trackingNumber: body.trackingNumber, at: Date()))
+        }
+        let steps = try await storing { () async throws(OrderStoreError) in try await store.fulfillments(orderID: id) }
+        let notified = await notifyDevices(orderID: id)
+        logger.log("info", "fulfillment recorded", ["orderId": id, "status": status.rawValue, "devices": notified])
+        var response = HTTPResponse.encoding(Answer(order: order, fulfillments: steps, devicesNotified: notified))
+        response.logFields["orderId"] = id
+        return response
+    }
+
+    /// Starts pushes to every device registered for the order (in the background: retries do not hold the
+    /// answer) and returns how many devices there are.
+    @discardableResult
+    func notifyDevices(orderID: String) async -> Int {
+        guard let walletOrders, let pusher = walletOrders.pusher else { return 0 }
+        let registrations: [DeviceRegistration]
+        do {
+            registrations = try await store.registrations(
+                deviceIdentifier: nil, orderTypeIdentifier: walletOrders.orderTypeIdentifier, orderID: orderID)
+        } catch {
+            logger.log("error", "could not read device registrations", ["orderId": orderID])
+            return 0
+        }
+        if !registrations.isEmpty { Task { await pusher.orderDidChange(registrations) } }
+        return registrations.count
     }
 
     func void(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
@@ -182,6 +249,7 @@ struct AdminEndpoints: Sendable {
                 try await store.recordVoid(orderID: order.id)
             }
             logger.log("info", "payment voided", ["orderId": order.id, "processorReference": reference])
+            await notifyDevices(orderID: order.id)
             return .encoding(final)
         case .failure(let error) where error.outcomeIsUnknown:
             throw HTTPError(

@@ -24,14 +24,15 @@ public struct MerchantAPI: Responder {
     ///   - clock: "now" for pricing and token times.
     ///   - adminToken: the bearer token of the admin API under `/admin/v1/`; `nil` leaves it off.
     ///   - reconcileAfter: how old an unsettled payment must be before the reconciler looks it up.
+    ///   - walletOrders: Wallet orders (`orderDetails`, the orders web service under `/wallet`); nil: off.
     ///   - web: the checkout page's settings (sandbox sheet, Apple's SDK).
     ///   - sandbox: sandbox mode only: adds `/v1/sandbox/wallet` and `/v1/sandbox/tokens` for the sandbox sheet.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
         tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
         logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
-        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), web: WebCheckout.Settings = .init(),
-        sandbox: Sandbox? = nil
+        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), walletOrders: WalletOrdersService? = nil,
+        web: WebCheckout.Settings = .init(), sandbox: Sandbox? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -47,7 +48,7 @@ public struct MerchantAPI: Responder {
             logger: logger, clock: clock)
         let endpoints = Endpoints(
             configuration: configuration, pricing: pricing, store: store, payments: payments, validator: validator,
-            metrics: metrics, logger: logger, clock: clock)
+            metrics: metrics, logger: logger, clock: clock, walletOrders: walletOrders)
         var router = Router()
         router.add(middleware: RequestLogging(logger: logger, metrics: metrics))
         func add(
@@ -86,7 +87,12 @@ public struct MerchantAPI: Responder {
         if let adminToken, !adminToken.isEmpty {
             AdminEndpoints(
                 token: adminToken, store: store, processor: processor, reconciler: reconciler,
-                timeout: configuration.processor.timeout, logger: logger
+                timeout: configuration.processor.timeout, logger: logger, walletOrders: walletOrders
+            ).register(on: &router)
+        }
+        if let walletOrders {
+            WalletOrdersEndpoints(
+                service: walletOrders, store: store, configuration: configuration, logger: logger, clock: clock
             ).register(on: &router)
         }
         self.router = router
@@ -106,6 +112,7 @@ struct Endpoints: Sendable {
     let metrics: Metrics
     let logger: RequestLogger
     let clock: @Sendable () -> Date
+    let walletOrders: WalletOrdersService?
 
     // MARK: Catalog and checkouts
 

@@ -16,6 +16,8 @@ extension Endpoints {
         var orderId: String?
         /// The order's view secret: `GET /v1/orders/{orderId}?secret=...` shows the order to its customer.
         var orderSecret: String?
+        /// Apple Pay JS `ApplePayPaymentOrderDetails`: where Wallet finds the order (when Wallet orders are on).
+        var orderDetails: PaymentOrderDetails?
         var errors: [PaymentError]?
         var error: ErrorObject?
     }
@@ -29,7 +31,7 @@ extension Endpoints {
         }
         switch result {
         case .refused(let refusal): return try refused(refusal)
-        case .processed(let processed): return answer(for: processed)
+        case .processed(let processed): return answer(for: processed, host: request.headers["Host"])
         }
     }
 
@@ -61,7 +63,7 @@ extension Endpoints {
         }
     }
 
-    private func answer(for result: PaymentService.Result) -> HTTPResponse {
+    private func answer(for result: PaymentService.Result, host: String?) -> HTTPResponse {
         let order = result.order
         switch result.disposition {
         case .checkoutLocked where order.status.isUnsettled:
@@ -93,7 +95,9 @@ extension Endpoints {
             metrics.recordPayment(outcome: outcome)
             var response = answer(
                 status: 200, code: nil, outcome: outcome,
-                PaymentAnswer(status: "success", orderId: order.id, orderSecret: order.viewSecret))
+                PaymentAnswer(
+                    status: "success", orderId: order.id, orderSecret: order.viewSecret,
+                    orderDetails: walletOrders?.orderDetails(for: order, host: host)))
             response.logFields["orderId"] = order.id
             return response
         case .declined:

@@ -19,7 +19,7 @@ import Foundation
 ///    or, when no answer was seen, `unknown`.
 /// A checkout has at most one order that is not `declined`: paying it again with another token gives
 /// `.checkoutLocked` (paid, or its outcome still unknown).
-public protocol OrderStore: Sendable {
+public protocol OrderStore: WalletOrderStore {
     /// Stores a new checkout. - Throws: ``OrderStoreError`` `conflict` if the id exists.
     func insertCheckout(_ checkout: Checkout) async throws(OrderStoreError)
     /// The checkout with this id, or `nil`.

@@ -18,17 +18,20 @@ struct MerchantCSRCommand: Command {
         CommandConfiguration(
             name: "csr",
             abstract: "Make a private key and a certificate signing request to upload to Apple's developer portal.",
-            usage: ["--kind payment-processing|merchant-identity --out DIR [--merchant-id ID] [--rsa] [--force]"],
+            usage: [
+                "--kind payment-processing|merchant-identity|order-type-id --out DIR [--merchant-id ID] [--order-type-id ID] [--rsa] [--force]"
+            ],
             options: [
-                ("--kind KIND", "payment-processing or merchant-identity (required)."),
+                ("--kind KIND", "payment-processing, merchant-identity or order-type-id (required)."),
                 ("--out DIR", "Folder for KIND.key.pem and KIND.csr; created when missing (required)."),
                 ("--merchant-id ID", "Named in the request's common name."),
+                ("--order-type-id ID", "With --kind order-type-id: the order type identifier (order.com.example)."),
                 ("--rsa", "An RSA-2048 Payment Processing key (RSA_v1, China) instead of EC P-256."),
                 ("--force", "Replace an existing key and CSR of that kind in DIR."),
             ],
             discussion: """
                 Payment Processing keys are EC P-256 (RSA-2048 with --rsa); Merchant Identity keys are always
-                RSA-2048. The key is written with mode 0600 and never printed. Prints {"privateKey", "csr",
+                RSA-2048, and so are Order Type ID keys (they sign Wallet order packages). The key is written with mode 0600 and never printed. Prints {"privateKey", "csr",
                 "keyType", "subject"}.
                 """)
     }
@@ -44,13 +47,19 @@ struct MerchantCSRCommand: Command {
         force = arguments.flag("--force")
         guard let kindText = try arguments.option("--kind") else { throw UsageError("--kind is required") }
         guard let kind = SandboxAuthority.MerchantCertificateKind(rawValue: kindText) else {
-            throw UsageError("--kind must be payment-processing or merchant-identity")
+            throw UsageError("--kind must be payment-processing, merchant-identity or order-type-id")
         }
         self.kind = kind
         guard let folder = try arguments.option("--out") else { throw UsageError("--out DIR is required") }
         self.folder = folder
         merchantIdentifier = try arguments.option("--merchant-id")
-        if let merchantIdentifier {
+        if let orderTypeIdentifier = try arguments.option("--order-type-id") {
+            guard kind == .orderTypeID else { throw UsageError("--order-type-id goes with --kind order-type-id") }
+            do { try OrderTypeIdentifier.validate(orderTypeIdentifier) } catch let error as SandboxError {
+                throw UsageError(error.message)
+            }
+            merchantIdentifier = orderTypeIdentifier
+        } else if let merchantIdentifier, kind != .orderTypeID {
             do { try MerchantIdentifier.validate(merchantIdentifier) } catch let error as SandboxError {
                 throw UsageError(error.message)
             }

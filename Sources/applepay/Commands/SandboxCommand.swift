@@ -9,7 +9,10 @@ struct SandboxCommand: Command {
         CommandConfiguration(
             name: "sandbox",
             abstract: "Play Apple's part: a test certificate authority and real signed, encrypted payment tokens.",
-            subcommands: [SandboxInitCommand.self, SandboxMintCommand.self, SandboxGatewayCommand.self])
+            subcommands: [
+                SandboxInitCommand.self, SandboxMintCommand.self, SandboxGatewayCommand.self, SandboxAPNsCommand.self,
+                SandboxWalletCommand.self,
+            ])
     }
 }
 
@@ -33,7 +36,8 @@ struct SandboxInitCommand: Command {
             ],
             discussion: """
                 Writes root.pem, intermediate.pem, merchant-ca.pem, leaf-ec.pem, leaf-rsa.pem,
-                payment-processing-ec.pem, payment-processing-rsa.pem, merchant-identity.pem (each with a .key.pem
+                payment-processing-ec.pem, payment-processing-rsa.pem, merchant-identity.pem, wallet-ca.pem and
+                order-type-id.pem (the Order Type ID certificate for Wallet orders) (each with a .key.pem
                 beside it, mode 0600) and sandbox.json, then prints {"folder", "merchantIdentifier", "files",
                 "rootSHA256"}. Configure a verifier with root.pem as its trust anchor. DIR must be new, empty, or
                 (with --force) an earlier sandbox; everything is staged and renamed into place, so a failure leaves

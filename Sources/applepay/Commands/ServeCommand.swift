@@ -31,6 +31,11 @@ struct ServeCommand: Command {
                 ("--store sqlite:PATH", "Where orders live (default sqlite:applepay-orders.sqlite)."),
                 ("--host ADDRESS", "The address to listen on (default 127.0.0.1)."),
                 ("--port N", "The port to listen on; 0 picks a free one (default 8080)."),
+                ("--apns-url URL", "Push Wallet order updates to this APNs (e.g. `applepay sandbox apns`)."),
+                ("--apns-key FILE.p8", "The APNs authentication key (ES256); its id from AuthKey_<ID>.p8."),
+                ("--apns-key-id ID", "The key id, when the file is not named AuthKey_<ID>.p8."),
+                ("--apns-team-id ID", "The team id (the JWT issuer; default SANDBOX001)."),
+                ("--wallet-url URL", "The orders web service's public base URL (default http://<Host>/wallet)."),
             ],
             discussion: """
                 Serves the checkout page at / (in sandbox mode with a sandbox payment sheet in every browser).
@@ -38,7 +43,8 @@ struct ServeCommand: Command {
                 when a key is missing, unreadable, readable by others, or not the key of its certificate, and without
                 --sandbox when no --processor is given. The admin API under /admin/v1/ is on when APPLEPAY_ADMIN_TOKEN
                 (or the file's server.adminToken) is set. A reconciler settles payments whose outcome was not seen,
-                at start-up and every 30 s. SIGINT or SIGTERM stop accepting connections, finish the requests in
+                at start-up and every 30 s. With --sandbox, Wallet orders are on: payment answers carry
+                orderDetails and the orders web service answers under /wallet. SIGINT or SIGTERM stop accepting connections, finish the requests in
                 flight, and exit 0.
                 """)
     }
@@ -55,6 +61,11 @@ struct ServeCommand: Command {
         let sandboxGateway = try arguments.option("--sandbox-gateway")
         let applePaySDK = arguments.flag("--apple-pay-sdk")
         if sandboxGateway != nil, sandbox == nil { throw UsageError("--sandbox-gateway needs --sandbox DIR") }
+        let apnsURL = try arguments.option("--apns-url")
+        let apnsKey = try arguments.option("--apns-key")
+        var apnsKeyID = try arguments.option("--apns-key-id")
+        let apnsTeamID = try arguments.option("--apns-team-id") ?? "SANDBOX001"
+        let walletURL = try arguments.option("--wallet-url")
         if let store, !store.hasPrefix("sqlite:") || store.count <= "sqlite:".count {
             throw UsageError("--store must be sqlite:PATH")
         }
@@ -73,6 +84,23 @@ struct ServeCommand: Command {
         if let processor { configuration.processorURL = processor }
         if let sandboxGateway { configuration.sandboxGatewayURL = sandboxGateway }
         if applePaySDK { configuration.loadsApplePayJSSDK = true }
+        if let walletURL { configuration.walletOrders?.webServiceURL = walletURL }
+        if let apnsURL {
+            guard configuration.walletOrders != nil else {
+                throw UsageError("--apns-url needs Wallet orders (--sandbox DIR)")
+            }
+            guard let apnsKey else { throw UsageError("--apns-url needs --apns-key FILE.p8") }
+            let name = URL(fileURLWithPath: apnsKey).lastPathComponent
+            if apnsKeyID == nil, name.hasPrefix("AuthKey_"), name.hasSuffix(".p8") {
+                apnsKeyID = String(name.dropFirst("AuthKey_".count).dropLast(".p8".count))
+            }
+            guard let apnsKeyID else { throw UsageError("--apns-key-id is required") }
+            configuration.walletOrders?.apns = APNsSettings(
+                baseURL: apnsURL, keyID: apnsKeyID, teamID: apnsTeamID, keyPath: apnsKey,
+                trustedRootsPath: configuration.sandboxFolder.map {
+                    URL(fileURLWithPath: $0).appendingPathComponent("root.pem").path
+                })
+        }
         if let token = ProcessInfo.processInfo.environment["APPLEPAY_ADMIN_TOKEN"], !token.isEmpty {
             configuration.adminToken = token
         }
