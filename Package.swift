@@ -27,12 +27,16 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        .systemLibrary(
+            name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
 
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL"]),
         .target(name: "SQLite", dependencies: ["CSQLite"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
+        .target(name: "Postgres", dependencies: ["CPostgres"]),
 
         // The domain.
         .target(name: "ApplePay"),
@@ -45,8 +49,8 @@ let package = Package(
         .target(
             name: "MerchantServer",
             dependencies: [
-                "ApplePay", "Cryptography", "PaymentToken", "SQLite", "HTTPServer", "HTTPClient", "ProcessorAPI",
-                "ProcessorService",
+                "ApplePay", "Cryptography", "PaymentToken", "SQLite", "Postgres", "HTTPServer", "HTTPClient",
+                "ProcessorAPI", "ProcessorService",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
@@ -85,12 +89,13 @@ let package = Package(
         .testTarget(
             name: "PaymentSheetTests", dependencies: ["PaymentSheet", "InProcessMerchant", "Sandbox", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
                 "MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport", "ProcessorService",
-                "ProcessorAPI",
+                "ProcessorAPI", "Postgres",
             ],
             exclude: ["python"]),
         .testTarget(

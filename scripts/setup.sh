@@ -8,6 +8,7 @@ DEBIAN_PACKAGES=(
     sqlite3 libsqlite3-dev      # the embedded order store
     libmicrohttpd-dev           # the HTTP server
     libcurl4-openssl-dev curl   # outgoing TLS with a client certificate (merchant validation)
+    postgresql libpq-dev        # the shared order store (libpq) and the private cluster `make test` starts
 )
 PYTHON_PACKAGES=(cryptography)  # tests only: an independent implementation to check against
 
