@@ -7,9 +7,11 @@ struct ServeCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "serve",
-            abstract: "Run the merchant server: checkout API, merchant validation, payments and orders on SQLite.",
+            abstract:
+                "Run the merchant server: checkout API, merchant validation, payments and orders on SQLite or PostgreSQL.",
             usage: [
-                "(--sandbox DIR | --processor URL) [--config FILE] [--store sqlite:PATH] [--host ADDRESS] [--port N]"
+                "(--sandbox DIR | --processor URL) [--config FILE] [--store sqlite:PATH|postgresql://...] [--host ADDRESS] "
+                    + "[--port N]"
             ],
             options: [
                 ("--sandbox DIR", "Trust the sandbox's root and use its merchant certificates and keys."),
@@ -22,7 +24,11 @@ struct ServeCommand: Command {
                     "The payment processor (docs/PROCESSOR-PROTOCOL.md). Required without --sandbox; with --sandbox and "
                         + "no --processor, the sandbox processor runs in process."
                 ),
-                ("--store sqlite:PATH", "Where orders live (default sqlite:applepay-orders.sqlite)."),
+                (
+                    "--store LOCATION",
+                    "Where orders live: sqlite:PATH (default sqlite:applepay-orders.sqlite) or a PostgreSQL URI "
+                        + "(postgres://USER@HOST:PORT/DB, postgresql:///DB?host=/socket/dir) shared by several servers."
+                ),
                 ("--host ADDRESS", "The address to listen on (default 127.0.0.1)."),
                 ("--port N", "The port to listen on; 0 picks a free one (default 8080)."),
             ],
@@ -45,8 +51,12 @@ struct ServeCommand: Command {
         let host = try arguments.option("--host")
         let port = try arguments.option("--port", as: { UInt16($0) })
         let processor = try arguments.option("--processor")
-        if let store, !store.hasPrefix("sqlite:") || store.count <= "sqlite:".count {
-            throw UsageError("--store must be sqlite:PATH")
+        if let store {
+            do {
+                _ = try OrderStoreLocation(parsing: store)
+            } catch {
+                throw UsageError(error.message)
+            }
         }
         var configuration = MerchantServerConfiguration()
         if let configFile {
