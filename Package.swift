@@ -101,7 +101,8 @@ let package = Package(
         .testTarget(
             name: "ProcessorServiceTests",
             dependencies: ["ProcessorService", "ProcessorAPI", "SQLite", "HTTPClient", "TestSupport"]),
-        .testTarget(name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "TestSupport"]),
+        .testTarget(
+            name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "TestSupport"], exclude: ["python"]),
     ]
 )
 
