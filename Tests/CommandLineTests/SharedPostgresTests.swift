@@ -20,10 +20,10 @@ struct SharedPostgresTests {
         let urls = [try #require(first.baseURL), try #require(second.baseURL)]
         let payments = try await setup.mint(count: 201, urls: urls)
         // Submission k of the shared token (payment 0) goes to server k % 2; between two of them, one of the others.
-        var requests: [(payment: Int, server: Int)] = []
+        var requests: [SharedPostgres.Request] = []
         for k in 0..<200 {
-            requests.append((0, k % 2))
-            requests.append((k + 1, (k + 1) % 2))
+            requests.append(.init(payment: 0, server: k % 2))
+            requests.append(.init(payment: k + 1, server: (k + 1) % 2))
         }
         let answers = try await setup.submit(requests, payments: payments, urls: urls)
         let charges = try await SharedPostgres.curlJSON([processorURL + "/v1/charges"])["charges"] as? [[String: Any]]
@@ -43,8 +43,8 @@ struct SharedPostgresTests {
         for (request, answer) in zip(requests, answers) {
             let checkoutID = payments[request.payment].checkoutID
             let stored = orderByCheckout[checkoutID]?["id"] as? String
-            #expect(answer["status"] as? String == "success", "\(answer)")
-            #expect(answer["orderId"] as? String == stored, "payment \(request.payment): \(answer)")
+            #expect(answer.status == "success", "\(answer)")
+            #expect(answer.orderId == stored, "payment \(request.payment): \(answer)")
         }
         await first.stop()
         await second.stop()
@@ -52,8 +52,77 @@ struct SharedPostgresTests {
     }
 }
 
+extension SharedPostgresTests {
+    @Test(
+        "PostgreSQL stops under load and starts again: 503 storeUnavailable meanwhile, nothing acknowledged lost",
+        .disabled("unfinished: its first run hung (about 10 min, cause not found yet); see the issue 11 report"))
+    func outage() async throws {
+        // A cluster of its own: the suite's shared one must keep serving the tests running beside this one.
+        let cluster = "/tmp/applepay-pg-outage-" + UUID().uuidString.prefix(8)
+        let script = Repository.root.appendingPathComponent("scripts/test-postgres.sh").path
+        let started = try await Subprocess.run(script, ["start", cluster], timeout: 120)
+        try #require(started.status == 0, "\(started.standardError)")
+        defer {
+            _ = try? Subprocess.runBlocking(executable: URL(fileURLWithPath: script), ["stop", cluster], timeout: 120)
+        }
+        let base = started.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        let made = try await SharedPostgres.make()
+        defer { made.folder.remove() }
+        let setup = SharedPostgres(folder: made.folder, sandbox: made.sandbox, store: base)
+        let processor = try await setup.processor()
+        let processorURL = try #require(processor.baseURL)
+        let first = try await setup.merchant(processor: processorURL)
+        let second = try await setup.merchant(processor: processorURL)
+        let urls = [try #require(first.baseURL), try #require(second.baseURL)]
+        let payments = try await setup.mint(count: 30, urls: urls)
+        func batch(_ range: Range<Int>) -> [SharedPostgres.Request] { range.map { .init(payment: $0, server: $0 % 2) } }
+
+        // Before: acknowledged.
+        let before = try await setup.submit(batch(0..<10), payments: payments, urls: urls)
+        #expect(before.allSatisfy { $0.status == "success" }, "\(before)")
+        // Under load: ten payments in flight while the database stops.
+        let inFlightRequests = batch(10..<20)
+        async let during = setup.submit(inFlightRequests, payments: payments, urls: urls)
+        let halted = try await Subprocess.run(script, ["halt", cluster], timeout: 120)
+        #expect(halted.status == 0, "\(halted.standardError)")
+        let inFlight = try await during
+        // Down: every payment is refused with 503 storeUnavailable.
+        let down = try await setup.submit(batch(20..<30), payments: payments, urls: urls)
+        for answer in down {
+            #expect(answer.errorCode == "storeUnavailable", "\(answer)")
+        }
+        let resumed = try await Subprocess.run(script, ["resume", cluster], timeout: 120)
+        try #require(resumed.status == 0, "\(resumed.standardError)")
+        // Back: both servers serve again without a restart; the refused payments go through.
+        let after = try await setup.submit(batch(20..<30), payments: payments, urls: urls)
+        #expect(after.allSatisfy { $0.status == "success" }, "\(after)")
+        for url in urls {
+            let health = try await SharedPostgres.curlJSON([url + "/healthz"])
+            #expect(health["status"] as? String == "ok")
+        }
+        // Nothing acknowledged is lost, and nothing was charged twice.
+        let list = try await SharedPostgres.curlJSON([
+            "-H", "Authorization: Bearer \(RunningServer.adminToken)", urls[0] + "/admin/v1/orders?limit=1000",
+        ])
+        let orders = try #require(list["orders"] as? [[String: Any]])
+        var byID: [String: [String: Any]] = [:]
+        for order in orders { byID[order["id"] as? String ?? ""] = order }
+        for answer in before + inFlight + after where answer.status == "success" {
+            let order = byID[answer.orderId ?? ""]
+            #expect(order?["status"] as? String == "paid", "acknowledged \(answer) stored as \(order ?? [:])")
+        }
+        let charges = try await SharedPostgres.curlJSON([processorURL + "/v1/charges"])["charges"] as? [[String: Any]]
+        let keys = (charges ?? []).compactMap { $0["idempotencyKey"] as? String }
+        #expect(Set(keys).count == keys.count)
+        #expect(keys.count <= 30)
+        await first.stop()
+        await second.stop()
+        await processor.stop()
+    }
+}
+
 /// A sandbox, a processor service with its ledger, and a fresh schema in the test database for the servers.
-struct SharedPostgres {
+struct SharedPostgres: Sendable {
     static let uri = ProcessInfo.processInfo.environment["APPLEPAY_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
 
     let folder: TemporaryDirectory
@@ -90,8 +159,23 @@ struct SharedPostgres {
         return server
     }
 
+    /// Which payment goes to which server.
+    struct Request: Sendable {
+        var payment: Int
+        var server: Int
+    }
+
+    /// What a client was answered.
+    struct Answer: Sendable, CustomStringConvertible {
+        var status: String?
+        var orderId: String?
+        var errorCode: String?
+        var text: String
+        var description: String { text }
+    }
+
     /// A checkout and its payment body with a freshly minted token.
-    struct Payment {
+    struct Payment: Sendable {
         var checkoutID: String
         var bodyPath: String
     }
@@ -115,9 +199,7 @@ struct SharedPostgres {
     }
 
     /// Sends the payments concurrently (curl --parallel, 32 at a time) and returns each answer's JSON, in order.
-    func submit(_ requests: [(payment: Int, server: Int)], payments: [Payment], urls: [String]) async throws
-        -> [[String: Any]]
-    {
+    func submit(_ requests: [Request], payments: [Payment], urls: [String]) async throws -> [Answer] {
         let answers = folder.path("answers")
         try FileManager.default.createDirectory(atPath: answers, withIntermediateDirectories: true)
         var config = ""
@@ -141,7 +223,11 @@ struct SharedPostgres {
         #expect(result.status == 0, "\(result.standardError)")
         return requests.indices.map { index in
             let data = (try? Data(contentsOf: URL(fileURLWithPath: "\(answers)/answer-\(index).json"))) ?? Data()
-            return ((try? JSONSerialization.jsonObject(with: data)) as? [String: Any]) ?? [:]
+            let object = ((try? JSONSerialization.jsonObject(with: data)) as? [String: Any]) ?? [:]
+            return Answer(
+                status: object["status"] as? String, orderId: object["orderId"] as? String,
+                errorCode: (object["error"] as? [String: Any])?["code"] as? String,
+                text: String(decoding: data, as: UTF8.self))
         }
     }
 
