@@ -17,9 +17,12 @@ run: build
 	@scripts/run.sh "$(SANDBOX)" "$(STORE)" "$(PORT)"
 
 # Lint first (the repository's .swift-format, strict: a warning fails the run), then build and run every test.
+# The tests run against a private PostgreSQL cluster (a temporary folder, Unix socket only) that
+# scripts/test-postgres.sh starts before and stops after, also when a test fails; APPLEPAY_REQUIRE_POSTGRES makes
+# the PostgreSQL tests fail, not skip, if it is missing.
 test: setup lint
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	APPLEPAY_REQUIRE_POSTGRES=1 scripts/test-postgres.sh run $(SWIFT) test --skip-build
 
 lint:
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests Examples

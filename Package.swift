@@ -31,6 +31,9 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        .systemLibrary(
+            name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
 
         .systemLibrary(
             name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
@@ -43,6 +46,7 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
         // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
         .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
+        .target(name: "Postgres", dependencies: ["CPostgres"]),
 
         // The domain.
         .target(name: "ApplePay"),
@@ -60,8 +64,8 @@ let package = Package(
         .target(
             name: "MerchantServer",
             dependencies: [
-                "ApplePay", "Cryptography", "PaymentToken", "SQLite", "HTTPServer", "HTTPClient", "ProcessorAPI",
-                "ProcessorService", "Sandbox", "WalletOrders",
+                "ApplePay", "Cryptography", "PaymentToken", "SQLite", "Postgres", "HTTPServer", "HTTPClient",
+                "ProcessorAPI", "ProcessorService", "Sandbox", "WalletOrders",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
@@ -104,12 +108,13 @@ let package = Package(
             name: "SandboxGatewayTests",
             dependencies: ["SandboxGateway", "Sandbox", "Cryptography", "HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
                 "MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport", "ProcessorService",
-                "ProcessorAPI", "WalletOrders", "Cryptography",
+                "ProcessorAPI", "WalletOrders", "Cryptography", "Postgres",
             ],
             exclude: ["python"]),
         .testTarget(

@@ -11,6 +11,7 @@ DEBIAN_PACKAGES=(
     libgnutls28-dev             # the sandbox gateway: reading a client certificate from libmicrohttpd's TLS session
     libnghttp2-dev              # the sandbox APNs: an HTTP/2 server (with OpenSSL for TLS and ALPN)
     chromium chromium-driver    # tests only: the browser test of the checkout page
+    postgresql libpq-dev        # the shared order store (libpq) and the private cluster `make test` starts
 )
 PYTHON_PACKAGES=(cryptography selenium)  # tests only: an independent implementation; the browser test
 

@@ -56,11 +56,23 @@ struct ServeCommandTests {
         #expect(result.standardError.contains("insecureKeyFile"))
     }
 
-    @Test("a store that is not sqlite:PATH is a usage error")
+    @Test("a store that is neither sqlite:PATH nor a PostgreSQL URI is a usage error")
     func usage() async throws {
-        let result = try await CommandLineTool.run(["serve", "--store", "postgres://x"])
+        let result = try await CommandLineTool.run(["serve", "--store", "mysql://x"])
         #expect(result.status == 64)
-        #expect(result.standardError.contains("--store must be sqlite:PATH"))
+        #expect(result.standardError.contains("--store must be sqlite:PATH or postgresql://"))
+    }
+
+    @Test("a PostgreSQL store that does not answer stops the start with invalidStore, password hidden")
+    func unreachablePostgres() async throws {
+        let sandbox = try await CommandLineSandbox.path()
+        let result = try await CommandLineTool.run([
+            "serve", "--sandbox", sandbox, "--port", "0", "--store",
+            "postgresql://user:hunter2@localhost/db?host=/nonexistent",
+        ])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("invalidStore"))
+        #expect(!result.standardError.contains("hunter2"))
     }
 
     @Test("applepay demo plays the scenarios against a live server and prints transcripts and orders")

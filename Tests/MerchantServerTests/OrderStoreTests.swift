@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import MerchantServer
+import Postgres
 import SQLite
 import TestSupport
 import Testing
@@ -29,25 +30,95 @@ struct SlowProcessor: PaymentProcessor {
     { try await inner.refund(reference: reference, amount: amount, idempotencyKey: idempotencyKey) }
 }
 
-/// A store in a fresh temporary file, and a way to look at its tables directly.
+/// The stores the shared tests run against: SQLite always, PostgreSQL when `APPLEPAY_TEST_POSTGRES` names a
+/// database (`make test` starts one; PostgresAvailabilityTests fails when it does not).
+enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    static var available: [StoreBackend] { TestPostgres.uri == nil ? [.sqlite] : [.sqlite, .postgres] }
+    var testDescription: String { rawValue }
+}
+
+/// The PostgreSQL database of `make test`, and a fresh schema in it per fixture.
+enum TestPostgres {
+    static let uri = ProcessInfo.processInfo.environment["APPLEPAY_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
+
+    /// Creates an empty schema and returns a URI whose connections use it (`search_path`).
+    static func freshSchema() async throws -> String {
+        let base = try #require(uri, "APPLEPAY_TEST_POSTGRES is not set")
+        let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        let admin = ConnectionPool(uri: base, size: 1)
+        defer { admin.close() }
+        try await admin.withConnection { try $0.execute("CREATE SCHEMA \(schema)") }
+        return base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+    }
+}
+
+/// A store in a fresh temporary file (SQLite) or schema (PostgreSQL), and a way to look at its tables directly.
 struct StoreFixture {
+    let backend: StoreBackend
     let folder: TemporaryDirectory
+    /// The SQLite file, or the PostgreSQL URI.
     let path: String
-    let store: SQLiteOrderStore
+    let store: any OrderStore
     let configuration = StoreConfiguration.demo
 
-    init() throws {
+    init(_ backend: StoreBackend = .sqlite) async throws {
+        self.backend = backend
         folder = try TemporaryDirectory(prefix: "order-store")
-        path = folder.path("orders.sqlite")
-        store = try SQLiteOrderStore(path: path, clock: { fixedNow })
+        switch backend {
+        case .sqlite:
+            path = folder.path("orders.sqlite")
+            store = try SQLiteOrderStore(path: path, clock: { fixedNow })
+        case .postgres:
+            path = try await TestPostgres.freshSchema()
+            store = try await PostgresOrderStore(uri: path, poolSize: 2, clock: { fixedNow })
+        }
+    }
+
+    /// A second store on the same database, as another server process would open it.
+    func another() async throws -> any OrderStore {
+        switch backend {
+        case .sqlite: try SQLiteOrderStore(path: path)
+        case .postgres: try await PostgresOrderStore(uri: path, poolSize: 2)
+        }
+    }
+
+    /// Runs SQL on a connection of its own (the SQLite text, or the PostgreSQL text).
+    func execute(sqlite: String, postgres: String) async throws {
+        switch backend {
+        case .sqlite: try Connection(path: path).execute(sqlite)
+        case .postgres:
+            let pool = ConnectionPool(uri: path, size: 1)
+            defer { pool.close() }
+            try await pool.withConnection { try $0.execute(postgres) }
+        }
+    }
+
+    /// The first column of every row of `sql`, as text (`nil` for NULL).
+    func column(_ sql: String) async throws -> [String?] {
+        switch backend {
+        case .sqlite:
+            return try Connection(path: path).query(sql).map { row in
+                switch row.values.first {
+                case .text(let text): text
+                case .integer(let value): String(value)
+                default: nil
+                }
+            }
+        case .postgres:
+            let pool = ConnectionPool(uri: path, size: 1)
+            defer { pool.close() }
+            return try await pool.withConnection { try $0.query(sql).map { $0.values.first ?? nil } }
+        }
     }
 
     /// Row counts of every table, read through a separate connection.
-    func counts() throws -> [String: Int64] {
-        let db = try Connection(path: path)
+    func counts() async throws -> [String: Int64] {
         var result: [String: Int64] = [:]
         for table in ["checkouts", "orders", "payments", "events", "schema_migrations"] {
-            result[table] = try db.query("SELECT count(*) AS n FROM \(table)").first?.int64("n")
+            let values = try await column("SELECT count(*) AS n FROM \(table)")
+            result[table] = values.first.flatMap { $0 }.flatMap { Int64($0) }
         }
         return result
     }
@@ -82,11 +153,13 @@ struct StoreFixture {
     }
 }
 
-@Suite("SQLite order store")
+@Suite("Order stores: SQLite and PostgreSQL")
 struct OrderStoreTests {
-    @Test("checkouts round-trip; unknown ids give nil or notFound; duplicate ids conflict")
-    func checkouts() async throws {
-        let fixture = try StoreFixture()
+    @Test(
+        "checkouts round-trip; unknown ids give nil or notFound; duplicate ids conflict",
+        arguments: StoreBackend.available)
+    func checkouts(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (checkout, _) = try await fixture.checkout()
         #expect(try await fixture.store.checkout(id: checkout.id) == checkout)
@@ -98,14 +171,15 @@ struct OrderStoreTests {
         ghost.id = "chk_ghost"
         await #expect(throws: OrderStoreError(.notFound, "")) { try await fixture.store.updateCheckout(ghost) }
         await #expect(throws: OrderStoreError(.conflict, "")) { try await fixture.store.insertCheckout(checkout) }
-        #expect(try fixture.counts()["checkouts"] == 1)
+        #expect(try await fixture.counts()["checkouts"] == 1)
         let kinds = try await fixture.store.events(checkoutID: checkout.id).map(\.kind)
         #expect(kinds == ["checkoutCreated", "checkoutUpdated"])
     }
 
-    @Test("a payment writes a pending order and payment, then completes them together")
-    func paymentLifecycle() async throws {
-        let fixture = try StoreFixture()
+    @Test(
+        "a payment writes a pending order and payment, then completes them together", arguments: StoreBackend.available)
+    func paymentLifecycle(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         let start = try await fixture.store.beginPayment(fixture.newOrder(checkout, breakdown, transaction: "aa01"))
@@ -120,7 +194,7 @@ struct OrderStoreTests {
         #expect(pending.lines.map(\.sku) == ["COFFEE-250", "MUG-01"])
         #expect(pending.lines.first?.unitPrice == 1450)
         #expect(pending.shippingMethod?.identifier == "standard")
-        #expect(try fixture.counts()["orders"] == 1)
+        #expect(try await fixture.counts()["orders"] == 1)
 
         let paid = try await fixture.store.completePayment(
             orderID: pending.id, outcome: .decided(.approved(reference: "ref-1")))
@@ -139,9 +213,10 @@ struct OrderStoreTests {
         #expect(kinds == ["checkoutCreated", "paymentStarted", "paymentApproved"])
     }
 
-    @Test("the same transaction id charges once; the replay returns the first outcome")
-    func replay() async throws {
-        let fixture = try StoreFixture()
+    @Test(
+        "the same transaction id charges once; the replay returns the first outcome", arguments: StoreBackend.available)
+    func replay(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         let sandbox = SandboxProcessor()
@@ -154,19 +229,19 @@ struct OrderStoreTests {
         #expect(second.disposition == .replayed)
         #expect(second.order == first.order)
         #expect(sandbox.chargeCount == 1)
-        #expect(try fixture.counts()["payments"] == 1)
-        #expect(try fixture.counts()["orders"] == 1)
+        #expect(try await fixture.counts()["payments"] == 1)
+        #expect(try await fixture.counts()["orders"] == 1)
     }
 
-    @Test("a concurrent double submit through two connections charges exactly once")
-    func concurrentDoubleSubmit() async throws {
-        let fixture = try StoreFixture()
+    @Test("a concurrent double submit through two connections charges exactly once", arguments: StoreBackend.available)
+    func concurrentDoubleSubmit(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         let sandbox = SandboxProcessor()
         let processor = SlowProcessor(inner: sandbox, delay: .milliseconds(200))
-        // Two stores = two SQLite connections on one file, as two server processes would have.
-        let other = try SQLiteOrderStore(path: fixture.path)
+        // Two stores = two connections to one database, as two server processes would have.
+        let other = try await fixture.another()
         let services = [
             PaymentService(store: fixture.store, processor: processor, timeout: .seconds(5)),
             PaymentService(store: other, processor: processor, timeout: .seconds(5)),
@@ -184,13 +259,15 @@ struct OrderStoreTests {
         #expect(Set(results.map(\.order.id)).count == 1)
         #expect(results.allSatisfy { $0.order.status == .paid })
         #expect(sandbox.chargeCount == 1)
-        let counts = try fixture.counts()
+        let counts = try await fixture.counts()
         #expect(counts["orders"] == 1 && counts["payments"] == 1)
     }
 
-    @Test("a replay that outwaits a slow first attempt answers inProgress, not a second charge")
-    func inProgress() async throws {
-        let fixture = try StoreFixture()
+    @Test(
+        "a replay that outwaits a slow first attempt answers inProgress, not a second charge",
+        arguments: StoreBackend.available)
+    func inProgress(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         let sandbox = SandboxProcessor()
@@ -216,7 +293,7 @@ struct OrderStoreTests {
 
     @Test("a pending order left by a process that died is answered at once, as an unknown outcome, not waited on")
     func orphanedPending() async throws {
-        let fixture = try StoreFixture()
+        let fixture = try await StoreFixture(.sqlite)
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         // The dead process wrote its pending order a minute ago, then never recorded the processor's answer.
@@ -237,9 +314,9 @@ struct OrderStoreTests {
         #expect(sandbox.chargeCount == 0)
     }
 
-    @Test("a paid checkout refuses another token; a declined one accepts a retry")
-    func checkoutAlreadyPaid() async throws {
-        let fixture = try StoreFixture()
+    @Test("a paid checkout refuses another token; a declined one accepts a retry", arguments: StoreBackend.available)
+    func checkoutAlreadyPaid(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         let sandbox = SandboxProcessor()
@@ -259,13 +336,15 @@ struct OrderStoreTests {
         #expect(again.disposition == .checkoutLocked)
         #expect(again.order.id == retry.order.id)
         #expect(sandbox.chargeCount == 1)
-        let counts = try fixture.counts()
+        let counts = try await fixture.counts()
         #expect(counts["orders"] == 2 && counts["payments"] == 2)
     }
 
-    @Test("a processor timeout leaves the order unknown (for the reconciler), never failed")
-    func timeoutFails() async throws {
-        let fixture = try StoreFixture()
+    @Test(
+        "a processor timeout leaves the order unknown (for the reconciler), never failed",
+        arguments: StoreBackend.available)
+    func timeoutFails(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         let sandbox = SandboxProcessor(hangDuration: .seconds(30))
@@ -287,9 +366,9 @@ struct OrderStoreTests {
         #expect(kinds.last == "paymentOutcomeUnknown")
     }
 
-    @Test("a failure inside beginPayment leaves no order, payment or event behind")
-    func rollbackOnBegin() async throws {
-        let fixture = try StoreFixture()
+    @Test("a failure inside beginPayment leaves no order, payment or event behind", arguments: StoreBackend.available)
+    func rollbackOnBegin(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         // Unknown checkout: refused before any write.
@@ -297,8 +376,14 @@ struct OrderStoreTests {
         orphan.checkoutID = "chk_unknown"
         await #expect(throws: OrderStoreError(.notFound, "")) { try await fixture.store.beginPayment(orphan) }
         // A real SQLite failure after the order row is written: the payment insert is refused by a trigger.
-        try Connection(path: fixture.path).execute(
-            "CREATE TRIGGER test_fail BEFORE INSERT ON payments BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
+        try await fixture.execute(
+            sqlite:
+                "CREATE TRIGGER test_fail BEFORE INSERT ON payments BEGIN SELECT RAISE(ABORT, 'injected failure'); END",
+            postgres: """
+                CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+                CREATE TRIGGER test_fail BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION test_fail();
+                """)
         await #expect(throws: OrderStoreError(.storage, "")) {
             try await fixture.store.beginPayment(fixture.newOrder(checkout, breakdown, transaction: "gg10"))
         }
@@ -306,14 +391,16 @@ struct OrderStoreTests {
         var leaky = fixture.newOrder(checkout, breakdown, transaction: "gg11")
         leaky.panLastFour = "4817499999010019"
         await #expect(throws: OrderStoreError(.storage, "")) { try await fixture.store.beginPayment(leaky) }
-        let counts = try fixture.counts()
+        let counts = try await fixture.counts()
         #expect(counts["orders"] == 0 && counts["payments"] == 0)
         #expect(try await fixture.store.events(checkoutID: checkout.id).map(\.kind) == ["checkoutCreated"])
     }
 
-    @Test("a failure inside completePayment leaves the order and payment pending together")
-    func rollbackOnComplete() async throws {
-        let fixture = try StoreFixture()
+    @Test(
+        "a failure inside completePayment leaves the order and payment pending together",
+        arguments: StoreBackend.available)
+    func rollbackOnComplete(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         guard
@@ -323,30 +410,42 @@ struct OrderStoreTests {
             Issue.record("expected a new payment")
             return
         }
-        try Connection(path: fixture.path).execute(
-            """
-            CREATE TRIGGER test_fail BEFORE INSERT ON events WHEN NEW.kind = 'paymentApproved'
-            BEGIN SELECT RAISE(ABORT, 'injected failure'); END
-            """)
+        try await fixture.execute(
+            sqlite: """
+                CREATE TRIGGER test_fail BEFORE INSERT ON events WHEN NEW.kind = 'paymentApproved'
+                BEGIN SELECT RAISE(ABORT, 'injected failure'); END
+                """,
+            postgres: """
+                CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+                CREATE TRIGGER test_fail BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.kind = 'paymentApproved')
+                    EXECUTE FUNCTION test_fail();
+                """)
         await #expect(throws: OrderStoreError(.storage, "")) {
             try await fixture.store.completePayment(orderID: pending.id, outcome: .decided(.approved(reference: "r")))
         }
-        let db = try Connection(path: fixture.path)
-        #expect(try db.query("SELECT status FROM orders").first?["status"] == .text("pending"))
-        #expect(
-            try db.query("SELECT status, processor_reference FROM payments").first?.values == [.text("pending"), .null])
+        #expect(try await fixture.column("SELECT status FROM orders") == ["pending"])
+        #expect(try await fixture.column("SELECT status FROM payments") == ["pending"])
+        #expect(try await fixture.column("SELECT processor_reference FROM payments") == [nil])
         #expect(try await fixture.store.order(id: pending.id) == pending)
     }
 
-    @Test("the event log is append-only")
-    func appendOnly() async throws {
-        let fixture = try StoreFixture()
+    @Test("the event log is append-only", arguments: StoreBackend.available)
+    func appendOnly(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         _ = try await fixture.checkout()
-        let db = try Connection(path: fixture.path)
-        #expect(throws: SQLiteError.self) { try db.run("UPDATE events SET kind = 'x'") }
-        #expect(throws: SQLiteError.self) { try db.run("DELETE FROM events") }
-        #expect(try fixture.counts()["events"] == 1)
+        for statement in ["UPDATE events SET kind = 'x'", "DELETE FROM events"] {
+            await #expect(throws: (any Error).self) {
+                try await fixture.execute(sqlite: statement, postgres: statement)
+            }
+        }
+        if backend == .postgres {
+            await #expect(throws: (any Error).self) {
+                try await fixture.execute(sqlite: "", postgres: "TRUNCATE events")
+            }
+        }
+        #expect(try await fixture.counts()["events"] == 1)
     }
 
     @Test("an older database is upgraded in place: new migrations run, old rows read with defaults")
@@ -373,9 +472,9 @@ struct OrderStoreTests {
         #expect(order.totals.total == 1000)
     }
 
-    @Test("a payment method fee is stored with the order")
-    func feeStored() async throws {
-        let fixture = try StoreFixture()
+    @Test("a payment method fee is stored with the order", arguments: StoreBackend.available)
+    func feeStored(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         var configuration = fixture.configuration
         configuration.paymentMethodFees = [PaymentMethodFee(type: "credit", label: "Fee", percent: 2)]
@@ -392,14 +491,14 @@ struct OrderStoreTests {
     }
 
     @Test("migrations are recorded once, however often the store opens")
-    func migrationsOnce() throws {
-        let fixture = try StoreFixture()
+    func migrationsOnce() async throws {
+        let fixture = try await StoreFixture()
         defer { fixture.folder.remove() }
         _ = try SQLiteOrderStore(path: fixture.path)
         _ = try SQLiteOrderStore(path: fixture.path)
         let names = try Connection(path: fixture.path).appliedMigrations()
         #expect(names == SQLiteOrderStore.migrations.map(\.name))
-        #expect(try fixture.counts()["schema_migrations"] == Int64(SQLiteOrderStore.migrations.count))
+        #expect(try await fixture.counts()["schema_migrations"] == Int64(SQLiteOrderStore.migrations.count))
         let error = #expect(throws: OrderStoreError.self) {
             try SQLiteOrderStore(path: fixture.folder.path("no/dir/x.sqlite"))
         }
@@ -408,7 +507,7 @@ struct OrderStoreTests {
 
     @Test("no PAN, cryptogram or expiry reaches the database file, the WAL or the order JSON")
     func noSecretsStored() async throws {
-        let fixture = try StoreFixture()
+        let fixture = try await StoreFixture()
         defer { fixture.folder.remove() }
         let (checkout, breakdown) = try await fixture.checkout()
         let service = PaymentService(store: fixture.store, processor: SandboxProcessor(), timeout: .seconds(5))
@@ -441,7 +540,7 @@ struct OrderStoreTests {
 
     @Test("an in-memory store (sqlite::memory:) takes a payment too")
     func inMemory() async throws {
-        let store = try OrderStoreLocation(parsing: "sqlite::memory:").open(clock: { fixedNow })
+        let store = try await OrderStoreLocation(parsing: "sqlite::memory:").open(clock: { fixedNow })
         let configuration = StoreConfiguration.demo
         let checkout = try Checkout.create(
             items: [CheckoutItem(sku: "MUG-01", quantity: 2)], configuration: configuration)
@@ -462,9 +561,80 @@ struct OrderStoreTests {
         let folder = try TemporaryDirectory(prefix: "order-store")
         defer { folder.remove() }
         let location = try OrderStoreLocation(parsing: "sqlite:" + folder.path("x.sqlite"))
-        let store = try location.open()
+        let store = try await location.open()
         #expect(try await store.checkout(id: "chk_none") == nil)
-        #expect(throws: OrderStoreError(.invalidLocation, "")) { try OrderStoreLocation(parsing: "postgres://x") }
+        #expect(try OrderStoreLocation(parsing: "postgres://x") == .postgres(uri: "postgres://x"))
+        #expect(
+            try OrderStoreLocation(parsing: "postgresql:///db?host=/tmp/s")
+                == .postgres(uri: "postgresql:///db?host=/tmp/s"))
+        #expect(OrderStoreLocation.postgres(uri: "postgres://u:secret@h/db").redacted == "postgres://u:***@h/db")
+        #expect(throws: OrderStoreError(.invalidLocation, "")) { try OrderStoreLocation(parsing: "mysql://x") }
         #expect(throws: OrderStoreError(.invalidLocation, "")) { try OrderStoreLocation(parsing: "sqlite:") }
+    }
+
+    @Test(
+        "a payment settles once however many reconcilers on however many instances race",
+        arguments: StoreBackend.available)
+    func settleOnce(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        defer { fixture.folder.remove() }
+        let (checkout, breakdown) = try await fixture.checkout()
+        guard
+            case .started(let pending) = try await fixture.store.beginPayment(
+                fixture.newOrder(checkout, breakdown, transaction: "st01"))
+        else {
+            Issue.record("expected a new payment")
+            return
+        }
+        let stores = [fixture.store, try await fixture.another(), try await fixture.another()]
+        let charge = ProcessorCharge(
+            reference: "ch_1", idempotencyKey: "st01", amount: Money(minorUnits: breakdown.total, currency: .usDollar),
+            status: .approved)
+        let settled = try await withThrowingTaskGroup(of: Order?.self) { group in
+            for index in 0..<12 {
+                let store = stores[index % stores.count]
+                group.addTask { try await store.settlePayment(orderID: pending.id, charge: charge) }
+            }
+            return try await group.reduce(into: [Order?]()) { $0.append($1) }
+        }
+        #expect(settled.compactMap { $0 }.count == 1)
+        #expect(try await fixture.store.order(id: pending.id)?.status == .paid)
+        let kinds = try await fixture.store.events(checkoutID: checkout.id).map(\.kind)
+        #expect(kinds.filter { $0 == "paymentReconciled" }.count == 1)
+    }
+
+    @Test("PostgreSQL: migrations are recorded once however many instances open the database at once")
+    func postgresMigrationsOnce() async throws {
+        guard TestPostgres.uri != nil else { return }
+        let uri = try await TestPostgres.freshSchema()
+        let stores = try await withThrowingTaskGroup(of: PostgresOrderStore.self) { group in
+            for _ in 0..<4 { group.addTask { try await PostgresOrderStore(uri: uri, poolSize: 1) } }
+            return try await group.reduce(into: [PostgresOrderStore]()) { $0.append($1) }
+        }
+        #expect(try await stores[0].appliedMigrations() == PostgresOrderStore.migrations.map(\.name))
+        let error = await #expect(throws: OrderStoreError.self) {
+            try await PostgresOrderStore(uri: "postgresql:///nope?host=/nonexistent", poolSize: 1)
+        }
+        #expect(error?.code == .storage)
+    }
+
+    @Test("PostgreSQL: reads survive connections the server cut; the pool reconnects by itself")
+    func postgresLostConnections() async throws {
+        guard TestPostgres.uri != nil else { return }
+        let fixture = try await StoreFixture(.postgres)
+        defer { fixture.folder.remove() }
+        let (checkout, _) = try await fixture.checkout()
+        // Cut both of the store's pooled connections (the pool has two; each call holds one for a moment).
+        let pool = try #require(fixture.store as? PostgresOrderStore).pool
+        async let first = pool.withConnection { try $0.query("SELECT pg_backend_pid() AS p, pg_sleep(0.3)") }
+        async let second = pool.withConnection { try $0.query("SELECT pg_backend_pid() AS p, pg_sleep(0.3)") }
+        let pids = try await (first + second).map { try $0.int64("p") }
+        #expect(Set(pids).count == 2)
+        for pid in pids {
+            try await fixture.execute(sqlite: "", postgres: "SELECT pg_terminate_backend(\(pid))")
+        }
+        #expect(try await fixture.store.checkout(id: checkout.id) == checkout)
+        try await fixture.store.updateCheckout(checkout.applyingCoupon("WELCOME10"))
+        #expect(try await fixture.store.checkout(id: checkout.id)?.couponCode == "WELCOME10")
     }
 }

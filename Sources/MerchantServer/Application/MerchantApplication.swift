@@ -125,13 +125,16 @@ public final class MerchantApplication: Sendable {
                 credentials: processing, trustedRoot: trustedRoot, clock: clock)
         }
 
-        let store: SQLiteOrderStore
+        let location: OrderStoreLocation
+        let store: any OrderStore
         do {
-            store = try SQLiteOrderStore(path: try configuration.sqlitePath())
-        } catch let error as ServerStartError {
-            throw error
+            location = try OrderStoreLocation(parsing: configuration.storeLocation)
+            store = try await location.open(poolSize: configuration.storePoolSize)
         } catch {
-            throw ServerStartError(.invalidStore, "cannot open the store \(configuration.storeLocation): \(error)")
+            throw ServerStartError(
+                .invalidStore,
+                "cannot open the store \((try? OrderStoreLocation(parsing: configuration.storeLocation))?.redacted ?? ""): \(error)"
+            )
         }
         let (chosenProcessor, sandboxProcessor) = try choosePayments(
             configuration, override: processor, trustedRoot: trustedRoot)
@@ -173,7 +176,7 @@ public final class MerchantApplication: Sendable {
             "info", "listening",
             [
                 "url": application.url, "merchantIdentifier": configuration.store.merchantIdentifier,
-                "store": configuration.storeLocation,
+                "store": location.redacted,
             ])
         return application
     }

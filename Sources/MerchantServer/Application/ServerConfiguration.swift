@@ -16,15 +16,18 @@ public struct CertificateKeyPaths: Codable, Sendable, Equatable {
 /// Everything `applepay serve` needs: where to listen, the store, the merchant's keys and whom to trust.
 ///
 /// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object:
-/// `{"host", "port", "store": "sqlite:PATH", "maximumBodySize", "connectionTimeout", "threads",
+/// `{"host", "port", "store": "sqlite:PATH" | "postgresql://...", "storePoolSize", "maximumBodySize", "connectionTimeout", "threads",
 /// "paymentProcessing": [{"certificate", "key"}], "merchantIdentity": {"certificate", "key"}, "trustedRoot": PATH,
 /// "gatewayTrustedRoots": PATH, "applePayJSSDK": BOOL}`.
 /// Flags override the file; `--sandbox DIR` fills in the sandbox's certificates and root.
 public struct MerchantServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     public var port: UInt16 = 8080
-    /// `sqlite:PATH` (or `sqlite::memory:`); default `sqlite:applepay-orders.sqlite`.
+    /// `sqlite:PATH` (or `sqlite::memory:`) or a PostgreSQL URI (`postgres://`, `postgresql://`, see
+    /// ``OrderStoreLocation``); default `sqlite:applepay-orders.sqlite`.
     public var storeLocation: String = "sqlite:applepay-orders.sqlite"
+    /// How many connections a PostgreSQL store keeps (file: `server.storePoolSize`); unused for SQLite.
+    public var storePoolSize: Int = 4
     public var maximumBodySize: Int = 64 * 1024
     /// Seconds a connection may stay idle, also in the middle of a request, before it is closed.
     public var connectionTimeout: Int = 30
@@ -68,6 +71,7 @@ public struct MerchantServerConfiguration: Sendable {
     /// The sandbox ledger path in effect (see ``sandboxLedgerPath``).
     func effectiveSandboxLedgerPath() throws(ServerStartError) -> String {
         if let sandboxLedgerPath { return sandboxLedgerPath }
+        guard storeLocation.hasPrefix("sqlite:") else { return "sandbox-processor-ledger.sqlite" }
         let store = try sqlitePath()
         if store == ":memory:" { return ":memory:" }
         return URL(fileURLWithPath: store).deletingLastPathComponent().appendingPathComponent(
@@ -80,6 +84,7 @@ public struct MerchantServerConfiguration: Sendable {
         var host: String?
         var port: UInt16?
         var store: String?
+        var storePoolSize: Int?
         var maximumBodySize: Int?
         var connectionTimeout: Int?
         var threads: Int?
@@ -127,6 +132,12 @@ public struct MerchantServerConfiguration: Sendable {
                 configuration.storeLocation =
                     store.hasPrefix("sqlite:") && !store.hasPrefix("sqlite::") && !store.hasPrefix("sqlite:/")
                     ? "sqlite:" + resolve(String(store.dropFirst("sqlite:".count))) : store
+            }
+            if let size = section.storePoolSize {
+                guard (1...100).contains(size) else {
+                    throw ServerStartError(.invalidConfiguration, "\(file): server.storePoolSize must be 1 to 100")
+                }
+                configuration.storePoolSize = size
             }
             if let size = section.maximumBodySize { configuration.maximumBodySize = size }
             if let threads = section.threads { configuration.threads = threads }

@@ -7,10 +7,11 @@ struct ServeCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "serve",
-            abstract: "Run the merchant server: checkout API, merchant validation, payments and orders on SQLite.",
+            abstract:
+                "Run the merchant server: checkout API, merchant validation, payments and orders on SQLite or PostgreSQL.",
             usage: [
-                "(--sandbox DIR [--sandbox-gateway URL] | --processor URL) [--config FILE] [--store sqlite:PATH] "
-                    + "[--host ADDRESS] [--port N] [--apple-pay-sdk]"
+                "(--sandbox DIR [--sandbox-gateway URL] | --processor URL) [--config FILE] "
+                    + "[--store sqlite:PATH|postgresql://...] [--host ADDRESS] [--port N] [--apple-pay-sdk]"
             ],
             options: [
                 ("--sandbox DIR", "Trust the sandbox's root and use its merchant certificates and keys."),
@@ -28,7 +29,11 @@ struct ServeCommand: Command {
                     "The payment processor (docs/PROCESSOR-PROTOCOL.md). Required without --sandbox; with --sandbox and "
                         + "no --processor, the sandbox processor runs in process."
                 ),
-                ("--store sqlite:PATH", "Where orders live (default sqlite:applepay-orders.sqlite)."),
+                (
+                    "--store LOCATION",
+                    "Where orders live: sqlite:PATH (default sqlite:applepay-orders.sqlite) or a PostgreSQL URI "
+                        + "(postgres://USER@HOST:PORT/DB, postgresql:///DB?host=/socket/dir) shared by several servers."
+                ),
                 ("--host ADDRESS", "The address to listen on (default 127.0.0.1)."),
                 ("--port N", "The port to listen on; 0 picks a free one (default 8080)."),
                 ("--apns-url URL", "Push Wallet order updates to this APNs (e.g. `applepay sandbox apns`)."),
@@ -66,8 +71,12 @@ struct ServeCommand: Command {
         var apnsKeyID = try arguments.option("--apns-key-id")
         let apnsTeamID = try arguments.option("--apns-team-id") ?? "SANDBOX001"
         let walletURL = try arguments.option("--wallet-url")
-        if let store, !store.hasPrefix("sqlite:") || store.count <= "sqlite:".count {
-            throw UsageError("--store must be sqlite:PATH")
+        if let store {
+            do {
+                _ = try OrderStoreLocation(parsing: store)
+            } catch {
+                throw UsageError(error.message)
+            }
         }
         var configuration = MerchantServerConfiguration()
         if let configFile {
