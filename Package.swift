@@ -24,6 +24,10 @@ let package = Package(
         .systemLibrary(
             name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]),
+        // GnuTLS, which libmicrohttpd serves HTTPS with: only to read a client's certificate from the session.
+        .systemLibrary(
+            name: "CGnuTLS", path: "Sources/CGnuTLS", pkgConfig: "gnutls",
+            providers: [.apt(["libgnutls28-dev"]), .brew(["gnutls"])]),
         .systemLibrary(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
@@ -31,13 +35,15 @@ let package = Package(
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL"]),
         .target(name: "SQLite", dependencies: ["CSQLite"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS"]),
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
 
         // The domain.
         .target(name: "ApplePay"),
         .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography"]),
         .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography"]),
+        // Apple's payment-session endpoint played by the sandbox, over HTTPS (`applepay sandbox gateway`).
+        .target(name: "SandboxGateway", dependencies: ["Sandbox", "Cryptography", "HTTPServer"]),
         .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),
@@ -46,7 +52,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "SQLite", "HTTPServer", "HTTPClient", "ProcessorAPI",
-                "ProcessorService",
+                "ProcessorService", "Sandbox",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
@@ -61,7 +67,7 @@ let package = Package(
             name: "applepay",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
-                "InProcessMerchant", "ProcessorService", "ProcessorAPI",
+                "InProcessMerchant", "ProcessorService", "ProcessorAPI", "SandboxGateway",
             ]),
 
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
@@ -84,6 +90,9 @@ let package = Package(
             name: "SandboxTests", dependencies: ["Sandbox", "PaymentToken", "TestSupport"], exclude: ["python"]),
         .testTarget(
             name: "PaymentSheetTests", dependencies: ["PaymentSheet", "InProcessMerchant", "Sandbox", "TestSupport"]),
+        .testTarget(
+            name: "SandboxGatewayTests",
+            dependencies: ["SandboxGateway", "Sandbox", "Cryptography", "HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(

@@ -8,8 +8,10 @@ DEBIAN_PACKAGES=(
     sqlite3 libsqlite3-dev      # the embedded order store
     libmicrohttpd-dev           # the HTTP server
     libcurl4-openssl-dev curl   # outgoing TLS with a client certificate (merchant validation)
+    libgnutls28-dev             # the sandbox gateway: reading a client certificate from libmicrohttpd's TLS session
+    chromium chromium-driver    # tests only: the browser test of the checkout page
 )
-PYTHON_PACKAGES=(cryptography)  # tests only: an independent implementation to check against
+PYTHON_PACKAGES=(cryptography selenium)  # tests only: an independent implementation; the browser test
 
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do

@@ -11,12 +11,23 @@
 /* MHD_start_daemon is variadic; wrappers for the option lists this project uses go here. */
 
 /* Starts a daemon bound to `address` (an IPv4 or IPv6 sockaddr) with the options HTTPServer uses.
-   `thread_pool_size` 0 or 1 means no pool. Returns NULL when the daemon cannot start. */
+   `thread_pool_size` 0 or 1 means no pool. With `tls_key_pem` and `tls_certificate_pem` (NUL-terminated PEM, not
+   NULL) the daemon speaks HTTPS (pass MHD_USE_TLS in `flags`); with `tls_client_trust_pem` too it asks clients for
+   a certificate (GnuTLS's CERT_REQUEST: checking it is the caller's job, see CGnuTLS). Returns NULL when the daemon
+   cannot start. */
 static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
     unsigned int flags, const struct sockaddr *address, unsigned int thread_pool_size,
     unsigned int connection_timeout_seconds, unsigned int connection_limit, size_t connection_memory_limit,
     MHD_AccessHandlerCallback handler, void *handler_context,
-    MHD_RequestCompletedCallback completed, void *completed_context) {
+    MHD_RequestCompletedCallback completed, void *completed_context,
+    const char *tls_key_pem, const char *tls_certificate_pem, const char *tls_client_trust_pem) {
+    struct MHD_OptionItem tls[] = {
+        { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)tls_key_pem },
+        { MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)tls_certificate_pem },
+        { tls_client_trust_pem != NULL ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, (void *)tls_client_trust_pem },
+        { MHD_OPTION_END, 0, NULL },
+    };
+    if (tls_key_pem == NULL || tls_certificate_pem == NULL) { tls[0].option = MHD_OPTION_END; }
     uint16_t port = 0;
     if (address->sa_family == AF_INET) {
         port = ntohs(((const struct sockaddr_in *)address)->sin_port);
@@ -31,6 +42,7 @@ static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+            MHD_OPTION_ARRAY, tls,
             MHD_OPTION_END);
     }
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
@@ -39,6 +51,7 @@ static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
         MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+        MHD_OPTION_ARRAY, tls,
         MHD_OPTION_END);
 }
 
@@ -47,5 +60,14 @@ static inline uint16_t CMicroHTTPD_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info == NULL ? 0 : info->port;
 }
+
+/* MHD_get_connection_info is variadic: the connection's gnutls_session_t, NULL without TLS. */
+static inline void *CMicroHTTPD_tls_session(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    return info == NULL ? NULL : info->tls_session;
+}
+
+/* Whether this libmicrohttpd was built with HTTPS (GnuTLS). */
+static inline int CMicroHTTPD_supports_tls(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
 
 #endif

@@ -61,6 +61,21 @@ public struct HTTPRequest: Sendable {
     /// Set by the server when the body went over its limit of this many bytes (the body is then empty and
     /// the request must be refused: ``Router`` answers `413 payloadTooLarge`).
     public var bodyLimitExceeded: Int?
+    /// On an HTTPS server that asks for client certificates: the one the client presented, if any.
+    public var clientCertificate: ClientCertificate?
+
+    /// A TLS client certificate as received. The TLS handshake proved the client holds its private key.
+    public struct ClientCertificate: Sendable, Equatable {
+        /// The leaf certificate, DER.
+        public var der: Data
+        /// Whether its chain verified against the server's client certificate authorities (and its dates).
+        public var isTrusted: Bool
+
+        public init(der: Data, isTrusted: Bool) {
+            self.der = der
+            self.isTrusted = isTrusted
+        }
+    }
 
     public init(
         method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
@@ -72,6 +87,7 @@ public struct HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
         self.bodyLimitExceeded = nil
+        self.clientCertificate = nil
     }
 }
 

@@ -1,3 +1,4 @@
+internal import CGnuTLS
 internal import CMicroHTTPD
 import Foundation
 import Synchronization
@@ -29,11 +30,30 @@ public final class HTTPServer: Sendable {
         /// Threads that run responders (their own executor, apart from Swift's shared pool); defaults to twice the
         /// cores, at least 4.
         public var responderThreads: Int
+        /// HTTPS instead of HTTP; `nil` serves plain HTTP.
+        public var tls: TLS?
+
+        /// HTTPS settings (libmicrohttpd's GnuTLS): the server's certificate and key, and optionally the CAs whose
+        /// client certificates are asked for. A request then carries ``HTTPRequest/clientCertificate``.
+        public struct TLS: Sendable {
+            /// The server's certificate (PEM), optionally followed by its intermediates.
+            public var certificatePEM: String
+            /// The server's private key (PEM, unencrypted PKCS#8 or SEC1).
+            public var privateKeyPEM: String
+            /// CAs (PEM) that client certificates are verified against; `nil` asks for no client certificate.
+            public var clientCertificateAuthoritiesPEM: String?
+
+            public init(certificatePEM: String, privateKeyPEM: String, clientCertificateAuthoritiesPEM: String? = nil) {
+                self.certificatePEM = certificatePEM
+                self.privateKeyPEM = privateKeyPEM
+                self.clientCertificateAuthoritiesPEM = clientCertificateAuthoritiesPEM
+            }
+        }
 
         public init(
             host: String = "127.0.0.1", port: UInt16 = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount,
             maximumBodySize: Int = 64 * 1024, connectionTimeout: Int = 30, connectionLimit: Int = 1024,
-            responderThreads: Int = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
+            responderThreads: Int = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount), tls: TLS? = nil
         ) {
             self.host = host
             self.port = port
@@ -42,6 +62,7 @@ public final class HTTPServer: Sendable {
             self.connectionTimeout = connectionTimeout
             self.connectionLimit = connectionLimit
             self.responderThreads = responderThreads
+            self.tls = tls
         }
     }
 
@@ -57,8 +78,10 @@ public final class HTTPServer: Sendable {
 
             /// The host is not an IP address literal (or `localhost`).
             public static let invalidAddress = Code("invalidAddress")
-            /// The port cannot be bound (in use, or not allowed).
+            /// The port cannot be bound (in use, or not allowed), or the TLS certificate or key was refused.
             public static let cannotListen = Code("cannotListen")
+            /// HTTPS was asked for and this libmicrohttpd was built without TLS.
+            public static let tlsUnsupported = Code("tlsUnsupported")
 
             /// Lets a code match an error in `catch` or `switch`: `catch HTTPServer.StartError.Code.cannotListen`.
             public static func ~= (pattern: Code, error: any Error) -> Bool {
@@ -94,9 +117,12 @@ public final class HTTPServer: Sendable {
     /// Starts listening; requests go to `responder` until `shutdown()`.
     /// - Throws: `StartError` when the address does not parse or the port cannot be bound.
     public static func start(configuration: Configuration, responder: any Responder) throws -> HTTPServer {
+        if configuration.tls != nil, CMicroHTTPD_supports_tls() == 0 {
+            throw StartError(.tlsUnsupported, "This libmicrohttpd was built without HTTPS support (GnuTLS).")
+        }
         let core = ServerCore(
             responder: responder, maximumBodySize: configuration.maximumBodySize,
-            executor: ResponderExecutor(threads: configuration.responderThreads))
+            executor: ResponderExecutor(threads: configuration.responderThreads), tls: configuration.tls)
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
         #if os(Linux)
@@ -104,19 +130,19 @@ public final class HTTPServer: Sendable {
         #else
             flags |= UInt32(MHD_USE_AUTO.rawValue)
         #endif
-        let context = Unmanaged.passUnretained(core).toOpaque()
+        if configuration.tls != nil { flags |= UInt32(MHD_USE_TLS.rawValue) }
         let daemon: OpaquePointer?
         if var address4 = Self.ipv4(host, port: configuration.port) {
             daemon = withUnsafePointer(to: &address4) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Self.startDaemon(flags: flags, address: $0, configuration: configuration, context: context)
+                    Self.startDaemon(flags: flags, address: $0, configuration: configuration, core: core)
                 }
             }
         } else if var address6 = Self.ipv6(host, port: configuration.port) {
             flags |= UInt32(MHD_USE_IPv6.rawValue)
             daemon = withUnsafePointer(to: &address6) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Self.startDaemon(flags: flags, address: $0, configuration: configuration, context: context)
+                    Self.startDaemon(flags: flags, address: $0, configuration: configuration, core: core)
                 }
             }
         } else {
@@ -127,7 +153,10 @@ public final class HTTPServer: Sendable {
             core.executor.stop()
             throw StartError(
                 .cannotListen,
-                "Cannot listen on \(configuration.host):\(configuration.port) (in use, or not allowed).")
+                configuration.tls == nil
+                    ? "Cannot listen on \(configuration.host):\(configuration.port) (in use, or not allowed)."
+                    : "Cannot listen on \(configuration.host):\(configuration.port) (in use, not allowed, or the TLS "
+                        + "certificate or key was refused).")
         }
         core.daemon.withLock { $0 = DaemonHandle(pointer: daemon) }
         return HTTPServer(configuration: configuration, port: CMicroHTTPD_bound_port(daemon), core: core)
@@ -219,11 +248,13 @@ public final class HTTPServer: Sendable {
     }
 
     private static func startDaemon(
-        flags: UInt32, address: UnsafePointer<sockaddr>, configuration: Configuration, context: UnsafeMutableRawPointer
+        flags: UInt32, address: UnsafePointer<sockaddr>, configuration: Configuration, core: ServerCore
     ) -> OpaquePointer? {
-        CMicroHTTPD_start_daemon(
+        let context = Unmanaged.passUnretained(core).toOpaque()
+        return CMicroHTTPD_start_daemon(
             flags, address, UInt32(max(1, configuration.threads)), UInt32(max(1, configuration.connectionTimeout)),
-            UInt32(max(1, configuration.connectionLimit)), 32 * 1024, accessHandler, context, completedHandler, context)
+            UInt32(max(1, configuration.connectionLimit)), 32 * 1024, accessHandler, context, completedHandler, context,
+            core.tlsStrings.key, core.tlsStrings.certificate, core.tlsStrings.trust)
     }
 
     private static func ipv4(_ host: String, port: UInt16) -> sockaddr_in? {
@@ -269,11 +300,36 @@ final class ServerCore: Sendable {
     let counters = Mutex(Counters())
     /// Wakes `shutdown()` whenever a counter goes down.
     let drained = CounterChanges()
+    /// The TLS PEM texts as C strings, alive as long as the daemon that was given them.
+    let tlsStrings: TLSStrings
+    var usesTLS: Bool { tlsStrings.key != nil }
 
-    init(responder: any Responder, maximumBodySize: Int, executor: ResponderExecutor) {
+    /// C copies of the PEM texts; libmicrohttpd keeps the pointers, so they live as long as the server core.
+    struct TLSStrings: @unchecked Sendable {  // immutable pointers, freed once in ServerCore.deinit
+        var key: UnsafeMutablePointer<CChar>?
+        var certificate: UnsafeMutablePointer<CChar>?
+        var trust: UnsafeMutablePointer<CChar>?
+    }
+
+    init(
+        responder: any Responder, maximumBodySize: Int, executor: ResponderExecutor, tls: HTTPServer.Configuration.TLS?
+    ) {
         self.responder = responder
         self.maximumBodySize = maximumBodySize
         self.executor = executor
+        self.tlsStrings = TLSStrings(
+            key: tls.map { strdup($0.privateKeyPEM) }, certificate: tls.map { strdup($0.certificatePEM) },
+            trust: tls?.clientCertificateAuthoritiesPEM.map { strdup($0) })
+    }
+
+    deinit {
+        if let key = tlsStrings.key {
+            // The key is secret: overwrite it before giving the memory back.
+            memset(key, 0, strlen(key))
+            free(key)
+        }
+        free(tlsStrings.certificate)
+        free(tlsStrings.trust)
     }
 
     /// The responder's answer to a request refused for its `Content-Length` before any of its body is read. It
@@ -352,6 +408,17 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
     return MHD_queue_response(connection, UInt32(response.status), created)
 }
 
+/// The client's certificate on a TLS connection, with GnuTLS's verdict on its chain; `nil` when it sent none.
+private func peerCertificate(of connection: OpaquePointer) -> HTTPRequest.ClientCertificate? {
+    guard let session = CMicroHTTPD_tls_session(connection) else { return nil }
+    var der: UnsafePointer<UInt8>?
+    var length = 0
+    var status: UInt32 = 0
+    let result = CGnuTLS_peer_certificate(session, &der, &length, &status)
+    guard let der, length > 0 else { return nil }
+    return HTTPRequest.ClientCertificate(der: Data(bytes: der, count: length), isTrusted: result == 0 && status == 0)
+}
+
 private let accessHandler: MHD_AccessHandlerCallback = {
     context, connection, url, method, _, uploadData, uploadDataSize, requestContext in
     guard let context, let connection, let uploadDataSize, let requestContext else { return .NO }
@@ -363,9 +430,10 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         for (name, value) in collectValues(connection, kind: .HEADER_KIND) { headers.add(name: name, value: value) }
         var query: [String: String] = [:]
         for (name, value) in collectValues(connection, kind: .GET_ARGUMENT_KIND) { query[name] = value }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? "GET"),
             path: url.map { String(cString: $0) } ?? "/", query: query, headers: headers)
+        if core.usesTLS { request.clientCertificate = peerCertificate(of: connection) }
         let state = RequestState(request: request)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         core.counters.withLock { $0.inFlight += 1 }

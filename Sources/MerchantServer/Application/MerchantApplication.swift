@@ -3,6 +3,7 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import ProcessorService
+import Sandbox
 
 /// The running merchant server: configuration checked and keys loaded once, the SQLite store open, the API
 /// served over HTTP. `applepay serve`, `applepay demo` and the tests start it the same way.
@@ -78,8 +79,30 @@ public final class MerchantApplication: Sendable {
                 throw ServerStartError(.unreadableFile, "the trusted root certificate \(path) is not a PEM certificate")
             }
         }
-        let gatewayRoots = try configuration.gatewayTrustedRootsPath.map { path throws(ServerStartError) in
+        var gatewayRoots = try configuration.gatewayTrustedRootsPath.map { path throws(ServerStartError) in
             try MerchantCredential.readFile(path, role: "gateway trusted roots")
+        }
+        // Sandbox mode: the sandbox (for the page's sandbox wallet and tokens), and its gateway trusted through the
+        // sandbox root. Outside sandbox mode neither exists.
+        var sandbox: Sandbox?
+        var sandboxGatewayURL: String?
+        if let folder = configuration.sandboxFolder {
+            do {
+                sandbox = try Sandbox.load(from: URL(fileURLWithPath: folder))
+            } catch {
+                throw ServerStartError(.unreadableFile, "cannot load the sandbox \(folder): \(error)")
+            }
+            if let url = configuration.sandboxGatewayURL {
+                guard let components = URLComponents(string: url), components.scheme == "https",
+                    components.host != nil, components.path.isEmpty || components.path == "/"
+                else {
+                    throw ServerStartError(
+                        .invalidConfiguration, "--sandbox-gateway must be an https:// base URL (got '\(url)')")
+                }
+                sandboxGatewayURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+                let root = Data((sandbox?.rootCertificate.pemRepresentation ?? "").utf8)
+                gatewayRoots = (gatewayRoots ?? Data()) + root
+            }
         }
         // In sandbox mode the certificates name the merchant: serve as that merchant.
         if configuration.sandboxFolder != nil,
@@ -116,11 +139,16 @@ public final class MerchantApplication: Sendable {
         let validator = MerchantValidator(
             merchantIdentifier: configuration.store.merchantIdentifier,
             displayName: settings.displayName ?? configuration.store.storeName, domain: settings.domain,
-            gatewayBaseURL: settings.gatewayBaseURL, identity: identity?.clientIdentity, trustedRootsPEM: gatewayRoots)
+            gatewayBaseURL: sandboxGatewayURL ?? settings.gatewayBaseURL, identity: identity?.clientIdentity,
+            trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL)
         let api = MerchantAPI(
             configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
             validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
-            reconcileAfter: configuration.reconcileAfter)
+            reconcileAfter: configuration.reconcileAfter,
+            web: WebCheckout.Settings(
+                sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
+                loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
+            sandbox: sandbox)
         let server: HTTPServer
         do {
             server = try HTTPServer.start(

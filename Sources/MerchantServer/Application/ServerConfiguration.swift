@@ -18,7 +18,7 @@ public struct CertificateKeyPaths: Codable, Sendable, Equatable {
 /// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object:
 /// `{"host", "port", "store": "sqlite:PATH", "maximumBodySize", "connectionTimeout", "threads",
 /// "paymentProcessing": [{"certificate", "key"}], "merchantIdentity": {"certificate", "key"}, "trustedRoot": PATH,
-/// "gatewayTrustedRoots": PATH}`.
+/// "gatewayTrustedRoots": PATH, "applePayJSSDK": BOOL}`.
 /// Flags override the file; `--sandbox DIR` fills in the sandbox's certificates and root.
 public struct MerchantServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
@@ -47,6 +47,12 @@ public struct MerchantServerConfiguration: Sendable {
     /// The sandbox processor's ledger when it runs in process; default: `sandbox-processor-ledger.sqlite` beside
     /// the store (in memory for an in-memory store).
     public var sandboxLedgerPath: String?
+    /// Sandbox mode only: the sandbox gateway (`applepay sandbox gateway`) that merchant validation may use, its TLS
+    /// certificate trusted through the sandbox root. Ignored without a sandbox folder.
+    public var sandboxGatewayURL: String?
+    /// Whether the checkout page loads Apple's Apple Pay JS SDK (for browsers other than Safari); the page's
+    /// Content-Security-Policy then allows that one host.
+    public var loadsApplePayJSSDK = false
     /// The admin API's bearer token (`APPLEPAY_ADMIN_TOKEN` or the file's `adminToken`); `nil` turns it off.
     public var adminToken: String?
     /// How often the reconciler runs (and it runs once at start-up).
@@ -82,6 +88,7 @@ public struct MerchantServerConfiguration: Sendable {
         var adminToken: String?
         var reconcileIntervalSeconds: Int?
         var reconcileAfterSeconds: Int?
+        var applePayJSSDK: Bool?
     }
 
     /// Reads a configuration file: the store, and the `"server"` section when present.
@@ -131,6 +138,7 @@ public struct MerchantServerConfiguration: Sendable {
             configuration.gatewayTrustedRootsPath = section.gatewayTrustedRoots.map(resolve)
             configuration.processorURL = section.processor
             configuration.adminToken = section.adminToken
+            configuration.loadsApplePayJSSDK = section.applePayJSSDK ?? false
             if let seconds = section.reconcileIntervalSeconds {
                 guard seconds > 0 else {
                     throw ServerStartError(

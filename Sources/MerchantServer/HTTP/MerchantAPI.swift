@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import HTTPServer
+import Sandbox
 
 /// The merchant's HTTP API as a `Responder`: a ``Router`` of the routes below, with one log line and metrics per
 /// request from ``RequestLogging`` middleware. Testable in-process with `respond(to:)`; served by `HTTPServer`
@@ -23,11 +24,14 @@ public struct MerchantAPI: Responder {
     ///   - clock: "now" for pricing and token times.
     ///   - adminToken: the bearer token of the admin API under `/admin/v1/`; `nil` leaves it off.
     ///   - reconcileAfter: how old an unsettled payment must be before the reconciler looks it up.
+    ///   - web: the checkout page's settings (sandbox sheet, Apple's SDK).
+    ///   - sandbox: sandbox mode only: adds `/v1/sandbox/wallet` and `/v1/sandbox/tokens` for the sandbox sheet.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
         tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
         logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
-        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60)
+        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), web: WebCheckout.Settings = .init(),
+        sandbox: Sandbox? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -66,6 +70,16 @@ public struct MerchantAPI: Responder {
         }
         add(.get, "/.well-known/apple-developer-merchantid-domain-association") { endpoints, request, _ in
             try await endpoints.domainAssociation(request)
+        }
+        let page = WebCheckout(
+            settings: web, storeName: configuration.storeName, currencyCode: configuration.currencyCode,
+            sandboxMode: sandbox != nil)
+        router.add(resources: page.resources)
+        add(.get, "/v1/web/config") { _, _, _ in page.configResponse() }
+        if let sandbox {
+            let tokens = SandboxTokens(sandbox: sandbox, pricing: pricing, endpoints: endpoints)
+            add(.get, "/v1/sandbox/wallet") { _, _, _ in tokens.wallet() }
+            add(.post, "/v1/sandbox/tokens") { _, request, _ in try await tokens.mint(request) }
         }
         add(.get, "/healthz") { endpoints, request, _ in try await endpoints.health(request) }
         add(.get, "/metrics") { endpoints, request, _ in try await endpoints.metricsText(request) }

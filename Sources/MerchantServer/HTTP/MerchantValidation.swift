@@ -37,14 +37,19 @@ public struct MerchantValidator: Sendable {
     public let gatewayBaseURL: String
     /// `nil` when no Merchant Identity certificate is configured: validation then answers 503.
     let client: HTTPClient?
+    /// In sandbox mode only: the sandbox gateway's base URL (`applepay sandbox gateway`), accepted beside Apple's
+    /// hosts as a validation URL with the same scheme, host and port.
+    public let sandboxGatewayURL: String?
 
     /// - Parameters:
     ///   - identity: the Merchant Identity certificate and key (PEM, in memory).
     ///   - trustedRootsPEM: roots to trust instead of the system's (tests: the local gateway's authority).
     public init(
         merchantIdentifier: String, displayName: String, domain: String?, gatewayBaseURL: String,
-        identity: ClientIdentity?, trustedRootsPEM: Data? = nil, timeout: Duration = .seconds(15)
+        identity: ClientIdentity?, trustedRootsPEM: Data? = nil, timeout: Duration = .seconds(15),
+        sandboxGatewayURL: String? = nil
     ) {
+        self.sandboxGatewayURL = sandboxGatewayURL
         self.merchantIdentifier = merchantIdentifier
         self.displayName = String(displayName.prefix(64))
         self.domain = domain
@@ -63,6 +68,17 @@ public struct MerchantValidator: Sendable {
         return allowedHosts.contains(host)
     }
 
+    /// Whether this validator may contact `url`: one of Apple's gateway hosts, or (sandbox mode) the sandbox gateway.
+    public func allows(_ url: String) -> Bool {
+        if Self.isAllowed(url) { return true }
+        guard let sandboxGatewayURL, let gateway = URLComponents(string: sandboxGatewayURL),
+            let components = URLComponents(string: url), components.scheme?.lowercased() == "https",
+            gateway.scheme?.lowercased() == "https", components.user == nil, components.password == nil,
+            components.host?.lowercased() == gateway.host?.lowercased(), components.port == gateway.port
+        else { return false }
+        return true
+    }
+
     /// The merchant session JSON from Apple (or the configured gateway).
     /// - Parameters:
     ///   - validationURL: from the page's `onvalidatemerchant` event, if it sent one.
@@ -72,7 +88,7 @@ public struct MerchantValidator: Sendable {
     func session(validationURL: String?, requestHost: String?) async throws(HTTPError) -> Data {
         let target: String
         if let validationURL {
-            guard Self.isAllowed(validationURL) else {
+            guard allows(validationURL) else {
                 throw HTTPError(
                     status: 400, code: "validationURLNotAllowed",
                     message: "The validation URL must be HTTPS on one of Apple's Apple Pay gateway hosts.")

@@ -9,7 +9,7 @@ struct SandboxCommand: Command {
         CommandConfiguration(
             name: "sandbox",
             abstract: "Play Apple's part: a test certificate authority and real signed, encrypted payment tokens.",
-            subcommands: [SandboxInitCommand.self, SandboxMintCommand.self])
+            subcommands: [SandboxInitCommand.self, SandboxMintCommand.self, SandboxGatewayCommand.self])
     }
 }
 

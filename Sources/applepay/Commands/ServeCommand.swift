@@ -9,10 +9,16 @@ struct ServeCommand: Command {
             name: "serve",
             abstract: "Run the merchant server: checkout API, merchant validation, payments and orders on SQLite.",
             usage: [
-                "(--sandbox DIR | --processor URL) [--config FILE] [--store sqlite:PATH] [--host ADDRESS] [--port N]"
+                "(--sandbox DIR [--sandbox-gateway URL] | --processor URL) [--config FILE] [--store sqlite:PATH] "
+                    + "[--host ADDRESS] [--port N] [--apple-pay-sdk]"
             ],
             options: [
                 ("--sandbox DIR", "Trust the sandbox's root and use its merchant certificates and keys."),
+                (
+                    "--sandbox-gateway URL",
+                    "With --sandbox: the sandbox gateway (applepay sandbox gateway) that merchant validation uses."
+                ),
+                ("--apple-pay-sdk", "The checkout page also loads Apple's Apple Pay JS SDK (CSP allows its host)."),
                 (
                     "--config FILE",
                     "A store configuration (JSON) with an optional \"server\" section; default: the demo store."
@@ -27,6 +33,7 @@ struct ServeCommand: Command {
                 ("--port N", "The port to listen on; 0 picks a free one (default 8080)."),
             ],
             discussion: """
+                Serves the checkout page at / (in sandbox mode with a sandbox payment sheet in every browser).
                 Prints the URL once listening, then one JSON log line per request on standard error. Refuses to start
                 when a key is missing, unreadable, readable by others, or not the key of its certificate, and without
                 --sandbox when no --processor is given. The admin API under /admin/v1/ is on when APPLEPAY_ADMIN_TOKEN
@@ -45,6 +52,9 @@ struct ServeCommand: Command {
         let host = try arguments.option("--host")
         let port = try arguments.option("--port", as: { UInt16($0) })
         let processor = try arguments.option("--processor")
+        let sandboxGateway = try arguments.option("--sandbox-gateway")
+        let applePaySDK = arguments.flag("--apple-pay-sdk")
+        if sandboxGateway != nil, sandbox == nil { throw UsageError("--sandbox-gateway needs --sandbox DIR") }
         if let store, !store.hasPrefix("sqlite:") || store.count <= "sqlite:".count {
             throw UsageError("--store must be sqlite:PATH")
         }
@@ -61,6 +71,8 @@ struct ServeCommand: Command {
         if let host { configuration.host = host }
         if let port { configuration.port = port }
         if let processor { configuration.processorURL = processor }
+        if let sandboxGateway { configuration.sandboxGatewayURL = sandboxGateway }
+        if applePaySDK { configuration.loadsApplePayJSSDK = true }
         if let token = ProcessInfo.processInfo.environment["APPLEPAY_ADMIN_TOKEN"], !token.isEmpty {
             configuration.adminToken = token
         }

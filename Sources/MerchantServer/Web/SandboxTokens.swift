@@ -1,0 +1,104 @@
+import ApplePay
+import Foundation
+import HTTPServer
+import Sandbox
+
+/// Sandbox mode only: what the page's sandbox sheet needs that a real wallet has. `GET /v1/sandbox/wallet` lists
+/// test cards and saved contacts (one of them outside every shipping zone); `POST /v1/sandbox/tokens`
+/// `{"checkoutId", "card"}` mints a real token with the sandbox for the checkout's current total and its
+/// `applicationData`, as the device would when the customer pays. Neither route exists outside sandbox mode.
+struct SandboxTokens: Sendable {
+    let sandbox: Sandbox
+    let pricing: CheckoutPricing
+    let endpoints: Endpoints
+
+    /// A card in the sandbox wallet, as the sheet shows it.
+    struct Card: Encodable, Sendable {
+        var id: String
+        var displayName: String
+        var network: String
+        var type: String
+    }
+
+    static let cards: [(id: String, network: PaymentNetwork)] = [
+        ("visa", .visa), ("mastercard", .masterCard), ("amex", .amex), ("discover", .discover),
+    ]
+
+    /// The saved contacts: the first is the default (serviceable); the last is outside every demo zone.
+    static let contacts: [[String: JSONValue]] = [
+        contact(
+            "Jane", "Appleseed", "jane@example.com", "+1 408 555 0100", "1 Infinite Loop", "Cupertino", "CA",
+            "95014", "United States", "US"),
+        contact(
+            "John", "Appleseed", "john@example.com", "+1 212 555 0199", "350 Fifth Avenue", "New York", "NY",
+            "10118", "United States", "US"),
+        contact(
+            "Erika", "Mustermann", "erika@example.de", "+49 30 5550100", "Unter den Linden 1", "Berlin", "BE",
+            "10117", "Germany", "DE"),
+    ]
+
+    static func contact(
+        _ given: String, _ family: String, _ email: String, _ phone: String, _ street: String, _ locality: String,
+        _ area: String, _ postalCode: String, _ country: String, _ countryCode: String
+    ) -> [String: JSONValue] {
+        [
+            "givenName": .string(given), "familyName": .string(family), "emailAddress": .string(email),
+            "phoneNumber": .string(phone), "addressLines": .array([.string(street)]), "locality": .string(locality),
+            "administrativeArea": .string(area), "postalCode": .string(postalCode), "country": .string(country),
+            "countryCode": .string(countryCode),
+        ]
+    }
+
+    func wallet() -> HTTPResponse {
+        struct Answer: Encodable {
+            var cards: [Card]
+            var contacts: [[String: JSONValue]]
+            var billingContact: [String: JSONValue]
+        }
+        let cards = Self.cards.compactMap { entry -> Card? in
+            guard let card = SandboxCard.testCard(network: entry.network) else { return nil }
+            return Card(
+                id: entry.id, displayName: "\(card.tokenNetworkName) ···· \(card.displayLastFour)",
+                network: card.tokenNetworkName, type: card.type.rawValue)
+        }
+        return .encoding(Answer(cards: cards, contacts: Self.contacts, billingContact: Self.contacts[0]))
+    }
+
+    func mint(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable {
+            var checkoutId: String
+            var card: String?
+        }
+        let body = try JSONBody.decode(Body.self, from: request)
+        let network = Self.cards.first { $0.id == (body.card ?? "visa") }?.network
+        guard let network, let card = SandboxCard.testCard(network: network) else {
+            throw .invalidRequest("card must be one of \(Self.cards.map(\.id).joined(separator: ", ")).")
+        }
+        let checkout = try await endpoints.storing { () async throws(OrderStoreError) in
+            try await endpoints.store.checkout(id: body.checkoutId)
+        }
+        guard let checkout else { throw .checkoutNotFound(body.checkoutId) }
+        let paymentRequest: PaymentRequest
+        do {
+            paymentRequest = try pricing.paymentRequest(for: checkout)
+        } catch {
+            throw Endpoints.httpError(error)
+        }
+        guard let text = paymentRequest.total.amount,
+            let amount = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+        else { throw .internalError() }
+        let token: MintedToken
+        do {
+            token = try sandbox.mint(
+                MintRequest(
+                    card: card, amount: amount, currencyCode: paymentRequest.currencyCode,
+                    applicationData: paymentRequest.applicationData.map { .base64($0) }))
+        } catch {
+            throw .internalError("The sandbox could not mint a token.")
+        }
+        struct Answer: Encodable { var token: MintedToken }
+        var response = HTTPResponse.encoding(Answer(token: token))
+        response.logFields["checkoutId"] = checkout.id
+        return response
+    }
+}
