@@ -269,7 +269,7 @@ struct Endpoints: Sendable {
     /// The answer to a checkout error: 400 for what the client sent, 422 for what the catalog cannot price.
     static func httpError(_ error: CheckoutError) -> HTTPError {
         switch error.code {
-        case .unknownProduct, .invalidQuantity, .emptyCheckout, .unknownShippingMethod:
+        case .unknownProduct, .invalidQuantity, .emptyCheckout, .unknownShippingMethod, .planNotAlone:
             return HTTPError(status: 400, code: error.code.rawValue, message: error.message)
         default:
             return HTTPError(status: 422, code: error.code.rawValue, message: error.message)
