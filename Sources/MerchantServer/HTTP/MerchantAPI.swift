@@ -13,6 +13,8 @@ public struct MerchantAPI: Responder {
     public let logger: RequestLogger
     /// Settles payments whose outcome was not seen (run by `MerchantApplication` and `POST /admin/v1/reconcile`).
     public let reconciler: Reconciler
+    /// Subscriptions (when the store keeps them): the scheduler's ``SubscriptionService/chargeDue(now:)``.
+    public let subscriptions: SubscriptionService?
     private let router: Router
 
     /// - Parameters:
@@ -26,22 +28,30 @@ public struct MerchantAPI: Responder {
     ///   - reconcileAfter: how old an unsettled payment must be before the reconciler looks it up.
     ///   - web: the checkout page's settings (sandbox sheet, Apple's SDK).
     ///   - sandbox: sandbox mode only: adds `/v1/sandbox/wallet` and `/v1/sandbox/tokens` for the sandbox sheet.
+    ///   - merchantTokenGateway: Apple's merchant-token API (events, unlink); `nil` keeps them local.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
         tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
         logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
         adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), web: WebCheckout.Settings = .init(),
-        sandbox: Sandbox? = nil
+        sandbox: Sandbox? = nil, merchantTokenGateway: (any MerchantTokenGateway)? = nil
     ) {
         self.configuration = configuration
         self.store = store
         self.metrics = metrics
         self.logger = logger
         let pricing = CheckoutPricing(configuration: configuration, clock: clock)
+        let subscriptions = (store as? any SubscriptionStore).map {
+            SubscriptionService(
+                store: $0, processor: processor, gateway: merchantTokenGateway,
+                timeout: configuration.processor.timeout, logger: logger, clock: clock)
+        }
+        self.subscriptions = subscriptions
         let payments = CheckoutPayments(
             configuration: configuration, pricing: pricing, store: store, tokenOpener: tokenOpener,
             service: PaymentService(
-                store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger))
+                store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger),
+            subscriptions: subscriptions)
         self.reconciler = Reconciler(
             store: store, processor: processor, settleAfter: reconcileAfter, timeout: configuration.processor.timeout,
             logger: logger, clock: clock)
@@ -83,6 +93,9 @@ public struct MerchantAPI: Responder {
         }
         add(.get, "/healthz") { endpoints, request, _ in try await endpoints.health(request) }
         add(.get, "/metrics") { endpoints, request, _ in try await endpoints.metricsText(request) }
+        if let subscriptions {
+            SubscriptionEndpoints(service: subscriptions, adminToken: adminToken, logger: logger).register(on: &router)
+        }
         if let adminToken, !adminToken.isEmpty {
             AdminEndpoints(
                 token: adminToken, store: store, processor: processor, reconciler: reconciler,

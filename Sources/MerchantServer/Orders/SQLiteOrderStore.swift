@@ -21,8 +21,8 @@ public actor SQLiteOrderStore: OrderStore {
     /// The thread the connection lives on.
     nonisolated let executor: ThreadExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-    private let connection: Connection
-    private let clock: @Sendable () -> Date
+    let connection: Connection
+    let clock: @Sendable () -> Date
     /// The database file (or `:memory:`).
     public nonisolated let path: String
 
@@ -101,6 +101,7 @@ public actor SQLiteOrderStore: OrderStore {
                 ALTER TABLE orders ADD COLUMN fee_minor INTEGER NOT NULL DEFAULT 0 CHECK (fee_minor >= 0);
                 """),
         Migration("004-order-state-machine-refunds-secrets", sql: orderStateMachineMigration),
+        subscriptionsMigration,
     ]
 
     /// Opens (creating and migrating if needed) the store.

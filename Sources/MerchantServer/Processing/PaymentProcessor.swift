@@ -23,9 +23,17 @@ public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugString
     public let authentication: Authentication
     /// The card network from the token's payment method (`Visa`, `MasterCard`, ...), if known.
     public let network: String?
+    /// Set when the PAN is a merchant token (MPAN): Apple's identifier and metadata. `nil` for a device token.
+    public let merchantToken: MerchantTokenInfo?
 
-    public init(primaryAccountNumber: String, expirationDate: String, authentication: Authentication, network: String?)
-    {
+    /// Whether the payment was made with a merchant token rather than a device token.
+    public var isMerchantToken: Bool { merchantToken != nil }
+
+    public init(
+        primaryAccountNumber: String, expirationDate: String, authentication: Authentication, network: String?,
+        merchantToken: MerchantTokenInfo? = nil
+    ) {
+        self.merchantToken = merchantToken
         self.primaryAccountNumber = primaryAccountNumber
         self.expirationDate = expirationDate
         self.authentication = authentication
@@ -39,6 +47,31 @@ public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugString
     public var debugDescription: String { description }
     /// `dump` and debuggers see the network and last four digits only.
     public var customMirror: Mirror { Mirror(self, children: ["network": network as Any, "lastFour": lastFour]) }
+}
+
+/// What a payload says about its merchant token: `merchantTokenIdentifier` and, from `merchantTokenMetadata`,
+/// the card's suffix, expiry and art. No secret: safe to store and log.
+public struct MerchantTokenInfo: Sendable, Equatable {
+    public var identifier: String
+    public var cardSuffix: String?
+    /// `MM/YY`.
+    public var cardExpiration: String?
+    public var cardArtURL: String?
+
+    public init(identifier: String, cardSuffix: String? = nil, cardExpiration: String? = nil, cardArtURL: String? = nil) {
+        self.identifier = identifier
+        self.cardSuffix = cardSuffix
+        self.cardExpiration = cardExpiration
+        self.cardArtURL = cardArtURL
+    }
+
+    /// Reads Apple's `merchantTokenMetadata` (`cardMetadata {expirationDate, suffix}`, `cardArt [{url}]`).
+    public init(identifier: String, metadata: JSONValue?) {
+        self.init(
+            identifier: identifier, cardSuffix: metadata?["cardMetadata"]?["suffix"]?.stringValue,
+            cardExpiration: metadata?["cardMetadata"]?["expirationDate"]?.stringValue,
+            cardArtURL: metadata?["cardArt"]?[0]?["url"]?.stringValue)
+    }
 }
 
 /// One charge sent to a processor.
