@@ -191,7 +191,8 @@ final class ProcessorRoutes: Sendable {
             lastFour: lastFour.count == 4 && lastFour.allSatisfy(\.isASCIIDigit) ? lastFour : nil,
             createdAt: Self.timestamp())
         return try Self.json(
-            PaymentMethodEnvelope(paymentMethod: try ledger.keepPaymentMethod(method, rootFingerprint: body.rootFingerprint)))
+            PaymentMethodEnvelope(
+                paymentMethod: try ledger.keepPaymentMethod(method, rootFingerprint: body.rootFingerprint)))
     }
 
     /// `POST /v1/payment-methods/{reference}/charges`: a merchant-initiated charge, idempotent by key. The test

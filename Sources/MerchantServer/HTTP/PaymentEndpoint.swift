@@ -40,7 +40,8 @@ extension Endpoints {
             metrics.recordPayment(outcome: "approved")
             var response = answer(
                 status: 200, code: nil, outcome: "approved",
-                PaymentAnswer(status: "success", subscription: subscription, publicBaseURL: configuration.publicBaseURL))
+                PaymentAnswer(status: "success", subscription: subscription, publicBaseURL: configuration.publicBaseURL)
+            )
             response.logFields["subscriptionId"] = subscription.id
             return response
         }

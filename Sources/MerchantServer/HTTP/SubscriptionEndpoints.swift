@@ -55,7 +55,9 @@ struct SubscriptionEndpoints: Sendable {
         }
         add(.get, "/admin/v1/subscriptions") { request, _ in
             struct Answer: Encodable { var subscriptions: [Subscription] }
-            let statuses = request.query["status"].map { $0.split(separator: ",").compactMap { SubscriptionStatus(rawValue: String($0)) } }
+            let statuses = request.query["status"].map {
+                $0.split(separator: ",").compactMap { SubscriptionStatus(rawValue: String($0)) }
+            }
             let list = try await endpoints.service.store.subscriptions(
                 SubscriptionFilter(statuses: statuses, limit: Int(request.query["limit"] ?? "") ?? 100))
             return .encoding(Answer(subscriptions: list))
@@ -79,7 +81,8 @@ struct SubscriptionEndpoints: Sendable {
                 throw HTTPError.invalidRequest("balance must be a decimal string such as \"3.50\".")
             }
             do {
-                return .encoding(try await endpoints.service.reportBalance(id: context.parameters["id"] ?? "", balance: balance))
+                return .encoding(
+                    try await endpoints.service.reportBalance(id: context.parameters["id"] ?? "", balance: balance))
             } catch let refusal as SubscriptionService.Refusal {
                 throw endpoints.httpError(refusal)
             }

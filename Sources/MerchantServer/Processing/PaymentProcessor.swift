@@ -58,7 +58,8 @@ public struct MerchantTokenInfo: Sendable, Equatable {
     public var cardExpiration: String?
     public var cardArtURL: String?
 
-    public init(identifier: String, cardSuffix: String? = nil, cardExpiration: String? = nil, cardArtURL: String? = nil) {
+    public init(identifier: String, cardSuffix: String? = nil, cardExpiration: String? = nil, cardArtURL: String? = nil)
+    {
         self.identifier = identifier
         self.cardSuffix = cardSuffix
         self.cardExpiration = cardExpiration

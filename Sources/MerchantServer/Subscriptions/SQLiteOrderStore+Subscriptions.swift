@@ -175,7 +175,8 @@ extension SQLiteOrderStore: SubscriptionStore {
                     attempt: Int(try row.int64("attempt")), idempotencyKey: try row.string("idempotency_key"),
                     amount: try row.int64("amount_minor"), currencyCode: try row.string("currency"),
                     status: try row.string("status"), processorReference: try row.optionalString("processor_reference"),
-                    declineCode: try row.optionalString("decline_code"), dueAt: Self.storedDate(try row.int64("due_at")),
+                    declineCode: try row.optionalString("decline_code"),
+                    dueAt: Self.storedDate(try row.int64("due_at")),
                     chargedAt: Self.storedDate(try row.int64("charged_at")))
             }
         } catch {
@@ -188,8 +189,9 @@ extension SQLiteOrderStore: SubscriptionStore {
     {
         do {
             return try connection.transaction(.immediate) { connection throws(SQLiteError) -> Bool in
-                guard try connection.query("SELECT 1 FROM merchant_token_events WHERE event_id = ?", .text(eventID))
-                    .isEmpty
+                guard
+                    try connection.query("SELECT 1 FROM merchant_token_events WHERE event_id = ?", .text(eventID))
+                        .isEmpty
                 else { return false }
                 try connection.run(
                     """
@@ -212,8 +214,10 @@ extension SQLiteOrderStore: SubscriptionStore {
             .text((try? String(decoding: JSONEncoder().encode(s.plan), as: UTF8.self)) ?? "{}"), .integer(s.amount),
             .text(s.currencyCode), Value(s.merchantTokenIdentifier), .text(s.paymentMethodReference), Value(s.network),
             Value(s.cardSuffix), Value(s.cardExpiration), Value(s.cardArtURL), .text(s.status.rawValue),
-            Value(s.statusReason), .integer(Int64(s.cycle)), .integer(Int64(s.attempt)), .integer(storedMillis(s.anchor)),
-            Value(s.nextChargeAt.map(storedMillis)), .integer(storedMillis(s.createdAt)), .integer(storedMillis(s.updatedAt)),
+            Value(s.statusReason), .integer(Int64(s.cycle)), .integer(Int64(s.attempt)),
+            .integer(storedMillis(s.anchor)),
+            Value(s.nextChargeAt.map(storedMillis)), .integer(storedMillis(s.createdAt)),
+            .integer(storedMillis(s.updatedAt)),
         ]
     }
 
@@ -240,7 +244,8 @@ extension SQLiteOrderStore: SubscriptionStore {
                 statusReason: try row.optionalString("status_reason"), cycle: Int(try row.int64("cycle")),
                 attempt: Int(try row.int64("attempt")), anchor: Self.storedDate(try row.int64("anchor")),
                 nextChargeAt: try row.optionalInt64("next_charge_at").map(Self.storedDate),
-                createdAt: Self.storedDate(try row.int64("created_at")), updatedAt: Self.storedDate(try row.int64("updated_at")),
+                createdAt: Self.storedDate(try row.int64("created_at")),
+                updatedAt: Self.storedDate(try row.int64("updated_at")),
                 version: Int(try row.int64("version")))
         }
     }

@@ -52,7 +52,8 @@ public struct SubscriptionService: Sendable {
         switch plan {
         case .recurring(let recurring):
             if let trial = recurring.trial {
-                anchor = BillingCalendar.date(checkout.createdAt, plus: 1, trial.intervalUnit, every: trial.intervalCount)
+                anchor = BillingCalendar.date(
+                    checkout.createdAt, plus: 1, trial.intervalUnit, every: trial.intervalCount)
             } else {
                 anchor = BillingCalendar.date(
                     checkout.createdAt, plus: 1, recurring.intervalUnit, every: recurring.intervalCount)
@@ -116,7 +117,8 @@ public struct SubscriptionService: Sendable {
             paymentMethodReference: subscription.paymentMethodReference,
             amount: Money(minorUnits: subscription.amount, currency: currency), idempotencyKey: key)
         let processor = self.processor
-        let result = await PaymentProcessing.withTimeLimit(timeout) { () async throws(ProcessorError) -> ChargeOutcome in
+        let result = await PaymentProcessing.withTimeLimit(timeout) {
+            () async throws(ProcessorError) -> ChargeOutcome in
             try await processor.charge(storedMethod: request)
         }
         let outcome: ChargeOutcome
