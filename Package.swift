@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography"]),
         .target(name: "Sandbox", dependencies: ["ApplePay", "Cryptography"]),
         // Apple's payment-session endpoint played by the sandbox, over HTTPS (`applepay sandbox gateway`).
-        .target(name: "SandboxGateway", dependencies: ["Sandbox", "Cryptography", "HTTPServer"]),
+        .target(name: "SandboxGateway", dependencies: ["Sandbox", "Cryptography", "HTTPServer", "HTTPClient"]),
         .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),

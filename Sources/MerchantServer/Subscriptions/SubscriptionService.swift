@@ -108,6 +108,14 @@ public struct SubscriptionService: Sendable {
         return recorded
     }
 
+    /// The scheduler's loop: ``chargeDue(now:)`` at once and then every `interval`, until cancelled.
+    public func run(every interval: Duration) async {
+        while !Task.isCancelled {
+            _ = await chargeDue()
+            try? await Task.sleep(for: interval)
+        }
+    }
+
     /// Charges the current cycle (attempt) of one subscription and records the outcome; `nil` when nothing was
     /// recorded (outcome unknown, or another instance recorded it first).
     func chargeCycle(of subscription: Subscription, now: Date) async -> SubscriptionCharge? {
