@@ -99,7 +99,7 @@ let package = Package(
             name: "MerchantServerTests",
             dependencies: [
                 "MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport", "ProcessorService",
-                "ProcessorAPI",
+                "ProcessorAPI", "SandboxGateway", "Cryptography",
             ],
             exclude: ["python"]),
         .testTarget(

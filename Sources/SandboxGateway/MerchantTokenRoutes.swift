@@ -55,10 +55,11 @@ extension GatewayState {
             var merchantTokenMetadata: MerchantTokenMetadata?
         }
         activity.withLock { $0.merchantTokenEventsServed += 1 }
-        return (try? HTTPResponse.json(
-            Answer(
-                eventType: event.eventType, merchantTokenIdentifier: event.merchantTokenIdentifier,
-                reason: event.reason, merchantTokenMetadata: event.merchantTokenMetadata)))
+        return
+            (try? HTTPResponse.json(
+                Answer(
+                    eventType: event.eventType, merchantTokenIdentifier: event.merchantTokenIdentifier,
+                    reason: event.reason, merchantTokenMetadata: event.merchantTokenMetadata)))
             ?? HTTPError.internalError().response
     }
 
@@ -106,7 +107,8 @@ public enum MerchantTokenEvents {
         trustedRootsPEM: Data? = nil
     ) async throws -> Emission {
         guard MerchantTokenRegistry.eventTypes.contains(eventType) else {
-            throw SandboxError(.invalidFile, "the event type must be one of \(MerchantTokenRegistry.eventTypes.sorted())")
+            throw SandboxError(
+                .invalidFile, "the event type must be one of \(MerchantTokenRegistry.eventTypes.sorted())")
         }
         guard var record = sandbox.merchantTokens.token(merchantToken) else {
             throw SandboxError(.fileMissing, "the sandbox issued no merchant token \(merchantToken.prefix(64))")

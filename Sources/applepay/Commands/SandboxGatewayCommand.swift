@@ -71,7 +71,10 @@ struct SandboxGatewayEmitCommand: Command {
             usage: ["DIR --event UNLINK|UPDATED_METADATA|UPDATED_CARD_ART --merchant-token ID [--notify URL]"],
             options: [
                 ("--event TYPE", "UNLINK, UPDATED_METADATA or UPDATED_CARD_ART."),
-                ("--merchant-token ID", "A merchantTokenIdentifier this sandbox issued (sandbox mint --merchant-token)."),
+                (
+                    "--merchant-token ID",
+                    "A merchantTokenIdentifier this sandbox issued (sandbox mint --merchant-token)."
+                ),
                 (
                     "--notify URL",
                     "Call this scheme, host and port instead of the token's registered tokenNotificationURL's "
