@@ -56,7 +56,7 @@ let package = Package(
         .target(
             name: "Sandbox", dependencies: ["ApplePay", "Cryptography", "WalletOrders", "HTTPClient", "HTTP2Server"]),
         // Apple's payment-session endpoint played by the sandbox, over HTTPS (`applepay sandbox gateway`).
-        .target(name: "SandboxGateway", dependencies: ["Sandbox", "Cryptography", "HTTPServer"]),
+        .target(name: "SandboxGateway", dependencies: ["Sandbox", "Cryptography", "HTTPServer", "HTTPClient"]),
         .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),
@@ -114,7 +114,7 @@ let package = Package(
             name: "MerchantServerTests",
             dependencies: [
                 "MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport", "ProcessorService",
-                "ProcessorAPI", "WalletOrders", "Cryptography", "Postgres",
+                "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
             ],
             exclude: ["python"]),
         .testTarget(

@@ -439,7 +439,8 @@ public actor PaymentSession {
             issued = try tokenIssuer.issueToken(
                 TokenIssueRequest(
                     card: card, amount: amount, currencyCode: request.currencyCode,
-                    applicationData: request.applicationData, now: clock.now))
+                    applicationData: request.applicationData, now: clock.now,
+                    merchantToken: TokenIssueRequest.merchantTokenRequest(for: request)))
         } catch {
             record("paymentauthorized", ["tokenError": .string(String(describing: error))])
             await finish(

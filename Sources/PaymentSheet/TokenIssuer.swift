@@ -12,13 +12,43 @@ public struct TokenIssueRequest: Sendable {
     public var applicationData: String?
     /// The signing time.
     public var now: Date
+    /// Set when the request carries a recurring, automatic-reload or deferred request: the issuer then issues a
+    /// merchant token (MPAN) instead of a device token.
+    public var merchantToken: MerchantTokenRequest?
 
-    public init(card: WalletCard, amount: Decimal, currencyCode: String, applicationData: String?, now: Date) {
+    /// What a merchant token is issued for: the request's `tokenNotificationURL`, if any.
+    public struct MerchantTokenRequest: Sendable, Equatable {
+        public var tokenNotificationURL: String?
+        public init(tokenNotificationURL: String?) { self.tokenNotificationURL = tokenNotificationURL }
+    }
+
+    public init(
+        card: WalletCard, amount: Decimal, currencyCode: String, applicationData: String?, now: Date,
+        merchantToken: MerchantTokenRequest? = nil
+    ) {
+        self.merchantToken = merchantToken
         self.card = card
         self.amount = amount
         self.currencyCode = currencyCode
         self.applicationData = applicationData
         self.now = now
+    }
+}
+
+extension TokenIssueRequest {
+    /// The merchant token a request asks for: one whenever it carries `recurringPaymentRequest`,
+    /// `automaticReloadPaymentRequest` or `deferredPaymentRequest` (APPLE-PAY.md §7), `nil` otherwise.
+    public static func merchantTokenRequest(for request: PaymentRequest) -> MerchantTokenRequest? {
+        if let recurring = request.recurringPaymentRequest {
+            return MerchantTokenRequest(tokenNotificationURL: recurring.tokenNotificationURL)
+        }
+        if let reload = request.automaticReloadPaymentRequest {
+            return MerchantTokenRequest(tokenNotificationURL: reload.tokenNotificationURL)
+        }
+        if let deferred = request.deferredPaymentRequest {
+            return MerchantTokenRequest(tokenNotificationURL: deferred.tokenNotificationURL)
+        }
+        return nil
     }
 }
 
@@ -68,13 +98,19 @@ public struct SandboxTokenIssuer: PaymentTokenIssuer {
         let card = try SandboxCard(
             network: request.card.network, type: cardType, devicePAN: request.card.devicePAN,
             expirationDate: request.card.expirationDate, cardholderName: request.card.cardholderName)
-        let minted = try sandbox.mint(
-            MintRequest(
-                card: card, amount: request.amount, currencyCode: request.currencyCode,
-                applicationData: request.applicationData.map { .base64($0) },
-                paymentDataType: .threeDSecure,
-                signingTime: request.now),
-            version: version)
+        let mintRequest = MintRequest(
+            card: card, amount: request.amount, currencyCode: request.currencyCode,
+            applicationData: request.applicationData.map { .base64($0) },
+            paymentDataType: .threeDSecure,
+            signingTime: request.now)
+        let minted: MintedToken
+        if let merchantToken = request.merchantToken {
+            minted = try sandbox.mintWithMerchantToken(
+                mintRequest, tokenNotificationURL: merchantToken.tokenNotificationURL, version: version
+            ).token
+        } else {
+            minted = try sandbox.mint(mintRequest, version: version)
+        }
         return IssuedToken(
             token: try JSONValue(parsing: minted.jsonData()), transactionIdentifier: minted.transactionIdentifier,
             version: minted.paymentData.version)

@@ -48,11 +48,15 @@ public struct CreateChargeBody: Codable, Sendable, CustomStringConvertible {
     public var paymentMethod: PaymentMethodBody
     /// SHA-256 (lowercase hex) of the DER of the root the token chained to.
     public var rootFingerprint: String?
+    /// Keep the payment method for merchant-initiated charges: an approved charge then answers a
+    /// `paymentMethodReference`.
+    public var storePaymentMethod: Bool?
 
     public init(
         idempotencyKey: String, amount: Int64, currencyCode: String, paymentMethod: PaymentMethodBody,
-        rootFingerprint: String?
+        rootFingerprint: String?, storePaymentMethod: Bool? = nil
     ) {
+        self.storePaymentMethod = storePaymentMethod
         self.idempotencyKey = idempotencyKey
         self.amount = amount
         self.currencyCode = currencyCode
@@ -88,12 +92,16 @@ public struct ChargeResource: Codable, Sendable, Equatable {
     public var lastFour: String?
     /// ISO 8601, UTC.
     public var createdAt: String
+    /// The kept payment method: on an approved charge made with `storePaymentMethod`, and on charges of a kept
+    /// method.
+    public var paymentMethodReference: String?
 
     public init(
         reference: String, idempotencyKey: String, amount: Int64, currencyCode: String, status: ChargeStatus,
         refundedAmount: Int64 = 0, declineCode: String? = nil, network: String? = nil, lastFour: String? = nil,
-        createdAt: String
+        createdAt: String, paymentMethodReference: String? = nil
     ) {
+        self.paymentMethodReference = paymentMethodReference
         self.reference = reference
         self.idempotencyKey = idempotencyKey
         self.amount = amount
@@ -104,6 +112,58 @@ public struct ChargeResource: Codable, Sendable, Equatable {
         self.network = network
         self.lastFour = lastFour
         self.createdAt = createdAt
+    }
+}
+
+/// `POST /v1/payment-methods`: keep a payment method without charging it (a deferred payment).
+public struct StorePaymentMethodBody: Codable, Sendable, CustomStringConvertible {
+    public var idempotencyKey: String
+    public var paymentMethod: PaymentMethodBody
+    public var rootFingerprint: String?
+
+    public init(idempotencyKey: String, paymentMethod: PaymentMethodBody, rootFingerprint: String?) {
+        self.idempotencyKey = idempotencyKey
+        self.paymentMethod = paymentMethod
+        self.rootFingerprint = rootFingerprint
+    }
+
+    public var description: String { "StorePaymentMethodBody(\(paymentMethod), key \(idempotencyKey))" }
+}
+
+/// A kept payment method (`{"paymentMethod": ...}`): the processor's reference and what may be shown, no PAN.
+public struct PaymentMethodResource: Codable, Sendable, Equatable {
+    public var reference: String
+    public var idempotencyKey: String
+    public var network: String?
+    public var lastFour: String?
+    public var createdAt: String
+
+    public init(reference: String, idempotencyKey: String, network: String?, lastFour: String?, createdAt: String) {
+        self.reference = reference
+        self.idempotencyKey = idempotencyKey
+        self.network = network
+        self.lastFour = lastFour
+        self.createdAt = createdAt
+    }
+}
+
+/// `{"paymentMethod": ...}`.
+public struct PaymentMethodEnvelope: Codable, Sendable, Equatable {
+    public var paymentMethod: PaymentMethodResource
+    public init(paymentMethod: PaymentMethodResource) { self.paymentMethod = paymentMethod }
+}
+
+/// `POST /v1/payment-methods/{reference}/charges`: a merchant-initiated charge of a kept method.
+public struct StoredMethodChargeBody: Codable, Sendable, Equatable {
+    public var idempotencyKey: String
+    /// Minor units of ``currencyCode``, greater than zero.
+    public var amount: Int64
+    public var currencyCode: String
+
+    public init(idempotencyKey: String, amount: Int64, currencyCode: String) {
+        self.idempotencyKey = idempotencyKey
+        self.amount = amount
+        self.currencyCode = currencyCode
     }
 }
 

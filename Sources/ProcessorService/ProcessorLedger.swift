@@ -41,7 +41,21 @@ final class ProcessorLedger: @unchecked Sendable {
                     created_at TEXT NOT NULL
                 );
                 CREATE INDEX refunds_by_charge ON refunds (charge_id);
-                """)
+                """),
+        Migration(
+            "002-kept-payment-methods",
+            sql: """
+                CREATE TABLE payment_methods (
+                    id INTEGER PRIMARY KEY,
+                    reference TEXT NOT NULL UNIQUE,
+                    idempotency_key TEXT NOT NULL UNIQUE,
+                    network TEXT,
+                    pan_last_four TEXT CHECK (pan_last_four GLOB '[0-9][0-9][0-9][0-9]'),
+                    root_fingerprint TEXT,
+                    created_at TEXT NOT NULL
+                );
+                ALTER TABLE charges ADD COLUMN payment_method_reference TEXT REFERENCES payment_methods (reference);
+                """),
     ]
 
     /// Opens (creating, mode 0600) and migrates the ledger at `path`.
@@ -76,28 +90,92 @@ final class ProcessorLedger: @unchecked Sendable {
         }
     }
 
-    /// Records a decided charge, or answers the one already recorded under its key.
-    /// - Throws: `409 idempotencyConflict` when the key was used with another amount or currency.
-    func record(_ charge: ChargeResource, rootFingerprint: String?) throws(HTTPError) -> ChargeResource {
-        let existing = try withConnection { connection -> ChargeResource? in
-            try connection.transaction { connection throws(SQLiteError) -> ChargeResource? in
-                if let earlier = try Self.charge(
-                    where: "idempotency_key = ?", .text(charge.idempotencyKey), in: connection)
+    /// Keeps a payment method (its network and last four digits: the ledger never holds a PAN), or answers the
+    /// one kept under the same idempotency key.
+    func keepPaymentMethod(_ method: PaymentMethodResource, rootFingerprint: String?) throws(HTTPError)
+        -> PaymentMethodResource
+    {
+        try withConnection { connection in
+            try connection.transaction { connection throws(SQLiteError) -> PaymentMethodResource in
+                if let earlier = try Self.paymentMethod(
+                    where: "idempotency_key = ?", .text(method.idempotencyKey), in: connection)
                 {
                     return earlier
                 }
                 try connection.run(
                     """
+                    INSERT INTO payment_methods (reference, idempotency_key, network, pan_last_four, root_fingerprint,
+                        created_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """, .text(method.reference), .text(method.idempotencyKey), Value(method.network),
+                    Value(method.lastFour), Value(rootFingerprint), .text(method.createdAt))
+                return method
+            }
+        }
+    }
+
+    /// The kept payment method with this reference.
+    func paymentMethod(reference: String) throws(HTTPError) -> PaymentMethodResource? {
+        try withConnection { connection in
+            try Self.paymentMethod(where: "reference = ?", .text(reference), in: connection)
+        }
+    }
+
+    private static func paymentMethod(where condition: String, _ value: Value, in connection: Connection)
+        throws(SQLiteError) -> PaymentMethodResource?
+    {
+        try connection.query(
+            """
+            SELECT reference, idempotency_key, network, pan_last_four, created_at FROM payment_methods
+            WHERE \(condition)
+            """, value
+        ).first.map { row throws(SQLiteError) in
+            PaymentMethodResource(
+                reference: try row.string("reference"), idempotencyKey: try row.string("idempotency_key"),
+                network: try row.optionalString("network"), lastFour: try row.optionalString("pan_last_four"),
+                createdAt: try row.string("created_at"))
+        }
+    }
+
+    /// Records a decided charge, or answers the one already recorded under its key. An approved charge asked to
+    /// keep its payment method keeps `keep` in the same transaction.
+    /// - Throws: `409 idempotencyConflict` when the key was used with another amount or currency.
+    func record(_ charge: ChargeResource, rootFingerprint: String?, keep: PaymentMethodResource? = nil)
+        throws(HTTPError) -> ChargeResource
+    {
+        var charge = charge
+        if let keep, charge.status == .approved { charge.paymentMethodReference = keep.reference }
+        let stored = charge
+        let existing = try withConnection { connection -> ChargeResource? in
+            try connection.transaction { connection throws(SQLiteError) -> ChargeResource? in
+                let charge = stored
+                if let earlier = try Self.charge(
+                    where: "idempotency_key = ?", .text(charge.idempotencyKey), in: connection)
+                {
+                    return earlier
+                }
+                if let keep, charge.status == .approved {
+                    try connection.run(
+                        """
+                        INSERT INTO payment_methods (reference, idempotency_key, network, pan_last_four,
+                            root_fingerprint, created_at)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """, .text(keep.reference), .text(keep.idempotencyKey), Value(keep.network),
+                        Value(keep.lastFour), Value(rootFingerprint), .text(keep.createdAt))
+                }
+                try connection.run(
+                    """
                     INSERT INTO charges (reference, idempotency_key, amount, currency_code, status, decline_code,
-                        refunded_amount, network, pan_last_four, root_fingerprint, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
+                        refunded_amount, network, pan_last_four, root_fingerprint, created_at, payment_method_reference)
+                    VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
                     """, .text(charge.reference), .text(charge.idempotencyKey), .integer(charge.amount),
                     .text(charge.currencyCode), .text(charge.status.rawValue), Value(charge.declineCode),
-                    Value(charge.network), Value(charge.lastFour), Value(rootFingerprint), .text(charge.createdAt))
+                    Value(charge.network), Value(charge.lastFour), Value(rootFingerprint), .text(charge.createdAt),
+                    Value(charge.paymentMethodReference))
                 return nil
             }
         }
-        guard let existing else { return charge }
+        guard let existing else { return stored }
         try Self.checkSameRequest(existing, amount: charge.amount, currencyCode: charge.currencyCode)
         return existing
     }
@@ -215,7 +293,7 @@ final class ProcessorLedger: @unchecked Sendable {
 
     private static let selectCharges = """
         SELECT reference, idempotency_key, amount, currency_code, status, decline_code, refunded_amount, network,
-            pan_last_four, created_at FROM charges
+            pan_last_four, created_at, payment_method_reference FROM charges
         """
 
     private static func charge(where condition: String, _ value: Value, in connection: Connection)
@@ -236,6 +314,7 @@ final class ProcessorLedger: @unchecked Sendable {
             amount: try row.int64("amount"), currencyCode: try row.string("currency_code"), status: status,
             refundedAmount: try row.int64("refunded_amount"), declineCode: try row.optionalString("decline_code"),
             network: try row.optionalString("network"), lastFour: try row.optionalString("pan_last_four"),
-            createdAt: try row.string("created_at"))
+            createdAt: try row.string("created_at"),
+            paymentMethodReference: try row.optionalString("payment_method_reference"))
     }
 }

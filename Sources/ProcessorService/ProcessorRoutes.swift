@@ -65,6 +65,14 @@ final class ProcessorRoutes: Sendable {
                 try self.createRefund(request, reference: context.parameters["reference"] ?? "")
             }
         }
+        router.add(.post, "/v1/payment-methods") { request, _ in
+            self.answer { () throws(HTTPError) in try self.keepPaymentMethod(request) }
+        }
+        router.add(.post, "/v1/payment-methods/{reference}/charges") { request, context in
+            await self.answerAsync { () async throws(HTTPError) in
+                try await self.chargeKeptMethod(request, reference: context.parameters["reference"] ?? "")
+            }
+        }
         router.add(.post, "/v1/faults") { request, _ in
             self.answer { () throws(HTTPError) in
                 let fault: FaultBody = try Self.decode(request)
@@ -149,14 +157,83 @@ final class ProcessorRoutes: Sendable {
         }
         let method = body.paymentMethod
         let lastFour = method.lastFour
+        let keep =
+            body.storePaymentMethod == true
+            ? PaymentMethodResource(
+                reference: Self.newReference("ppm_"), idempotencyKey: "charge:" + body.idempotencyKey,
+                network: method.network,
+                lastFour: lastFour.count == 4 && lastFour.allSatisfy(\.isASCIIDigit) ? lastFour : nil,
+                createdAt: Self.timestamp()) : nil
         let charge = ChargeResource(
             reference: Self.newReference("prc_"), idempotencyKey: body.idempotencyKey, amount: body.amount,
             currencyCode: body.currencyCode, status: declineCode == nil ? .approved : .declined,
             declineCode: declineCode, network: method.network,
             lastFour: lastFour.count == 4 && lastFour.allSatisfy(\.isASCIIDigit) ? lastFour : nil,
             createdAt: Self.timestamp())
-        let recorded = try ledger.record(charge, rootFingerprint: body.rootFingerprint)
+        let recorded = try ledger.record(charge, rootFingerprint: body.rootFingerprint, keep: keep)
         return try await deliver(recorded, fault: fault)
+    }
+
+    /// `POST /v1/payment-methods`: keeps a method without charging it (network and last four digits only).
+    private func keepPaymentMethod(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        let body: StorePaymentMethodBody = try Self.decode(request)
+        try Self.validate(
+            CreateChargeBody(
+                idempotencyKey: body.idempotencyKey, amount: 1, currencyCode: "USD", paymentMethod: body.paymentMethod,
+                rootFingerprint: body.rootFingerprint))
+        if let rootFingerprint, body.rootFingerprint?.lowercased() != rootFingerprint {
+            throw HTTPError(status: 422, code: "notSandboxToken", message: "The token is not from this sandbox.")
+        }
+        let lastFour = body.paymentMethod.lastFour
+        let method = PaymentMethodResource(
+            reference: Self.newReference("ppm_"), idempotencyKey: body.idempotencyKey,
+            network: body.paymentMethod.network,
+            lastFour: lastFour.count == 4 && lastFour.allSatisfy(\.isASCIIDigit) ? lastFour : nil,
+            createdAt: Self.timestamp())
+        return try Self.json(
+            PaymentMethodEnvelope(
+                paymentMethod: try ledger.keepPaymentMethod(method, rootFingerprint: body.rootFingerprint)))
+    }
+
+    /// `POST /v1/payment-methods/{reference}/charges`: a merchant-initiated charge, idempotent by key. The test
+    /// triggers apply to the kept method's last four digits and to the amount, as for charges; the faults too.
+    private func chargeKeptMethod(_ request: HTTPRequest, reference: String) async throws(HTTPError) -> HTTPResponse {
+        let body: StoredMethodChargeBody = try Self.decode(request)
+        guard ProcessorKey.isValid(body.idempotencyKey), body.amount > 0, Currency.isKnown(body.currencyCode) else {
+            throw HTTPError(
+                status: 400, code: "invalidRequest",
+                message: "A charge needs an idempotency key, an amount above zero and an ISO 4217 currencyCode.")
+        }
+        let fault = takeFault()
+        if let earlier = try ledger.charge(idempotencyKey: body.idempotencyKey) {
+            try ProcessorLedger.checkSameRequest(earlier, amount: body.amount, currencyCode: body.currencyCode)
+            return try await deliver(earlier, fault: fault)
+        }
+        guard let method = try ledger.paymentMethod(reference: reference) else {
+            throw HTTPError(status: 404, code: "paymentMethodNotFound", message: "No kept payment method \(reference).")
+        }
+        let lastFour = method.lastFour ?? ""
+        var declineCode: String?
+        let trigger =
+            Trigger.allCases.first { lastFour == "00" + $0.rawValue }
+            ?? Trigger.allCases.first { Int($0.rawValue) == Int(body.amount.magnitude % 100) }
+        switch trigger {
+        case .insufficientFunds?: declineCode = "insufficientFunds"
+        case .lostCard?: declineCode = "lostCard"
+        case .processorError?, .hang?:
+            throw HTTPError(
+                status: 500, code: "processorError", message: "Processor error before committing (test trigger).")
+        case nil: break
+        }
+        if fault?.kind == .failBeforeCommit {
+            throw HTTPError(status: 500, code: "processorError", message: "Failed before committing (injected fault).")
+        }
+        let charge = ChargeResource(
+            reference: Self.newReference("prc_"), idempotencyKey: body.idempotencyKey, amount: body.amount,
+            currencyCode: body.currencyCode, status: declineCode == nil ? .approved : .declined,
+            declineCode: declineCode, network: method.network, lastFour: method.lastFour, createdAt: Self.timestamp(),
+            paymentMethodReference: reference)
+        return try await deliver(try ledger.record(charge, rootFingerprint: nil), fault: fault)
     }
 
     /// Answers a committed charge, late or not at all when a fault says so.

@@ -161,11 +161,17 @@ public struct MintRequest: Sendable {
     public var signingTime: Date
     /// 32 bytes; random when nil.
     public var transactionIdentifier: Data?
+    /// A merchant token to issue in place of the device token: its MPAN replaces the device PAN and the payload
+    /// carries `merchantTokenIdentifier` and `merchantTokenMetadata`.
+    public var merchantToken: MerchantTokenIssue?
 
     public init(
         card: SandboxCard, amount: Decimal, currencyCode: String, applicationData: ApplicationData? = nil,
-        paymentDataType: PaymentDataType = .threeDSecure, signingTime: Date = Date(), transactionIdentifier: Data? = nil
+        paymentDataType: PaymentDataType = .threeDSecure, signingTime: Date = Date(),
+        transactionIdentifier: Data? = nil,
+        merchantToken: MerchantTokenIssue? = nil
     ) {
+        self.merchantToken = merchantToken
         self.card = card
         self.amount = amount
         self.currencyCode = currencyCode
@@ -366,6 +372,8 @@ public final class TokenMinter: Sendable {
         var deviceManufacturerIdentifier: String
         var paymentDataType: String
         var paymentData: Content
+        var merchantTokenIdentifier: String?
+        var merchantTokenMetadata: MerchantTokenMetadata?
     }
 
     /// The plaintext JSON for a request.
@@ -382,12 +390,14 @@ public final class TokenMinter: Sendable {
                 emvData: SecureRandom.bytes(64).base64EncodedString(), encryptedPINData: hex(SecureRandom.bytes(16)))
         }
         let payload = Payload(
-            applicationPrimaryAccountNumber: request.card.devicePAN,
+            applicationPrimaryAccountNumber: request.merchantToken?.primaryAccountNumber ?? request.card.devicePAN,
             applicationExpirationDate: request.card.expirationDate,
             currencyCode: try currency(request.currencyCode).numericCode,
             transactionAmount: minorUnits, cardholderName: request.card.cardholderName,
             deviceManufacturerIdentifier: deviceManufacturerIdentifier,
-            paymentDataType: request.paymentDataType.rawValue, paymentData: content)
+            paymentDataType: request.paymentDataType.rawValue, paymentData: content,
+            merchantTokenIdentifier: request.merchantToken?.identifier,
+            merchantTokenMetadata: request.merchantToken?.metadata)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
         return try encoder.encode(payload)

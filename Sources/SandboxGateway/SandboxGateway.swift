@@ -21,6 +21,9 @@ public final class SandboxGateway: Sendable {
         public var lastClientCertificateSHA256: String?
         /// The `initiativeContext` of the last session issued.
         public var lastInitiativeContext: String?
+        /// Merchant-token events answered and tokens unlinked.
+        public var merchantTokenEventsServed = 0
+        public var merchantTokensUnlinked = 0
 
         public init() {}
     }
@@ -78,6 +81,15 @@ public final class SandboxGateway: Sendable {
     static func routes(_ router: inout Router, state: GatewayState) {
         for path in ["/paymentservices/paymentSession", "/paymentservices/startSession"] {
             router.add(.post, path) { request, _ in state.paymentSession(request) }
+        }
+        router.add(.get, "/paymentservices/v1/merchantId/{merchantId}/merchantToken/event/{eventId}") {
+            request, context in
+            state.merchantTokenEvent(
+                request, merchantID: context.parameters["merchantId"] ?? "",
+                eventID: context.parameters["eventId"] ?? "")
+        }
+        router.add(.post, "/paymentservices/v1/merchantId/{merchantId}/merchantToken/unlink") { request, context in
+            state.unlinkMerchantToken(request, merchantID: context.parameters["merchantId"] ?? "")
         }
         router.add(.get, "/sandbox/v1/activity") { _, _ in
             let activity = state.activity.withLock { $0 }

@@ -154,7 +154,13 @@ public final class MerchantApplication: Sendable {
             web: WebCheckout.Settings(
                 sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
                 loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
-            sandbox: sandbox)
+            sandbox: sandbox,
+            merchantTokenGateway: identity.map {
+                HTTPMerchantTokenGateway(
+                    baseURL: sandboxGatewayURL ?? settings.gatewayBaseURL,
+                    merchantIdentifier: configuration.store.merchantIdentifier, identity: $0.clientIdentity,
+                    trustedRootsPEM: gatewayRoots)
+            })
         let server: HTTPServer
         do {
             server = try HTTPServer.start(
@@ -168,7 +174,14 @@ public final class MerchantApplication: Sendable {
         }
         let reconciler = api.reconciler
         let interval = configuration.reconcileInterval
-        let reconciling = Task.detached { await reconciler.run(every: interval) }
+        let subscriptions = api.subscriptions
+        // The reconciler and the subscription scheduler, on the same interval; cancelled together at shutdown.
+        let reconciling = Task.detached {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await reconciler.run(every: interval) }
+                if let subscriptions { group.addTask { await subscriptions.run(every: interval) } }
+            }
+        }
         let application = MerchantApplication(
             configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server,
             sandboxProcessor: sandboxProcessor, reconciling: reconciling)

@@ -40,7 +40,10 @@ struct AdminEndpoints: Sendable {
     }
 
     /// `401 unauthorized` unless the request carries the admin token.
-    func authorize(_ request: HTTPRequest) throws(HTTPError) {
+    func authorize(_ request: HTTPRequest) throws(HTTPError) { try Self.authorize(request, token: token) }
+
+    /// `401 unauthorized` unless the request carries `token` as its bearer token (compared in constant time).
+    static func authorize(_ request: HTTPRequest, token: String) throws(HTTPError) {
         let header = request.headers["Authorization"] ?? ""
         let prefix = "Bearer "
         let presented = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""

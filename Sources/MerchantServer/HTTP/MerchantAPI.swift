@@ -13,6 +13,8 @@ public struct MerchantAPI: Responder {
     public let logger: RequestLogger
     /// Settles payments whose outcome was not seen (run by `MerchantApplication` and `POST /admin/v1/reconcile`).
     public let reconciler: Reconciler
+    /// Subscriptions (when the store keeps them): the scheduler's ``SubscriptionService/chargeDue(now:)``.
+    public let subscriptions: SubscriptionService?
     private let router: Router
 
     /// - Parameters:
@@ -27,22 +29,31 @@ public struct MerchantAPI: Responder {
     ///   - walletOrders: Wallet orders (`orderDetails`, the orders web service under `/wallet`); nil: off.
     ///   - web: the checkout page's settings (sandbox sheet, Apple's SDK).
     ///   - sandbox: sandbox mode only: adds `/v1/sandbox/wallet` and `/v1/sandbox/tokens` for the sandbox sheet.
+    ///   - merchantTokenGateway: Apple's merchant-token API (events, unlink); `nil` keeps them local.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
         tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
         logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
         adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), walletOrders: WalletOrdersService? = nil,
-        web: WebCheckout.Settings = .init(), sandbox: Sandbox? = nil
+        web: WebCheckout.Settings = .init(), sandbox: Sandbox? = nil,
+        merchantTokenGateway: (any MerchantTokenGateway)? = nil
     ) {
         self.configuration = configuration
         self.store = store
         self.metrics = metrics
         self.logger = logger
         let pricing = CheckoutPricing(configuration: configuration, clock: clock)
+        let subscriptions = (store as? any SubscriptionStore).map {
+            SubscriptionService(
+                store: $0, processor: processor, gateway: merchantTokenGateway,
+                timeout: configuration.processor.timeout, logger: logger, clock: clock)
+        }
+        self.subscriptions = subscriptions
         let payments = CheckoutPayments(
             configuration: configuration, pricing: pricing, store: store, tokenOpener: tokenOpener,
             service: PaymentService(
-                store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger))
+                store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger),
+            subscriptions: subscriptions)
         self.reconciler = Reconciler(
             store: store, processor: processor, settleAfter: reconcileAfter, timeout: configuration.processor.timeout,
             logger: logger, clock: clock)
@@ -84,6 +95,9 @@ public struct MerchantAPI: Responder {
         }
         add(.get, "/healthz") { endpoints, request, _ in try await endpoints.health(request) }
         add(.get, "/metrics") { endpoints, request, _ in try await endpoints.metricsText(request) }
+        if let subscriptions {
+            SubscriptionEndpoints(service: subscriptions, adminToken: adminToken, logger: logger).register(on: &router)
+        }
         if let adminToken, !adminToken.isEmpty {
             AdminEndpoints(
                 token: adminToken, store: store, processor: processor, reconciler: reconciler,
@@ -276,7 +290,7 @@ struct Endpoints: Sendable {
     /// The answer to a checkout error: 400 for what the client sent, 422 for what the catalog cannot price.
     static func httpError(_ error: CheckoutError) -> HTTPError {
         switch error.code {
-        case .unknownProduct, .invalidQuantity, .emptyCheckout, .unknownShippingMethod:
+        case .unknownProduct, .invalidQuantity, .emptyCheckout, .unknownShippingMethod, .planNotAlone:
             return HTTPError(status: 400, code: error.code.rawValue, message: error.message)
         default:
             return HTTPError(status: 422, code: error.code.rawValue, message: error.message)

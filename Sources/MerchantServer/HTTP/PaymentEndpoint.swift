@@ -20,6 +20,12 @@ extension Endpoints {
         var orderDetails: PaymentOrderDetails?
         var errors: [PaymentError]?
         var error: ErrorObject?
+        /// A plan checkout's subscription, its management secret and page.
+        var subscriptionId: String?
+        var subscriptionSecret: String?
+        var managementURL: String?
+        /// Whether the token carried a merchant token (MPAN) rather than a device token.
+        var merchantToken: Bool?
     }
 
     func pay(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
@@ -32,6 +38,14 @@ extension Endpoints {
         switch result {
         case .refused(let refusal): return try refused(refusal)
         case .processed(let processed): return answer(for: processed, host: request.headers["Host"])
+        case .subscribed(let subscription):
+            metrics.recordPayment(outcome: "approved")
+            var response = answer(
+                status: 200, code: nil, outcome: "approved",
+                PaymentAnswer(status: "success", subscription: subscription, publicBaseURL: configuration.publicBaseURL)
+            )
+            response.logFields["subscriptionId"] = subscription.id
+            return response
         }
     }
 
@@ -60,6 +74,10 @@ extension Endpoints {
             return Self.httpError(error).response
         case .tokenRefused:
             return failure(status: 400, code: refusal.code, message: refusal.message, outcome: "refused")
+        case .plansUnavailable:
+            return failure(status: 422, code: refusal.code, message: refusal.message, outcome: "refused")
+        case .paymentMethodNotKept:
+            return failure(status: 502, code: refusal.code, message: refusal.message, outcome: "refused")
         }
     }
 
@@ -93,12 +111,18 @@ extension Endpoints {
         case .paid, .refunded, .partiallyRefunded, .voided:
             let outcome = replayed ? "replayed" : "approved"
             metrics.recordPayment(outcome: outcome)
-            var response = answer(
-                status: 200, code: nil, outcome: outcome,
-                PaymentAnswer(
-                    status: "success", orderId: order.id, orderSecret: order.viewSecret,
-                    orderDetails: walletOrders?.orderDetails(for: order, host: host)))
+            var body = PaymentAnswer(
+                status: "success", orderId: order.id, orderSecret: order.viewSecret,
+                orderDetails: walletOrders?.orderDetails(for: order, host: host))
+            if let subscription = result.subscription {
+                body = PaymentAnswer(
+                    status: "success", subscription: subscription, publicBaseURL: configuration.publicBaseURL)
+                body.orderId = order.id
+                body.orderSecret = order.viewSecret
+            }
+            var response = answer(status: 200, code: nil, outcome: outcome, body)
             response.logFields["orderId"] = order.id
+            if let subscription = result.subscription { response.logFields["subscriptionId"] = subscription.id }
             return response
         case .declined:
             let code = order.payment.failureCode ?? "paymentDeclined"
@@ -146,5 +170,15 @@ extension Endpoints {
         response.logFields["payment"] = outcome
         if let code { response.logFields["code"] = code }
         return response
+    }
+}
+
+extension Endpoints.PaymentAnswer {
+    /// The success answer of a plan checkout.
+    init(status: String, subscription: Subscription, publicBaseURL: String) {
+        self.init(
+            status: status, subscriptionId: subscription.id, subscriptionSecret: subscription.secret,
+            managementURL: "\(publicBaseURL)/v1/subscriptions/\(subscription.id)/manage?secret=\(subscription.secret)",
+            merchantToken: subscription.merchantTokenIdentifier != nil)
     }
 }

@@ -21,8 +21,8 @@ public actor SQLiteOrderStore: OrderStore {
     /// The thread the connection lives on.
     nonisolated let executor: ThreadExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-    private let connection: Connection
-    private let clock: @Sendable () -> Date
+    let connection: Connection
+    let clock: @Sendable () -> Date
     /// The database file (or `:memory:`).
     public nonisolated let path: String
 
@@ -124,6 +124,7 @@ public actor SQLiteOrderStore: OrderStore {
                 );
                 CREATE INDEX device_registrations_by_order ON device_registrations(order_id);
                 """),
+        subscriptionsMigration,
     ]
 
     /// Opens (creating and migrating if needed) the store.

@@ -14,8 +14,11 @@ public struct CheckoutPayments: Sendable {
     public enum Result: Sendable {
         /// Refused before anything was written or charged.
         case refused(PaymentRefusal)
-        /// The store holds an order for this attempt: see its status and the disposition.
+        /// The store holds an order for this attempt: see its status and the disposition (and, for a paid plan
+        /// checkout, the subscription it started).
         case processed(PaymentService.Result)
+        /// A deferred plan: the payment method was kept, nothing charged; the subscription charges it later.
+        case subscribed(Subscription)
     }
 
     public let configuration: StoreConfiguration
@@ -23,11 +26,14 @@ public struct CheckoutPayments: Sendable {
     public let store: any OrderStore
     public let tokenOpener: any PaymentTokenOpening
     public let service: PaymentService
+    /// Starts the subscriptions of plan checkouts; `nil` refuses plan checkouts.
+    public let subscriptions: SubscriptionService?
 
     public init(
         configuration: StoreConfiguration, pricing: CheckoutPricing, store: any OrderStore,
-        tokenOpener: any PaymentTokenOpening, service: PaymentService
+        tokenOpener: any PaymentTokenOpening, service: PaymentService, subscriptions: SubscriptionService? = nil
     ) {
+        self.subscriptions = subscriptions
         self.configuration = configuration
         self.pricing = pricing
         self.store = store
@@ -74,8 +80,47 @@ public struct CheckoutPayments: Sendable {
             checkout: checkout, breakdown: breakdown, transactionID: opened.transactionID,
             token: opened.networkToken, shippingContact: payment.shippingContact,
             billingContact: payment.billingContact, configuration: configuration)
-        return .processed(
-            try await service.pay(order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint))
+        guard let (product, plan) = pricing.planProduct(of: checkout) else {
+            return .processed(
+                try await service.pay(order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint))
+        }
+        guard let subscriptions else { return .refused(.plansUnavailable) }
+        if case .deferred = plan {
+            // Nothing is charged now: the processor keeps the method, the subscription charges it on the date.
+            let reference: String
+            do {
+                reference = try await service.processor.storePaymentMethod(
+                    opened.networkToken, idempotencyKey: opened.transactionID,
+                    rootFingerprint: opened.rootFingerprint)
+            } catch {
+                return .refused(.paymentMethodNotKept(error))
+            }
+            return .subscribed(
+                try await subscriptions.start(
+                    checkout: checkout, product: product, plan: plan, orderID: nil, token: opened.networkToken,
+                    paymentMethodReference: reference, configuration: configuration))
+        }
+        var result = try await service.pay(
+            order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, storePaymentMethod: true)
+        guard result.order.status == .paid else { return .processed(result) }
+        if let existing = try await subscriptions.store.subscriptions(
+            SubscriptionFilter(checkoutID: checkout.id, limit: 1)
+        ).first {
+            result.subscription = existing
+            return .processed(result)
+        }
+        // The kept method's reference comes with the charge (looked up by its key, as the reconciler does).
+        guard let charge = try? await service.processor.charge(idempotencyKey: opened.transactionID),
+            let reference = charge.paymentMethodReference
+        else {
+            service.logger.log(
+                "error", "plan paid but the processor kept no payment method", ["orderId": result.order.id])
+            return .processed(result)
+        }
+        result.subscription = try await subscriptions.start(
+            checkout: checkout, product: product, plan: plan, orderID: result.order.id, token: opened.networkToken,
+            paymentMethodReference: reference, configuration: configuration)
+        return .processed(result)
     }
 }
 
@@ -90,6 +135,10 @@ public enum PaymentRefusal: Sendable {
     /// The token was refused: not Apple's, not for this merchant, too old, or not for this checkout's total,
     /// currency or application data.
     case tokenRefused(PaymentTokenError, total: Money)
+    /// A plan checkout on a server without subscriptions.
+    case plansUnavailable
+    /// The processor did not keep the payment method of a deferred plan.
+    case paymentMethodNotKept(ProcessorError)
 
     /// A stable code (`checkoutNotFound`, `checkoutNotPayable`, `amountMismatch`, `signatureInvalid`, ...).
     public var code: String {
@@ -98,6 +147,8 @@ public enum PaymentRefusal: Sendable {
         case .notPayable: "checkoutNotPayable"
         case .pricingFailed(let error): error.code.rawValue
         case .tokenRefused(let error, _): error.code.rawValue
+        case .plansUnavailable: "plansUnavailable"
+        case .paymentMethodNotKept(let error): error.code.rawValue
         }
     }
 
@@ -107,6 +158,8 @@ public enum PaymentRefusal: Sendable {
         case .checkoutNotFound(let id): "There is no checkout with id \(id)."
         case .notPayable: "The checkout has errors to resolve before paying."
         case .pricingFailed(let error): error.message
+        case .plansUnavailable: "This server does not sell billing plans."
+        case .paymentMethodNotKept: "The card could not be kept for the later payment; nothing was charged."
         case .tokenRefused(let error, let total):
             switch error.code {
             case .amountMismatch: "The token's amount is not the checkout's current total \(total)."

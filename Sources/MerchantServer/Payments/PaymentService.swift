@@ -32,6 +32,8 @@ public struct PaymentService: Sendable {
         public var disposition: Disposition
         /// What the processor answered this call (nil for replays and locked checkouts).
         public var attempt: ChargeAttempt?
+        /// The subscription a paid plan checkout started.
+        public var subscription: Subscription? = nil
     }
 
     public let store: any OrderStore
@@ -63,7 +65,9 @@ public struct PaymentService: Sendable {
     ///   - token: the decrypted network token.
     ///   - rootFingerprint: the root the token chained to (a sandbox processor checks it).
     /// - Throws: ``OrderStoreError`` when the store fails before anything was charged.
-    public func pay(_ order: NewOrder, token: NetworkToken, rootFingerprint: String? = nil)
+    public func pay(
+        _ order: NewOrder, token: NetworkToken, rootFingerprint: String? = nil, storePaymentMethod: Bool = false
+    )
         async throws(OrderStoreError)
         -> Result
     {
@@ -77,7 +81,8 @@ public struct PaymentService: Sendable {
             let currency = Currency(code: order.currencyCode) ?? .usDollar
             let request = ChargeRequest(
                 token: token, amount: Money(minorUnits: order.totals.total, currency: currency),
-                idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint)
+                idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint,
+                storePaymentMethod: storePaymentMethod)
             let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
             if case .unknown(let error) = attempt {
                 logger.log(

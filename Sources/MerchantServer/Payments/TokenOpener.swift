@@ -1,3 +1,4 @@
+import ApplePay
 import Cryptography
 import Foundation
 import PaymentToken
@@ -25,7 +26,10 @@ struct DecryptingTokenOpener: PaymentTokenOpening {
             networkToken: NetworkToken(
                 primaryAccountNumber: payload.applicationPrimaryAccountNumber,
                 expirationDate: payload.applicationExpirationDate, authentication: authentication,
-                network: parsed.paymentMethod?.network),
+                network: parsed.paymentMethod?.network,
+                merchantToken: payload.merchantTokenIdentifier.map {
+                    MerchantTokenInfo(identifier: $0, metadata: payload.merchantTokenMetadata)
+                }),
             rootFingerprint: decrypted.verification.root.sha256Fingerprint.map { String(format: "%02x", $0) }.joined())
     }
 }

@@ -90,7 +90,55 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
             amount: Money(minorUnits: answer.refund.amount, currency: charge.amount.currency), charge: charge)
     }
 
+    public func storePaymentMethod(_ token: NetworkToken, idempotencyKey: String, rootFingerprint: String?)
+        async throws(ProcessorError) -> String
+    {
+        let request: HTTPClientRequest
+        do {
+            request = try .postJSON(
+                url("/v1/payment-methods"),
+                encoding: StorePaymentMethodBody(
+                    idempotencyKey: idempotencyKey, paymentMethod: Self.methodBody(for: token),
+                    rootFingerprint: rootFingerprint))
+        } catch {
+            throw ProcessorError(.invalidRequest, "the payment method could not be encoded")
+        }
+        return try await send(request, as: PaymentMethodEnvelope.self, what: "keep payment method").paymentMethod
+            .reference
+    }
+
+    public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        let encoded: HTTPClientRequest
+        do {
+            encoded = try .postJSON(
+                url("/v1/payment-methods/\(Self.pathSegment(request.paymentMethodReference))/charges"),
+                encoding: StoredMethodChargeBody(
+                    idempotencyKey: request.idempotencyKey, amount: request.amount.minorUnits,
+                    currencyCode: request.amount.currency.code))
+        } catch {
+            throw ProcessorError(.invalidRequest, "the charge could not be encoded")
+        }
+        let charge = try await send(encoded, as: ChargeEnvelope.self, what: "stored-method charge").charge
+        return try Self.processorCharge(charge).outcome
+    }
+
     // MARK: - Wire
+
+    /// The payment method body of a token (written only to the wire).
+    static func methodBody(for token: NetworkToken) -> PaymentMethodBody {
+        var method = PaymentMethodBody(
+            network: token.network, primaryAccountNumber: token.primaryAccountNumber,
+            expirationDate: token.expirationDate)
+        switch token.authentication {
+        case .threeDSecure(let cryptogram, let eci):
+            method.cryptogram = cryptogram.base64EncodedString()
+            method.eciIndicator = eci
+        case .emv(let data, let pin):
+            method.emvData = data.base64EncodedString()
+            method.encryptedPINData = pin
+        }
+        return method
+    }
 
     /// The protocol's charge body for a request (the only place card data is written, and only to the wire).
     static func body(for request: ChargeRequest) -> CreateChargeBody {
@@ -108,7 +156,8 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
         }
         return CreateChargeBody(
             idempotencyKey: request.idempotencyKey, amount: request.amount.minorUnits,
-            currencyCode: request.amount.currency.code, paymentMethod: method, rootFingerprint: request.rootFingerprint)
+            currencyCode: request.amount.currency.code, paymentMethod: method, rootFingerprint: request.rootFingerprint,
+            storePaymentMethod: request.storePaymentMethod ? true : nil)
     }
 
     static func processorCharge(_ charge: ChargeResource) throws(ProcessorError) -> ProcessorCharge {
@@ -122,7 +171,8 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
             reference: charge.reference, idempotencyKey: charge.idempotencyKey,
             amount: Money(minorUnits: charge.amount, currency: currency), status: status,
             declineReason: charge.declineCode.map(DeclineReason.init(code:)),
-            refunded: Money(minorUnits: charge.refundedAmount, currency: currency))
+            refunded: Money(minorUnits: charge.refundedAmount, currency: currency),
+            paymentMethodReference: charge.paymentMethodReference)
     }
 
     private func url(_ path: String) -> String {
@@ -164,6 +214,7 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
                 case "chargeNotFound"?: .chargeNotFound
                 case "idempotencyConflict"?: .idempotencyConflict
                 case "notVoidable"?: .notVoidable
+                case "paymentMethodNotFound"?: .paymentMethodNotFound
                 case "refundExceedsCharge"?: .refundExceedsCharge
                 case nil, "invalidRequest"?, "badRequest"?, "notFound"?, "methodNotAllowed"?, "payloadTooLarge"?:
                     response.status == 404 && wire == nil ? .chargeNotFound : .invalidRequest

@@ -23,9 +23,17 @@ public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugString
     public let authentication: Authentication
     /// The card network from the token's payment method (`Visa`, `MasterCard`, ...), if known.
     public let network: String?
+    /// Set when the PAN is a merchant token (MPAN): Apple's identifier and metadata. `nil` for a device token.
+    public let merchantToken: MerchantTokenInfo?
 
-    public init(primaryAccountNumber: String, expirationDate: String, authentication: Authentication, network: String?)
-    {
+    /// Whether the payment was made with a merchant token rather than a device token.
+    public var isMerchantToken: Bool { merchantToken != nil }
+
+    public init(
+        primaryAccountNumber: String, expirationDate: String, authentication: Authentication, network: String?,
+        merchantToken: MerchantTokenInfo? = nil
+    ) {
+        self.merchantToken = merchantToken
         self.primaryAccountNumber = primaryAccountNumber
         self.expirationDate = expirationDate
         self.authentication = authentication
@@ -41,6 +49,32 @@ public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugString
     public var customMirror: Mirror { Mirror(self, children: ["network": network as Any, "lastFour": lastFour]) }
 }
 
+/// What a payload says about its merchant token: `merchantTokenIdentifier` and, from `merchantTokenMetadata`,
+/// the card's suffix, expiry and art. No secret: safe to store and log.
+public struct MerchantTokenInfo: Sendable, Equatable {
+    public var identifier: String
+    public var cardSuffix: String?
+    /// `MM/YY`.
+    public var cardExpiration: String?
+    public var cardArtURL: String?
+
+    public init(identifier: String, cardSuffix: String? = nil, cardExpiration: String? = nil, cardArtURL: String? = nil)
+    {
+        self.identifier = identifier
+        self.cardSuffix = cardSuffix
+        self.cardExpiration = cardExpiration
+        self.cardArtURL = cardArtURL
+    }
+
+    /// Reads Apple's `merchantTokenMetadata` (`cardMetadata {expirationDate, suffix}`, `cardArt [{url}]`).
+    public init(identifier: String, metadata: JSONValue?) {
+        self.init(
+            identifier: identifier, cardSuffix: metadata?["cardMetadata"]?["suffix"]?.stringValue,
+            cardExpiration: metadata?["cardMetadata"]?["expirationDate"]?.stringValue,
+            cardArtURL: metadata?["cardArt"]?[0]?["url"]?.stringValue)
+    }
+}
+
 /// One charge sent to a processor.
 public struct ChargeRequest: Sendable, CustomStringConvertible, CustomReflectable {
     public let token: NetworkToken
@@ -52,8 +86,15 @@ public struct ChargeRequest: Sendable, CustomStringConvertible, CustomReflectabl
     /// SHA-256 (lowercase hex) of the DER of the root certificate the token's signature chained to. A sandbox
     /// processor refuses tokens that did not chain to its sandbox's root; `nil` when unknown.
     public let rootFingerprint: String?
+    /// Keep this payment's method for merchant-initiated charges later (subscriptions): an approved charge then
+    /// carries ``ProcessorCharge/paymentMethodReference`` (look the charge up by its key to read it).
+    public let storePaymentMethod: Bool
 
-    public init(token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String? = nil) {
+    public init(
+        token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String? = nil,
+        storePaymentMethod: Bool = false
+    ) {
+        self.storePaymentMethod = storePaymentMethod
         self.token = token
         self.amount = amount
         self.idempotencyKey = idempotencyKey
@@ -106,11 +147,15 @@ public struct ProcessorCharge: Sendable, Equatable {
     public var declineReason: DeclineReason?
     /// How much has been refunded so far (zero in ``amount``'s currency when nothing).
     public var refunded: Money
+    /// The kept payment method: set on an approved charge asked to ``ChargeRequest/storePaymentMethod``, and on
+    /// charges of a kept method. The processor's reference, never a PAN.
+    public var paymentMethodReference: String?
 
     public init(
         reference: String, idempotencyKey: String, amount: Money, status: ProcessorChargeStatus,
-        declineReason: DeclineReason? = nil, refunded: Money? = nil
+        declineReason: DeclineReason? = nil, refunded: Money? = nil, paymentMethodReference: String? = nil
     ) {
+        self.paymentMethodReference = paymentMethodReference
         self.reference = reference
         self.idempotencyKey = idempotencyKey
         self.amount = amount
@@ -167,6 +212,8 @@ public struct ProcessorError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let notVoidable = Code("notVoidable")
         /// The idempotency key was used before with a different request.
         public static let idempotencyConflict = Code("idempotencyConflict")
+        /// No kept payment method with that reference (or it was deleted).
+        public static let paymentMethodNotFound = Code("paymentMethodNotFound")
         /// The processor refused the request as malformed (4xx).
         public static let invalidRequest = Code("processorInvalidRequest")
 
@@ -213,6 +260,43 @@ public protocol PaymentProcessor: Sendable {
     /// Refunds part or all of an approved charge, once per `idempotencyKey`.
     func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
         -> ProcessorRefund
+
+    /// Keeps a payment method without charging it (a deferred payment): answers the kept method's reference.
+    /// The same `idempotencyKey` answers the same reference.
+    func storePaymentMethod(_ token: NetworkToken, idempotencyKey: String, rootFingerprint: String?)
+        async throws(ProcessorError) -> String
+
+    /// Charges a kept payment method, merchant-initiated (no cryptogram), once per `idempotencyKey` (the merchant
+    /// uses one key per subscription, billing cycle and attempt). Look-up by key as for ``charge(_:)``.
+    func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome
+}
+
+/// A merchant-initiated charge of a kept payment method.
+public struct StoredMethodChargeRequest: Sendable, Equatable {
+    /// ``ProcessorCharge/paymentMethodReference`` of the charge that kept it.
+    public var paymentMethodReference: String
+    public var amount: Money
+    public var idempotencyKey: String
+
+    public init(paymentMethodReference: String, amount: Money, idempotencyKey: String) {
+        self.paymentMethodReference = paymentMethodReference
+        self.amount = amount
+        self.idempotencyKey = idempotencyKey
+    }
+}
+
+extension PaymentProcessor {
+    /// Processors that cannot keep payment methods refuse to.
+    public func storePaymentMethod(_ token: NetworkToken, idempotencyKey: String, rootFingerprint: String?)
+        async throws(ProcessorError) -> String
+    {
+        throw ProcessorError(.invalidRequest, "\(name) does not keep payment methods")
+    }
+
+    /// Processors that cannot keep payment methods refuse to.
+    public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        throw ProcessorError(.invalidRequest, "\(name) does not keep payment methods")
+    }
 }
 
 /// What one bounded charge call ended with: an outcome the processor decided, or an unknown one.

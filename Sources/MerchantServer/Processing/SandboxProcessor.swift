@@ -41,6 +41,17 @@ public final class SandboxProcessor: PaymentProcessor {
         var charges: [String: ProcessorCharge] = [:]
         var refunds: [String: ProcessorRefund] = [:]
         var approved = 0
+        /// Kept payment methods by reference: the PAN's last four digits only (the sandbox's triggers need no
+        /// more), never the PAN.
+        var methods: [String: KeptMethod] = [:]
+        /// Kept methods by the idempotency key that stored them.
+        var methodKeys: [String: String] = [:]
+        var declineNextStoredCharges: [DeclineReason] = []
+    }
+
+    private struct KeptMethod {
+        var lastFour: String
+        var network: String?
     }
 
     /// - Parameters:
@@ -78,6 +89,50 @@ public final class SandboxProcessor: PaymentProcessor {
         return Trigger.allCases.first { Int($0.rawValue) == lastTwo }
     }
 
+    /// Test hook: the next stored-method charges are declined with these reasons, in order (one each).
+    public func declineNextStoredMethodCharges(_ reasons: [DeclineReason]) {
+        state.withLock { $0.declineNextStoredCharges.append(contentsOf: reasons) }
+    }
+
+    public func storePaymentMethod(_ token: NetworkToken, idempotencyKey: String, rootFingerprint: String?)
+        async throws(ProcessorError) -> String
+    {
+        if let expected = sandboxRootFingerprint, rootFingerprint != expected {
+            throw ProcessorError(.invalidRequest, "not a token of the sandbox's root")
+        }
+        return state.withLock { state in
+            if let earlier = state.methodKeys[idempotencyKey] { return earlier }
+            let reference = "pm_" + randomHex(bytes: 10)
+            state.methods[reference] = KeptMethod(lastFour: token.lastFour, network: token.network)
+            state.methodKeys[idempotencyKey] = reference
+            return reference
+        }
+    }
+
+    public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        try state.withLock { state throws(ProcessorError) -> ChargeOutcome in
+            if let earlier = state.charges[request.idempotencyKey] { return earlier.outcome }
+            guard let method = state.methods[request.paymentMethodReference] else {
+                throw ProcessorError(.paymentMethodNotFound, "no kept payment method \(request.paymentMethodReference)")
+            }
+            var decline: DeclineReason?
+            if !state.declineNextStoredCharges.isEmpty {
+                decline = state.declineNextStoredCharges.removeFirst()
+            } else if method.lastFour == "0051" || request.amount.minorUnits % 100 == 51 {
+                decline = .insufficientFunds
+            } else if method.lastFour == "0052" || request.amount.minorUnits % 100 == 52 {
+                decline = .lostCard
+            }
+            let charge = ProcessorCharge(
+                reference: "sbx_" + randomHex(bytes: 10), idempotencyKey: request.idempotencyKey,
+                amount: request.amount, status: decline == nil ? .approved : .declined, declineReason: decline,
+                paymentMethodReference: request.paymentMethodReference)
+            state.charges[request.idempotencyKey] = charge
+            if decline == nil { state.approved += 1 }
+            return charge.outcome
+        }
+    }
+
     public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
         if let earlier = state.withLock({ $0.charges[request.idempotencyKey] }) { return earlier.outcome }
         var decline: DeclineReason?
@@ -95,11 +150,16 @@ public final class SandboxProcessor: PaymentProcessor {
             case nil: break
             }
         }
-        let charge = ProcessorCharge(
+        var charge = ProcessorCharge(
             reference: "sbx_" + randomHex(bytes: 10), idempotencyKey: request.idempotencyKey, amount: request.amount,
             status: decline == nil ? .approved : .declined, declineReason: decline)
         return state.withLock { state in
             if let earlier = state.charges[request.idempotencyKey] { return earlier.outcome }
+            if decline == nil, request.storePaymentMethod {
+                let reference = "pm_" + randomHex(bytes: 10)
+                state.methods[reference] = KeptMethod(lastFour: request.token.lastFour, network: request.token.network)
+                charge.paymentMethodReference = reference
+            }
             state.charges[request.idempotencyKey] = charge
             if decline == nil { state.approved += 1 }
             return charge.outcome

@@ -85,6 +85,13 @@ public struct Checkout: Codable, Sendable, Equatable {
                 merged.append(item)
             }
         }
+        if merged.contains(where: { configuration.product(sku: $0.sku)?.plan != nil }),
+            merged.count != 1 || merged[0].quantity != 1
+        {
+            throw CheckoutError(
+                .planNotAlone,
+                "a product with a billing plan is bought alone, quantity 1: one plan per checkout, as Apple requires")
+        }
         let id = "chk_" + randomHex(bytes: 12)
         let applicationData = Data("checkout:\(id):\(randomHex(bytes: 16))".utf8).base64EncodedString()
         return Checkout(
@@ -216,6 +223,8 @@ public struct CheckoutError: Error, Sendable, Equatable, CustomStringConvertible
         public static let invalidQuantity = Code("invalidQuantity")
         /// A shipping method the address's zone does not offer.
         public static let unknownShippingMethod = Code("unknownShippingMethod")
+        /// A product with a billing plan together with other items, or more than one of it.
+        public static let planNotAlone = Code("planNotAlone")
         /// An amount too large for 64-bit minor units.
         public static let amountOverflow = Code("amountOverflow")
     }

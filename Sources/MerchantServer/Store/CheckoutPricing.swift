@@ -55,6 +55,7 @@ public struct CheckoutPricing: Sendable {
     ///   sum does not fit in 64-bit minor units.
     public func price(_ checkout: Checkout) throws(CheckoutError) -> PriceBreakdown {
         let currency = configuration.currency
+        if let (product, plan) = planProduct(of: checkout) { return try price(plan: plan, product: product) }
         func minor(_ amount: Decimal) throws(CheckoutError) -> Int64 {
             guard let value = Money(rounding: amount, currency: currency)?.minorUnits else {
                 throw CheckoutError(.amountOverflow, "an amount does not fit in 64-bit minor units")
@@ -182,6 +183,9 @@ public struct CheckoutPricing: Sendable {
     /// - Throws: ``CheckoutError`` as ``price(_:)``.
     public func paymentRequest(for checkout: Checkout) throws(CheckoutError) -> PaymentRequest {
         let breakdown = try price(checkout)
+        if let (product, plan) = planProduct(of: checkout) {
+            return planPaymentRequest(for: checkout, product: product, plan: plan, breakdown: breakdown)
+        }
         var capabilities = configuration.merchantCapabilities.map(MerchantCapability.init(rawValue:))
         if !capabilities.contains(.supports3DS) { capabilities.insert(.supports3DS, at: 0) }
         var request = PaymentRequest(
@@ -323,9 +327,11 @@ public struct PriceBreakdown: Sendable, Equatable {
     public var errors: [PaymentError]
     /// The clock reading used (delivery dates count from it).
     public var pricedAt: Date
+    /// The billing plan of a plan checkout (nothing shipped, no tax, no coupon; the total is what is due now).
+    public var plan: BillingPlan? = nil
 
-    /// Whether the checkout can be paid as priced: no errors and a serviceable zone.
-    public var isPayable: Bool { errors.isEmpty && zone != nil }
+    /// Whether the checkout can be paid as priced: no errors and a serviceable zone (plans ship nothing).
+    public var isPayable: Bool { errors.isEmpty && (zone != nil || plan != nil) }
 
     /// The Apple Pay JS `total` (`{label, amount, type: "final"}`).
     public var webTotal: PaymentSummaryItem {

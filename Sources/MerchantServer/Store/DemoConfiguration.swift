@@ -1,9 +1,11 @@
+import ApplePay
 import Foundation
 
 extension StoreConfiguration {
     /// The built-in demo store, used by `applepay serve` when no `--config` is given.
     ///
-    /// Sells three products in USD from the US; ships to the US (California taxed at 7.25%, New York at 8.875%,
+    /// Sells three products in USD, plus one of each billing plan (a monthly subscription with a $1 trial month, a
+    /// café card reloaded with $25 below $5, a tasting seat charged on 2030-03-31), from the US; ships to the US (California taxed at 7.25%, New York at 8.875%,
     /// other states 5%), Canada and the UK; coupons `WELCOME10` (10% off), `FIVEOFF` ($5 off orders of $25 or
     /// more) and `SPRING2020` (expired). Merchant `merchant.com.example.applepay-sandbox`, the sandbox processor.
     public static let demo = StoreConfiguration(
@@ -19,6 +21,26 @@ extension StoreConfiguration {
             Product(sku: "COFFEE-250", name: "House Blend 250 g", price: decimal(1450, scale: 2), currencyCode: "USD"),
             Product(sku: "MUG-01", name: "Enamel Mug", price: Decimal(12), currencyCode: "USD"),
             Product(sku: "GRINDER-9", name: "Hand Grinder", price: decimal(8999, scale: 2), currencyCode: "USD"),
+            Product(
+                sku: "BEANS-MONTHLY", name: "Coffee of the Month", price: decimal(999, scale: 2), currencyCode: "USD",
+                plan: .recurring(
+                    RecurringPlan(
+                        intervalUnit: .month, intervalCount: 1,
+                        trial: .init(price: 1, intervalUnit: .month, intervalCount: 1),
+                        description: "A bag of our roaster's pick every month"))),
+            Product(
+                sku: "CAFE-CARD", name: "Café Card Top-up", price: 25, currencyCode: "USD",
+                plan: .automaticReload(
+                    AutomaticReloadPlan(thresholdAmount: 5, description: "Café Card: $25 when the balance is below $5"))
+            ),
+            Product(
+                sku: "TASTING-SEAT", name: "Spring Tasting Seat", price: 45, currencyCode: "USD",
+                plan: .deferred(
+                    DeferredPlan(
+                        billingDate: Date(timeIntervalSince1970: 1_901_145_600),  // 2030-03-31T00:00:00Z
+                        freeCancellationDate: Date(timeIntervalSince1970: 1_900_540_800),  // 2030-03-24T00:00:00Z
+                        freeCancellationTimeZone: "America/Los_Angeles",
+                        description: "A seat at the spring tasting, charged on the day"))),
         ],
         shippingZones: [
             ShippingZone(

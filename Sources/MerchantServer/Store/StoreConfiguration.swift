@@ -41,6 +41,9 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
     public var merchantValidation: MerchantValidationSettings
     /// How payments are sent to the processor.
     public var processor: ProcessorSettings
+    /// This server's public HTTPS base URL (no trailing slash): the `managementURL` and `tokenNotificationURL` of
+    /// plan checkouts are under it. Default `https://localhost:8080`; `applepay serve --public-url` overrides it.
+    public var publicBaseURL: String
 
     /// Creates a configuration; see the property documentation for each field.
     public init(
@@ -51,8 +54,9 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
         shippingZones: [ShippingZone], coupons: [Coupon] = [], paymentMethodFees: [PaymentMethodFee] = [],
         domainAssociation: String? = nil,
         merchantValidation: MerchantValidationSettings = MerchantValidationSettings(),
-        processor: ProcessorSettings = ProcessorSettings()
+        processor: ProcessorSettings = ProcessorSettings(), publicBaseURL: String = "https://localhost:8080"
     ) {
+        self.publicBaseURL = publicBaseURL
         self.storeName = storeName
         self.merchantIdentifier = merchantIdentifier
         self.countryCode = countryCode
@@ -74,7 +78,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
         case storeName, merchantIdentifier, countryCode, currencyCode, supportedNetworks, merchantCapabilities
         case requiredShippingContactFields, requiredBillingContactFields, products, shippingZones, coupons
         case paymentMethodFees
-        case domainAssociation, merchantValidation, processor
+        case domainAssociation, merchantValidation, processor, publicBaseURL
     }
 
     public init(from decoder: any Decoder) throws {
@@ -99,6 +103,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
             try c.decodeIfPresent(MerchantValidationSettings.self, forKey: .merchantValidation)
             ?? MerchantValidationSettings()
         processor = try c.decodeIfPresent(ProcessorSettings.self, forKey: .processor) ?? ProcessorSettings()
+        publicBaseURL = try c.decodeIfPresent(String.self, forKey: .publicBaseURL) ?? "https://localhost:8080"
     }
 
     /// Reads, decodes and validates a configuration file.
@@ -183,6 +188,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
                     "product \(product.sku) is priced in \(product.currencyCode), the store sells in \(currencyCode)")
             }
             try checkAmount(product.price, "\(path).price", "price of product \(product.sku)")
+            if let plan = product.plan { try checkPlan(plan, product: product, path: "\(path).plan") }
         }
         var zoneIDs = Set<String>()
         for (index, zone) in shippingZones.enumerated() {
@@ -267,11 +273,59 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
                 .invalidProcessor, "processor.kind",
                 "processor.kind \"\(processor.kind.prefix(40))\" is not one of \(ProcessorSettings.kinds.sorted())")
         }
+        let base = URLComponents(string: publicBaseURL)
+        guard base?.scheme == "https", base?.host?.isEmpty == false, !publicBaseURL.hasSuffix("/") else {
+            throw fail(
+                .invalidPublicURL, "publicBaseURL",
+                "publicBaseURL must be an https URL without a trailing slash (Apple requires https)")
+        }
         // Written so that NaN fails too.
         if !(processor.timeoutSeconds > 0 && processor.timeoutSeconds <= 30) {
             throw fail(
                 .invalidProcessor, "processor.timeoutSeconds",
                 "processor.timeoutSeconds must be in (0, 30]: the sheet gives up after 30 s")
+        }
+    }
+
+    private func checkPlan(_ plan: BillingPlan, product: Product, path: String) throws(StoreConfigurationError) {
+        func fail(_ field: String, _ message: String) -> StoreConfigurationError {
+            StoreConfigurationError(.invalidPlan, "product \(product.sku): \(message)", field: "\(path).\(field)")
+        }
+        if product.price <= 0 { throw fail("kind", "a product with a plan needs a price above zero") }
+        switch plan {
+        case .recurring(let recurring):
+            let units: [RecurringIntervalUnit] = [.year, .month, .day, .hour, .minute]
+            guard units.contains(recurring.intervalUnit) else {
+                throw fail("intervalUnit", "intervalUnit must be year, month, day, hour or minute")
+            }
+            guard (1...1000).contains(recurring.intervalCount) else {
+                throw fail("intervalCount", "intervalCount must be 1 to 1000")
+            }
+            if let trial = recurring.trial {
+                guard units.contains(trial.intervalUnit), (1...1000).contains(trial.intervalCount) else {
+                    throw fail("trial", "the trial needs an intervalUnit and an intervalCount of 1 to 1000")
+                }
+                guard trial.price > 0 else {
+                    throw fail("trial.price", "the trial price must be above zero (it is charged at checkout)")
+                }
+                try checkAmount(trial.price, "\(path).trial.price", "trial price of product \(product.sku)")
+            }
+        case .automaticReload(let reload):
+            guard reload.thresholdAmount >= 0 else { throw fail("thresholdAmount", "thresholdAmount is negative") }
+            try checkAmount(reload.thresholdAmount, "\(path).thresholdAmount", "threshold of product \(product.sku)")
+        case .deferred(let deferred):
+            switch (deferred.freeCancellationDate, deferred.freeCancellationTimeZone) {
+            case (nil, nil): break
+            case (let date?, let zone):
+                if let zone, TimeZone(identifier: zone) == nil {
+                    throw fail("freeCancellationTimeZone", "\"\(zone.prefix(40))\" is not an IANA time zone")
+                }
+                if date > deferred.billingDate {
+                    throw fail("freeCancellationDate", "the free cancellation date is after the billing date")
+                }
+            case (nil, _?):
+                throw fail("freeCancellationDate", "freeCancellationTimeZone is set without freeCancellationDate")
+            }
         }
     }
 
@@ -295,15 +349,18 @@ public struct Product: Codable, Sendable, Equatable {
     public var price: Decimal
     /// ISO 4217 code; must be the store's currency.
     public var currencyCode: String
+    /// How the product bills after checkout, when it is a subscription, a top-up or a deferred payment.
+    public var plan: BillingPlan?
 
-    public init(sku: String, name: String, price: Decimal, currencyCode: String) {
+    public init(sku: String, name: String, price: Decimal, currencyCode: String, plan: BillingPlan? = nil) {
         self.sku = sku
         self.name = name
         self.price = price
         self.currencyCode = currencyCode
+        self.plan = plan
     }
 
-    private enum CodingKeys: String, CodingKey { case sku, name, price, currencyCode }
+    private enum CodingKeys: String, CodingKey { case sku, name, price, currencyCode, plan }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -311,6 +368,7 @@ public struct Product: Codable, Sendable, Equatable {
         name = try c.decode(String.self, forKey: .name)
         price = try decodeDecimal(c, .price)
         currencyCode = try c.decode(String.self, forKey: .currencyCode)
+        plan = try c.decodeIfPresent(BillingPlan.self, forKey: .plan)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -322,6 +380,7 @@ public struct Product: Codable, Sendable, Equatable {
                 ?? "\(price)",
             forKey: .price)
         try c.encode(currencyCode, forKey: .currencyCode)
+        try c.encodeIfPresent(plan, forKey: .plan)
     }
 }
 
@@ -669,6 +728,8 @@ public struct StoreConfigurationError: Error, Sendable, Equatable, CustomStringC
         public static let invalidZone = Code("invalidZone")
         public static let invalidRate = Code("invalidRate")
         public static let invalidProcessor = Code("invalidProcessor")
+        public static let invalidPlan = Code("invalidPlan")
+        public static let invalidPublicURL = Code("invalidPublicURL")
     }
 
     public let code: Code

@@ -109,6 +109,12 @@ struct SandboxMintCommand: Command {
                 ("--application-data BASE64", "The request's applicationData, base64 as Apple Pay JS sends it."),
                 ("--signing-time ISO8601", "The CMS signing time (default now), e.g. 2026-01-02T03:04:05Z."),
                 ("--emv", "An EMV payload instead of 3DSecure."),
+                (
+                    "--merchant-token",
+                    "Issue a merchant token (MPAN): the payload carries merchantTokenIdentifier and "
+                        + "merchantTokenMetadata, and the sandbox records it for `sandbox gateway`."
+                ),
+                ("--token-notification-url URL", "With --merchant-token: the request's tokenNotificationURL."),
                 ("--out FILE", "Write the token to FILE (mode 0600) instead of standard output."),
                 ("--batch FILE", "Mint one token per JSON line of FILE ('-': standard input); see below."),
                 ("--out-dir FOLDER", "With --batch: where each token is written, as FOLDER/NAME.json (mode 0600)."),
@@ -170,9 +176,16 @@ struct SandboxMintCommand: Command {
     var signingTime: Date?
     var emv: Bool
     var pretty: Bool
+    var merchantToken: Bool
+    var tokenNotificationURL: String?
 
     init(arguments: inout Arguments) throws {
         emv = arguments.flag("--emv")
+        merchantToken = arguments.flag("--merchant-token")
+        tokenNotificationURL = try arguments.option("--token-notification-url")
+        if tokenNotificationURL != nil && !merchantToken {
+            throw UsageError("--token-notification-url needs --merchant-token")
+        }
         pretty = arguments.flag("--pretty")
         version = try arguments.option("--kind", as: { TokenVersion(rawValue: $0) }) ?? .ecV1
         network = PaymentNetwork(rawValue: try arguments.option("--network") ?? "visa")
@@ -364,6 +377,12 @@ struct SandboxMintCommand: Command {
             card: try card ?? self.card(pan: order.pan), amount: order.amount, currencyCode: order.currency.code,
             applicationData: order.applicationData.map { .base64($0) },
             paymentDataType: emv ? .emv : .threeDSecure, signingTime: signingTime ?? Date())
+        if merchantToken {
+            let (token, issue) = try sandbox.mintWithMerchantToken(
+                request, tokenNotificationURL: tokenNotificationURL, version: order.version)
+            Output.standardError("merchant token \(issue.identifier)")
+            return token
+        }
         return try sandbox.mint(request, version: order.version)
     }
 }

@@ -199,15 +199,20 @@ struct ServerHarness {
     /// A sandbox token for `amount` bound to `applicationData`, as the `ApplePayPayment` body.
     func paymentBody(
         amount: String, applicationData: String?, card: SandboxCard? = nil, version: TokenVersion = .ecV1,
-        signingTime: Date = Date(), transactionIdentifier: Data? = nil, tamper: ((inout [String: Any]) -> Void)? = nil
+        signingTime: Date = Date(), transactionIdentifier: Data? = nil, merchantToken: Bool = false,
+        tokenNotificationURL: String? = nil, tamper: ((inout [String: Any]) -> Void)? = nil
     ) throws -> Data {
         let chosenCard = try card ?? SandboxCard.testCard(network: .visa).orThrow("no visa test card")
-        let token = try sandbox.mint(
-            MintRequest(
-                card: chosenCard, amount: try Decimal(string: amount).orThrow("bad amount"), currencyCode: "USD",
-                applicationData: applicationData.map { .base64($0) }, signingTime: signingTime,
-                transactionIdentifier: transactionIdentifier),
-            version: version)
+        let request = MintRequest(
+            card: chosenCard, amount: try Decimal(string: amount).orThrow("bad amount"), currencyCode: "USD",
+            applicationData: applicationData.map { .base64($0) }, signingTime: signingTime,
+            transactionIdentifier: transactionIdentifier)
+        let token =
+            merchantToken
+            ? try sandbox.mintWithMerchantToken(
+                request, tokenNotificationURL: tokenNotificationURL, version: version
+            ).token
+            : try sandbox.mint(request, version: version)
         var tokenObject = try (JSONSerialization.jsonObject(with: token.jsonData()) as? [String: Any]).orThrow("token")
         tamper?(&tokenObject)
         let body: [String: Any] = [

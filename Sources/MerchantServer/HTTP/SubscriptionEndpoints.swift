@@ -1,0 +1,160 @@
+import ApplePay
+import Foundation
+import HTTPServer
+
+/// The subscription routes: Apple's token notification, the customer's management page (with the subscription's
+/// secret), and the admin API's `/admin/v1/subscriptions`.
+struct SubscriptionEndpoints: Sendable {
+    let service: SubscriptionService
+    let adminToken: String?
+    let logger: RequestLogger
+
+    func register(on router: inout Router) {
+        let endpoints = self
+        // Apple: GET {tokenNotificationURL}/notification/merchantToken/{eventId}, no body, no signature. Answered
+        // 200 at once (unknown events too; a 500 makes Apple retry at once); the event is pulled and applied after.
+        router.add(.get, "/apple-pay/notification/merchantToken/{eventId}") { _, context in
+            let eventID = context.parameters["eventId"] ?? ""
+            Task { _ = await endpoints.service.applyTokenEvent(eventID: eventID) }
+            var response = HTTPResponse(status: 200)
+            response.logFields["eventId"] = String(eventID.prefix(64))
+            return response
+        }
+        router.add(.get, "/v1/subscriptions/manage") { _, _ in
+            .text(
+                "Open the management link of your payment confirmation: it carries your subscription's secret.\n")
+        }
+        router.add(.get, "/v1/subscriptions/{id}") { request, context in
+            let subscription = try await endpoints.customerSubscription(request, context)
+            struct Answer: Encodable {
+                var subscription: Subscription
+                var charges: [SubscriptionCharge]
+            }
+            let charges = try await endpoints.charges(of: subscription)
+            return .encoding(Answer(subscription: subscription, charges: charges))
+        }
+        router.add(.get, "/v1/subscriptions/{id}/manage") { request, context in
+            let subscription = try await endpoints.customerSubscription(request, context)
+            return .text(
+                ManagementPage.html(subscription, charges: try await endpoints.charges(of: subscription)),
+                contentType: "text/html; charset=utf-8")
+        }
+        router.add(.post, "/v1/subscriptions/{id}/cancel") { request, context in
+            let subscription = try await endpoints.customerSubscription(request, context)
+            return try await endpoints.cancel(subscription.id, by: "customer")
+        }
+        guard let adminToken, !adminToken.isEmpty else { return }
+        func add(
+            _ method: HTTPMethod, _ pattern: String,
+            _ handler: @escaping @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
+        ) {
+            router.add(method, pattern) { request, context in
+                try AdminEndpoints.authorize(request, token: adminToken)
+                return try await handler(request, context)
+            }
+        }
+        add(.get, "/admin/v1/subscriptions") { request, _ in
+            struct Answer: Encodable { var subscriptions: [Subscription] }
+            let statuses = request.query["status"].map {
+                $0.split(separator: ",").compactMap { SubscriptionStatus(rawValue: String($0)) }
+            }
+            let list = try await endpoints.service.store.subscriptions(
+                SubscriptionFilter(statuses: statuses, limit: Int(request.query["limit"] ?? "") ?? 100))
+            return .encoding(Answer(subscriptions: list))
+        }
+        add(.get, "/admin/v1/subscriptions/{id}") { _, context in
+            guard let subscription = try await endpoints.service.store.subscription(id: context.parameters["id"] ?? "")
+            else { throw HTTPError.notFound("No such subscription.") }
+            struct Answer: Encodable {
+                var subscription: Subscription
+                var charges: [SubscriptionCharge]
+            }
+            return .encoding(Answer(subscription: subscription, charges: try await endpoints.charges(of: subscription)))
+        }
+        add(.post, "/admin/v1/subscriptions/{id}/cancel") { _, context in
+            try await endpoints.cancel(context.parameters["id"] ?? "", by: "merchant")
+        }
+        add(.post, "/admin/v1/subscriptions/{id}/balance") { request, context in
+            struct Body: Decodable { var balance: String }
+            let body = try JSONBody.decode(Body.self, from: request)
+            guard let balance = Decimal(string: body.balance) else {
+                throw HTTPError.invalidRequest("balance must be a decimal string such as \"3.50\".")
+            }
+            do {
+                return .encoding(
+                    try await endpoints.service.reportBalance(id: context.parameters["id"] ?? "", balance: balance))
+            } catch let refusal as SubscriptionService.Refusal {
+                throw endpoints.httpError(refusal)
+            }
+        }
+        add(.post, "/admin/v1/subscriptions/charge-due") { _, _ in
+            struct Answer: Encodable { var charges: [SubscriptionCharge] }
+            return .encoding(Answer(charges: await endpoints.service.chargeDue()))
+        }
+    }
+
+    func customerSubscription(_ request: HTTPRequest, _ context: RequestContext) async throws -> Subscription {
+        let id = context.parameters["id"] ?? ""
+        let secret = request.headers["X-Subscription-Secret"] ?? request.query["secret"] ?? ""
+        guard let subscription = try await service.store.subscription(id: id),
+            constantTimeEqual(secret, subscription.secret)
+        else { throw HTTPError.notFound("No such subscription (or a wrong secret).") }
+        return subscription
+    }
+
+    func charges(of subscription: Subscription) async throws -> [SubscriptionCharge] {
+        try await service.store.subscriptionCharges(subscriptionID: subscription.id)
+    }
+
+    func cancel(_ id: String, by actor: String) async throws -> HTTPResponse {
+        do {
+            var response = HTTPResponse.encoding(try await service.cancel(id: id, by: actor))
+            response.logFields["subscriptionId"] = id
+            return response
+        } catch let refusal as SubscriptionService.Refusal {
+            throw httpError(refusal)
+        }
+    }
+
+    func httpError(_ refusal: SubscriptionService.Refusal) -> HTTPError {
+        switch refusal {
+        case .notFound: HTTPError.notFound("No such subscription.")
+        case .notLive(let status):
+            HTTPError(status: 409, code: "subscriptionNotLive", message: "The subscription is \(status.rawValue).")
+        case .notAutomaticReload:
+            HTTPError(status: 409, code: "notAutomaticReload", message: "Not an automatic-reload subscription.")
+        case .conflict:
+            HTTPError(status: 409, code: "conflict", message: "The subscription changed meanwhile; try again.")
+        }
+    }
+}
+
+/// The management page: plan, next charge, past charges and a cancel button (a form posting to `.../cancel`).
+enum ManagementPage {
+    static func html(_ s: Subscription, charges: [SubscriptionCharge]) -> String {
+        func escape(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        }
+        let iso = ISO8601DateFormatter()
+        let amount = Money(minorUnits: s.amount, currency: Currency(code: s.currencyCode) ?? .usDollar).amountString
+        let rows = charges.map { charge in
+            let value = Money(minorUnits: charge.amount, currency: Currency(code: charge.currencyCode) ?? .usDollar)
+            return "<tr><td>\(iso.string(from: charge.chargedAt))</td><td>\(value.amountString) "
+                + "\(escape(charge.currencyCode))</td><td>\(escape(charge.status))"
+                + "\(charge.declineCode.map { " (\(escape($0)))" } ?? "")</td></tr>"
+        }.joined()
+        let cancel =
+            s.isLive
+            ? "<form method=\"post\" action=\"/v1/subscriptions/\(escape(s.id))/cancel?secret=\(escape(s.secret))\">"
+                + "<button type=\"submit\">Cancel</button></form>" : ""
+        return """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(escape(s.productName))</title></head>
+            <body><h1>\(escape(s.productName))</h1>
+            <p>Plan: \(escape(s.plan.kind)), \(amount) \(escape(s.currencyCode)). Status: \(escape(s.status.rawValue)).</p>
+            <p>Next charge: \(s.nextChargeAt.map { iso.string(from: $0) } ?? "none")</p>
+            <p>Card: \(escape(s.network ?? "")) …\(escape(s.cardSuffix ?? ""))</p>
+            <table><tr><th>Date</th><th>Amount</th><th>Result</th></tr>\(rows)</table>\(cancel)</body></html>
+            """
+    }
+}

@@ -1,0 +1,126 @@
+import ApplePay
+import Foundation
+
+extension CheckoutPricing {
+    /// The product with a billing plan a checkout buys (such a checkout holds only it), if any.
+    public func planProduct(of checkout: Checkout) -> (Product, BillingPlan)? {
+        guard checkout.items.count == 1, let product = configuration.product(sku: checkout.items[0].sku),
+            let plan = product.plan
+        else { return nil }
+        return (product, plan)
+    }
+
+    /// What a plan checkout costs now: the trial price of a recurring plan with a trial, otherwise the product's
+    /// price (a deferred plan's token carries the amount to be taken later; nothing is charged at checkout).
+    func price(plan: BillingPlan, product: Product) throws(CheckoutError) -> PriceBreakdown {
+        let currency = configuration.currency
+        var amount = product.price
+        var label = product.name
+        if case .recurring(let recurring) = plan, let trial = recurring.trial {
+            amount = trial.price
+            label = "\(product.name) (trial)"
+        }
+        guard let minor = Money(rounding: amount, currency: currency)?.minorUnits else {
+            throw CheckoutError(.amountOverflow, "an amount does not fit in 64-bit minor units")
+        }
+        return PriceBreakdown(
+            currency: currency, totalLabel: configuration.storeName,
+            lines: [PricedLine(kind: .item, label: label, amount: minor, sku: product.sku, quantity: 1)],
+            subtotal: minor, discount: 0, shipping: 0, tax: 0, fee: 0, total: minor, zone: nil, shippingMethods: [],
+            selectedShippingMethod: nil, appliedCoupon: nil, errors: [], pricedAt: clock(), plan: plan)
+    }
+
+    /// Where the customer manages what a checkout starts: `PUBLIC/v1/subscriptions/manage?checkout=ID`, which
+    /// redirects to the subscription once it exists (the page asks for its secret, given in the payment answer).
+    public func managementURL(for checkout: Checkout) -> String {
+        "\(configuration.publicBaseURL)/v1/subscriptions/manage?checkout=\(checkout.id)"
+    }
+
+    /// Apple's `tokenNotificationURL`: `PUBLIC/apple-pay`; Apple appends `/notification/merchantToken/{eventId}`.
+    public var tokenNotificationURL: String { "\(configuration.publicBaseURL)/apple-pay" }
+
+    /// The Apple Pay JS request for a plan checkout: the plan's special request (one per request), the total due
+    /// now, no shipping and no contact fields beyond the store's billing fields.
+    func planPaymentRequest(
+        for checkout: Checkout, product: Product, plan: BillingPlan, breakdown: PriceBreakdown
+    ) -> PaymentRequest {
+        let currency = configuration.currency
+        var capabilities = configuration.merchantCapabilities.map(MerchantCapability.init(rawValue:))
+        if !capabilities.contains(.supports3DS) { capabilities.insert(.supports3DS, at: 0) }
+        let priceText = currency.format(product.price)
+        let description = plan.description ?? product.name
+        var lineItems: [PaymentSummaryItem] = []
+        var request = PaymentRequest(
+            countryCode: configuration.countryCode, currencyCode: configuration.currencyCode,
+            supportedNetworks: configuration.supportedNetworks.map(PaymentNetwork.init(rawValue:)),
+            merchantCapabilities: MerchantCapabilities(capabilities), total: breakdown.webTotal, lineItems: [])
+        let start = checkout.createdAt
+        switch plan {
+        case .recurring(let recurring):
+            var regular = PaymentSummaryItem(label: product.name, amount: priceText)
+            regular.paymentTiming = .recurring
+            regular.recurringPaymentIntervalUnit = recurring.intervalUnit
+            regular.recurringPaymentIntervalCount = recurring.intervalCount
+            var trialItem: PaymentSummaryItem?
+            var regularStart = start
+            if let trial = recurring.trial {
+                var item = PaymentSummaryItem(label: "\(product.name) trial", amount: currency.format(trial.price))
+                item.paymentTiming = .recurring
+                item.recurringPaymentIntervalUnit = trial.intervalUnit
+                item.recurringPaymentIntervalCount = trial.intervalCount
+                item.recurringPaymentStartDate = BillingPlan.formatDate(start)
+                regularStart = BillingCalendar.date(start, plus: 1, trial.intervalUnit, every: trial.intervalCount)
+                item.recurringPaymentEndDate = BillingPlan.formatDate(regularStart)
+                trialItem = item
+                lineItems.append(item)
+            }
+            regular.recurringPaymentStartDate = BillingPlan.formatDate(regularStart)
+            regular.recurringPaymentEndDate = recurring.endDate.map(BillingPlan.formatDate)
+            lineItems.append(regular)
+            let every =
+                recurring.intervalCount == 1
+                ? recurring.intervalUnit.rawValue : "\(recurring.intervalCount) \(recurring.intervalUnit.rawValue)s"
+            request.recurringPaymentRequest = RecurringPaymentRequest(
+                paymentDescription: description, regularBilling: regular, trialBilling: trialItem,
+                billingAgreement:
+                    "\(configuration.storeName) charges \(priceText) \(currency.code) every \(every) from "
+                    + "\(BillingPlan.formatDate(regularStart).prefix(10)) until you cancel at the management page.",
+                managementURL: managementURL(for: checkout), tokenNotificationURL: tokenNotificationURL)
+        case .automaticReload(let reload):
+            var item = PaymentSummaryItem(label: product.name, amount: priceText)
+            item.paymentTiming = .automaticReload
+            item.automaticReloadPaymentThresholdAmount = currency.format(reload.thresholdAmount)
+            lineItems.append(item)
+            request.automaticReloadPaymentRequest = AutomaticReloadPaymentRequest(
+                paymentDescription: description, automaticReloadBilling: item,
+                billingAgreement:
+                    "\(configuration.storeName) adds \(priceText) \(currency.code) whenever your balance falls below "
+                    + "\(currency.format(reload.thresholdAmount)) \(currency.code), until you cancel.",
+                managementURL: managementURL(for: checkout), tokenNotificationURL: tokenNotificationURL)
+        case .deferred(let deferred):
+            var item = PaymentSummaryItem(label: product.name, amount: priceText)
+            item.paymentTiming = .deferred
+            item.deferredPaymentDate = BillingPlan.formatDate(deferred.billingDate)
+            lineItems.append(item)
+            var agreement =
+                "\(configuration.storeName) charges \(priceText) \(currency.code) on "
+                + "\(BillingPlan.formatDate(deferred.billingDate).prefix(10))"
+            if let free = deferred.freeCancellationDate {
+                agreement += "; cancel free of charge until \(BillingPlan.formatDate(free))"
+            }
+            request.deferredPaymentRequest = DeferredPaymentRequest(
+                paymentDescription: description, deferredBilling: item, billingAgreement: agreement + ".",
+                managementURL: managementURL(for: checkout), tokenNotificationURL: tokenNotificationURL,
+                freeCancellationDate: deferred.freeCancellationDate.map(BillingPlan.formatDate),
+                freeCancellationDateTimeZone: deferred.freeCancellationDate == nil
+                    ? nil : (deferred.freeCancellationTimeZone ?? "UTC"))
+        }
+        request.lineItems = lineItems
+        request.shippingMethods = []
+        request.requiredShippingContactFields = []
+        request.requiredBillingContactFields = configuration.requiredBillingContactFields.map(
+            ContactField.init(rawValue:))
+        request.applicationData = checkout.applicationData
+        return request
+    }
+}

@@ -1,0 +1,229 @@
+import ApplePay
+import Foundation
+
+/// Where a subscription stands.
+public enum SubscriptionStatus: String, Codable, Sendable, CaseIterable {
+    /// Charged when due.
+    case active
+    /// The last charge was declined; retried on ``SubscriptionBilling/retryDays``.
+    case pastDue
+    /// Ended: by the customer or the merchant, after the last retry failed, or at the plan's end.
+    case cancelled
+    /// The customer or the issuer unlinked the merchant token (Apple's `UNLINK`): nothing more can be charged.
+    case unlinked
+}
+
+/// A plan bought at checkout and paid with a merchant token: what the scheduler charges.
+///
+/// It holds the processor's reference to the kept payment method, never the MPAN. ``version`` increases with
+/// every change; ``SubscriptionStore/updateSubscription(_:expectedVersion:charge:)`` writes only over the version
+/// it read, so two schedulers cannot both advance a cycle.
+public struct Subscription: Sendable, Equatable {
+    /// `sub_` followed by 24 hexadecimal digits.
+    public var id: String
+    /// The management page's secret (`?secret=`): returned with the payment answer, never logged.
+    public var secret: String
+    public var checkoutID: String
+    /// The order of the payment at checkout (`nil` for a deferred plan: nothing was charged then).
+    public var orderID: String?
+    public var sku: String
+    public var productName: String
+    public var plan: BillingPlan
+    /// What each billing cycle charges, in minor units of ``currencyCode``.
+    public var amount: Int64
+    public var currencyCode: String
+    /// Apple's `merchantTokenIdentifier` (`nil` when the network fell back to a device token).
+    public var merchantTokenIdentifier: String?
+    /// The processor's kept payment method.
+    public var paymentMethodReference: String
+    public var network: String?
+    /// The card's suffix as shown (token metadata, else the PAN's last four digits).
+    public var cardSuffix: String?
+    /// `MM/YY` from the token's metadata.
+    public var cardExpiration: String?
+    public var cardArtURL: String?
+    public var status: SubscriptionStatus
+    /// Why it is in its status when that needs saying (`customer`, `merchant`, `unpaid`, `ended`, `charged`,
+    /// `user`, `issuer`).
+    public var statusReason: String?
+    /// The next billing cycle to charge, from 1.
+    public var cycle: Int
+    /// Declined attempts in the current cycle.
+    public var attempt: Int
+    /// When cycle 1 is due; cycle n of a recurring plan is due `n - 1` intervals later.
+    public var anchor: Date
+    /// When the scheduler charges next; `nil` when nothing is due (an automatic reload above its threshold, an
+    /// ended subscription).
+    public var nextChargeAt: Date?
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var version: Int
+
+    public init(
+        id: String, secret: String, checkoutID: String, orderID: String?, sku: String, productName: String,
+        plan: BillingPlan, amount: Int64, currencyCode: String, merchantTokenIdentifier: String?,
+        paymentMethodReference: String, network: String?, cardSuffix: String?, cardExpiration: String?,
+        cardArtURL: String? = nil, status: SubscriptionStatus = .active, statusReason: String? = nil, cycle: Int = 1,
+        attempt: Int = 0, anchor: Date, nextChargeAt: Date?, createdAt: Date, updatedAt: Date, version: Int = 1
+    ) {
+        self.id = id
+        self.secret = secret
+        self.checkoutID = checkoutID
+        self.orderID = orderID
+        self.sku = sku
+        self.productName = productName
+        self.plan = plan
+        self.amount = amount
+        self.currencyCode = currencyCode
+        self.merchantTokenIdentifier = merchantTokenIdentifier
+        self.paymentMethodReference = paymentMethodReference
+        self.network = network
+        self.cardSuffix = cardSuffix
+        self.cardExpiration = cardExpiration
+        self.cardArtURL = cardArtURL
+        self.status = status
+        self.statusReason = statusReason
+        self.cycle = cycle
+        self.attempt = attempt
+        self.anchor = anchor
+        self.nextChargeAt = nextChargeAt
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = version
+    }
+
+    /// Whether the scheduler may still charge it.
+    public var isLive: Bool { status == .active || status == .pastDue }
+}
+
+extension Subscription: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case id, checkoutId, orderId, sku, productName, plan, amount, currencyCode, merchantTokenIdentifier, network
+        case cardSuffix, cardExpiration, cardArtURL, status, statusReason, cycle, attempt, nextChargeAt, createdAt
+        case updatedAt
+    }
+
+    /// The admin and management view: amounts as decimal strings, dates ISO 8601; no secret, no processor
+    /// reference.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        let currency = Currency(code: currencyCode) ?? .usDollar
+        let iso = ISO8601DateFormatter()
+        try c.encode(id, forKey: .id)
+        try c.encode(checkoutID, forKey: .checkoutId)
+        try c.encodeIfPresent(orderID, forKey: .orderId)
+        try c.encode(sku, forKey: .sku)
+        try c.encode(productName, forKey: .productName)
+        try c.encode(plan, forKey: .plan)
+        try c.encode(Money(minorUnits: amount, currency: currency).amountString, forKey: .amount)
+        try c.encode(currencyCode, forKey: .currencyCode)
+        try c.encodeIfPresent(merchantTokenIdentifier, forKey: .merchantTokenIdentifier)
+        try c.encodeIfPresent(network, forKey: .network)
+        try c.encodeIfPresent(cardSuffix, forKey: .cardSuffix)
+        try c.encodeIfPresent(cardExpiration, forKey: .cardExpiration)
+        try c.encodeIfPresent(cardArtURL, forKey: .cardArtURL)
+        try c.encode(status.rawValue, forKey: .status)
+        try c.encodeIfPresent(statusReason, forKey: .statusReason)
+        try c.encode(cycle, forKey: .cycle)
+        try c.encode(attempt, forKey: .attempt)
+        try c.encodeIfPresent(nextChargeAt.map { iso.string(from: $0) }, forKey: .nextChargeAt)
+        try c.encode(iso.string(from: createdAt), forKey: .createdAt)
+        try c.encode(iso.string(from: updatedAt), forKey: .updatedAt)
+    }
+}
+
+/// One attempt to charge a billing cycle (approved or declined), as the management page and the admin API list it.
+public struct SubscriptionCharge: Sendable, Equatable, Encodable {
+    public var subscriptionID: String
+    public var cycle: Int
+    public var attempt: Int
+    /// `sub_…:c<cycle>:a<attempt>`: the processor's idempotency key.
+    public var idempotencyKey: String
+    public var amount: Int64
+    public var currencyCode: String
+    /// `approved` or `declined`.
+    public var status: String
+    public var processorReference: String?
+    public var declineCode: String?
+    /// When the cycle was due.
+    public var dueAt: Date
+    /// When it was charged (the scheduler's clock).
+    public var chargedAt: Date
+
+    public init(
+        subscriptionID: String, cycle: Int, attempt: Int, idempotencyKey: String, amount: Int64, currencyCode: String,
+        status: String, processorReference: String?, declineCode: String?, dueAt: Date, chargedAt: Date
+    ) {
+        self.subscriptionID = subscriptionID
+        self.cycle = cycle
+        self.attempt = attempt
+        self.idempotencyKey = idempotencyKey
+        self.amount = amount
+        self.currencyCode = currencyCode
+        self.status = status
+        self.processorReference = processorReference
+        self.declineCode = declineCode
+        self.dueAt = dueAt
+        self.chargedAt = chargedAt
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case cycle, attempt, amount, currencyCode, status, declineCode, dueAt, chargedAt
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        let iso = ISO8601DateFormatter()
+        try c.encode(cycle, forKey: .cycle)
+        try c.encode(attempt, forKey: .attempt)
+        try c.encode(
+            Money(minorUnits: amount, currency: Currency(code: currencyCode) ?? .usDollar).amountString, forKey: .amount
+        )
+        try c.encode(currencyCode, forKey: .currencyCode)
+        try c.encode(status, forKey: .status)
+        try c.encodeIfPresent(declineCode, forKey: .declineCode)
+        try c.encode(iso.string(from: dueAt), forKey: .dueAt)
+        try c.encode(iso.string(from: chargedAt), forKey: .chargedAt)
+    }
+}
+
+/// Which subscriptions to list.
+public struct SubscriptionFilter: Sendable, Equatable {
+    public var statuses: [SubscriptionStatus]?
+    public var merchantTokenIdentifier: String?
+    public var checkoutID: String?
+    /// Only those with ``Subscription/nextChargeAt`` at or before this instant.
+    public var dueBy: Date?
+    public var limit: Int
+
+    public init(
+        statuses: [SubscriptionStatus]? = nil, merchantTokenIdentifier: String? = nil, checkoutID: String? = nil,
+        dueBy: Date? = nil, limit: Int = 100
+    ) {
+        self.statuses = statuses
+        self.merchantTokenIdentifier = merchantTokenIdentifier
+        self.checkoutID = checkoutID
+        self.dueBy = dueBy
+        self.limit = limit
+    }
+}
+
+/// Where subscriptions live. `SQLiteOrderStore` implements it in the same file as the orders (migration 006); a
+/// PostgreSQL store implements the same six methods.
+public protocol SubscriptionStore: Sendable {
+    /// Stores a new subscription; a second one for the same checkout answers the first (idempotent).
+    func insertSubscription(_ subscription: Subscription) async throws(OrderStoreError) -> Subscription
+    func subscription(id: String) async throws(OrderStoreError) -> Subscription?
+    /// Oldest first.
+    func subscriptions(_ filter: SubscriptionFilter) async throws(OrderStoreError) -> [Subscription]
+    /// Writes `updated` (with its version increased) only if the stored version is still `expectedVersion`, and
+    /// records `charge` in the same transaction (UNIQUE by idempotency key). Answers the stored subscription, or
+    /// `nil` when another writer got there first.
+    func updateSubscription(_ updated: Subscription, expectedVersion: Int, charge: SubscriptionCharge?)
+        async throws(OrderStoreError) -> Subscription?
+    /// Every charge attempt of a subscription, oldest first.
+    func subscriptionCharges(subscriptionID: String) async throws(OrderStoreError) -> [SubscriptionCharge]
+    /// Records that Apple's event `eventID` was applied; false when it was recorded before.
+    func recordTokenEvent(eventID: String, eventType: String, merchantTokenIdentifier: String)
+        async throws(OrderStoreError) -> Bool
+}

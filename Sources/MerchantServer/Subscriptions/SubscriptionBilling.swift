@@ -1,0 +1,86 @@
+import ApplePay
+import Foundation
+
+/// The billing rules, as pure functions of a subscription: when a cycle is due, what it costs, and the state after
+/// an approval or a decline. The scheduler (``SubscriptionService/chargeDue(now:)``) applies them.
+///
+/// Retries: a declined cycle is retried 1, 3 and 7 days after its due date (``retryDays``); the subscription is
+/// `pastDue` meanwhile; when the third retry is declined too it is `cancelled` (reason `unpaid`). Dates are
+/// counted from the plan's anchor, so a late or retried charge never shifts the following cycles.
+public enum SubscriptionBilling {
+    /// Days after the due date at which a declined cycle is tried again.
+    public static let retryDays = [1, 3, 7]
+
+    /// When cycle `cycle` (from 1) is due.
+    public static func dueDate(of subscription: Subscription, cycle: Int) -> Date? {
+        switch subscription.plan {
+        case .recurring(let plan):
+            let date = BillingCalendar.date(
+                subscription.anchor, plus: cycle - 1, plan.intervalUnit, every: plan.intervalCount)
+            if let end = plan.endDate, date > end { return nil }
+            return date
+        case .deferred(let plan): return cycle == 1 ? plan.billingDate : nil
+        case .automaticReload: return nil
+        }
+    }
+
+    /// The idempotency key of one attempt: one charge per subscription, cycle and attempt at the processor.
+    public static func idempotencyKey(_ subscription: Subscription) -> String {
+        "\(subscription.id):c\(subscription.cycle):a\(subscription.attempt)"
+    }
+
+    /// The subscription after its current cycle was approved.
+    public static func afterApproval(_ subscription: Subscription) -> Subscription {
+        var next = subscription
+        next.cycle += 1
+        next.attempt = 0
+        next.status = .active
+        next.statusReason = nil
+        switch subscription.plan {
+        case .recurring:
+            next.nextChargeAt = dueDate(of: next, cycle: next.cycle)
+            if next.nextChargeAt == nil {
+                next.status = .cancelled
+                next.statusReason = "ended"
+            }
+        case .automaticReload:
+            next.nextChargeAt = nil
+        case .deferred:
+            next.nextChargeAt = nil
+            next.status = .cancelled
+            next.statusReason = "charged"
+        }
+        return next
+    }
+
+    /// The subscription after its current attempt was declined: retried, or cancelled after the last retry.
+    public static func afterDecline(_ subscription: Subscription, dueAt: Date) -> Subscription {
+        var next = subscription
+        next.attempt += 1
+        if next.attempt <= retryDays.count {
+            next.status = .pastDue
+            next.statusReason = nil
+            next.nextChargeAt = BillingCalendar.date(dueAt, plus: retryDays[next.attempt - 1], .day, every: 1)
+        } else {
+            next.status = .cancelled
+            next.statusReason = "unpaid"
+            next.nextChargeAt = nil
+        }
+        return next
+    }
+
+    /// The due date of the current cycle (the first attempt's date, whatever the attempt).
+    public static func currentDueDate(of subscription: Subscription) -> Date {
+        switch subscription.plan {
+        case .automaticReload:
+            // Reloads are due when requested; retries count from the first attempt.
+            guard subscription.attempt > 0, let next = subscription.nextChargeAt else {
+                return subscription.nextChargeAt ?? subscription.anchor
+            }
+            return BillingCalendar.date(next, plus: -retryDays[subscription.attempt - 1], .day, every: 1)
+        default:
+            return dueDate(of: subscription, cycle: subscription.cycle) ?? subscription.nextChargeAt
+                ?? subscription.anchor
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import ApplePay
+import Foundation
+import MerchantServer
+import Sandbox
+import Testing
+
+/// Plans from checkout to their charges, on a virtual clock: the scheduler is driven day by day with
+/// `SubscriptionService.chargeDue(now:)`.
+@Suite("Subscriptions")
+struct SubscriptionTests {
+    /// Buys `sku` with a merchant token; answers the payment's JSON.
+    static func subscribe(_ harness: ServerHarness, sku: String) async throws -> [String: Any] {
+        let checkout = try await harness.createCheckout([["sku": sku, "quantity": 1]])
+        let shown = try await harness.get("/v1/checkouts/\(checkout.id)")
+        let request = try JSONDecoder().decode(
+            PaymentRequest.self,
+            from: try JSONSerialization.data(withJSONObject: shown.json["paymentRequest"] as Any))
+        #expect(request.validate().isValid, "\(request.validate().errors)")
+        let body = try harness.paymentBody(
+            amount: checkout.total, applicationData: checkout.applicationData, merchantToken: true)
+        let reply = try await harness.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(reply.json["merchantToken"] as? Bool == true)
+        return reply.json
+    }
+
+    static let day: TimeInterval = 86_400
+
+    /// Runs the scheduler once a day over `days` days from `start`, using `services` in turn each day (several
+    /// instances on the same store), calling `beforeDay` first.
+    static func runDays(
+        _ range: Range<Int>, from start: Date, services: [SubscriptionService],
+        beforeDay: (Int) async throws -> Void = { _ in }
+    ) async throws {
+        for day in range {
+            try await beforeDay(day)
+            let now = start.addingTimeInterval(Double(day) * Self.day)
+            for service in services { _ = await service.chargeDue(now: now) }
+        }
+    }
+
+    /// The year after the checkout (days 0 to 364; the thirteenth month's charge falls on day 365 or 366).
+    /// The year of a monthly plan with a one-month $1 trial: the trial at checkout, then $9.99 on each monthly
+    /// date from the end of the trial, with cycle 4's first attempt declined and retried the next day.
+    func checkYear(restartHalfway: Bool) async throws {
+        let processor = SandboxProcessor()
+        try await ServerHarness.with(processor: processor) { harness in
+            let paid = try await Self.subscribe(harness, sku: "BEANS-MONTHLY")
+            let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
+            let first = try #require(try await harness.application.api.subscriptions?.store.subscription(id: id))
+            #expect(first.merchantTokenIdentifier?.hasPrefix("DNITHE") == true)
+            #expect(first.status == .active)
+            #expect(abs(first.anchor.timeIntervalSince(first.createdAt) - 30 * Self.day) < 2 * Self.day)
+            let start = first.createdAt
+            let service = try #require(harness.application.api.subscriptions)
+            var injected = false
+            let decline: (Int) async throws -> Void = { _ in
+                let charges = try await service.store.subscriptionCharges(subscriptionID: id)
+                if !injected && charges.filter({ $0.status == "approved" }).count == 3 {
+                    processor.declineNextStoredMethodCharges([.insufficientFunds])
+                    injected = true
+                }
+            }
+            if restartHalfway {
+                try await Self.runDays(0..<180, from: start, services: [service], beforeDay: decline)
+                // A new process on the same database, and (for a while) the old one beside it: two instances.
+                let reopened = try SQLiteOrderStore(path: harness.databasePath)
+                let restarted = SubscriptionService(
+                    store: reopened, processor: processor, logger: .silent, clock: { start })
+                try await Self.runDays(180..<200, from: start, services: [restarted, service], beforeDay: decline)
+                try await Self.runDays(200..<365, from: start, services: [restarted], beforeDay: decline)
+            } else {
+                try await Self.runDays(0..<365, from: start, services: [service], beforeDay: decline)
+            }
+            let charges = try await service.store.subscriptionCharges(subscriptionID: id)
+            let approved = charges.filter { $0.status == "approved" }
+            let declined = charges.filter { $0.status == "declined" }
+            #expect(approved.count == 11)
+            #expect(declined.count == 1)
+            #expect(declined.first?.cycle == 4)
+            #expect(Set(approved.map(\.cycle)) == Set(1...11))
+            #expect(approved.allSatisfy { $0.amount == 999 })
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            for charge in approved {
+                // Cycle 1 is due a month after the checkout (the trial's end); stored to the millisecond.
+                let due = calendar.date(byAdding: .month, value: charge.cycle - 1, to: first.anchor)!
+                #expect(abs(charge.dueAt.timeIntervalSince(due)) < 0.002)
+                // Charged on the scheduler's first daily run at or after it (the same day; cycle 4 a day later).
+                let late = charge.chargedAt.timeIntervalSince(due) - (charge.cycle == 4 ? Self.day : 0)
+                #expect(late > -0.002 && late < 5, "cycle \(charge.cycle)")
+            }
+            // 12 charges in the year at the processor: the $1 trial at checkout and 11 months, each once.
+            #expect(processor.chargeCount == 12)
+            let stored = processor.charges.filter { $0.status == .approved }.map(\.amount.minorUnits).sorted()
+            #expect(stored == [100] + Array(repeating: 999, count: 11))
+            let now = try #require(try await service.store.subscription(id: id))
+            #expect(now.status == .active)
+            #expect(now.cycle == 12)
+            // The management page shows it with the secret, and nothing without.
+            let secret = try (paid["subscriptionSecret"] as? String).orThrow("no secret")
+            let page = try await harness.get("/v1/subscriptions/\(id)/manage?secret=\(secret)")
+            #expect(page.status == 200 && page.text.contains("Coffee of the Month"))
+            #expect(try await harness.get("/v1/subscriptions/\(id)/manage?secret=nope").status == 404)
+        }
+    }
+
+    @Test("a year of a monthly plan with a trial: 12 charges at the right amounts and dates, each once, one retry")
+    func yearOfMonthlyPlan() async throws { try await checkYear(restartHalfway: false) }
+
+    @Test("the same year across a restart in the middle, with two instances for a while: the same charges")
+    func yearAcrossRestart() async throws { try await checkYear(restartHalfway: true) }
+
+    @Test("automatic reload: checkout, a balance above the threshold charges nothing, below it reloads once")
+    func automaticReload() async throws {
+        let processor = SandboxProcessor()
+        try await ServerHarness.with(processor: processor) { harness in
+            let paid = try await Self.subscribe(harness, sku: "CAFE-CARD")
+            let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
+            #expect(processor.chargeCount == 1)
+            let service = try #require(harness.application.api.subscriptions)
+            let above = try await harness.admin(
+                "POST", "/admin/v1/subscriptions/\(id)/balance", json: ["balance": "7.00"])
+            #expect(above.status == 200)
+            #expect(await service.chargeDue(now: Date().addingTimeInterval(60)).isEmpty)
+            let below = try await harness.admin(
+                "POST", "/admin/v1/subscriptions/\(id)/balance", json: ["balance": "3.00"])
+            #expect(below.status == 200 && below.json["nextChargeAt"] != nil)
+            let charges = await service.chargeDue(now: Date().addingTimeInterval(60))
+            #expect(charges.map(\.amount) == [2500])
+            #expect(await service.chargeDue(now: Date().addingTimeInterval(120)).isEmpty)
+            #expect(processor.chargeCount == 2)
+            let list = try await harness.admin("GET", "/admin/v1/subscriptions")
+            let first = try ((list.json["subscriptions"] as? [[String: Any]])?.first).orThrow("no list")
+            #expect(first["id"] as? String == id)
+            #expect(first["status"] as? String == "active")
+            #expect((first["merchantTokenIdentifier"] as? String)?.hasPrefix("DNITHE") == true)
+        }
+    }
+
+    @Test("deferred: nothing charged at checkout, charged once on the billing date; a cancelled one never")
+    func deferred() async throws {
+        let processor = SandboxProcessor()
+        try await ServerHarness.with(processor: processor) { harness in
+            let paid = try await Self.subscribe(harness, sku: "TASTING-SEAT")
+            let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
+            #expect(paid["orderId"] == nil)
+            #expect(processor.chargeCount == 0)
+            let billing = Date(timeIntervalSince1970: 1_901_145_600)
+            let service = try #require(harness.application.api.subscriptions)
+            #expect(await service.chargeDue(now: billing.addingTimeInterval(-Self.day)).isEmpty)
+            let second = try await Self.subscribe(harness, sku: "TASTING-SEAT")
+            let secondID = try (second["subscriptionId"] as? String).orThrow("no id")
+            let secret = try (second["subscriptionSecret"] as? String).orThrow("no secret")
+            let cancelled = try await harness.post("/v1/subscriptions/\(secondID)/cancel?secret=\(secret)", json: [:])
+            #expect(cancelled.status == 200 && cancelled.json["status"] as? String == "cancelled")
+            let charges = await service.chargeDue(now: billing)
+            #expect(charges.map(\.subscriptionID) == [id])
+            #expect(charges.map(\.amount) == [4500])
+            #expect(await service.chargeDue(now: billing.addingTimeInterval(Self.day)).isEmpty)
+            #expect(processor.chargeCount == 1)
+            #expect(try await service.store.subscription(id: id)?.statusReason == "charged")
+        }
+    }
+}
