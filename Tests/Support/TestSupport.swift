@@ -41,6 +41,8 @@ public struct ToolResult: Sendable {
     public var status: Int32
     public var standardOutput: String
     public var standardError: String
+    /// How long the child ran, from start to exit (not counting any wait for a free slot before it started).
+    public var elapsed: Duration = .zero
 
     /// Standard output parsed as one JSON object.
     public var json: [String: Any]? {
@@ -210,6 +212,7 @@ public enum Subprocess {
         timeout: TimeInterval = 120
     ) throws -> ToolResult {
         _ = ignoreBrokenPipes
+        let started = ContinuousClock.now
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -259,7 +262,7 @@ public enum Subprocess {
         return ToolResult(
             status: process.terminationStatus,
             standardOutput: String(decoding: outData.withLock { $0 }, as: UTF8.self),
-            standardError: standardError)
+            standardError: standardError, elapsed: ContinuousClock.now - started)
     }
 
     /// Writing to a child that has exited must fail with EPIPE rather than kill the test process.
