@@ -291,6 +291,30 @@ struct OrderStoreTests {
         #expect(sandbox.chargeCount == 1)
     }
 
+    @Test("concurrent writes share group commits; a write that fails in a group fails alone")
+    func groupCommit() async throws {
+        let fixture = try await StoreFixture(.sqlite)
+        defer { fixture.folder.remove() }
+        let store = try #require(fixture.store as? SQLiteOrderStore)
+        let (existing, _) = try await fixture.checkout()
+        let checkouts = try (0..<64).map { _ in
+            try Checkout.create(
+                items: [CheckoutItem(sku: "MUG-01", quantity: 1)], configuration: fixture.configuration, now: fixedNow)
+        }
+        // 64 new checkouts and, among them, one whose id is taken: it alone is refused.
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for checkout in checkouts + [existing] {
+                group.addTask { (try? await store.insertCheckout(checkout)) != nil }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 }.count == 64)
+        for checkout in checkouts { #expect(try await store.checkout(id: checkout.id) != nil) }
+        let counts = await store.groupCommitCounts
+        #expect(counts.writes >= 65)
+        #expect(counts.commits < counts.writes, "65 concurrent writes took \(counts.commits) commits")
+    }
+
     @Test("a pending order left by a process that died is answered at once, as an unknown outcome, not waited on")
     func orphanedPending() async throws {
         let fixture = try await StoreFixture(.sqlite)
