@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import SQLite
+import Synchronization
 
 /// The embedded order store: one SQLite file in WAL mode, owned by this actor's single connection.
 ///
@@ -632,8 +633,11 @@ public actor SQLiteOrderStore: OrderStore {
             // Queued behind the calls already waiting for the store's thread, so their writes join this commit.
             Task { self.commitPendingWrites() }
         }
+        // The continuation may be handed over after the commit already happened: `withCheckedContinuation` can
+        // run its body off the store's thread (under a task executor preference), so `GroupedWrite` takes either
+        // order.
         let failure = await withCheckedContinuation { (continuation: CheckedContinuation<SQLiteError?, Never>) in
-            write.continuation = continuation
+            write.wait(continuation)
         }
         if let failure { throw failure }
         guard let value = result.value else { throw SQLiteError(.error, "a committed write returned nothing") }
@@ -664,7 +668,7 @@ public actor SQLiteOrderStore: OrderStore {
         }
         committedGroups += 1
         committedWrites += batch.count
-        for (index, write) in batch.enumerated() { write.continuation?.resume(returning: failures[index]) }
+        for (index, write) in batch.enumerated() { write.finish(failures[index]) }
     }
 
     /// How many group commits and writes so far (the group size is their ratio).
@@ -960,12 +964,39 @@ struct PaymentTransition {
     }
 }
 
-/// A write waiting for a group commit; used only on the store's own thread.
-final class GroupedWrite: @unchecked Sendable {
+/// A write waiting for a group commit: `run` is called on the store's own thread only; the hand-over of its outcome
+/// to the waiting caller works in either order (committed first, or caller waiting first).
+final class GroupedWrite: @unchecked Sendable {  // `run` is only called on the store's thread; `state` is locked
     let run: (Connection) -> SQLiteError?
-    var continuation: CheckedContinuation<SQLiteError?, Never>?
+    private let state = Mutex<State>(.pending)
+
+    private enum State {
+        case pending
+        case waiting(CheckedContinuation<SQLiteError?, Never>)
+        case finished(SQLiteError?)
+    }
 
     init(_ run: @escaping (Connection) -> SQLiteError?) { self.run = run }
+
+    /// Hands over the caller's continuation; resumes it at once when the write was already committed.
+    func wait(_ continuation: CheckedContinuation<SQLiteError?, Never>) {
+        let finished = state.withLock { state -> SQLiteError?? in
+            if case .finished(let failure) = state { return .some(failure) }
+            state = .waiting(continuation)
+            return .none
+        }
+        if let failure = finished { continuation.resume(returning: failure) }
+    }
+
+    /// Records the outcome of the commit and wakes the caller if it is already waiting.
+    func finish(_ failure: SQLiteError?) {
+        let waiting = state.withLock { state -> CheckedContinuation<SQLiteError?, Never>? in
+            defer { state = .finished(failure) }
+            if case .waiting(let continuation) = state { return continuation }
+            return nil
+        }
+        waiting?.resume(returning: failure)
+    }
 }
 
 /// What a grouped write returned; used only on the store's own thread.
