@@ -61,6 +61,8 @@ public struct HTTPRequest: Sendable {
     /// Set by the server when the body went over its limit of this many bytes (the body is then empty and
     /// the request must be refused: ``Router`` answers `413 payloadTooLarge`).
     public var bodyLimitExceeded: Int?
+    /// The client's IP address as the server saw it (`127.0.0.1`, `::1`); `nil` for a request made in process.
+    public var clientAddress: String?
 
     public init(
         method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
@@ -72,6 +74,7 @@ public struct HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
         self.bodyLimitExceeded = nil
+        self.clientAddress = nil
     }
 }
 

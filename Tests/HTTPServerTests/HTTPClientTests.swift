@@ -68,7 +68,10 @@ struct HTTPClientTests {
             await release.wait()
             return .text("late")
         }
-        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+        // Every transfer comes from 127.0.0.1, more at once than the server's default per-client limit allows.
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, perClientConnectionLimit: 0), responder: responder
+        ) { server in
             let client = HTTPClient(configuration: .init(timeout: .seconds(60)))
             let url = "http://127.0.0.1:\(server.port)/slow"
             let request = Task { try await client.send(HTTPClientRequest(url: url)) }
@@ -120,7 +123,10 @@ struct HTTPClientTests {
             await answered.wait()
             return .text("ok")
         }
-        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+        // Every transfer comes from 127.0.0.1, more at once than the server's default per-client limit allows.
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, perClientConnectionLimit: 0), responder: responder
+        ) { server in
             let client = HTTPClient(configuration: .init(timeout: .seconds(60)))
             let url = "http://127.0.0.1:\(server.port)/"
             let count = HTTPClient.transferThreadCount + 32
