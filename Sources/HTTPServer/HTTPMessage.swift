@@ -136,6 +136,8 @@ public struct HTTPError: HTTPResponseError, Sendable, Equatable, CustomStringCon
     public var message: String
     /// Extra header fields of the answer (`Allow` for 405, `Retry-After`).
     public var headers = HTTPHeaders()
+    /// The request field the error is about (`shippingContact.locality`), answered as `error.field`.
+    public var field: String?
 
     public init(status: Int, code: String, message: String) {
         self.status = status
@@ -153,10 +155,12 @@ public struct HTTPError: HTTPResponseError, Sendable, Equatable, CustomStringCon
             struct Inner: Encodable {
                 var code: String
                 var message: String
+                var field: String?
             }
             var error: Inner
         }
-        let body = (try? JSONEncoder.http.encode(Body(error: .init(code: code, message: message)))) ?? Data()
+        let body =
+            (try? JSONEncoder.http.encode(Body(error: .init(code: code, message: message, field: field)))) ?? Data()
         var response = HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
         for (name, value) in headers { response.headers[name] = value }
         return response

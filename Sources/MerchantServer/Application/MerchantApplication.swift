@@ -120,13 +120,15 @@ public final class MerchantApplication: Sendable {
         let api = MerchantAPI(
             configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
             validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
-            reconcileAfter: configuration.reconcileAfter)
+            reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits)
         let server: HTTPServer
         do {
             server = try HTTPServer.start(
                 configuration: .init(
                     host: configuration.host, port: configuration.port, threads: configuration.threads,
-                    maximumBodySize: configuration.maximumBodySize, connectionTimeout: configuration.connectionTimeout),
+                    maximumBodySize: configuration.maximumBodySize, connectionTimeout: configuration.connectionTimeout,
+                    perClientConnectionLimit: configuration.perClientConnectionLimit,
+                    requestTimeout: configuration.requestTimeout),
                 responder: api)
         } catch {
             await sandboxProcessor?.shutdown()

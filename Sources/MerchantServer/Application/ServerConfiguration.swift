@@ -16,9 +16,11 @@ public struct CertificateKeyPaths: Codable, Sendable, Equatable {
 /// Everything `applepay serve` needs: where to listen, the store, the merchant's keys and whom to trust.
 ///
 /// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object:
-/// `{"host", "port", "store": "sqlite:PATH", "maximumBodySize", "connectionTimeout", "threads",
+/// `{"host", "port", "store": "sqlite:PATH", "maximumBodySize", "connectionTimeout", "requestTimeout",
+/// "perClientConnectionLimit", "rateLimits": {"checkouts": {"perMinute", "burst"}, "updates": {...}},
+/// "checkoutLifetimeSeconds", "pruneIntervalSeconds", "proxy", "threads",
 /// "paymentProcessing": [{"certificate", "key"}], "merchantIdentity": {"certificate", "key"}, "trustedRoot": PATH,
-/// "gatewayTrustedRoots": PATH}`.
+/// "gatewayTrustedRoots": PATH}` (docs/LIMITS.md explains the limits).
 /// Flags override the file; `--sandbox DIR` fills in the sandbox's certificates and root.
 public struct MerchantServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
@@ -28,6 +30,19 @@ public struct MerchantServerConfiguration: Sendable {
     public var maximumBodySize: Int = 64 * 1024
     /// Seconds a connection may stay idle, also in the middle of a request, before it is closed.
     public var connectionTimeout: Int = 30
+    /// Seconds a client has to send a whole request (head and body), however steadily it trickles.
+    public var requestTimeout: Int = 30
+    /// Connections open at once from one client address (0: no limit).
+    public var perClientConnectionLimit: Int = 64
+    /// Checkouts and sheet updates a client address may make (`nil`: no limit).
+    public var rateLimits: RateLimits? = RateLimits()
+    /// How long an unpaid checkout lives; then it and its events are pruned.
+    public var checkoutLifetime: Duration = .seconds(24 * 3600)
+    /// How often expired checkouts are pruned (and once at start-up).
+    public var pruneInterval: Duration = .seconds(600)
+    /// The proxy for outgoing TLS (merchant validation, the processor): `nil` uses none, whatever the environment's
+    /// `https_proxy`/`ALL_PROXY` say.
+    public var proxy: String?
     public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
     public var store: StoreConfiguration = .demo
     /// Payment Processing certificates and keys; tokens are decrypted with the one whose public key hash matches.
@@ -73,6 +88,12 @@ public struct MerchantServerConfiguration: Sendable {
         var store: String?
         var maximumBodySize: Int?
         var connectionTimeout: Int?
+        var requestTimeout: Int?
+        var perClientConnectionLimit: Int?
+        var rateLimits: RateLimitsSection?
+        var checkoutLifetimeSeconds: Int?
+        var pruneIntervalSeconds: Int?
+        var proxy: String?
         var threads: Int?
         var paymentProcessing: [CertificateKeyPaths]?
         var merchantIdentity: CertificateKeyPaths?
@@ -82,6 +103,27 @@ public struct MerchantServerConfiguration: Sendable {
         var adminToken: String?
         var reconcileIntervalSeconds: Int?
         var reconcileAfterSeconds: Int?
+    }
+
+    /// `"rateLimits"`: either limit may be given alone; `"off"` instead of the object turns both off.
+    struct RateLimitsSection: Decodable {
+        var checkouts: RateLimit?
+        var updates: RateLimit?
+        var off = false
+
+        init(from decoder: any Decoder) throws {
+            if let text = try? decoder.singleValueContainer().decode(String.self), text == "off" {
+                off = true
+                return
+            }
+            struct Fields: Decodable {
+                var checkouts: RateLimit?
+                var updates: RateLimit?
+            }
+            let fields = try Fields(from: decoder)
+            checkouts = fields.checkouts
+            updates = fields.updates
+        }
     }
 
     /// Reads a configuration file: the store, and the `"server"` section when present.
@@ -121,6 +163,49 @@ public struct MerchantServerConfiguration: Sendable {
             if let size = section.maximumBodySize { configuration.maximumBodySize = size }
             if let threads = section.threads { configuration.threads = threads }
             if let timeout = section.connectionTimeout { configuration.connectionTimeout = timeout }
+            if let timeout = section.requestTimeout {
+                guard timeout > 0 else {
+                    throw ServerStartError(.invalidConfiguration, "\(file): server.requestTimeout must be > 0")
+                }
+                configuration.requestTimeout = timeout
+            }
+            if let limit = section.perClientConnectionLimit {
+                guard limit >= 0 else {
+                    throw ServerStartError(
+                        .invalidConfiguration, "\(file): server.perClientConnectionLimit must be >= 0 (0: no limit)")
+                }
+                configuration.perClientConnectionLimit = limit
+            }
+            if let limits = section.rateLimits {
+                if limits.off {
+                    configuration.rateLimits = nil
+                } else {
+                    var chosen = RateLimits()
+                    if let checkouts = limits.checkouts { chosen.checkouts = checkouts }
+                    if let updates = limits.updates { chosen.updates = updates }
+                    for (name, limit) in [("checkouts", chosen.checkouts), ("updates", chosen.updates)]
+                    where limit.perMinute < 1 || limit.burst < 1 {
+                        throw ServerStartError(
+                            .invalidConfiguration,
+                            "\(file): server.rateLimits.\(name) needs perMinute >= 1 and burst >= 1")
+                    }
+                    configuration.rateLimits = chosen
+                }
+            }
+            if let seconds = section.checkoutLifetimeSeconds {
+                guard seconds >= 60 else {
+                    throw ServerStartError(
+                        .invalidConfiguration, "\(file): server.checkoutLifetimeSeconds must be at least 60")
+                }
+                configuration.checkoutLifetime = .seconds(seconds)
+            }
+            if let seconds = section.pruneIntervalSeconds {
+                guard seconds > 0 else {
+                    throw ServerStartError(.invalidConfiguration, "\(file): server.pruneIntervalSeconds must be > 0")
+                }
+                configuration.pruneInterval = .seconds(seconds)
+            }
+            configuration.proxy = section.proxy
             configuration.paymentProcessing = (section.paymentProcessing ?? []).map {
                 CertificateKeyPaths(certificate: resolve($0.certificate), key: resolve($0.key))
             }

@@ -23,11 +23,12 @@ public struct MerchantAPI: Responder {
     ///   - clock: "now" for pricing and token times.
     ///   - adminToken: the bearer token of the admin API under `/admin/v1/`; `nil` leaves it off.
     ///   - reconcileAfter: how old an unsettled payment must be before the reconciler looks it up.
+    ///   - rateLimits: per client address limits on checkouts and sheet updates; `nil` limits nothing.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
         tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
         logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
-        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60)
+        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), rateLimits: RateLimits? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -45,7 +46,12 @@ public struct MerchantAPI: Responder {
             configuration: configuration, pricing: pricing, store: store, payments: payments, validator: validator,
             metrics: metrics, logger: logger, clock: clock)
         var router = Router()
+        router.add(middleware: SecurityHeaders())
         router.add(middleware: RequestLogging(logger: logger, metrics: metrics))
+        router.add(middleware: RequireJSONContentType())
+        if let rateLimits {
+            router.add(middleware: RateLimiting(checkouts: rateLimits.checkouts, updates: rateLimits.updates))
+        }
         func add(
             _ method: HTTPMethod, _ pattern: String,
             _ handler: @escaping @Sendable (Endpoints, HTTPRequest, RequestContext) async throws -> HTTPResponse
@@ -80,6 +86,24 @@ public struct MerchantAPI: Responder {
 
     public func respond(to request: HTTPRequest) async -> HTTPResponse { await router.respond(to: request) }
     public var answersOversizedRequests: Bool { true }
+}
+
+/// The per-client rate limits of `MerchantAPI` (the `"server"` section's `rateLimits`).
+public struct RateLimits: Sendable, Equatable {
+    /// `POST /v1/checkouts`.
+    public var checkouts: RateLimit
+    /// Sheet updates: shipping contact, shipping method, payment method, coupon.
+    public var updates: RateLimit
+
+    /// Defaults a shop behind one NAT can live with: 60 checkouts a minute (120 at once) and 600 sheet updates
+    /// a minute (600 at once) from one address.
+    public init(
+        checkouts: RateLimit = RateLimit(perMinute: 60, burst: 120),
+        updates: RateLimit = RateLimit(perMinute: 600, burst: 600)
+    ) {
+        self.checkouts = checkouts
+        self.updates = updates
+    }
 }
 
 /// The handlers, with everything they use.
