@@ -12,6 +12,8 @@ if [ ! -f "$SANDBOX/sandbox.json" ]; then
     echo "Creating a sandbox for $MERCHANT_ID in $SANDBOX" >&2
     "$BIN" sandbox init "$SANDBOX" --merchant-id "$MERCHANT_ID" >/dev/null
 fi
-mkdir -p "$(dirname "$STORE")"
+# The store holds customers' contacts: its folder is the server user's alone (the files are made 0600 by the server).
+STORE_DIR="$(dirname "$STORE")"
+if [ "$STORE_DIR" != "." ]; then mkdir -p -m 700 "$STORE_DIR" && chmod 700 "$STORE_DIR"; fi
 echo "Try: curl -s http://$HOST:$PORT/v1/products   (stop with Ctrl-C)" >&2
 exec "$BIN" serve --sandbox "$SANDBOX" --store "sqlite:$STORE" --host "$HOST" --port "$PORT"

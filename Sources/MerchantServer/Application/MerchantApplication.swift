@@ -16,6 +16,8 @@ public final class MerchantApplication: Sendable {
     private let sandboxProcessor: ProcessorServer?
     /// The reconciler's loop.
     private let reconciling: Task<Void, Never>
+    /// The loop that prunes expired unpaid checkouts.
+    private let pruning: Task<Void, Never>
 
     /// The base URL, e.g. `http://127.0.0.1:8080`.
     public var url: String {
@@ -29,7 +31,7 @@ public final class MerchantApplication: Sendable {
     private init(
         configuration: MerchantServerConfiguration, api: MerchantAPI, store: any OrderStore,
         processor: any PaymentProcessor, server: HTTPServer, sandboxProcessor: ProcessorServer?,
-        reconciling: Task<Void, Never>
+        reconciling: Task<Void, Never>, pruning: Task<Void, Never>
     ) {
         self.configuration = configuration
         self.api = api
@@ -38,6 +40,7 @@ public final class MerchantApplication: Sendable {
         self.server = server
         self.sandboxProcessor = sandboxProcessor
         self.reconciling = reconciling
+        self.pruning = pruning
     }
 
     /// Checks the configuration, loads the keys, opens the store and starts listening.
@@ -104,7 +107,9 @@ public final class MerchantApplication: Sendable {
 
         let store: SQLiteOrderStore
         do {
-            store = try SQLiteOrderStore(path: try configuration.sqlitePath())
+            let path = try configuration.sqlitePath()
+            try makePrivateFolder(for: path, logger: logger)
+            store = try SQLiteOrderStore(path: path)
         } catch let error as ServerStartError {
             throw error
         } catch {
@@ -137,9 +142,13 @@ public final class MerchantApplication: Sendable {
         let reconciler = api.reconciler
         let interval = configuration.reconcileInterval
         let reconciling = Task.detached { await reconciler.run(every: interval) }
+        let (lifetime, pruneInterval) = (configuration.checkoutLifetime, configuration.pruneInterval)
+        let pruning = Task.detached { [store] in
+            await prune(store, lifetime: lifetime, every: pruneInterval, logger: logger, clock: clock)
+        }
         let application = MerchantApplication(
             configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server,
-            sandboxProcessor: sandboxProcessor, reconciling: reconciling)
+            sandboxProcessor: sandboxProcessor, reconciling: reconciling, pruning: pruning)
         logger.log(
             "info", "listening",
             [
@@ -152,10 +161,48 @@ public final class MerchantApplication: Sendable {
     /// Stops accepting connections, finishes the requests in flight and closes.
     public func shutdown() async {
         reconciling.cancel()
+        pruning.cancel()
         await server.shutdown()
         await reconciling.value
+        await pruning.value
         await sandboxProcessor?.shutdown()
         api.logger.log("info", "stopped")
+    }
+
+    /// Creates the store's folder 0700 when it is missing; warns when an existing one lets other users in.
+    private static func makePrivateFolder(for path: String, logger: RequestLogger) throws(ServerStartError) {
+        guard path != ":memory:", !path.isEmpty else { return }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var status = stat()
+        if stat(folder, &status) != 0 {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw ServerStartError(.invalidStore, "cannot create the store's folder \(folder)")
+            }
+        } else if status.st_mode & 0o007 != 0 {
+            logger.log(
+                "warn", "the store's folder is open to other users; chmod 700 it",
+                ["folder": folder, "mode": String(status.st_mode & 0o777, radix: 8)])
+        }
+    }
+
+    /// Prunes unpaid checkouts older than `lifetime` now and every `interval` until cancelled.
+    private static func prune(
+        _ store: SQLiteOrderStore, lifetime: Duration, every interval: Duration, logger: RequestLogger,
+        clock: @Sendable () -> Date
+    ) async {
+        while !Task.isCancelled {
+            let cutoff = clock().addingTimeInterval(-Double(lifetime.components.seconds))
+            do {
+                let pruned = try await store.pruneExpiredCheckouts(createdBefore: cutoff, batch: 500)
+                if pruned > 0 { logger.log("info", "pruned expired checkouts", ["count": pruned]) }
+            } catch {
+                logger.log("error", "pruning failed", ["code": error.code.rawValue])
+            }
+            try? await Task.sleep(for: interval)
+        }
     }
 
     /// The processor: the caller's override (tests), `--processor URL`, or in sandbox mode the sandbox processor

@@ -65,7 +65,7 @@ struct HostileClientTests {
         try await ServerHarness.with(
             configure: {
                 $0.rateLimits = RateLimits(
-                    checkouts: RateLimit(perMinute: 60, burst: 3), updates: RateLimit(perMinute: 60, burst: 2))
+                    checkouts: RateLimit(perMinute: 1, burst: 3), updates: RateLimit(perMinute: 1, burst: 2))
             },
             body: { server in
                 func create(from address: String) async -> HTTPResponse {
