@@ -121,7 +121,8 @@ public final class MerchantApplication: Sendable {
         let validator = MerchantValidator(
             merchantIdentifier: configuration.store.merchantIdentifier,
             displayName: settings.displayName ?? configuration.store.storeName, domain: settings.domain,
-            gatewayBaseURL: settings.gatewayBaseURL, identity: identity?.clientIdentity, trustedRootsPEM: gatewayRoots)
+            gatewayBaseURL: settings.gatewayBaseURL, identity: identity?.clientIdentity, trustedRootsPEM: gatewayRoots,
+            proxy: configuration.proxy)
         let api = MerchantAPI(
             configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
             validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
@@ -217,7 +218,7 @@ public final class MerchantApplication: Sendable {
             guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
                 throw ServerStartError(.invalidConfiguration, "--processor must be an http(s) URL (got '\(text)')")
             }
-            return (HTTPPaymentProcessor(baseURL: url, timeout: timeout), nil)
+            return (HTTPPaymentProcessor(baseURL: url, timeout: timeout, proxy: configuration.proxy), nil)
         }
         let fingerprint = trustedRoot.map { $0.sha256Fingerprint.map { String(format: "%02x", $0) }.joined() }
         let service: ProcessorServer

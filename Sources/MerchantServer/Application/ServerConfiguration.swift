@@ -289,7 +289,7 @@ public struct ServerStartError: Error, Sendable, Equatable, CustomStringConverti
         public static let missingFile = Code("missingFile")
         /// A key or certificate file exists but cannot be read or parsed.
         public static let unreadableFile = Code("unreadableFile")
-        /// A private key file is readable by group or others (mode & 0o077 ≠ 0).
+        /// A private key file is a symbolic link, not a regular file, another user's, or open to group or others.
         public static let insecureKeyFile = Code("insecureKeyFile")
         /// A private key is not the one of its certificate.
         public static let keyMismatch = Code("keyMismatch")
@@ -320,8 +320,8 @@ public struct MerchantCredential: Sendable {
     let certificatePEM: Data
     let privateKeyPEM: Data
 
-    /// Loads and checks a certificate and key: both exist and parse, the key file is not readable by group or
-    /// others, and the key is the certificate's.
+    /// Loads and checks a certificate and key: both exist and parse, the key file is read with ``KeyFile`` (no
+    /// symbolic link; a regular file of this user's, not open to group or others), and the key is the certificate's.
     /// - Throws: `ServerStartError` `missingFile`, `unreadableFile`, `insecureKeyFile` or `keyMismatch`.
     public static func load(_ paths: CertificateKeyPaths, role: String) throws(ServerStartError) -> MerchantCredential {
         let certificateData = try readFile(paths.certificate, role: "\(role) certificate")
@@ -332,17 +332,16 @@ public struct MerchantCredential: Sendable {
             throw ServerStartError(
                 .unreadableFile, "the \(role) certificate \(paths.certificate) is not a PEM certificate")
         }
-        var status = stat()
-        guard stat(paths.key, &status) == 0 else {
-            throw ServerStartError(.missingFile, "the \(role) private key \(paths.key) does not exist")
+        let keyData: Data
+        do {
+            keyData = try KeyFile.read(paths.key, description: "the \(role) private key")
+        } catch {
+            switch error.code {
+            case .missing: throw ServerStartError(.missingFile, error.message)
+            case .unreadable: throw ServerStartError(.unreadableFile, error.message)
+            default: throw ServerStartError(.insecureKeyFile, error.message)
+            }
         }
-        guard status.st_mode & 0o077 == 0 else {
-            throw ServerStartError(
-                .insecureKeyFile,
-                "the \(role) private key \(paths.key) is readable by other users (mode \(String(status.st_mode & 0o777, radix: 8))); run chmod 600 on it"
-            )
-        }
-        let keyData = try readFile(paths.key, role: "\(role) private key")
         let key: PrivateKey
         do {
             key = try PrivateKey(pem: String(decoding: keyData, as: UTF8.self))
