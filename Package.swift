@@ -67,6 +67,10 @@ let package = Package(
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
         // plain build makes a corpus replayer.
         .executableTarget(name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography"]),
+        // The fuzz targets of issue 14 (payment request, store configuration, HTTP handling), built the same way by
+        // scripts/fuzz-merchant.sh; MerchantServerTests/FuzzCorporaTests replays their corpora.
+        .executableTarget(
+            name: "FuzzMerchant", dependencies: ["ApplePay", "MerchantServer", "HTTPServer", "PaymentToken"]),
 
         // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;
         // run by CommandLineTests/LibraryExamplesTests.
@@ -96,7 +100,8 @@ let package = Package(
         .testTarget(
             name: "ProcessorServiceTests",
             dependencies: ["ProcessorService", "ProcessorAPI", "SQLite", "HTTPClient", "TestSupport"]),
-        .testTarget(name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "TestSupport"]),
+        .testTarget(
+            name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "FuzzMerchant", "TestSupport"]),
     ]
 )
 
