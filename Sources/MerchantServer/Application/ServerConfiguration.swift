@@ -15,7 +15,8 @@ public struct CertificateKeyPaths: Codable, Sendable, Equatable {
 
 /// Everything `applepay serve` needs: where to listen, the store, the merchant's keys and whom to trust.
 ///
-/// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object:
+/// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object (a file holding only
+/// `"server"` serves the demo store):
 /// `{"host", "port", "store": "sqlite:PATH", "maximumBodySize", "connectionTimeout", "requestTimeout",
 /// "perClientConnectionLimit", "rateLimits": {"checkouts": {"perMinute", "burst"}, "updates": {...}},
 /// "checkoutLifetimeSeconds", "pruneIntervalSeconds", "proxy", "threads",
@@ -135,8 +136,10 @@ public struct MerchantServerConfiguration: Sendable {
             throw ServerStartError(.invalidConfiguration, "cannot read the configuration file \(file)")
         }
         var configuration = MerchantServerConfiguration()
+        // A file with nothing but a "server" section keeps the demo store.
+        let keys = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]).map { Set($0.keys) }
         do {
-            configuration.store = try StoreConfiguration.decode(data)
+            if keys != ["server"] { configuration.store = try StoreConfiguration.decode(data) }
         } catch {
             throw ServerStartError(.invalidConfiguration, "\(file): \(error.message) (\(error.code))")
         }
