@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import HTTPServer
+import Synchronization
 import TestSupport
 import Testing
 
@@ -45,6 +46,27 @@ struct HTTPClientTests {
             await #expect(throws: HTTPClientError(.responseTooLarge, "")) {
                 _ = try await small.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/big"))
             }
+        }
+    }
+
+    @Test("goes through a proxy only when one is configured")
+    func proxy() async throws {
+        // The test server plays the proxy: curl sends it the absolute URL of the real target.
+        let seen = Mutex<[String]>([])
+        let responder = ClosureResponder { request in
+            seen.withLock { $0.append(request.headers["Host"] ?? "-") }
+            return .text("via proxy")
+        }
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+            let proxied = HTTPClient(configuration: .init(proxy: "http://127.0.0.1:\(server.port)"))
+            let answer = try await proxied.send(HTTPClientRequest(url: "http://merchant.invalid/x"))
+            #expect(String(decoding: answer.body, as: UTF8.self) == "via proxy")
+            #expect(seen.withLock { $0 } == ["merchant.invalid"])
+            // Without one the client goes direct: the unresolvable host fails, nothing reaches the "proxy".
+            await #expect(throws: HTTPClientError.self) {
+                try await HTTPClient().send(HTTPClientRequest(url: "http://merchant.invalid/x"))
+            }
+            #expect(seen.withLock { $0 }.count == 1)
         }
     }
 
