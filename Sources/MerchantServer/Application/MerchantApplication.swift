@@ -126,7 +126,8 @@ public final class MerchantApplication: Sendable {
         let api = MerchantAPI(
             configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
             validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
-            reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits)
+            reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits,
+            checkoutLifetime: configuration.checkoutLifetime)
         let server: HTTPServer
         do {
             server = try HTTPServer.start(

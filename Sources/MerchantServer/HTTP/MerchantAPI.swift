@@ -24,11 +24,14 @@ public struct MerchantAPI: Responder {
     ///   - adminToken: the bearer token of the admin API under `/admin/v1/`; `nil` leaves it off.
     ///   - reconcileAfter: how old an unsettled payment must be before the reconciler looks it up.
     ///   - rateLimits: per client address limits on checkouts and sheet updates; `nil` limits nothing.
+    ///   - checkoutLifetime: how long a checkout takes sheet updates (`410 checkoutExpired` after; it is pruned
+    ///     later if unpaid); `nil`: forever.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
         tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
         logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
-        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), rateLimits: RateLimits? = nil
+        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), rateLimits: RateLimits? = nil,
+        checkoutLifetime: Duration? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -44,7 +47,7 @@ public struct MerchantAPI: Responder {
             logger: logger, clock: clock)
         let endpoints = Endpoints(
             configuration: configuration, pricing: pricing, store: store, payments: payments, validator: validator,
-            metrics: metrics, logger: logger, clock: clock)
+            metrics: metrics, logger: logger, clock: clock, checkoutLifetime: checkoutLifetime)
         var router = Router()
         router.add(middleware: SecurityHeaders())
         router.add(middleware: RequestLogging(logger: logger, metrics: metrics))
@@ -116,6 +119,7 @@ struct Endpoints: Sendable {
     let metrics: Metrics
     let logger: RequestLogger
     let clock: @Sendable () -> Date
+    let checkoutLifetime: Duration?
 
     // MARK: Catalog and checkouts
 
@@ -160,7 +164,7 @@ struct Endpoints: Sendable {
 
     func shippingContact(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         let address = try JSONBody.decode(ShippingAddress.self, from: request)
-        let checkout = try await loadCheckout(context)
+        let checkout = try await loadCheckout(context, forUpdate: true)
         return try await update(
             checkout.selectingShippingContact(address, configuration: configuration), after: .shippingContact)
     }
@@ -168,7 +172,7 @@ struct Endpoints: Sendable {
     func shippingMethod(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var identifier: String }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(context)
+        let checkout = try await loadCheckout(context, forUpdate: true)
         let updated: Checkout
         do {
             updated = try checkout.selectingShippingMethod(body.identifier, configuration: configuration)
@@ -184,7 +188,7 @@ struct Endpoints: Sendable {
             var network: String?
         }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(context)
+        let checkout = try await loadCheckout(context, forUpdate: true)
         return try await update(
             checkout.selectingPaymentMethod(type: body.type, network: body.network), after: .paymentMethod)
     }
@@ -192,7 +196,7 @@ struct Endpoints: Sendable {
     func coupon(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var couponCode: String? }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(context)
+        let checkout = try await loadCheckout(context, forUpdate: true)
         return try await update(checkout.applyingCoupon(body.couponCode), after: .couponCode)
     }
 
@@ -254,10 +258,18 @@ struct Endpoints: Sendable {
 
     // MARK: Helpers
 
-    func loadCheckout(_ context: RequestContext) async throws(HTTPError) -> Checkout {
+    /// The checkout of the path's `{id}`; for a sheet update (`forUpdate`), one past its lifetime is
+    /// `410 checkoutExpired`.
+    func loadCheckout(_ context: RequestContext, forUpdate: Bool = false) async throws(HTTPError) -> Checkout {
         let id = context.parameters["id"] ?? ""
         let checkout = try await storing { () async throws(OrderStoreError) in try await store.checkout(id: id) }
         guard let checkout else { throw .checkoutNotFound(id) }
+        if forUpdate, let lifetime = checkoutLifetime,
+            checkout.createdAt.addingTimeInterval(Double(lifetime.components.seconds)) < clock()
+        {
+            throw HTTPError(
+                status: 410, code: "checkoutExpired", message: "Checkout \(id) has expired; create a new one.")
+        }
         return checkout
     }
 

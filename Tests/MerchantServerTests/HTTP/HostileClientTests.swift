@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import MerchantServer
+import PaymentToken
 import Testing
 
 @Suite("Hostile clients: limits, media types, headers, metrics labels")
@@ -83,6 +84,36 @@ struct HostileClientTests {
                 #expect(refused.headers["Cache-Control"] == "no-store")
                 #expect(await create(from: "203.0.113.8").status == 201)
             })
+    }
+
+    /// Opens no token (these tests never pay).
+    struct RefusingOpener: PaymentTokenOpening {
+        func open(_ token: Data, expecting expectations: PaymentTokenExpectations) throws(PaymentTokenError)
+            -> OpenedPaymentToken
+        { throw PaymentTokenError(.signatureInvalid, "no tokens here") }
+    }
+
+    @Test("a checkout past its lifetime takes no more sheet updates: 410 checkoutExpired; it can still be read")
+    func expiredCheckout() async throws {
+        // The API alone (no pruner racing the test), on an in-memory store.
+        let store = try SQLiteOrderStore(path: ":memory:")
+        let api = MerchantAPI(
+            configuration: .demo, store: store, processor: SandboxProcessor(), tokenOpener: RefusingOpener(),
+            validator: MerchantValidator(
+                merchantIdentifier: "merchant.test", displayName: "Test", domain: nil,
+                gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
+            logger: .silent, checkoutLifetime: .seconds(86_400))
+        let old = try Checkout.create(
+            items: [CheckoutItem(sku: "MUG-01", quantity: 1)], configuration: StoreConfiguration.demo,
+            now: Date().addingTimeInterval(-2 * 86_400))
+        try await store.insertCheckout(old)
+        let update = await api.respond(
+            to: HTTPRequest(
+                method: .post, path: "/v1/checkouts/\(old.id)/coupon", headers: ["Content-Type": "application/json"],
+                body: Data(#"{"couponCode": "WELCOME10"}"#.utf8)))
+        #expect(update.status == 410)
+        #expect(String(decoding: update.body, as: UTF8.self).contains("checkoutExpired"))
+        #expect(await api.respond(to: HTTPRequest(method: .get, path: "/v1/checkouts/\(old.id)")).status == 200)
     }
 
     @Test("the rate limiter's memory is bounded: old buckets are evicted")
