@@ -93,8 +93,8 @@ let package = Package(
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
-                "MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport", "ProcessorService",
-                "ProcessorAPI",
+                "MerchantServer", "Sandbox", "PaymentSheet", "PaymentToken", "HTTPClient", "TestSupport",
+                "ProcessorService", "ProcessorAPI",
             ],
             exclude: ["python"]),
         .testTarget(
