@@ -4,7 +4,7 @@ PORT ?= 8080
 SANDBOX ?= .sandbox
 STORE ?= .data/orders.sqlite
 
-.PHONY: setup build run test lint bench fuzz clean load crash
+.PHONY: setup build run test lint bench fuzz clean load crash attack
 
 setup:
 	@scripts/setup.sh
@@ -42,8 +42,16 @@ crash: setup
 
 # libFuzzer on the token path for FUZZ_SECONDS (scripts/fuzz-token.sh; findings in .build-fuzz/findings).
 FUZZ_SECONDS ?= 120
+# Then the merchant side's targets (scripts/fuzz-merchant.sh: payment request, store configuration, HTTP handling),
+# FUZZ_SECONDS each; `make test` replays their corpora (Tests/Fixtures/fuzz-merchant).
 fuzz: setup
 	scripts/fuzz-token.sh "$(FUZZ_SECONDS)"
+	scripts/fuzz-merchant.sh "$(FUZZ_SECONDS)"
+
+# The merchant server under abuse on loopback (scripts/attack.sh): slow-loris, invented methods, a checkout flood,
+# oversized fields, a cross-site POST; prints the figures. `make test` runs a short form.
+attack: setup
+	scripts/attack.sh
 
 clean:
 	rm -rf .build

@@ -87,6 +87,10 @@ let package = Package(
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
         // plain build makes a corpus replayer.
         .executableTarget(name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography"]),
+        // The fuzz targets of issue 14 (payment request, store configuration, HTTP handling), built the same way by
+        // scripts/fuzz-merchant.sh; MerchantServerTests/FuzzCorporaTests replays their corpora.
+        .executableTarget(
+            name: "FuzzMerchant", dependencies: ["ApplePay", "MerchantServer", "HTTPServer", "PaymentToken"]),
 
         // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;
         // run by CommandLineTests/LibraryExamplesTests.
@@ -113,15 +117,16 @@ let package = Package(
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
-                "MerchantServer", "Sandbox", "PaymentSheet", "HTTPClient", "TestSupport", "ProcessorService",
-                "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
+                "MerchantServer", "Sandbox", "PaymentSheet", "PaymentToken", "HTTPClient", "TestSupport",
+                "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
             ],
             exclude: ["python"]),
         .testTarget(
             name: "ProcessorServiceTests",
             dependencies: ["ProcessorService", "ProcessorAPI", "SQLite", "HTTPClient", "TestSupport"]),
         .testTarget(
-            name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "TestSupport"], exclude: ["python"]),
+            name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "FuzzMerchant", "TestSupport"],
+            exclude: ["python"]),
     ]
 )
 

@@ -51,7 +51,9 @@ trap cleanup EXIT
 fail() { echo "load-test: FAIL: $*" >&2; exit 1; }
 
 "$APPLEPAY" sandbox init "$WORK/sandbox" --merchant-id merchant.com.example.load >/dev/null
-"$APPLEPAY" serve --sandbox "$WORK/sandbox" --store "sqlite:$WORK/orders.sqlite" --port 0 \
+# All the load comes from 127.0.0.1: no per-client connection limit, no rate limits (docs/LIMITS.md).
+echo '{"server": {"perClientConnectionLimit": 0, "rateLimits": "off"}}' >"$WORK/server.json"
+"$APPLEPAY" serve --sandbox "$WORK/sandbox" --config "$WORK/server.json" --store "sqlite:$WORK/orders.sqlite" --port 0 \
     >"$WORK/server.out" 2>"$WORK/server.log" &
 SERVER_PID=$!
 BASE=""

@@ -23,7 +23,9 @@ if [ -z "${APPLEPAY_ADMIN_TOKEN:-}" ]; then
     export APPLEPAY_ADMIN_TOKEN
 fi
 echo "Admin API: curl -H \"Authorization: Bearer \$(cat $SANDBOX/admin-token)\" http://$HOST:$PORT/admin/v1/orders" >&2
-mkdir -p "$(dirname "$STORE")"
+# The store holds customers' contacts: its folder is the server user's alone (the files are made 0600 by the server).
+STORE_DIR="$(dirname "$STORE")"
+if [ "$STORE_DIR" != "." ]; then mkdir -p -m 700 "$STORE_DIR" && chmod 700 "$STORE_DIR"; fi
 
 # The sandbox gateway (Apple's merchant-validation endpoint) in the background, stopped with the server.
 GATEWAY_OUT=$(mktemp "${TMPDIR:-/tmp}/applepay-gateway.XXXXXX")

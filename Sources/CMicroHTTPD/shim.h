@@ -11,15 +11,17 @@
 /* MHD_start_daemon is variadic; wrappers for the option lists this project uses go here. */
 
 /* Starts a daemon bound to `address` (an IPv4 or IPv6 sockaddr) with the options HTTPServer uses.
-   `thread_pool_size` 0 or 1 means no pool. With `tls_key_pem` and `tls_certificate_pem` (NUL-terminated PEM, not
+   `thread_pool_size` 0 or 1 means no pool; `per_ip_connection_limit` 0 means none. `notify` (may be NULL) is told
+   when each connection opens and closes. With `tls_key_pem` and `tls_certificate_pem` (NUL-terminated PEM, not
    NULL) the daemon speaks HTTPS (pass MHD_USE_TLS in `flags`); with `tls_client_trust_pem` too it asks clients for
    a certificate (GnuTLS's CERT_REQUEST: checking it is the caller's job, see CGnuTLS). Returns NULL when the daemon
    cannot start. */
 static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
     unsigned int flags, const struct sockaddr *address, unsigned int thread_pool_size,
-    unsigned int connection_timeout_seconds, unsigned int connection_limit, size_t connection_memory_limit,
-    MHD_AccessHandlerCallback handler, void *handler_context,
+    unsigned int connection_timeout_seconds, unsigned int connection_limit, unsigned int per_ip_connection_limit,
+    size_t connection_memory_limit, MHD_AccessHandlerCallback handler, void *handler_context,
     MHD_RequestCompletedCallback completed, void *completed_context,
+    MHD_NotifyConnectionCallback notify, void *notify_context,
     const char *tls_key_pem, const char *tls_certificate_pem, const char *tls_client_trust_pem) {
     struct MHD_OptionItem tls[] = {
         { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)tls_key_pem },
@@ -34,25 +36,41 @@ static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
     } else if (address->sa_family == AF_INET6) {
         port = ntohs(((const struct sockaddr_in6 *)address)->sin6_port);
     }
-    if (thread_pool_size > 1) {
-        return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
-            MHD_OPTION_SOCK_ADDR, address,
-            MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
-            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
-            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
-            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
-            MHD_OPTION_ARRAY, tls,
-            MHD_OPTION_END);
-    }
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
         MHD_OPTION_SOCK_ADDR, address,
+        MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size > 1 ? thread_pool_size : 0,
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_connection_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
         MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+        MHD_OPTION_NOTIFY_CONNECTION, notify, notify_context,
         MHD_OPTION_ARRAY, tls,
         MHD_OPTION_END);
+}
+
+/* MHD_get_connection_info is variadic: the client's address as text (IPv4 dotted, IPv6 without brackets) in
+   `buffer`; returns 0 when written, -1 when unknown. */
+static inline int CMicroHTTPD_client_address(struct MHD_Connection *connection, char *buffer, size_t length) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL) return -1;
+    const struct sockaddr *address = info->client_addr;
+    const void *raw = NULL;
+    if (address->sa_family == AF_INET) {
+        raw = &((const struct sockaddr_in *)address)->sin_addr;
+    } else if (address->sa_family == AF_INET6) {
+        raw = &((const struct sockaddr_in6 *)address)->sin6_addr;
+    } else {
+        return -1;
+    }
+    return inet_ntop(address->sa_family, raw, buffer, (socklen_t)length) == NULL ? -1 : 0;
+}
+
+/* MHD_get_connection_info is variadic: the connection's socket, or -1. */
+static inline int CMicroHTTPD_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int)info->connect_fd;
 }
 
 /* MHD_get_daemon_info is variadic: the port the daemon is bound to (0 if unknown). */

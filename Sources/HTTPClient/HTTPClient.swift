@@ -141,12 +141,17 @@ public final class HTTPClient: Sendable {
         /// Ask for HTTP/2 over TLS (ALPN `h2`; HTTP/1.1 when the server does not offer it) and over cleartext
         /// `http` too (with prior knowledge); `HTTPClientResponse.httpVersion` says what was spoken.
         public var http2 = false
+        /// The proxy to go through (`http://host:port`). `nil` goes direct: the environment's `http_proxy`,
+        /// `https_proxy` and `ALL_PROXY` are ignored, so a variable cannot route client certificates and payments
+        /// through someone else's machine.
+        public var proxy: String?
 
         public init(
             timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
             clientIdentity: ClientIdentity? = nil,
-            trustedRootsPEM: Data? = nil, maximumResponseSize: Int = 8 * 1024 * 1024
+            trustedRootsPEM: Data? = nil, maximumResponseSize: Int = 8 * 1024 * 1024, proxy: String? = nil
         ) {
+            self.proxy = proxy
             self.timeout = timeout
             self.connectTimeout = connectTimeout
             self.clientIdentity = clientIdentity
@@ -228,6 +233,9 @@ public final class HTTPClient: Sendable {
             set(CCurl_setopt_string(handle, CURLOPT_URL, request.url))
             set(CCurl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
             set(CCurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+            // An empty proxy turns proxies off, the environment's included; NOPROXY "*" makes sure of it.
+            set(CCurl_setopt_string(handle, CURLOPT_PROXY, configuration.proxy ?? ""))
+            if configuration.proxy == nil { set(CCurl_setopt_string(handle, CURLOPT_NOPROXY, "*")) }
             set(CCurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
             set(CCurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(configuration.timeout)))
             set(CCurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout)))

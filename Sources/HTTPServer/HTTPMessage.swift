@@ -76,6 +76,8 @@ public struct HTTPRequest: Sendable {
             self.isTrusted = isTrusted
         }
     }
+    /// The client's IP address as the server saw it (`127.0.0.1`, `::1`); `nil` for a request made in process.
+    public var clientAddress: String?
 
     public init(
         method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
@@ -88,6 +90,7 @@ public struct HTTPRequest: Sendable {
         self.body = body
         self.bodyLimitExceeded = nil
         self.clientCertificate = nil
+        self.clientAddress = nil
     }
 }
 
@@ -149,6 +152,8 @@ public struct HTTPError: HTTPResponseError, Sendable, Equatable, CustomStringCon
     public var message: String
     /// Extra header fields of the answer (`Allow` for 405, `Retry-After`).
     public var headers = HTTPHeaders()
+    /// The request field the error is about (`shippingContact.locality`), answered as `error.field`.
+    public var field: String?
 
     public init(status: Int, code: String, message: String) {
         self.status = status
@@ -166,10 +171,12 @@ public struct HTTPError: HTTPResponseError, Sendable, Equatable, CustomStringCon
             struct Inner: Encodable {
                 var code: String
                 var message: String
+                var field: String?
             }
             var error: Inner
         }
-        let body = (try? JSONEncoder.http.encode(Body(error: .init(code: code, message: message)))) ?? Data()
+        let body =
+            (try? JSONEncoder.http.encode(Body(error: .init(code: code, message: message, field: field)))) ?? Data()
         var response = HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
         for (name, value) in headers { response.headers[name] = value }
         return response

@@ -27,6 +27,14 @@ public final class HTTPServer: Sendable {
         public var connectionTimeout: Int
         /// The most connections open at once.
         public var connectionLimit: Int
+        /// The most connections open at once from one client address (0: no limit). Further connections from that
+        /// address are closed as soon as they are accepted.
+        public var perClientConnectionLimit: Int
+        /// Seconds a client has to send a whole request, head and body, counted from the moment its connection
+        /// opened or its previous answer was queued; past it the connection is closed. Unlike `connectionTimeout`
+        /// (idle time), a byte now and then does not extend it (slow-loris). An idle keep-alive connection is
+        /// closed after the smaller of the two.
+        public var requestTimeout: Int
         /// Threads that run responders (their own executor, apart from Swift's shared pool); defaults to twice the
         /// cores, at least 4.
         public var responderThreads: Int
@@ -53,6 +61,7 @@ public final class HTTPServer: Sendable {
         public init(
             host: String = "127.0.0.1", port: UInt16 = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount,
             maximumBodySize: Int = 64 * 1024, connectionTimeout: Int = 30, connectionLimit: Int = 1024,
+            perClientConnectionLimit: Int = 64, requestTimeout: Int = 30,
             responderThreads: Int = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount), tls: TLS? = nil
         ) {
             self.host = host
@@ -61,6 +70,8 @@ public final class HTTPServer: Sendable {
             self.maximumBodySize = maximumBodySize
             self.connectionTimeout = connectionTimeout
             self.connectionLimit = connectionLimit
+            self.perClientConnectionLimit = perClientConnectionLimit
+            self.requestTimeout = requestTimeout
             self.responderThreads = responderThreads
             self.tls = tls
         }
@@ -122,6 +133,7 @@ public final class HTTPServer: Sendable {
         }
         let core = ServerCore(
             responder: responder, maximumBodySize: configuration.maximumBodySize,
+            requestTimeout: .seconds(max(1, configuration.requestTimeout)),
             executor: ResponderExecutor(threads: configuration.responderThreads), tls: configuration.tls)
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
@@ -159,6 +171,7 @@ public final class HTTPServer: Sendable {
                         + "certificate or key was refused).")
         }
         core.daemon.withLock { $0 = DaemonHandle(pointer: daemon) }
+        core.startSweeping()
         return HTTPServer(configuration: configuration, port: CMicroHTTPD_bound_port(daemon), core: core)
     }
 
@@ -197,6 +210,7 @@ public final class HTTPServer: Sendable {
         while core.counters.withLock({ $0.dispatched }) > 0 { await core.drained.wait(upTo: .seconds(1)) }
         // A resumed connection is sent its answer by the polling thread; give it a moment to flush.
         try? await Task.sleep(for: .milliseconds(20))
+        core.stopSweeping()
         MHD_stop_daemon(daemon.pointer)
         core.executor.stop()
     }
@@ -218,6 +232,12 @@ public final class HTTPServer: Sendable {
     /// Requests received and not yet finished (answered or abandoned).
     public var requestsInFlight: Int { core.counters.withLock { $0.inFlight } }
 
+    /// Connections open now.
+    public var openConnections: Int { core.connections.withLock { $0.open.count } }
+
+    /// Connections closed so far because their request did not arrive whole within `requestTimeout`.
+    public var requestsTimedOut: Int { core.connections.withLock { $0.timedOut } }
+
     /// A server released without `shutdown()` (the documented way to stop one) stops listening at once and
     /// never blocks the releasing thread: with nothing being answered it stops there and then; otherwise a thread
     /// of its own waits (at most 30 s) for the answers being computed and then stops it, and if some never finish
@@ -229,6 +249,7 @@ public final class HTTPServer: Sendable {
             counters.stopping = true
             return counters.dispatched == 0
         }
+        core.stopSweeping()
         if idle {
             MHD_stop_daemon(daemon.pointer)
             core.executor.stop()
@@ -253,7 +274,8 @@ public final class HTTPServer: Sendable {
         let context = Unmanaged.passUnretained(core).toOpaque()
         return CMicroHTTPD_start_daemon(
             flags, address, UInt32(max(1, configuration.threads)), UInt32(max(1, configuration.connectionTimeout)),
-            UInt32(max(1, configuration.connectionLimit)), 32 * 1024, accessHandler, context, completedHandler, context,
+            UInt32(max(1, configuration.connectionLimit)), UInt32(max(0, configuration.perClientConnectionLimit)),
+            32 * 1024, accessHandler, context, completedHandler, context, connectionNotifier, context,
             core.tlsStrings.key, core.tlsStrings.certificate, core.tlsStrings.trust)
     }
 
@@ -292,8 +314,24 @@ final class ServerCore: Sendable {
         var stopping = false
     }
 
+    /// The open connections and when each began waiting for its current request (`nil` while a request is with
+    /// the responder). The sweeper shuts down the socket of one whose request is late, under this lock: MHD removes
+    /// a connection here (its close notification) before it closes the socket, so the descriptor is still its own.
+    struct Connections {
+        struct Entry {
+            var socket: Int32
+            var receivingSince: ContinuousClock.Instant?
+            var shut = false
+        }
+        var open: [UInt: Entry] = [:]
+        var timedOut = 0
+    }
+
     let responder: any Responder
     let maximumBodySize: Int
+    let requestTimeout: Duration
+    let connections = Mutex(Connections())
+    let sweeping = Mutex<Bool>(false)
     let daemon = Mutex<DaemonHandle?>(nil)
     /// Runs the responders.
     let executor: ResponderExecutor
@@ -312,10 +350,12 @@ final class ServerCore: Sendable {
     }
 
     init(
-        responder: any Responder, maximumBodySize: Int, executor: ResponderExecutor, tls: HTTPServer.Configuration.TLS?
+        responder: any Responder, maximumBodySize: Int, requestTimeout: Duration, executor: ResponderExecutor,
+        tls: HTTPServer.Configuration.TLS?
     ) {
         self.responder = responder
         self.maximumBodySize = maximumBodySize
+        self.requestTimeout = requestTimeout
         self.executor = executor
         self.tlsStrings = TLSStrings(
             key: tls.map { strdup($0.privateKeyPEM) }, certificate: tls.map { strdup($0.certificatePEM) },
@@ -330,6 +370,46 @@ final class ServerCore: Sendable {
         }
         free(tlsStrings.certificate)
         free(tlsStrings.trust)
+    }
+
+    /// Starts the thread that closes connections whose request is late (a quarter of the limit apart, at most
+    /// every second).
+    func startSweeping() {
+        sweeping.withLock { $0 = true }
+        let interval = min(requestTimeout / 4, .seconds(1))
+        let microseconds = UInt32(
+            interval.components.seconds * 1_000_000 + interval.components.attoseconds / 1_000_000_000_000)
+        Thread.detachNewThread { [self] in
+            while sweeping.withLock({ $0 }) {
+                usleep(microseconds)
+                sweep(now: ContinuousClock.now)
+            }
+        }
+    }
+
+    func stopSweeping() { sweeping.withLock { $0 = false } }
+
+    /// Shuts down (without closing: MHD owns the descriptor) every connection whose request is late; MHD sees the
+    /// socket end and closes the connection.
+    func sweep(now: ContinuousClock.Instant) {
+        connections.withLock { state in
+            for (key, entry) in state.open {
+                guard !entry.shut, let since = entry.receivingSince, now - since > requestTimeout else { continue }
+                _ = shutdown(entry.socket, Int32(SHUT_RDWR))
+                state.open[key]?.shut = true
+                state.timedOut += 1
+            }
+        }
+    }
+
+    /// When the connection began waiting for its current request, if it is waiting.
+    func receivingSince(_ connection: OpaquePointer) -> ContinuousClock.Instant? {
+        connections.withLock { $0.open[UInt(bitPattern: connection)]?.receivingSince }
+    }
+
+    /// Marks the connection as waiting for a request from `since` (`nil`: not waiting, its request is complete).
+    func setReceiving(_ connection: OpaquePointer, since: ContinuousClock.Instant?) {
+        connections.withLock { $0.open[UInt(bitPattern: connection)]?.receivingSince = since }
     }
 
     /// The responder's answer to a request refused for its `Content-Length` before any of its body is read. It
@@ -367,6 +447,8 @@ final class ServerCore: Sendable {
 /// the answer computed on another thread is handed over through `answer`, behind a lock.
 final class RequestState: @unchecked Sendable {
     var request: HTTPRequest
+    /// When the connection began waiting for this request (its deadline is this plus the request timeout).
+    var receivingSince: ContinuousClock.Instant?
     var tooLarge = false
     var discarded = 0
     var dispatched = false
@@ -433,8 +515,10 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         var request = HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? "GET"),
             path: url.map { String(cString: $0) } ?? "/", query: query, headers: headers)
+        request.clientAddress = clientAddress(of: connection)
         if core.usesTLS { request.clientCertificate = peerCertificate(of: connection) }
         let state = RequestState(request: request)
+        state.receivingSince = core.receivingSince(connection)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         core.counters.withLock { $0.inFlight += 1 }
         if let length = headers["Content-Length"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
@@ -442,6 +526,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         {
             // Refused before a byte of the body is read: MHD sends no `100 Continue` and closes afterwards.
             state.tooLarge = true
+            core.setReceiving(connection, since: nil)
             return queue(core.answerRefusingBody(of: request), on: connection)
         }
         return .YES
@@ -452,6 +537,11 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         // A piece of the body. A response cannot be queued here: past the limit, drop the bytes and answer 413
         // when the body ends; a client that keeps sending far past it loses the connection.
         let size = uploadDataSize.pointee
+        if let since = state.receivingSince, ContinuousClock.now - since > core.requestTimeout {
+            // The body is late: close the connection (a client trickling bytes never reaches the idle timeout).
+            core.connections.withLock { $0.timedOut += 1 }
+            return .NO
+        }
         if state.tooLarge || state.request.body.count + size > core.maximumBodySize {
             state.tooLarge = true
             state.request.body = Data()
@@ -464,7 +554,8 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         return .YES
     }
 
-    // The body is complete.
+    // The body is complete: the connection is no longer waiting for a request.
+    core.setReceiving(connection, since: nil)
     if state.tooLarge {
         guard core.responder.answersOversizedRequests else {
             return queue(HTTPError.payloadTooLarge(limit: core.maximumBodySize).response, on: connection)
@@ -508,9 +599,11 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     return .YES
 }
 
-private let completedHandler: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
+private let completedHandler: MHD_RequestCompletedCallback = { context, connection, requestContext, _ in
     guard let context, let requestContext, let existing = requestContext.pointee else { return }
     let core = Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue()
+    // A kept-alive connection now waits for its next request: its time starts now.
+    if let connection { core.setReceiving(connection, since: .now) }
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeRetainedValue()
     requestContext.pointee = nil
     // A client that closed its connection while its request was with the responder never gets the answer queued:
@@ -555,4 +648,30 @@ final class CounterChanges: Sendable {
         }
         for continuation in woken { continuation.resume() }
     }
+}
+
+/// Keeps ``ServerCore/connections`` up to date: MHD calls it on the connection's thread when it opens and before
+/// it closes the socket.
+private let connectionNotifier: MHD_NotifyConnectionCallback = { context, connection, _, event in
+    guard let context, let connection else { return }
+    let core = Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue()
+    let key = UInt(bitPattern: connection)
+    if event.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED (1 is _CLOSED)
+        let socket = CMicroHTTPD_connection_fd(connection)
+        core.connections.withLock {
+            $0.open[key] = ServerCore.Connections.Entry(socket: socket, receivingSince: .now)
+        }
+    } else {
+        core.connections.withLock { _ = $0.open.removeValue(forKey: key) }
+    }
+}
+
+/// The client's address as text (`127.0.0.1`, `::1`), or `nil` when MHD does not know it.
+private func clientAddress(of connection: OpaquePointer) -> String? {
+    var buffer = [CChar](repeating: 0, count: 64)
+    let written = buffer.withUnsafeMutableBufferPointer {
+        CMicroHTTPD_client_address(connection, $0.baseAddress, $0.count)
+    }
+    guard written == 0 else { return nil }
+    return String(cString: buffer)
 }

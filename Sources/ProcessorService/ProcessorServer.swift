@@ -72,8 +72,11 @@ public final class ProcessorServer: Sendable {
         let responder = LoggingResponder(router: routes.makeRouter(), log: configuration.log)
         let server: HTTPServer
         do {
+            // Its clients are a few merchant servers, each with many connections from one address: no per-client
+            // connection limit.
             server = try HTTPServer.start(
-                configuration: .init(host: configuration.host, port: configuration.port), responder: responder)
+                configuration: .init(host: configuration.host, port: configuration.port, perClientConnectionLimit: 0),
+                responder: responder)
         } catch {
             throw ProcessorServiceError(.cannotListen, "\(error)")
         }

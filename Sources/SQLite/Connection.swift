@@ -3,7 +3,10 @@ import Foundation
 
 /// One SQLite database connection: the only owner of its `sqlite3*`, closed in `deinit`.
 ///
-/// Opened with extended result codes, foreign keys on, a busy timeout, and (for files) WAL journal mode.
+/// Opened with extended result codes, foreign keys on, a busy timeout, and (for files) WAL journal mode. A database
+/// file opened for writing is private to its owner: created 0600 (an existing one, and its `-wal`, `-shm` and
+/// `-journal` files, made 0600); SQLite gives the `-wal` and `-shm` files it
+/// creates the database file's mode.
 /// Not `Sendable`: a connection belongs to one actor or serial executor at a time.
 public final class Connection {
     /// How a transaction starts.
@@ -30,6 +33,9 @@ public final class Connection {
     /// - Throws: ``SQLiteError`` (`cannotOpen`, `corrupt`, ...); the handle SQLite returns on failure is closed
     ///   before throwing.
     public init(path: String, readOnly: Bool = false, busyTimeout: Duration = .seconds(5)) throws(SQLiteError) {
+        if !readOnly && path != ":memory:" && !path.isEmpty && !path.hasPrefix("file:") {
+            try Self.makePrivate(path)
+        }
         var pointer: OpaquePointer?
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let status = sqlite3_open_v2(path, &pointer, flags, nil)
@@ -55,6 +61,24 @@ public final class Connection {
                 throw SQLiteError(
                     .error, "cannot switch \(path) to WAL journal mode (got \(mode?.description ?? "nothing"))")
             }
+        }
+    }
+
+    /// Creates the database file 0600 or takes group and other bits off an existing one and its companion files;
+    /// a symbolic link is refused rather than followed.
+    private static func makePrivate(_ path: String) throws(SQLiteError) {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            throw SQLiteError(.cannotOpen, "cannot open \(path): \(reason)")
+        }
+        defer { close(descriptor) }
+        guard fchmod(descriptor, 0o600) == 0 else {
+            throw SQLiteError(
+                .permission, "cannot make \(path) private (chmod 600): \(String(cString: strerror(errno)))")
+        }
+        for suffix in ["-wal", "-shm", "-journal"] where FileManager.default.fileExists(atPath: path + suffix) {
+            _ = chmod(path + suffix, 0o600)
         }
     }
 

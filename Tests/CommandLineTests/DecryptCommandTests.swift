@@ -20,6 +20,22 @@ enum TokenCLIFixture {
         return try #require(object as? NSDictionary)
     }
 
+    /// A copy of the folder's merchant key that `decrypt` accepts: 0600 (a checkout leaves the fixture 0644, which
+    /// the command refuses, as it should).
+    static func privateKey(_ folder: String) throws -> String {
+        let copy = privateKeys.path("\(folder)-merchant-key.pem")
+        if !FileManager.default.fileExists(atPath: copy) {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path(folder, "merchant-key.pem")))
+            let staged = copy + ".\(UUID().uuidString)"
+            guard FileManager.default.createFile(atPath: staged, contents: data, attributes: [.posixPermissions: 0o600])
+            else { throw CocoaError(.fileWriteUnknown) }
+            _ = rename(staged, copy)
+        }
+        return copy
+    }
+
+    private static let privateKeys = try! TemporaryDirectory(prefix: "decrypt-keys")
+
     /// The `error` object printed on standard error.
     static func errorCode(_ result: ToolResult) -> String? {
         (result.errorJSON?["error"] as? [String: Any])?["code"] as? String
@@ -28,12 +44,36 @@ enum TokenCLIFixture {
 
 @Suite("applepay decrypt")
 struct DecryptCommandTests {
+    @Test("a symlinked or group-readable key is refused with a message saying so; exit 1")
+    func refusesExposedKeys() async throws {
+        let directory = try TemporaryDirectory(prefix: "decrypt-exposed-key")
+        defer { directory.remove() }
+        let folder = "gala-2021-ec"
+        let key = try TokenCLIFixture.privateKey(folder)
+        let link = directory.path("link.pem")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: key)
+        let loose = directory.path("loose.pem")
+        FileManager.default.createFile(
+            atPath: loose, contents: try Data(contentsOf: URL(fileURLWithPath: key)),
+            attributes: [.posixPermissions: 0o640])
+        for (path, words) in [(link, "is a symbolic link"), (loose, "is readable by other users (mode 640)")] {
+            let result = try await CommandLineTool.run([
+                "decrypt", TokenCLIFixture.path(folder, "token.json"), "--merchant-key", path,
+                "--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem"),
+                "--now", try TokenCLIFixture.signingTime(folder),
+            ])
+            #expect(result.status == 1)
+            #expect(TokenCLIFixture.errorCode(result) == "insecureKeyFile")
+            #expect(result.standardError.contains(words), "\(result.standardError)")
+        }
+    }
+
     @Test("a real EC_v1 token with its certificate decrypts to expected.json; exit 0")
     func decryptsWithCertificate() async throws {
         let folder = "gala-2021-ec"
         let result = try await CommandLineTool.run([
             "decrypt", TokenCLIFixture.path(folder, "token.json"),
-            "--merchant-key", TokenCLIFixture.path(folder, "merchant-key.pem"),
+            "--merchant-key", try TokenCLIFixture.privateKey(folder),
             "--merchant-cert", TokenCLIFixture.path(folder, "merchant-cert.pem"),
             "--now", try TokenCLIFixture.signingTime(folder),
         ])
@@ -46,7 +86,7 @@ struct DecryptCommandTests {
         let rsa = "basistheory-2024-rsa"
         let first = try await CommandLineTool.run([
             "decrypt", TokenCLIFixture.path(rsa, "token.json"), "--merchant-key",
-            TokenCLIFixture.path(rsa, "merchant-key.pem"),
+            try TokenCLIFixture.privateKey(rsa),
             "--merchant-cert", TokenCLIFixture.path(rsa, "merchant-cert.pem"), "--now",
             try TokenCLIFixture.signingTime(rsa),
         ])
@@ -55,7 +95,7 @@ struct DecryptCommandTests {
         let bare = "payu-2018-sandbox-ec"
         let second = try await CommandLineTool.run([
             "decrypt", TokenCLIFixture.path(bare, "token.json"), "--merchant-key",
-            TokenCLIFixture.path(bare, "merchant-key.pem"),
+            try TokenCLIFixture.privateKey(bare),
             "--merchant-id", "merchant.sandbox.payu", "--now", try TokenCLIFixture.signingTime(bare), "--max-age", "60",
         ])
         #expect(second.status == 0, "\(second.standardError)")
@@ -67,7 +107,7 @@ struct DecryptCommandTests {
         let folder = "gala-2021-ec"
         let base = [
             "decrypt", TokenCLIFixture.path(folder, "token.json"),
-            "--merchant-key", TokenCLIFixture.path(folder, "merchant-key.pem"),
+            "--merchant-key", try TokenCLIFixture.privateKey(folder),
         ]
         // The wall clock: years after signing.
         let stale = try await CommandLineTool.run(
@@ -83,7 +123,7 @@ struct DecryptCommandTests {
         // Another merchant's key and certificate.
         let other = try await CommandLineTool.run([
             "decrypt", TokenCLIFixture.path(folder, "token.json"),
-            "--merchant-key", TokenCLIFixture.path("gala-2014-ec", "merchant-key.pem"),
+            "--merchant-key", try TokenCLIFixture.privateKey("gala-2014-ec"),
             "--merchant-cert", TokenCLIFixture.path("gala-2014-ec", "merchant-cert.pem"), "--now", now,
         ])
         #expect(other.status == 1)
@@ -100,14 +140,14 @@ struct DecryptCommandTests {
         defer { directory.remove() }
         try Data("{}".utf8).write(to: URL(fileURLWithPath: directory.path("empty.json")))
         let empty = try await CommandLineTool.run([
-            "decrypt", directory.path("empty.json"), "--merchant-key", TokenCLIFixture.path(folder, "merchant-key.pem"),
+            "decrypt", directory.path("empty.json"), "--merchant-key", try TokenCLIFixture.privateKey(folder),
             "--merchant-id", "merchant.test.spreedly.123merchant",
         ])
         #expect(empty.status == 1)
         #expect(TokenCLIFixture.errorCode(empty) == "malformedToken")
         let missing = try await CommandLineTool.run([
             "decrypt", directory.path("absent.json"), "--merchant-key",
-            TokenCLIFixture.path(folder, "merchant-key.pem"),
+            try TokenCLIFixture.privateKey(folder),
             "--merchant-id", "merchant.test.spreedly.123merchant",
         ])
         #expect(missing.status == 1)

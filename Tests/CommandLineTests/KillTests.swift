@@ -82,7 +82,8 @@ struct KillTests {
 
         static func admin(_ url: String, _ method: String = "GET") async throws -> [String: Any] {
             try await curlJSON([
-                "-X", method, "-H", "Authorization: Bearer \(RunningServer.adminToken)", url,
+                "-X", method, "-H", "Authorization: Bearer \(RunningServer.adminToken)", "-H",
+                "Content-Type: application/json", url,
             ])
         }
 

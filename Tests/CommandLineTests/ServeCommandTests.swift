@@ -56,6 +56,23 @@ struct ServeCommandTests {
         #expect(result.standardError.contains("insecureKeyFile"))
     }
 
+    @Test("refuses to start when a merchant key is a symbolic link, even to a private file")
+    func refusesSymlinkedKey() async throws {
+        let folder = try TemporaryDirectory(prefix: "serve")
+        defer { folder.remove() }
+        let sandbox = try await makeSandbox(folder)
+        let key = sandbox + "/payment-processing-ec.key.pem"
+        let moved = folder.path("real-key.pem")
+        try FileManager.default.moveItem(atPath: key, toPath: moved)
+        try FileManager.default.createSymbolicLink(atPath: key, withDestinationPath: moved)
+        let result = try await CommandLineTool.run(
+            ["serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0"],
+            timeout: 30)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("payment-processing-ec.key.pem is a symbolic link"))
+        #expect(result.standardError.contains("insecureKeyFile"))
+    }
+
     @Test("a store that is neither sqlite:PATH nor a PostgreSQL URI is a usage error")
     func usage() async throws {
         let result = try await CommandLineTool.run(["serve", "--store", "mysql://x"])

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import HTTPServer
+import Synchronization
 import TestSupport
 import Testing
 
@@ -48,6 +49,27 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("goes through a proxy only when one is configured")
+    func proxy() async throws {
+        // The test server plays the proxy: curl sends it the absolute URL of the real target.
+        let seen = Mutex<[String]>([])
+        let responder = ClosureResponder { request in
+            seen.withLock { $0.append(request.headers["Host"] ?? "-") }
+            return .text("via proxy")
+        }
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+            let proxied = HTTPClient(configuration: .init(proxy: "http://127.0.0.1:\(server.port)"))
+            let answer = try await proxied.send(HTTPClientRequest(url: "http://merchant.invalid/x"))
+            #expect(String(decoding: answer.body, as: UTF8.self) == "via proxy")
+            #expect(seen.withLock { $0 } == ["merchant.invalid"])
+            // Without one the client goes direct: the unresolvable host fails, nothing reaches the "proxy".
+            await #expect(throws: HTTPClientError.self) {
+                try await HTTPClient().send(HTTPClientRequest(url: "http://merchant.invalid/x"))
+            }
+            #expect(seen.withLock { $0 }.count == 1)
+        }
+    }
+
     @Test("reports a refused connection")
     func refused() async throws {
         let port: UInt16 = try await HTTPServer.withServer(
@@ -68,7 +90,10 @@ struct HTTPClientTests {
             await release.wait()
             return .text("late")
         }
-        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+        // Every transfer comes from 127.0.0.1, more at once than the server's default per-client limit allows.
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, perClientConnectionLimit: 0), responder: responder
+        ) { server in
             let client = HTTPClient(configuration: .init(timeout: .seconds(60)))
             let url = "http://127.0.0.1:\(server.port)/slow"
             let request = Task { try await client.send(HTTPClientRequest(url: url)) }
@@ -120,7 +145,10 @@ struct HTTPClientTests {
             await answered.wait()
             return .text("ok")
         }
-        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+        // Every transfer comes from 127.0.0.1, more at once than the server's default per-client limit allows.
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, perClientConnectionLimit: 0), responder: responder
+        ) { server in
             let client = HTTPClient(configuration: .init(timeout: .seconds(60)))
             let url = "http://127.0.0.1:\(server.port)/"
             let count = HTTPClient.transferThreadCount + 32

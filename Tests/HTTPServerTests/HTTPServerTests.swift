@@ -30,6 +30,8 @@ private final class TestResponder: Responder {
             gatedArrived.open()
             await gate.wait()
             return .text("released")
+        case "/client":
+            return .text(request.clientAddress ?? "-")
         case "/echo":
             let text =
                 "\(request.method) q=\(request.query["q"] ?? "-") x=\(request.headers["X-Test"] ?? "-") body=\(String(decoding: request.body, as: UTF8.self))"
@@ -138,6 +140,67 @@ struct HTTPServerTests {
             while server.requestsInFlight > 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
             #expect(server.requestsInFlight == 0)
             #expect(responder.calls.withLock { $0 } == 0)
+        }
+    }
+
+    @Test("a request trickled in a byte at a time is cut off at the request timeout, head or body")
+    func slowLoris() async throws {
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, connectionTimeout: 30, requestTimeout: 1), responder: TestResponder()
+        ) { server in
+            let port = server.port
+            let results = try await offPool { () throws -> [(Bool, Duration)] in
+                let clock = ContinuousClock()
+                return try [
+                    "GET /echo HTTP/1.1\r\nHost: t\r\nX-A: ", "POST /echo HTTP/1.1\r\nContent-Length: 99\r\n\r\n",
+                ]
+                .map { head in
+                    let start = clock.now
+                    let connection = try RawConnection(port: port)
+                    try connection.send(head)
+                    // One byte every 200 ms: never idle for long, never finished.
+                    var closed = false
+                    for _ in 0..<40 {
+                        usleep(200_000)
+                        do { try connection.send("a") } catch {
+                            closed = true
+                            break
+                        }
+                    }
+                    if !closed { closed = try connection.isClosedByPeer() }
+                    return (closed, clock.now - start)
+                }
+            }
+            for (closed, elapsed) in results {
+                #expect(closed)
+                #expect(elapsed < .seconds(4))
+            }
+            #expect(server.requestsTimedOut >= 2)
+        }
+    }
+
+    @Test("limits connections per client address; another address still gets in and is told to the responder")
+    func perClientLimit() async throws {
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, perClientConnectionLimit: 2), responder: TestResponder()
+        ) { server in
+            let port = server.port
+            let (thirdClosed, otherAnswer) = try await offPool { () throws -> (Bool, String?) in
+                let first = try RawConnection(port: port)
+                let second = try RawConnection(port: port)
+                try first.send("GET /echo HTTP/1.1\r\nHost: t\r\n\r\n")
+                try second.send("GET /echo HTTP/1.1\r\nHost: t\r\n\r\n")
+                _ = try first.readResponse()
+                _ = try second.readResponse()
+                let third = try RawConnection(port: port)
+                let thirdClosed = try third.isClosedByPeer()
+                let other = try RawConnection(port: port, from: "127.0.0.2")
+                try other.send("GET /client HTTP/1.1\r\nHost: t\r\n\r\n")
+                let answer = try other.readResponse().map { String(decoding: $0.body, as: UTF8.self) }
+                return (thirdClosed, answer)
+            }
+            #expect(thirdClosed)
+            #expect(otherAnswer == "127.0.0.2")
         }
     }
 

@@ -11,7 +11,8 @@ final class RawConnection {
 
     struct Failure: Error { var message: String }
 
-    init(port: UInt16) throws {
+    /// Connects to 127.0.0.1:`port`, from `source` (another loopback address such as 127.0.0.2) when given.
+    init(port: UInt16, from source: String? = nil) throws {
         #if canImport(Glibc)
             socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -20,6 +21,17 @@ final class RawConnection {
         guard socketDescriptor >= 0 else { throw Failure(message: "socket") }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(socketDescriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else { throw Failure(message: "bind \(source)") }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

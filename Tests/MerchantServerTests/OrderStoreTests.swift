@@ -472,6 +472,57 @@ struct OrderStoreTests {
         #expect(try await fixture.counts()["events"] == 1)
     }
 
+    @Test(
+        "expired unpaid checkouts are pruned with their events; checkouts with orders and their events stay",
+        arguments: StoreBackend.available)
+    func pruning(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        defer { fixture.folder.remove() }
+        let (unpaid, _) = try await fixture.checkout()
+        let (paid, breakdown) = try await fixture.checkout()
+        guard
+            case .started(let order) = try await fixture.store.beginPayment(
+                fixture.newOrder(paid, breakdown, transaction: "bb01"))
+        else { throw StoreTestFailure("no order") }
+        _ = try await fixture.store.completePayment(orderID: order.id, outcome: .decided(.approved(reference: "r")))
+        let paidEvents = try await fixture.store.events(checkoutID: paid.id)
+
+        #expect(try await fixture.store.pruneExpiredCheckouts(createdBefore: fixedNow, batch: 10) == 0)
+        #expect(try await fixture.store.pruneExpiredCheckouts(createdBefore: fixedNow + 1, batch: 1) == 1)
+        #expect(try await fixture.store.checkout(id: unpaid.id) == nil)
+        #expect(try await fixture.store.events(checkoutID: unpaid.id).isEmpty)
+        #expect(try await fixture.store.checkout(id: paid.id) == paid)
+        #expect(try await fixture.store.events(checkoutID: paid.id) == paidEvents)
+
+        // The triggers allow nothing else: not the events of a live checkout or an order, not a paid checkout.
+        guard backend == .sqlite else { return }
+        let db = try Connection(path: fixture.path)
+        #expect(throws: SQLiteError.self) { try db.run("DELETE FROM events WHERE checkout_id = ?", .text(paid.id)) }
+        #expect(throws: SQLiteError.self) { try db.run("DELETE FROM checkouts WHERE id = ?", .text(paid.id)) }
+        #expect(throws: SQLiteError.self) { try db.run("DELETE FROM events WHERE order_id IS NOT NULL") }
+        #expect(try await fixture.counts()["events"] == Int64(paidEvents.count))
+    }
+
+    @Test("the store's file, its -wal and -shm, are 0600; a loose one is tightened, a symlink refused")
+    func privateFiles() async throws {
+        let folder = try TemporaryDirectory(prefix: "order-store-modes")
+        defer { folder.remove() }
+        let path = folder.path("orders.sqlite")
+        let store = try SQLiteOrderStore(path: path)
+        _ = try await store.checkout(id: "chk_x")
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? -1) & 0o777
+        }
+        for file in [path, path + "-wal", path + "-shm"] { #expect(try mode(file) == 0o600, "\(file)") }
+        // An existing file with loose permissions is tightened; a symlink is refused.
+        let loose = folder.path("loose.sqlite")
+        FileManager.default.createFile(atPath: loose, contents: nil, attributes: [.posixPermissions: 0o644])
+        _ = try SQLiteOrderStore(path: loose)
+        #expect(try mode(loose) == 0o600)
+        try FileManager.default.createSymbolicLink(atPath: folder.path("link.sqlite"), withDestinationPath: loose)
+        #expect(throws: OrderStoreError.self) { _ = try SQLiteOrderStore(path: folder.path("link.sqlite")) }
+    }
+
     @Test("an older database is upgraded in place: new migrations run, old rows read with defaults")
     func upgrade() async throws {
         let folder = try TemporaryDirectory(prefix: "order-store")
@@ -661,4 +712,9 @@ struct OrderStoreTests {
         try await fixture.store.updateCheckout(checkout.applyingCoupon("WELCOME10"))
         #expect(try await fixture.store.checkout(id: checkout.id)?.couponCode == "WELCOME10")
     }
+}
+
+struct StoreTestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -17,6 +17,8 @@ public final class MerchantApplication: Sendable {
     private let sandboxProcessor: ProcessorServer?
     /// The reconciler's loop.
     private let reconciling: Task<Void, Never>
+    /// The loop that prunes expired unpaid checkouts.
+    private let pruning: Task<Void, Never>
 
     /// The base URL, e.g. `http://127.0.0.1:8080`.
     public var url: String {
@@ -30,7 +32,7 @@ public final class MerchantApplication: Sendable {
     private init(
         configuration: MerchantServerConfiguration, api: MerchantAPI, store: any OrderStore,
         processor: any PaymentProcessor, server: HTTPServer, sandboxProcessor: ProcessorServer?,
-        reconciling: Task<Void, Never>
+        reconciling: Task<Void, Never>, pruning: Task<Void, Never>
     ) {
         self.configuration = configuration
         self.api = api
@@ -39,6 +41,7 @@ public final class MerchantApplication: Sendable {
         self.server = server
         self.sandboxProcessor = sandboxProcessor
         self.reconciling = reconciling
+        self.pruning = pruning
     }
 
     /// Checks the configuration, loads the keys, opens the store and starts listening.
@@ -129,7 +132,10 @@ public final class MerchantApplication: Sendable {
         let store: any OrderStore
         do {
             location = try OrderStoreLocation(parsing: configuration.storeLocation)
+            if case .sqlite(let path) = location { try makePrivateFolder(for: path, logger: logger) }
             store = try await location.open(poolSize: configuration.storePoolSize)
+        } catch let error as ServerStartError {
+            throw error
         } catch {
             throw ServerStartError(
                 .invalidStore,
@@ -143,14 +149,15 @@ public final class MerchantApplication: Sendable {
             merchantIdentifier: configuration.store.merchantIdentifier,
             displayName: settings.displayName ?? configuration.store.storeName, domain: settings.domain,
             gatewayBaseURL: sandboxGatewayURL ?? settings.gatewayBaseURL, identity: identity?.clientIdentity,
-            trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL)
+            trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL, proxy: configuration.proxy)
         let walletOrders = try configuration.walletOrders.map { settings throws(ServerStartError) in
             try makeWalletOrders(settings, logger: logger)
         }
         let api = MerchantAPI(
             configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
             validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
-            reconcileAfter: configuration.reconcileAfter, walletOrders: walletOrders,
+            reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits,
+            checkoutLifetime: configuration.checkoutLifetime, walletOrders: walletOrders,
             web: WebCheckout.Settings(
                 sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
                 loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
@@ -166,7 +173,9 @@ public final class MerchantApplication: Sendable {
             server = try HTTPServer.start(
                 configuration: .init(
                     host: configuration.host, port: configuration.port, threads: configuration.threads,
-                    maximumBodySize: configuration.maximumBodySize, connectionTimeout: configuration.connectionTimeout),
+                    maximumBodySize: configuration.maximumBodySize, connectionTimeout: configuration.connectionTimeout,
+                    perClientConnectionLimit: configuration.perClientConnectionLimit,
+                    requestTimeout: configuration.requestTimeout),
                 responder: api)
         } catch {
             await sandboxProcessor?.shutdown()
@@ -182,9 +191,15 @@ public final class MerchantApplication: Sendable {
                 if let subscriptions { group.addTask { await subscriptions.run(every: interval) } }
             }
         }
+        let (lifetime, pruneInterval) = (configuration.checkoutLifetime, configuration.pruneInterval)
+        // Unpaid checkouts expire and are pruned (the embedded store; see docs/LIMITS.md).
+        let pruning = Task.detached { [store] in
+            guard let store = store as? SQLiteOrderStore else { return }
+            await prune(store, lifetime: lifetime, every: pruneInterval, logger: logger, clock: clock)
+        }
         let application = MerchantApplication(
             configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server,
-            sandboxProcessor: sandboxProcessor, reconciling: reconciling)
+            sandboxProcessor: sandboxProcessor, reconciling: reconciling, pruning: pruning)
         logger.log(
             "info", "listening",
             [
@@ -197,8 +212,10 @@ public final class MerchantApplication: Sendable {
     /// Stops accepting connections, finishes the requests in flight and closes.
     public func shutdown() async {
         reconciling.cancel()
+        pruning.cancel()
         await server.shutdown()
         await reconciling.value
+        await pruning.value
         await sandboxProcessor?.shutdown()
         api.logger.log("info", "stopped")
     }
@@ -236,6 +253,42 @@ public final class MerchantApplication: Sendable {
         }
     }
 
+    /// Creates the store's folder 0700 when it is missing; warns when an existing one lets other users in.
+    private static func makePrivateFolder(for path: String, logger: RequestLogger) throws(ServerStartError) {
+        guard path != ":memory:", !path.isEmpty else { return }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var status = stat()
+        if stat(folder, &status) != 0 {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw ServerStartError(.invalidStore, "cannot create the store's folder \(folder)")
+            }
+        } else if status.st_mode & 0o007 != 0 {
+            logger.log(
+                "warn", "the store's folder is open to other users; chmod 700 it",
+                ["folder": folder, "mode": String(status.st_mode & 0o777, radix: 8)])
+        }
+    }
+
+    /// Prunes unpaid checkouts older than `lifetime` now and every `interval` until cancelled.
+    private static func prune(
+        _ store: SQLiteOrderStore, lifetime: Duration, every interval: Duration, logger: RequestLogger,
+        clock: @Sendable () -> Date
+    ) async {
+        while !Task.isCancelled {
+            let cutoff = clock().addingTimeInterval(-Double(lifetime.components.seconds))
+            do {
+                let pruned = try await store.pruneExpiredCheckouts(createdBefore: cutoff, batch: 500)
+                if pruned > 0 { logger.log("info", "pruned expired checkouts", ["count": pruned]) }
+            } catch {
+                logger.log("error", "pruning failed", ["code": error.code.rawValue])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
     /// The processor: the caller's override (tests), `--processor URL`, or in sandbox mode the sandbox processor
     /// service in process behind the same protocol. Outside sandbox mode there is no default: a server with real
     /// keys must never "approve" payments that no processor captured.
@@ -248,7 +301,7 @@ public final class MerchantApplication: Sendable {
             guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
                 throw ServerStartError(.invalidConfiguration, "--processor must be an http(s) URL (got '\(text)')")
             }
-            return (HTTPPaymentProcessor(baseURL: url, timeout: timeout), nil)
+            return (HTTPPaymentProcessor(baseURL: url, timeout: timeout, proxy: configuration.proxy), nil)
         }
         let fingerprint = trustedRoot.map { $0.sha256Fingerprint.map { String(format: "%02x", $0) }.joined() }
         let service: ProcessorServer

@@ -15,10 +15,13 @@ public struct CertificateKeyPaths: Codable, Sendable, Equatable {
 
 /// Everything `applepay serve` needs: where to listen, the store, the merchant's keys and whom to trust.
 ///
-/// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object:
-/// `{"host", "port", "store": "sqlite:PATH" | "postgresql://...", "storePoolSize", "maximumBodySize", "connectionTimeout", "threads",
+/// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object (a file holding only
+/// `"server"` serves the demo store):
+/// `{"host", "port", "store": "sqlite:PATH" | "postgresql://...", "storePoolSize", "maximumBodySize",
+/// "connectionTimeout", "requestTimeout", "perClientConnectionLimit", "rateLimits": {"checkouts": {"perMinute",
+/// "burst"}, "updates": {...}}, "checkoutLifetimeSeconds", "pruneIntervalSeconds", "proxy", "threads",
 /// "paymentProcessing": [{"certificate", "key"}], "merchantIdentity": {"certificate", "key"}, "trustedRoot": PATH,
-/// "gatewayTrustedRoots": PATH, "applePayJSSDK": BOOL}`.
+/// "gatewayTrustedRoots": PATH, "applePayJSSDK": BOOL}` (docs/LIMITS.md explains the limits).
 /// Flags override the file; `--sandbox DIR` fills in the sandbox's certificates and root.
 public struct MerchantServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
@@ -31,6 +34,19 @@ public struct MerchantServerConfiguration: Sendable {
     public var maximumBodySize: Int = 64 * 1024
     /// Seconds a connection may stay idle, also in the middle of a request, before it is closed.
     public var connectionTimeout: Int = 30
+    /// Seconds a client has to send a whole request (head and body), however steadily it trickles.
+    public var requestTimeout: Int = 30
+    /// Connections open at once from one client address (0: no limit).
+    public var perClientConnectionLimit: Int = 64
+    /// Checkouts and sheet updates a client address may make (`nil`: no limit).
+    public var rateLimits: RateLimits? = RateLimits()
+    /// How long an unpaid checkout lives; then it and its events are pruned.
+    public var checkoutLifetime: Duration = .seconds(24 * 3600)
+    /// How often expired checkouts are pruned (and once at start-up).
+    public var pruneInterval: Duration = .seconds(600)
+    /// The proxy for outgoing TLS (merchant validation, the processor): `nil` uses none, whatever the environment's
+    /// `https_proxy`/`ALL_PROXY` say.
+    public var proxy: String?
     public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
     public var store: StoreConfiguration = .demo
     /// Payment Processing certificates and keys; tokens are decrypted with the one whose public key hash matches.
@@ -87,6 +103,12 @@ public struct MerchantServerConfiguration: Sendable {
         var storePoolSize: Int?
         var maximumBodySize: Int?
         var connectionTimeout: Int?
+        var requestTimeout: Int?
+        var perClientConnectionLimit: Int?
+        var rateLimits: RateLimitsSection?
+        var checkoutLifetimeSeconds: Int?
+        var pruneIntervalSeconds: Int?
+        var proxy: String?
         var threads: Int?
         var paymentProcessing: [CertificateKeyPaths]?
         var merchantIdentity: CertificateKeyPaths?
@@ -99,6 +121,27 @@ public struct MerchantServerConfiguration: Sendable {
         var applePayJSSDK: Bool?
     }
 
+    /// `"rateLimits"`: either limit may be given alone; `"off"` instead of the object turns both off.
+    struct RateLimitsSection: Decodable {
+        var checkouts: RateLimit?
+        var updates: RateLimit?
+        var off = false
+
+        init(from decoder: any Decoder) throws {
+            if let text = try? decoder.singleValueContainer().decode(String.self), text == "off" {
+                off = true
+                return
+            }
+            struct Fields: Decodable {
+                var checkouts: RateLimit?
+                var updates: RateLimit?
+            }
+            let fields = try Fields(from: decoder)
+            checkouts = fields.checkouts
+            updates = fields.updates
+        }
+    }
+
     /// Reads a configuration file: the store, and the `"server"` section when present.
     /// Relative paths in the `"server"` section are relative to the file's folder.
     /// - Throws: `ServerStartError` `invalidConfiguration`.
@@ -108,8 +151,10 @@ public struct MerchantServerConfiguration: Sendable {
             throw ServerStartError(.invalidConfiguration, "cannot read the configuration file \(file)")
         }
         var configuration = MerchantServerConfiguration()
+        // A file with nothing but a "server" section keeps the demo store.
+        let keys = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]).map { Set($0.keys) }
         do {
-            configuration.store = try StoreConfiguration.decode(data)
+            if keys != ["server"] { configuration.store = try StoreConfiguration.decode(data) }
         } catch {
             throw ServerStartError(.invalidConfiguration, "\(file): \(error.message) (\(error.code))")
         }
@@ -142,6 +187,49 @@ public struct MerchantServerConfiguration: Sendable {
             if let size = section.maximumBodySize { configuration.maximumBodySize = size }
             if let threads = section.threads { configuration.threads = threads }
             if let timeout = section.connectionTimeout { configuration.connectionTimeout = timeout }
+            if let timeout = section.requestTimeout {
+                guard timeout > 0 else {
+                    throw ServerStartError(.invalidConfiguration, "\(file): server.requestTimeout must be > 0")
+                }
+                configuration.requestTimeout = timeout
+            }
+            if let limit = section.perClientConnectionLimit {
+                guard limit >= 0 else {
+                    throw ServerStartError(
+                        .invalidConfiguration, "\(file): server.perClientConnectionLimit must be >= 0 (0: no limit)")
+                }
+                configuration.perClientConnectionLimit = limit
+            }
+            if let limits = section.rateLimits {
+                if limits.off {
+                    configuration.rateLimits = nil
+                } else {
+                    var chosen = RateLimits()
+                    if let checkouts = limits.checkouts { chosen.checkouts = checkouts }
+                    if let updates = limits.updates { chosen.updates = updates }
+                    for (name, limit) in [("checkouts", chosen.checkouts), ("updates", chosen.updates)]
+                    where limit.perMinute < 1 || limit.burst < 1 {
+                        throw ServerStartError(
+                            .invalidConfiguration,
+                            "\(file): server.rateLimits.\(name) needs perMinute >= 1 and burst >= 1")
+                    }
+                    configuration.rateLimits = chosen
+                }
+            }
+            if let seconds = section.checkoutLifetimeSeconds {
+                guard seconds >= 60 else {
+                    throw ServerStartError(
+                        .invalidConfiguration, "\(file): server.checkoutLifetimeSeconds must be at least 60")
+                }
+                configuration.checkoutLifetime = .seconds(seconds)
+            }
+            if let seconds = section.pruneIntervalSeconds {
+                guard seconds > 0 else {
+                    throw ServerStartError(.invalidConfiguration, "\(file): server.pruneIntervalSeconds must be > 0")
+                }
+                configuration.pruneInterval = .seconds(seconds)
+            }
+            configuration.proxy = section.proxy
             configuration.paymentProcessing = (section.paymentProcessing ?? []).map {
                 CertificateKeyPaths(certificate: resolve($0.certificate), key: resolve($0.key))
             }
@@ -232,7 +320,7 @@ public struct ServerStartError: Error, Sendable, Equatable, CustomStringConverti
         public static let missingFile = Code("missingFile")
         /// A key or certificate file exists but cannot be read or parsed.
         public static let unreadableFile = Code("unreadableFile")
-        /// A private key file is readable by group or others (mode & 0o077 ≠ 0).
+        /// A private key file is a symbolic link, not a regular file, another user's, or open to group or others.
         public static let insecureKeyFile = Code("insecureKeyFile")
         /// A private key is not the one of its certificate.
         public static let keyMismatch = Code("keyMismatch")
@@ -263,8 +351,8 @@ public struct MerchantCredential: Sendable {
     let certificatePEM: Data
     let privateKeyPEM: Data
 
-    /// Loads and checks a certificate and key: both exist and parse, the key file is not readable by group or
-    /// others, and the key is the certificate's.
+    /// Loads and checks a certificate and key: both exist and parse, the key file is read with ``KeyFile`` (no
+    /// symbolic link; a regular file of this user's, not open to group or others), and the key is the certificate's.
     /// - Throws: `ServerStartError` `missingFile`, `unreadableFile`, `insecureKeyFile` or `keyMismatch`.
     public static func load(_ paths: CertificateKeyPaths, role: String) throws(ServerStartError) -> MerchantCredential {
         let certificateData = try readFile(paths.certificate, role: "\(role) certificate")
@@ -275,17 +363,16 @@ public struct MerchantCredential: Sendable {
             throw ServerStartError(
                 .unreadableFile, "the \(role) certificate \(paths.certificate) is not a PEM certificate")
         }
-        var status = stat()
-        guard stat(paths.key, &status) == 0 else {
-            throw ServerStartError(.missingFile, "the \(role) private key \(paths.key) does not exist")
+        let keyData: Data
+        do {
+            keyData = try KeyFile.read(paths.key, description: "the \(role) private key")
+        } catch {
+            switch error.code {
+            case .missing: throw ServerStartError(.missingFile, error.message)
+            case .unreadable: throw ServerStartError(.unreadableFile, error.message)
+            default: throw ServerStartError(.insecureKeyFile, error.message)
+            }
         }
-        guard status.st_mode & 0o077 == 0 else {
-            throw ServerStartError(
-                .insecureKeyFile,
-                "the \(role) private key \(paths.key) is readable by other users (mode \(String(status.st_mode & 0o777, radix: 8))); run chmod 600 on it"
-            )
-        }
-        let keyData = try readFile(paths.key, role: "\(role) private key")
         let key: PrivateKey
         do {
             key = try PrivateKey(pem: String(decoding: keyData, as: UTF8.self))

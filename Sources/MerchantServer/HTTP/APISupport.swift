@@ -26,9 +26,10 @@ enum JSONBody {
     /// when it is JSON of another shape.
     static func decode<T: Decodable>(_ type: T.Type, from request: HTTPRequest) throws(HTTPError) -> T {
         guard !request.body.isEmpty else { throw .invalidJSON("The request body is empty: send a JSON object.") }
-        guard (try? JSONSerialization.jsonObject(with: request.body, options: [.fragmentsAllowed])) != nil else {
+        guard let object = try? JSONSerialization.jsonObject(with: request.body, options: [.fragmentsAllowed]) else {
             throw .invalidJSON("The request body is not valid JSON.")
         }
+        try FieldLimits.check(object)
         do {
             return try JSONDecoder().decode(T.self, from: request.body)
         } catch let DecodingError.keyNotFound(key, context) {
@@ -75,5 +76,62 @@ extension HTTPResponse {
     /// JSON with sorted keys; a value that cannot be encoded becomes a 500 error.
     static func encoding<T: Encodable>(_ value: T, status: Int = 200) -> HTTPResponse {
         (try? HTTPResponse.json(value, status: status)) ?? HTTPError.internalError().response
+    }
+}
+
+/// The length limits of what clients send (docs/LIMITS.md), checked on every JSON body before it is decoded: a
+/// string longer than its limit in UTF-8 bytes, or an array with more entries, is `400 fieldTooLong` naming the
+/// field (`error.field`, e.g. `shippingContact.locality`). Limits go by the field's name wherever it appears;
+/// the token's `paymentData` is left to the token parser (the body limit bounds it).
+enum FieldLimits {
+    /// Any string not named below.
+    static let defaultString = 256
+    /// Any array not named below.
+    static let defaultArray = 100
+    /// Strings by field name, in bytes of UTF-8.
+    static let strings: [String: Int] = [
+        "sku": 64, "identifier": 128, "type": 64, "network": 64, "couponCode": 64, "validationURL": 2048,
+        "locality": 128, "subLocality": 128, "subAdministrativeArea": 128, "administrativeArea": 128,
+        "postalCode": 32, "country": 128, "countryCode": 8, "givenName": 128, "familyName": 128,
+        "phoneticGivenName": 128, "phoneticFamilyName": 128, "emailAddress": 320, "phoneNumber": 64,
+        "addressLines": 256, "displayName": 128, "transactionIdentifier": 128,
+    ]
+    /// Arrays by field name.
+    static let arrays: [String: Int] = ["items": 100, "addressLines": 8]
+    /// Subtrees not checked here.
+    static let exempt: Set<String> = ["token.paymentData"]
+
+    static func check(_ value: Any, path: String = "", name: String = "") throws(HTTPError) {
+        if exempt.contains(path) { return }
+        switch value {
+        case let text as String:
+            let limit = strings[name] ?? defaultString
+            if text.utf8.count > limit {
+                throw tooLong(path, "Field \(path.isEmpty ? "(the body)" : path) is longer than \(limit) bytes.")
+            }
+        case let array as [Any]:
+            let limit = arrays[name] ?? defaultArray
+            if array.count > limit {
+                throw tooLong(path, "Field \(path.isEmpty ? "(the body)" : path) has more than \(limit) entries.")
+            }
+            for (index, element) in array.enumerated() {
+                try check(element, path: "\(path)[\(index)]", name: name)
+            }
+        case let object as [String: Any]:
+            for (key, element) in object {
+                if key.utf8.count > defaultString {
+                    throw tooLong(path, "A field name in \(path.isEmpty ? "the body" : path) is too long.")
+                }
+                try check(element, path: path.isEmpty ? key : "\(path).\(key)", name: key)
+            }
+        default:
+            return
+        }
+    }
+
+    private static func tooLong(_ path: String, _ message: String) -> HTTPError {
+        var error = HTTPError(status: 400, code: "fieldTooLong", message: message)
+        error.field = path.isEmpty ? nil : path
+        return error
     }
 }

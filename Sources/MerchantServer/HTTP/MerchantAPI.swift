@@ -30,13 +30,17 @@ public struct MerchantAPI: Responder {
     ///   - web: the checkout page's settings (sandbox sheet, Apple's SDK).
     ///   - sandbox: sandbox mode only: adds `/v1/sandbox/wallet` and `/v1/sandbox/tokens` for the sandbox sheet.
     ///   - merchantTokenGateway: Apple's merchant-token API (events, unlink); `nil` keeps them local.
+    ///   - rateLimits: per client address limits on checkouts and sheet updates; `nil` limits nothing.
+    ///   - checkoutLifetime: how long a checkout takes sheet updates (`410 checkoutExpired` after; it is pruned
+    ///     later if unpaid); `nil`: forever.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
         tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
         logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
-        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), walletOrders: WalletOrdersService? = nil,
-        web: WebCheckout.Settings = .init(), sandbox: Sandbox? = nil,
-        merchantTokenGateway: (any MerchantTokenGateway)? = nil
+        adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), rateLimits: RateLimits? = nil,
+        checkoutLifetime: Duration? = nil, walletOrders: WalletOrdersService? = nil,
+        web: WebCheckout.Settings = .init(),
+        sandbox: Sandbox? = nil, merchantTokenGateway: (any MerchantTokenGateway)? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -59,9 +63,15 @@ public struct MerchantAPI: Responder {
             logger: logger, clock: clock)
         let endpoints = Endpoints(
             configuration: configuration, pricing: pricing, store: store, payments: payments, validator: validator,
-            metrics: metrics, logger: logger, clock: clock, walletOrders: walletOrders)
+            metrics: metrics, logger: logger, clock: clock, checkoutLifetime: checkoutLifetime,
+            walletOrders: walletOrders)
         var router = Router()
+        router.add(middleware: SecurityHeaders())
         router.add(middleware: RequestLogging(logger: logger, metrics: metrics))
+        router.add(middleware: RequireJSONContentType())
+        if let rateLimits {
+            router.add(middleware: RateLimiting(checkouts: rateLimits.checkouts, updates: rateLimits.updates))
+        }
         func add(
             _ method: HTTPMethod, _ pattern: String,
             _ handler: @escaping @Sendable (Endpoints, HTTPRequest, RequestContext) async throws -> HTTPResponse
@@ -116,6 +126,24 @@ public struct MerchantAPI: Responder {
     public var answersOversizedRequests: Bool { true }
 }
 
+/// The per-client rate limits of `MerchantAPI` (the `"server"` section's `rateLimits`).
+public struct RateLimits: Sendable, Equatable {
+    /// `POST /v1/checkouts`.
+    public var checkouts: RateLimit
+    /// Sheet updates: shipping contact, shipping method, payment method, coupon.
+    public var updates: RateLimit
+
+    /// Defaults a shop behind one NAT can live with: 60 checkouts a minute (120 at once) and 600 sheet updates
+    /// a minute (600 at once) from one address.
+    public init(
+        checkouts: RateLimit = RateLimit(perMinute: 60, burst: 120),
+        updates: RateLimit = RateLimit(perMinute: 600, burst: 600)
+    ) {
+        self.checkouts = checkouts
+        self.updates = updates
+    }
+}
+
 /// The handlers, with everything they use.
 struct Endpoints: Sendable {
     let configuration: StoreConfiguration
@@ -126,6 +154,7 @@ struct Endpoints: Sendable {
     let metrics: Metrics
     let logger: RequestLogger
     let clock: @Sendable () -> Date
+    let checkoutLifetime: Duration?
     let walletOrders: WalletOrdersService?
 
     // MARK: Catalog and checkouts
@@ -171,7 +200,7 @@ struct Endpoints: Sendable {
 
     func shippingContact(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         let address = try JSONBody.decode(ShippingAddress.self, from: request)
-        let checkout = try await loadCheckout(context)
+        let checkout = try await loadCheckout(context, forUpdate: true)
         return try await update(
             checkout.selectingShippingContact(address, configuration: configuration), after: .shippingContact)
     }
@@ -179,7 +208,7 @@ struct Endpoints: Sendable {
     func shippingMethod(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var identifier: String }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(context)
+        let checkout = try await loadCheckout(context, forUpdate: true)
         let updated: Checkout
         do {
             updated = try checkout.selectingShippingMethod(body.identifier, configuration: configuration)
@@ -195,7 +224,7 @@ struct Endpoints: Sendable {
             var network: String?
         }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(context)
+        let checkout = try await loadCheckout(context, forUpdate: true)
         return try await update(
             checkout.selectingPaymentMethod(type: body.type, network: body.network), after: .paymentMethod)
     }
@@ -203,7 +232,7 @@ struct Endpoints: Sendable {
     func coupon(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var couponCode: String? }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(context)
+        let checkout = try await loadCheckout(context, forUpdate: true)
         return try await update(checkout.applyingCoupon(body.couponCode), after: .couponCode)
     }
 
@@ -265,10 +294,18 @@ struct Endpoints: Sendable {
 
     // MARK: Helpers
 
-    func loadCheckout(_ context: RequestContext) async throws(HTTPError) -> Checkout {
+    /// The checkout of the path's `{id}`; for a sheet update (`forUpdate`), one past its lifetime is
+    /// `410 checkoutExpired`.
+    func loadCheckout(_ context: RequestContext, forUpdate: Bool = false) async throws(HTTPError) -> Checkout {
         let id = context.parameters["id"] ?? ""
         let checkout = try await storing { () async throws(OrderStoreError) in try await store.checkout(id: id) }
         guard let checkout else { throw .checkoutNotFound(id) }
+        if forUpdate, let lifetime = checkoutLifetime,
+            checkout.createdAt.addingTimeInterval(Double(lifetime.components.seconds)) < clock()
+        {
+            throw HTTPError(
+                status: 410, code: "checkoutExpired", message: "Checkout \(id) has expired; create a new one.")
+        }
         return checkout
     }
 

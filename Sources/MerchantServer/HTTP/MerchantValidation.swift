@@ -44,10 +44,11 @@ public struct MerchantValidator: Sendable {
     /// - Parameters:
     ///   - identity: the Merchant Identity certificate and key (PEM, in memory).
     ///   - trustedRootsPEM: roots to trust instead of the system's (tests: the local gateway's authority).
+    ///   - proxy: the proxy to reach Apple through; `nil` goes direct whatever the environment says.
     public init(
         merchantIdentifier: String, displayName: String, domain: String?, gatewayBaseURL: String,
         identity: ClientIdentity?, trustedRootsPEM: Data? = nil, timeout: Duration = .seconds(15),
-        sandboxGatewayURL: String? = nil
+        sandboxGatewayURL: String? = nil, proxy: String? = nil
     ) {
         self.sandboxGatewayURL = sandboxGatewayURL
         self.merchantIdentifier = merchantIdentifier
@@ -55,7 +56,9 @@ public struct MerchantValidator: Sendable {
         self.domain = domain
         self.gatewayBaseURL = gatewayBaseURL
         self.client = identity.map {
-            HTTPClient(configuration: .init(timeout: timeout, clientIdentity: $0, trustedRootsPEM: trustedRootsPEM))
+            HTTPClient(
+                configuration: .init(
+                    timeout: timeout, clientIdentity: $0, trustedRootsPEM: trustedRootsPEM, proxy: proxy))
         }
     }
 

@@ -96,10 +96,12 @@ public struct RequestLogging: Middleware {
         }
         let elapsed = clock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let route = context.route ?? "unmatched"
-        metrics.recordRequest(route: route, method: request.method.rawValue, status: response.status, seconds: seconds)
+        // Labels from a fixed set: the router's patterns, the methods HTTP defines; anything else is `other`.
+        let route = context.route ?? "other"
+        let method = Metrics.methodLabel(request.method.rawValue)
+        metrics.recordRequest(route: route, method: method, status: response.status, seconds: seconds)
         var line: [String: any Sendable] = [
-            "method": request.method.rawValue, "route": route, "status": response.status,
+            "method": method, "route": route, "status": response.status,
             "durationMs": (seconds * 1_000_000).rounded() / 1000, "requestId": context.requestID,
         ]
         if let id = context.parameters["id"], id.hasPrefix("chk_") { line["checkoutId"] = id }
@@ -138,8 +140,17 @@ public final class Metrics: Sendable {
 
     public init() {}
 
-    /// Counts one answered request and its duration.
+    /// The methods counted under their own name; any other is counted as `other`.
+    public static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    /// `method` if it is one of ``knownMethods``, else `other`.
+    public static func methodLabel(_ method: String) -> String { knownMethods.contains(method) ? method : "other" }
+
+    /// Counts one answered request and its duration. `route` must come from a fixed set (the router's patterns or
+    /// `other`); a method outside ``knownMethods`` is counted as `other`, a status outside 100-599 as 0.
     public func recordRequest(route: String, method: String, status: Int, seconds: Double) {
+        let method = Self.methodLabel(method)
+        let status = (100...599).contains(status) ? status : 0
         state.withLock { state in
             state.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
             var histogram = state.latency[route] ?? Histogram()
@@ -170,7 +181,7 @@ public final class Metrics: Sendable {
             ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status)
         }) {
             lines.append(
-                "applepay_http_requests_total{route=\"\(Self.escape(key.route))\",method=\"\(key.method)\",status=\"\(key.status)\"} \(count)"
+                "applepay_http_requests_total{route=\"\(Self.escape(key.route))\",method=\"\(Self.escape(key.method))\",status=\"\(key.status)\"} \(count)"
             )
         }
         lines.append("# HELP applepay_payments_total Payment attempts, by outcome.")

@@ -57,6 +57,9 @@ public protocol OrderStore: WalletOrderStore {
     func recordVoid(orderID: String) async throws(OrderStoreError) -> Order
     /// The event log entries about a checkout (and its orders), oldest first.
     func events(checkoutID: String) async throws(OrderStoreError) -> [StoreEvent]
+    /// Deletes the checkouts created before `cutoff` that never got an order, and their events (the only events
+    /// ever deleted; those of orders are kept). Returns how many checkouts were deleted.
+    func pruneExpiredCheckouts(createdBefore cutoff: Date, batch: Int) async throws(OrderStoreError) -> Int
 }
 
 /// The answer of ``OrderStore/beginPayment(_:)``.

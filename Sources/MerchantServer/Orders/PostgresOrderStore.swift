@@ -27,7 +27,8 @@ public final class PostgresOrderStore: OrderStore {
 
     /// The schema, in order. Never edit a released migration: append a new one.
     public static let migrations: [(name: String, sql: String)] = [
-        ("001-checkouts-orders-payments-refunds-events", schema)
+        ("001-checkouts-orders-payments-refunds-events", schema),
+        ("002-prune-expired-checkouts", pruningSchema),
     ]
 
     /// Connects, and creates or upgrades the schema (several instances may start at once: the migrations run under
@@ -361,6 +362,31 @@ public final class PostgresOrderStore: OrderStore {
             try self.appendEvent(
                 connection, "refundCancelled", checkoutID: nil, orderID: refund.orderID,
                 ["refundId": id, "amount": String(refund.amount)], at: millis(self.clock()))
+        }
+    }
+
+    /// Deletes checkouts created before `cutoff` that never got an order, with their events, `batch` at a time (one
+    /// transaction each). The event log's trigger lets a DELETE through only for events of a checkout that is gone
+    /// and never had an order (migration 002). Returns how many checkouts were deleted.
+    public func pruneExpiredCheckouts(createdBefore cutoff: Date, batch: Int) async throws(OrderStoreError) -> Int {
+        var total = 0
+        while true {
+            let deleted = try await write("prune expired checkouts") { connection -> Int in
+                let ids = try connection.query(
+                    """
+                    SELECT id FROM checkouts c WHERE c.created_at < $1
+                        AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.checkout_id = c.id)
+                    ORDER BY c.created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+                    """, .integer(millis(cutoff)), .integer(Int64(max(1, batch)))
+                ).map { try $0.string("id") }
+                for id in ids {
+                    try connection.run("DELETE FROM checkouts WHERE id = $1", .text(id))
+                    try connection.run("DELETE FROM events WHERE checkout_id = $1 AND order_id IS NULL", .text(id))
+                }
+                return ids.count
+            }
+            total += deleted
+            if deleted < max(1, batch) { return total }
         }
     }
 
@@ -729,4 +755,19 @@ private let schema = """
         FOR EACH ROW EXECUTE FUNCTION events_append_only();
     CREATE TRIGGER events_append_only_truncate BEFORE TRUNCATE ON events
         FOR EACH STATEMENT EXECUTE FUNCTION events_append_only();
+    """
+
+/// Migration 002: expired unpaid checkouts may be pruned with their events. The event log stays append-only for
+/// everything else: a DELETE passes only for an event of a checkout that no longer exists and never had an order.
+let pruningSchema = """
+    CREATE OR REPLACE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' AND OLD.order_id IS NULL AND OLD.checkout_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM checkouts WHERE id = OLD.checkout_id)
+            AND NOT EXISTS (SELECT 1 FROM orders WHERE checkout_id = OLD.checkout_id) THEN
+            RETURN OLD;
+        END IF;
+        RAISE EXCEPTION 'events are append-only';
+    END $$;
+    CREATE INDEX IF NOT EXISTS checkouts_by_created ON checkouts(created_at);
     """

@@ -131,6 +131,22 @@ public actor SQLiteOrderStore: OrderStore {
                 CREATE INDEX device_registrations_by_order ON device_registrations(order_id);
                 """),
         subscriptionsMigration,
+        // Unpaid checkouts expire and are pruned with their events: the only deletion the event log allows is of
+        // events about a checkout that no longer exists and never had an order. Events of orders stay forever.
+        Migration(
+            "007-prune-expired-checkouts",
+            sql: """
+                DROP TRIGGER events_append_only_delete;
+                CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+                WHEN OLD.order_id IS NOT NULL OR OLD.checkout_id IS NULL
+                    OR EXISTS (SELECT 1 FROM checkouts WHERE id = OLD.checkout_id)
+                    OR EXISTS (SELECT 1 FROM orders WHERE checkout_id = OLD.checkout_id)
+                BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+                CREATE TRIGGER checkouts_with_orders_are_kept BEFORE DELETE ON checkouts
+                WHEN EXISTS (SELECT 1 FROM orders WHERE checkout_id = OLD.id)
+                BEGIN SELECT RAISE(ABORT, 'a checkout with an order is kept'); END;
+                CREATE INDEX checkouts_by_created ON checkouts(created_at);
+                """),
     ]
 
     /// Opens (creating and migrating if needed) the store.
@@ -467,6 +483,31 @@ public actor SQLiteOrderStore: OrderStore {
     public func order(transactionID: String) throws(OrderStoreError) -> Order? {
         try read("read order") { connection throws(SQLiteError) in
             try loadOrder(connection, where: "p.transaction_id = ?", .text(transactionID))
+        }
+    }
+
+    /// Deletes checkouts created before `cutoff` that have no order, with their events, in batches of `batch`
+    /// (one transaction each, so writers are never held up for long). Returns how many checkouts were deleted.
+    public func pruneExpiredCheckouts(createdBefore cutoff: Date, batch: Int = 500) async throws(OrderStoreError) -> Int
+    {
+        var total = 0
+        while true {
+            nonisolated(unsafe) var deleted = 0
+            try await write("prune expired checkouts") { [self] connection throws(SQLiteError) in
+                let ids = try connection.query(
+                    """
+                    SELECT id FROM checkouts c WHERE c.created_at < ?
+                        AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.checkout_id = c.id)
+                    LIMIT ?
+                    """, .integer(millis(cutoff)), .integer(Int64(max(1, batch)))
+                ).map { row throws(SQLiteError) in try row.string("id") }
+                for id in ids {
+                    deleted += try connection.run("DELETE FROM checkouts WHERE id = ?", .text(id))
+                    _ = try connection.run("DELETE FROM events WHERE checkout_id = ?", .text(id))
+                }
+            }
+            total += deleted
+            if deleted < max(1, batch) { return total }
         }
     }
 

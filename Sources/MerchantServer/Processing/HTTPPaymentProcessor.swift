@@ -27,16 +27,17 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
     ///   - timeout: the time limit of each call (connecting included).
     ///   - clientIdentity: a TLS client certificate, when the service asks for one.
     ///   - trustedRootsPEM: roots to trust instead of the system's, for a private service.
+    ///   - proxy: the proxy to use; `nil` goes direct whatever the environment's proxy variables say.
     public init(
         baseURL: URL, timeout: Duration = .seconds(10), clientIdentity: ClientIdentity? = nil,
-        trustedRootsPEM: Data? = nil
+        trustedRootsPEM: Data? = nil, proxy: String? = nil
     ) {
         self.baseURL = baseURL
         self.timeout = timeout
         self.client = HTTPClient(
             configuration: .init(
                 timeout: timeout, connectTimeout: min(timeout, .seconds(5)), clientIdentity: clientIdentity,
-                trustedRootsPEM: trustedRootsPEM, maximumResponseSize: 1024 * 1024))
+                trustedRootsPEM: trustedRootsPEM, maximumResponseSize: 1024 * 1024, proxy: proxy))
     }
 
     public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {

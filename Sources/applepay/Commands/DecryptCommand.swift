@@ -71,6 +71,8 @@ struct TokenCommandFailure: Error, Sendable, Equatable, CustomStringConvertible 
 
         /// An input file (token, key, certificate, roots) is missing or does not hold what it should.
         static let inputUnreadable = Code("inputUnreadable")
+        /// The key file is a symbolic link, another user's, or readable by group or others.
+        static let insecureKeyFile = Code("insecureKeyFile")
 
         static func ~= (pattern: Code, error: any Error) -> Bool { (error as? TokenCommandFailure)?.code == pattern }
     }
@@ -165,9 +167,22 @@ struct DecryptCommand: Command {
         options = try TokenCheckOptions(arguments: &arguments)
     }
 
+    /// The key file, read with ``KeyFile``'s checks (standard input, `-`, as it comes).
+    static func readKey(_ path: String) throws -> Data {
+        if path == "-" { return try TokenCheckOptions.read(path, what: "merchant key") }
+        do {
+            return try KeyFile.read(path, description: "the merchant key")
+        } catch {
+            switch error.code {
+            case .missing, .unreadable: throw TokenCommandFailure(.inputUnreadable, error.message, path: path)
+            default: throw TokenCommandFailure(.insecureKeyFile, error.message, path: path)
+            }
+        }
+    }
+
     func run() async throws -> Int32 {
         do {
-            let keyText = String(decoding: try TokenCheckOptions.read(keyPath, what: "merchant key"), as: UTF8.self)
+            let keyText = String(decoding: try Self.readKey(keyPath), as: UTF8.self)
             let key: PrivateKey
             do {
                 key = try PrivateKey(pem: keyText)

@@ -159,7 +159,7 @@ struct CheckoutAPITests {
                 )
                 #expect(
                     metrics.contains(
-                        "applepay_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1"))
+                        "applepay_http_requests_total{route=\"other\",method=\"GET\",status=\"404\"} 1"))
                 #expect(
                     metrics.contains(
                         "applepay_http_request_duration_seconds_bucket{route=\"/v1/products\",le=\"+Inf\"} 1"))

@@ -163,10 +163,8 @@ struct ServerHarness {
         var headers: [(name: String, value: String)] = []
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
         var body: Data?
-        if let json {
-            body = try JSONSerialization.data(withJSONObject: json)
-            headers.append(("Content-Type", "application/json"))
-        }
+        if let json { body = try JSONSerialization.data(withJSONObject: json) }
+        if json != nil || method == "POST" { headers.append(("Content-Type", "application/json")) }
         return try await send(method, path, headers: headers, body: body)
     }
 
