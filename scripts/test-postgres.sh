@@ -10,6 +10,8 @@
 #   scripts/test-postgres.sh run CMD...  start, run CMD with APPLEPAY_TEST_POSTGRES exported, stop (also when CMD
 #                                        fails or is interrupted); exits with CMD's status
 #
+# PG_FSYNC sets the cluster's fsync (default off: the tests need no durability across a power loss; the load test
+# turns it on).
 # PostgreSQL refuses to run as root: as root the cluster runs as Debian's `postgres` user, owning DIR.
 set -euo pipefail
 
@@ -30,7 +32,7 @@ user_name() {
 server_start() {
     local dir="$1"
     as_owner "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 -c fsync=off" \
+        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 -c fsync=${PG_FSYNC:-off}" \
         start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
 }
 

@@ -1,0 +1,119 @@
+-- wrk script of scripts/load-test.sh and scripts/soak-test.sh: posts the requests of a file of `path<TAB>body`
+-- lines (BODIES). Thread k of THREADS takes lines k, k + THREADS, k + 2*THREADS, ... as its partition.
+--   MODE=cycle  each thread cycles through its partition until wrk's --duration is up (checkouts, sheet updates)
+--   MODE=once   each line is posted exactly once: every thread runs ONE connection (so its answers come back in the
+--               order of its requests), writes "status<TAB>body" per answer to ANSWERS.<k>, and stops itself with
+--               wrk.thread:stop() after its last answer; it then writes its wrk process id to DONE_DIR/<k>, and the
+--               calling script ends wrk with SIGINT once every thread has done so (wrk otherwise sleeps until
+--               --duration). Requests/s are measured here, from the first request to the last answer.
+-- Without BODIES, each thread GETs the URL's path. Prints one JSON line (SCENARIO, CONNECTIONS from the environment) from done().
+local ffi = require("ffi")
+ffi.cdef [[
+  typedef struct { long tv_sec; long tv_nsec; } applepay_timespec;
+  int clock_gettime(int clock, applepay_timespec *t);
+]]
+local function now()
+  local t = ffi.new("applepay_timespec")
+  ffi.C.clock_gettime(1, t) -- CLOCK_MONOTONIC: the same clock in every thread
+  return tonumber(t.tv_sec) + tonumber(t.tv_nsec) / 1e9
+end
+
+local threads = {}
+local next_id = 0
+function setup(thread)
+  thread:set("id", next_id)
+  next_id = next_id + 1
+  table.insert(threads, thread)
+end
+
+local paths, requests = {}, {}
+local sent, answered = 0, 0
+local once = os.getenv("MODE") == "once"
+local out
+
+function init(args)
+  local count = tonumber(os.getenv("THREADS"))
+  local file = os.getenv("BODIES") or ""
+  if file == "" then -- no bodies: GET the URL's path (products)
+    requests[1] = wrk.format("GET")
+    return
+  end
+  local line_number = 0
+  for line in io.lines(file) do
+    if line_number % count == id then
+      local tab = line:find("\t", 1, true)
+      local path, body = line:sub(1, tab - 1), line:sub(tab + 1)
+      paths[#paths + 1] = path
+      requests[#requests + 1] = wrk.format("POST", path, { ["Content-Type"] = "application/json" }, body)
+    end
+    line_number = line_number + 1
+  end
+  if once then
+    out = io.open(os.getenv("ANSWERS") .. "." .. id, "w")
+  end
+end
+
+-- wrk calls request() once more on thread 0 before the threads start (to check the script): in MODE=once the
+-- request to send is therefore the one after the last answered (one connection per thread), not a running count;
+-- a request lost to a connection error is sent again (wrk counts the error).
+function request()
+  if once then
+    if answered == 0 then
+      first = now() -- the last call before any answer is the first request actually sent
+    end
+    if answered >= #requests then -- not expected: the thread stops after its last answer
+      wrk.thread:stop()
+      return wrk.format("GET", "/healthz")
+    end
+    return requests[answered + 1]
+  end
+  sent = sent + 1
+  if sent <= 2 then
+    first = now()
+  end
+  return requests[(sent - 1) % #requests + 1]
+end
+
+local function finish()
+  last = now()
+  out:close()
+  local f = io.open("/proc/self/stat") -- the process (not thread) id comes first
+  local pid = f:read("*n")
+  f:close()
+  local marker = io.open(os.getenv("DONE_DIR") .. "/" .. id, "w")
+  marker:write(pid, "\n")
+  marker:close()
+  wrk.thread:stop()
+end
+
+function response(status, headers, body)
+  answered = answered + 1
+  last = now()
+  if once then
+    out:write(status, "\t", (body:gsub("\n", " ")), "\n")
+    if answered == #requests then
+      finish()
+    end
+  end
+end
+
+done = function(summary, latency, _)
+  local errors = summary.errors.connect + summary.errors.read + summary.errors.write
+      + summary.errors.status + summary.errors.timeout
+  local seconds = summary.duration / 1e6
+  if once then
+    local from, to = math.huge, 0
+    for _, thread in ipairs(threads) do
+      local a, b = thread:get("first"), thread:get("last")
+      if a and a < from then from = a end
+      if b and b > to then to = b end
+    end
+    if to > from then seconds = to - from end
+  end
+  io.write(string.format(
+    '{"scenario":"%s","connections":%s,"seconds":%.2f,"requests":%d,"requestsPerSecond":%.0f,' ..
+    '"latencyMs":{"p50":%.2f,"p99":%.2f,"max":%.2f},"errors":%d,"non2xx":%d,"timeouts":%d}\n',
+    os.getenv("SCENARIO"), os.getenv("CONNECTIONS"), seconds, summary.requests, summary.requests / seconds,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.max / 1000, errors,
+    summary.errors.status, summary.errors.timeout))
+end

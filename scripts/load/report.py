@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Writes the tables of one `make bench` run into docs/PERFORMANCE.md, between `<!-- bench:begin -->` and
+`<!-- bench:end -->` (everything else in the file is left as it is).
+
+  report.py RESULTS.jsonl DOC [PROFILE.txt]
+
+RESULTS holds the JSON lines of the run (scripts/bench.sh writes them): a "machine" line, bench-decrypt.sh's
+summary line, load-test.sh's scenario and check lines (each with its "store"), soak-test.sh's verdict line, and
+"failed" lines for steps that failed. PROFILE is `perf report --no-children --sort dso,symbol --stdio` of the
+server during the SQLite payments scenario, summed here by area.
+"""
+
+import json
+import re
+import sys
+
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+SCENARIOS = ["products", "checkouts", "sheetUpdates", "payments", "replays"]
+TARGETS = {"products": "≥ 30,000/s", "checkouts": "≥ 8,000/s", "payments": "≥ 2,000/s, p99 ≤ 25 ms",
+           "replays": "≥ 5,000/s"}
+
+
+def areas(profile_path):
+    """Self time by area from `perf report --sort dso,symbol`: [(area, percent)], largest first."""
+    totals = {}
+    line_pattern = re.compile(r"^\s+(\d+\.\d+)%\s+(\S+)\s+\[[.kK]\]\s+(.*)$")
+    with open(profile_path, errors="replace") as report:
+        for line in report:
+            match = line_pattern.match(line)
+            if not match:
+                continue
+            percent, dso, symbol = float(match.group(1)), match.group(2), match.group(3)
+            totals[area(dso, symbol)] = totals.get(area(dso, symbol), 0.0) + percent
+    return sorted(totals.items(), key=lambda item: -item[1])
+
+
+def area(dso, symbol):
+    if dso.startswith("[kernel") or dso == "[unknown]" and symbol.startswith("0xffff"):
+        return "kernel (system calls, network, scheduling, page faults)"
+    if "libcrypto" in dso or "libssl" in dso:
+        return "OpenSSL libcrypto (ECDH, ECDSA, RSA, AES, digests)"
+    if "libsqlite3" in dso:
+        return "SQLite"
+    if "libpq" in dso:
+        return "libpq"
+    if "libmicrohttpd" in dso:
+        return "libmicrohttpd (HTTP)"
+    if "libFoundation" in dso or "JSON" in symbol or "Coding" in symbol or "Codable" in symbol:
+        return "Foundation and JSON coding"
+    if "libswift" in dso or "swift_" in symbol:
+        return "Swift runtime and standard library (retain/release, allocation, generics, concurrency)"
+    if dso.startswith("libc") or "ld-linux" in dso or "libm" in dso:
+        return "libc (malloc, memcpy, locks)"
+    if dso == "applepay":
+        return "applepay's own code"
+    return f"other ({dso})"
+
+
+def number(value):
+    return f"{value:,.0f}" if isinstance(value, (int, float)) else "—"
+
+
+def main():
+    if len(sys.argv) not in (3, 4):
+        print(__doc__, file=sys.stderr)
+        return 64
+    results_path, doc_path = sys.argv[1], sys.argv[2]
+    lines = []
+    with open(results_path) as results:
+        for line in results:
+            line = line.strip()
+            if line.startswith("{"):
+                lines.append(json.loads(line))
+    machine = next((l for l in lines if l.get("scenario") == "machine"), {})
+    decrypt = next((l for l in lines if "EC_v1" in l or "RSA_v1" in l), None)
+    out = [BEGIN, f"_Written by `make bench` ({machine.get('date', '?')}): {machine.get('cores', '?')} cores "
+           f"({machine.get('cpu', '?')}), {machine.get('kernel', '?')}, load average "
+           f"{machine.get('loadAverageBefore', '?')} before the run and {machine.get('loadAverageAfter', '?')} "
+           "after. Do not edit by hand; the next run replaces everything between the markers._", ""]
+    failed = [l for l in lines if l.get("scenario") == "failed"]
+    if failed:
+        out += ["**Steps that failed in this run:** " + ", ".join(f"`{l['step']}`" for l in failed), ""]
+
+    out += ["### Token verification and decryption (1 thread)", "",
+            "| format | OpenSSL bound, tokens/s per core | applepay, tokens per CPU second | ratio | target |",
+            "|---|---:|---:|---:|---|"]
+    if decrypt:
+        for kind in ("EC_v1", "RSA_v1"):
+            if kind in decrypt:
+                d = decrypt[kind]
+                out.append(f"| {kind} | {number(d['bound'])} | {number(d['tokensPerCPUSecond'])} | "
+                           f"{d['ratio']:.2f} | ≥ 0.90 |")
+        out += ["", f"Load average at the end of the token bench: {decrypt.get('loadAverage', '?')}."]
+    else:
+        out.append("| (not measured in this run) | | | | |")
+
+    out += ["", "### Merchant server under load", "",
+            "Client CPU share: wrk's user + system CPU time over wall time × cores (the share of the machine the "
+            "load generator took from the server). Load average: after the scenario.", "",
+            "| scenario | store | requests/s | p50 ms | p99 ms | errors | client CPU share | load average | target |",
+            "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    for store in ("sqlite", "postgres"):
+        for scenario in SCENARIOS:
+            for l in lines:
+                if l.get("scenario") == scenario and l.get("store") == store:
+                    out.append(
+                        f"| {scenario} | {'SQLite' if store == 'sqlite' else 'PostgreSQL'} | "
+                        f"{number(l['requestsPerSecond'])} | {l['latencyMs']['p50']:.2f} | "
+                        f"{l['latencyMs']['p99']:.2f} | {l['errors']} | {l['clientCPUShare']:.0%} | "
+                        f"{l['loadAverage']} | {TARGETS.get(scenario, '')} |")
+    checks = [l for l in lines if l.get("scenario") == "checks"]
+    if checks:
+        out += [""]
+        for c in checks:
+            out.append(f"- {'SQLite' if c['store'] == 'sqlite' else 'PostgreSQL'} checks passed: {c['orders']} "
+                       f"payments each paid once, replays byte-identical, {c['paymentsInStore']} payments in the "
+                       f"store, descriptors {c['descriptorsBefore']} before and {c['descriptorsAfter']} after, "
+                       f"resident memory {c['rssKB'] / 1024:.0f} MB after the run; exit 0 on SIGTERM.")
+
+    soak = next((l for l in lines if l.get("scenario") == "soak"), None)
+    out += ["", "### Soak", ""]
+    if soak:
+        rss, fds = soak["rssKB"], soak["descriptors"]
+        out += ["| minutes | requests/s | payments | replays | errors | RSS first third max | RSS last third max | "
+                "RSS max | descriptors before / after | verdict |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+                f"| {soak['minutes']} | {soak['requestsPerSecond']} | {soak['payments']} | {soak['replays']} | "
+                f"{soak['errors']} | {rss['firstThirdMax'] / 1024:.1f} MB | {rss['lastThirdMax'] / 1024:.1f} MB | "
+                f"{rss['max'] / 1024:.1f} MB | {fds['before']} / {fds['after']} | "
+                f"{'flat, passed' if soak['passed'] else 'FAILED'} |", "",
+                f"Load average at the end of the soak: {soak['loadAverage']}."]
+    else:
+        out.append("Not run this time (`SOAK_MINUTES=0`).")
+
+    if len(sys.argv) == 4:
+        try:
+            summary = areas(sys.argv[3])
+        except OSError:
+            summary = []
+        if summary:
+            out += ["", "### Where the server's CPU goes (payments scenario, SQLite)", "",
+                    "`perf record -g` on the server during the payments scenario; self time by area "
+                    "(`perf report --no-children --sort dso,symbol`).", "",
+                    "| area | share of the server's samples |", "|---|---:|"]
+            out += [f"| {name} | {percent:.1f} % |" for name, percent in summary if percent >= 0.5]
+    out.append(END)
+
+    with open(doc_path) as doc:
+        text = doc.read()
+    block = "\n".join(out)
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n## Last `make bench` run\n" + block + "\n"
+    with open(doc_path, "w") as doc:
+        doc.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+# Shared by scripts/load-test.sh and scripts/soak-test.sh (sourced, from the repository's root, with NAME, STORE,
+# SCRATCH and CORES set): installs the tools, builds, makes WORK (removed on exit), starts `applepay serve` with a
+# sandbox, the admin API and no per-client limits on SQLite or a private PostgreSQL cluster, and sets BASE,
+# SERVER_PID and FDS_BEFORE. Also: fail, loadavg, descriptors, rss_kb, store_payments, stop_server.
+# shellcheck shell=bash
+ROOT=$PWD
+# The load generator and the JSON tool are this script's own, not build or test dependencies: installed only here.
+missing=""
+for tool in wrk jq curl sqlite3; do
+    command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+[ -x /usr/bin/time ] || missing="$missing time"
+if [ -n "$missing" ]; then
+    echo "$NAME: installing$missing" >&2
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+if [ -z "${APPLEPAY:-}" ]; then
+    swift build -c release --scratch-path "$SCRATCH" --product applepay >&2
+    APPLEPAY="$ROOT/$SCRATCH/release/applepay"
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/applepay-$NAME.XXXXXX")
+chmod 755 "$WORK"
+SERVER_PID=""
+PG_DIR=""
+PERF_PID=""
+cleanup() {
+    if [ -n "$PERF_PID" ] && kill -0 "$PERF_PID" 2>/dev/null; then kill -INT "$PERF_PID" 2>/dev/null || true; fi
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    [ -z "$PG_DIR" ] || scripts/test-postgres.sh stop "$PG_DIR"
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "$NAME: FAIL: $*" >&2; exit 1; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+case "$STORE" in
+    sqlite) STORE_URI="sqlite:$WORK/orders.sqlite" ;;
+    postgres | postgresql)
+        PG_DIR="$WORK/pg"
+        STORE_URI=$(PG_FSYNC=${PG_FSYNC:-on} scripts/test-postgres.sh start "$PG_DIR")
+        ;;
+    *) fail "STORE is sqlite or postgres, not $STORE" ;;
+esac
+store_payments() { # how many payments the store holds
+    if [ -n "$PG_DIR" ]; then
+        PGUSER=$(sed -n 's/.*user=\([^&]*\).*/\1/p' <<<"$STORE_URI")
+        "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/psql" -h "$PG_DIR" -U "$PGUSER" -d applepay_test \
+            -tAc "SELECT count(*) FROM payments"
+    else
+        sqlite3 "$WORK/orders.sqlite" "SELECT count(*) FROM payments"
+    fi
+}
+
+"$APPLEPAY" sandbox init "$WORK/sandbox" --merchant-id merchant.com.example.load >/dev/null
+# All the load comes from 127.0.0.1: no per-client connection limit, no rate limits (docs/LIMITS.md), where the
+# server has them.
+CONFIG=()
+if grep -q -a perClientConnectionLimit "$APPLEPAY"; then
+    echo '{"server": {"perClientConnectionLimit": 0, "rateLimits": "off"}}' >"$WORK/server.json"
+    CONFIG=(--config "$WORK/server.json")
+fi
+export APPLEPAY_ADMIN_TOKEN="$NAME-admin-token"
+"$APPLEPAY" serve --sandbox "$WORK/sandbox" "${CONFIG[@]}" --store "$STORE_URI" --port 0 \
+    >"$WORK/server.out" 2>"$WORK/server.log" &
+SERVER_PID=$!
+BASE=""
+for _ in $(seq 1 300); do
+    BASE=$(sed -n 's|.*on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$WORK/server.out")
+    [ -n "$BASE" ] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; fail "the server did not start"; }
+    sleep 0.1
+done
+[ -n "$BASE" ] || fail "the server did not say where it listens"
+curl -sf "$BASE/healthz" >/dev/null || fail "GET /healthz"
+descriptors() { ls "/proc/$SERVER_PID/fd" | wc -l; }
+rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$SERVER_PID/status"; }
+FDS_BEFORE=$(descriptors)
+echo "$NAME: server $BASE (pid $SERVER_PID, $FDS_BEFORE descriptors, store $STORE); load average $(loadavg)," \
+    "$CORES cores" >&2
+
+# SIGTERM; the server must exit 0 within 30 s.
+stop_server() {
+    kill -TERM "$SERVER_PID"
+    # Graceful shutdown finishes requests in flight (10 s grace); past 30 s the server is stuck: say so and kill it.
+    for _ in $(seq 1 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
+        fail "the server did not exit within 30 s of SIGTERM (last log line: $(tail -1 "$WORK/server.log"))"
+    fi
+    code=0
+    wait "$SERVER_PID" || code=$?
+    SERVER_PID=""
+    [ "$code" -eq 0 ] || fail "the server exited $code after SIGTERM"
+    echo "$NAME: ok (server stopped with exit 0)" >&2
+}

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""The traffic and the verdict of scripts/soak-test.sh (Python 3 standard library only).
+
+  soak.py BASE DIR MINUTES APPLEPAY SANDBOX SERVER_PID DESCRIPTORS_BEFORE [RATE]
+
+Mixed traffic at a steady RATE requests per second (default 100) for MINUTES minutes from WORKERS keep-alive
+clients, each running the same cycle of ten requests: 4 x GET /v1/products, POST /v1/checkouts, a sheet update
+(shipping contact) of that checkout, a payment, a replay of an earlier payment (its answer must be byte for byte
+the first), and GET /v1/orders/{id}?secret=... of a paid order (must be `paid`), plus one more products read.
+Payments use tokens a minter thread makes as it goes: batches of BATCH priced checkouts, minted by one
+`applepay sandbox mint --batch` process each.
+
+Every 10 s the server's resident memory (VmRSS) and open descriptors are sampled and printed as a JSON line. After
+the traffic stops, the descriptors are sampled again. Passes when
+  - no request failed,
+  - memory is flat: the largest sample of the last third is at most the largest of the first third plus
+    max(10 %, 5 MB), and no sample exceeds 100 MB,
+  - descriptors are flat (last third's largest at most the first third's largest + 4) and back to at most
+    DESCRIPTORS_BEFORE + 2 once the clients have closed their connections.
+Prints a last JSON line with the verdict; exit 1 when it fails.
+"""
+
+import collections
+import json
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from client import SHIPPING_REGION, Client, create_checkouts, mint  # noqa: E402
+
+WORKERS = 4
+BATCH = 100
+SAMPLE_SECONDS = 10
+RSS_LIMIT_KB = 100 * 1024
+
+
+def read_sample(pid):
+    with open(f"/proc/{pid}/status") as status:
+        rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+
+
+class Soak:
+    def __init__(self, base, folder, applepay, sandbox, rate):
+        self.base, self.folder, self.applepay, self.sandbox = base, folder, applepay, sandbox
+        self.rate = rate
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.tokens = collections.deque()  # (checkout, body) ready to pay
+        self.paid = collections.deque(maxlen=5000)  # (checkout, body, first answer, order id, secret)
+        self.counts = collections.Counter()
+        self.failures = []
+        self.batch = 0
+
+    def fail(self, message):
+        with self.lock:
+            self.counts["errors"] += 1
+            if len(self.failures) < 20:
+                self.failures.append(message)
+
+    def minter(self):
+        client = Client(self.base)
+        while not self.stop.is_set():
+            if len(self.tokens) >= BATCH:
+                time.sleep(0.2)
+                continue
+            try:
+                checkouts = create_checkouts(client, BATCH)
+                self.batch += 1
+                folder = os.path.join(self.folder, f"batch-{self.batch}")
+                os.makedirs(folder)
+                bodies = mint(self.applepay, self.sandbox, folder, checkouts)
+            except Exception as error:  # noqa: BLE001 - counted, and the soak goes on
+                self.fail(f"minting: {error}")
+                time.sleep(1)
+                continue
+            with self.lock:
+                self.counts["minted"] += len(bodies)
+                self.counts["requests"] += 3 * len(bodies)
+            self.tokens.extend((checkout, body.encode()) for checkout, body in bodies.items())
+
+    def step(self, client, kind, state):
+        if kind == "products":
+            status, _ = client.call("GET", "/v1/products")
+            return status == 200 or self.fail(f"GET /v1/products answered {status}")
+        if kind == "checkout":
+            status, raw = client.call("POST", "/v1/checkouts", {"items": [{"sku": "COFFEE-250", "quantity": 1}]})
+            if status != 201:
+                return self.fail(f"POST /v1/checkouts answered {status}: {raw[:200]!r}")
+            state["checkout"] = json.loads(raw)["id"]
+            return True
+        if kind == "sheet":
+            if "checkout" not in state:
+                return None
+            status, raw = client.call("POST", f"/v1/checkouts/{state['checkout']}/shipping-contact", SHIPPING_REGION)
+            return status == 200 or self.fail(f"shipping-contact answered {status}: {raw[:200]!r}")
+        if kind == "payment":
+            try:
+                checkout, body = self.tokens.popleft()
+            except IndexError:
+                with self.lock:
+                    self.counts["noTokenYet"] += 1
+                return None
+            status, raw = client.call("POST", f"/v1/checkouts/{checkout}/payment", body)
+            answer = json.loads(raw) if raw.startswith(b"{") else {}
+            if status != 200 or answer.get("status") != "success":
+                return self.fail(f"payment of {checkout}: {status} {raw[:200]!r}")
+            with self.lock:
+                self.counts["payments"] += 1
+            self.paid.append((checkout, body, raw, answer["orderId"], answer["orderSecret"]))
+            return True
+        if kind == "replay":
+            try:
+                checkout, body, first, _, _ = self.paid[0]
+            except IndexError:
+                return None
+            status, raw = client.call("POST", f"/v1/checkouts/{checkout}/payment", body)
+            if status != 200 or raw != first:
+                return self.fail(f"replay of {checkout}: {status} {raw[:200]!r}, first {first[:200]!r}")
+            with self.lock:
+                self.counts["replays"] += 1
+                self.paid.rotate(-1)
+            return True
+        if kind == "order":
+            try:
+                checkout, _, _, order, secret = self.paid[-1]
+            except IndexError:
+                return None
+            status, raw = client.call("GET", f"/v1/orders/{order}?secret={secret}")
+            if status != 200 or json.loads(raw).get("status") != "paid" or json.loads(raw).get("checkoutId") != checkout:
+                return self.fail(f"order {order}: {status} {raw[:200]!r}")
+            return True
+        raise AssertionError(kind)
+
+    def worker(self, index):
+        client = Client(self.base)
+        cycle = ["products", "checkout", "products", "sheet", "payment", "products", "replay", "products", "order",
+                 "products"]
+        interval = WORKERS / self.rate
+        due = time.monotonic() + index * interval / WORKERS
+        state = {}
+        step = 0
+        while not self.stop.is_set():
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            due += interval
+            kind = cycle[step % len(cycle)]
+            step += 1
+            try:
+                if self.step(client, kind, state):
+                    with self.lock:
+                        self.counts["requests"] += 1
+            except Exception as error:  # noqa: BLE001 - counted, and the soak goes on
+                self.fail(f"{kind}: {error}")
+        client.connection and client.connection.close()
+
+
+def flat(samples, key, margin):
+    third = max(1, len(samples) // 3)
+    first = max(s[key] for s in samples[:third])
+    last = max(s[key] for s in samples[-third:])
+    return last <= first + margin(first), first, last
+
+
+def main():
+    if len(sys.argv) not in (8, 9):
+        print(__doc__, file=sys.stderr)
+        return 64
+    base, folder, minutes, applepay, sandbox, pid, fds_before = sys.argv[1:8]
+    rate = float(sys.argv[8]) if len(sys.argv) == 9 else 100.0
+    soak = Soak(base, folder, applepay, sandbox, rate)
+    seconds = float(minutes) * 60
+    threads = [threading.Thread(target=soak.minter, daemon=True)]
+    threads += [threading.Thread(target=soak.worker, args=(i,), daemon=True) for i in range(WORKERS)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    samples = []
+    while True:
+        elapsed = time.monotonic() - started
+        rss, fds = read_sample(pid)
+        with soak.lock:
+            sample = {"t": round(elapsed), "rssKB": rss, "descriptors": fds, "requests": soak.counts["requests"],
+                      "payments": soak.counts["payments"], "replays": soak.counts["replays"],
+                      "errors": soak.counts["errors"], "loadAverage": open("/proc/loadavg").read()[:14].strip()}
+        samples.append(sample)
+        print(json.dumps(sample), flush=True)
+        if elapsed >= seconds:
+            break
+        time.sleep(min(SAMPLE_SECONDS, seconds - elapsed))
+    soak.stop.set()
+    for thread in threads:
+        thread.join(timeout=120)
+    time.sleep(2)  # the clients' connections are closed; give the server a moment to see it
+    _, fds_after = read_sample(pid)
+    # The first sample is taken before any traffic: leave it out of the flatness checks.
+    measured = samples[1:] if len(samples) > 3 else samples
+    rss_flat, rss_first, rss_last = flat(measured, "rssKB", lambda first: max(first * 0.10, 5 * 1024))
+    fds_flat, fds_first, fds_last = flat(measured, "descriptors", lambda _: 4)
+    rss_max = max(s["rssKB"] for s in samples)
+    back = fds_after <= int(fds_before) + 2
+    passed = rss_flat and fds_flat and back and rss_max <= RSS_LIMIT_KB and soak.counts["errors"] == 0 \
+        and soak.counts["payments"] > 0
+    wall = time.monotonic() - started
+    print(json.dumps({
+        "scenario": "soak", "minutes": round(seconds / 60, 1), "samples": len(samples),
+        "requests": soak.counts["requests"], "requestsPerSecond": round(soak.counts["requests"] / wall),
+        "payments": soak.counts["payments"], "replays": soak.counts["replays"], "minted": soak.counts["minted"],
+        "noTokenYet": soak.counts["noTokenYet"], "errors": soak.counts["errors"],
+        "rssKB": {"firstThirdMax": rss_first, "lastThirdMax": rss_last, "max": rss_max, "flat": rss_flat},
+        "descriptors": {"before": int(fds_before), "firstThirdMax": fds_first, "lastThirdMax": fds_last,
+                        "after": fds_after, "flat": fds_flat, "backToBaseline": back},
+        "loadAverage": open("/proc/loadavg").read()[:14].strip(), "passed": passed}), flush=True)
+    for failure in soak.failures:
+        print(f"soak-test: FAILURE: {failure}", file=sys.stderr)
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
