@@ -22,8 +22,8 @@
 # Usage: scripts/load-test.sh [SECONDS] [CONNECTIONS] [PAYMENTS]   (defaults 10, 16, 2000)
 # Environment: STORE=sqlite|postgres (default sqlite), SCRATCH (build folder, default .build), APPLEPAY (use this
 # binary instead of building one), PERF_OUT=FILE (record the server with `perf record -g` during the payments
-# scenario and write `perf report --no-children --sort dso,symbol` to FILE), PG_FSYNC (the PostgreSQL cluster's
-# fsync, default on: a payment is acknowledged after it is on disk, as with SQLite).
+# scenario, write `perf report --no-children --sort dso,symbol` to FILE and keep the recording as FILE.data),
+# PG_FSYNC (the PostgreSQL cluster's fsync, default on: a payment is acknowledged once it is on disk, as on SQLite).
 set -euo pipefail
 DURATION=${1:-10}
 CONNECTIONS=${2:-16}
@@ -63,7 +63,8 @@ run_wrk() {
 run_once() { # scenario answers-name
     local wrk_pid line
     rm -rf "$WORK/done" && mkdir "$WORK/done"
-    SCENARIO=$1 CONNECTIONS=$CONNECTIONS MODE=once THREADS=$CONNECTIONS BODIES="$WORK/pay/payments.tsv" \
+    awk -v n="$CONNECTIONS" -v out="$WORK/pay/share" '{ print > (out "." ((NR - 1) % n)) }' "$WORK/pay/payments.tsv"
+    SCENARIO=$1 CONNECTIONS=$CONNECTIONS MODE=once THREADS=$CONNECTIONS SPLIT=1 BODIES="$WORK/pay/share" \
         ANSWERS="$WORK/pay/$2" DONE_DIR="$WORK/done" \
         /usr/bin/time -f '%U %S %e' -o "$WORK/$1.time" \
         wrk --threads "$CONNECTIONS" --connections "$CONNECTIONS" --duration 600s --timeout 30s \
@@ -89,7 +90,8 @@ if [ -n "$PERF_PID" ]; then
     kill -INT "$PERF_PID"
     wait "$PERF_PID" || true
     PERF_PID=""
-    perf report -i "$WORK/perf.data" --no-children --sort dso,symbol --stdio 2>/dev/null >"$PERF_OUT" || true
+    perf report -i "$WORK/perf.data" --no-children --sort dso,symbol --stdio -g none 2>/dev/null >"$PERF_OUT" || true
+    cp "$WORK/perf.data" "$PERF_OUT.data"
     echo "load-test: profile of the payments scenario in $PERF_OUT" >&2
 fi
 run_once replays replays

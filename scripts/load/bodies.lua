@@ -1,5 +1,6 @@
 -- wrk script of scripts/load-test.sh and scripts/soak-test.sh: posts the requests of a file of `path<TAB>body`
--- lines (BODIES). Thread k of THREADS takes lines k, k + THREADS, k + 2*THREADS, ... as its partition.
+-- lines (BODIES). Thread k of THREADS takes lines k, k + THREADS, k + 2*THREADS, ... as its partition (with
+-- SPLIT=1, the whole of BODIES.<k>, where the calling script has put that partition: less to read at start-up).
 --   MODE=cycle  each thread cycles through its partition until wrk's --duration is up (checkouts, sheet updates)
 --   MODE=once   each line is posted exactly once: every thread runs ONE connection (so its answers come back in the
 --               order of its requests), writes "status<TAB>body" per answer to ANSWERS.<k>, and stops itself with
@@ -38,9 +39,13 @@ function init(args)
     requests[1] = wrk.format("GET")
     return
   end
+  local share = id
+  if os.getenv("SPLIT") == "1" then -- the calling script has written each thread's share to BODIES.<k>
+    file, count, share = file .. "." .. id, 1, 0
+  end
   local line_number = 0
   for line in io.lines(file) do
-    if line_number % count == id then
+    if line_number % count == share then
       local tab = line:find("\t", 1, true)
       local path, body = line:sub(1, tab - 1), line:sub(tab + 1)
       paths[#paths + 1] = path

@@ -69,6 +69,7 @@ if grep -q -a perClientConnectionLimit "$APPLEPAY"; then
     CONFIG=(--config "$WORK/server.json")
 fi
 export APPLEPAY_ADMIN_TOKEN="$NAME-admin-token"
+: >"$WORK/server.out" # before the server's shell opens it: the loop below reads it at once
 "$APPLEPAY" serve --sandbox "$WORK/sandbox" "${CONFIG[@]}" --store "$STORE_URI" --port 0 \
     >"$WORK/server.out" 2>"$WORK/server.log" &
 SERVER_PID=$!
