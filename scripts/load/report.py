@@ -45,8 +45,8 @@ def area(dso, symbol):
         return "libpq"
     if "libmicrohttpd" in dso:
         return "libmicrohttpd (HTTP)"
-    if "libFoundation" in dso or "JSON" in symbol or "Coding" in symbol or "Codable" in symbol:
-        return "Foundation and JSON coding"
+    if "Foundation" in dso or "JSON" in symbol or "Coding" in symbol or "Codable" in symbol:
+        return "Foundation (JSON coding, ISO 8601 date formatting, ICU)"
     if "libswift" in dso or "swift_" in symbol:
         return "Swift runtime and standard library (retain/release, allocation, generics, concurrency)"
     if dso.startswith("libc") or "ld-linux" in dso or "libm" in dso:
