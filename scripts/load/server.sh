@@ -23,6 +23,7 @@ if [ -z "${APPLEPAY:-}" ]; then
     swift build -c release --scratch-path "$SCRATCH" --product applepay >&2
     APPLEPAY="$ROOT/$SCRATCH/release/applepay"
 fi
+case "$APPLEPAY" in /*) ;; *) APPLEPAY="$ROOT/$APPLEPAY" ;; esac # the server starts in another folder
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/applepay-$NAME.XXXXXX")
 chmod 755 "$WORK"
@@ -70,8 +71,9 @@ if grep -q -a perClientConnectionLimit "$APPLEPAY"; then
 fi
 export APPLEPAY_ADMIN_TOKEN="$NAME-admin-token"
 : >"$WORK/server.out" # before the server's shell opens it: the loop below reads it at once
-"$APPLEPAY" serve --sandbox "$WORK/sandbox" "${CONFIG[@]}" --store "$STORE_URI" --port 0 \
-    >"$WORK/server.out" 2>"$WORK/server.log" &
+# Started in WORK: with a PostgreSQL store the in-process sandbox processor keeps its ledger in the current folder.
+(cd "$WORK" && exec "$APPLEPAY" serve --sandbox "$WORK/sandbox" "${CONFIG[@]}" --store "$STORE_URI" --port 0 \
+    >"$WORK/server.out" 2>"$WORK/server.log") &
 SERVER_PID=$!
 BASE=""
 for _ in $(seq 1 300); do
