@@ -41,9 +41,12 @@ step load-postgres env STORE=postgres scripts/load-test.sh "${LOAD_SECONDS:-10}"
 if [ "${SOAK_MINUTES:-10}" != 0 ]; then
     step soak scripts/soak-test.sh "${SOAK_MINUTES:-10}"
 fi
-printf '{"scenario":"machine","date":"%s","cores":%s,"cpu":"%s","kernel":"%s","loadAverageBefore":"%s","loadAverageAfter":"%s"}\n' \
+settings="LOAD_SECONDS=${LOAD_SECONDS:-10} CONNECTIONS=${CONNECTIONS:-16} PAYMENTS=${PAYMENTS:-2000}"
+settings="$settings SOAK_MINUTES=${SOAK_MINUTES:-10} DECRYPT_SECONDS=${DECRYPT_SECONDS:-3} DECRYPT_ROUNDS=${DECRYPT_ROUNDS:-3}"
+printf '{"scenario":"machine","date":"%s","cores":%s,"cpu":"%s","kernel":"%s","loadAverageBefore":"%s",%s}\n' \
     "$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
-    "$(uname -sr)" "$before" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RESULTS"
+    "$(uname -sr)" "$before" "\"loadAverageAfter\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"settings\":\"$settings\"" \
+    >>"$RESULTS"
 python3 scripts/load/report.py "$RESULTS" docs/PERFORMANCE.md "$OUT/perf-payments.txt" || status=1
 echo "bench: docs/PERFORMANCE.md written from $RESULTS (exit $status)" >&2
 exit "$status"

@@ -76,7 +76,8 @@ def main():
     out = [BEGIN, f"_Written by `make bench` ({machine.get('date', '?')}): {machine.get('cores', '?')} cores "
            f"({machine.get('cpu', '?')}), {machine.get('kernel', '?')}, load average "
            f"{machine.get('loadAverageBefore', '?')} before the run and {machine.get('loadAverageAfter', '?')} "
-           "after. Do not edit by hand; the next run replaces everything between the markers._", ""]
+           "after; settings `" + machine.get("settings", "?") + "`. Do not edit by hand; the next run replaces "
+           "everything between the markers._", ""]
     failed = [l for l in lines if l.get("scenario") == "failed"]
     if failed:
         out += ["**Steps that failed in this run:** " + ", ".join(f"`{l['step']}`" for l in failed), ""]
@@ -122,11 +123,12 @@ def main():
     if soak:
         rss, fds = soak["rssKB"], soak["descriptors"]
         out += ["| minutes | requests/s | payments | replays | errors | RSS first third max | RSS last third max | "
-                "RSS max | descriptors before / after | verdict |",
-                "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+                "RSS max | RSS slope | descriptors before / after | verdict |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
                 f"| {soak['minutes']} | {soak['requestsPerSecond']} | {soak['payments']} | {soak['replays']} | "
                 f"{soak['errors']} | {rss['firstThirdMax'] / 1024:.1f} MB | {rss['lastThirdMax'] / 1024:.1f} MB | "
-                f"{rss['max'] / 1024:.1f} MB | {fds['before']} / {fds['after']} | "
+                f"{rss['max'] / 1024:.1f} MB | {rss.get('slopeKBPerMinute', 0) / 1024:+.2f} MB/min | "
+                f"{fds['before']} / {fds['after']} | "
                 f"{'flat, passed' if soak['passed'] else 'FAILED'} |", "",
                 f"Load average at the end of the soak: {soak['loadAverage']}."]
     else:

@@ -6,7 +6,8 @@
 Mixed traffic at a steady RATE requests per second (default 100) for MINUTES minutes from WORKERS keep-alive
 clients, each running the same cycle of ten requests: 4 x GET /v1/products, POST /v1/checkouts, a sheet update
 (shipping contact) of that checkout, a payment, a replay of an earlier payment (its answer must be byte for byte
-the first), and GET /v1/orders/{id}?secret=... of a paid order (must be `paid`), plus one more products read.
+the first; one of the last 200 payments, as a token is only accepted for a few minutes after it was signed), and
+GET /v1/orders/{id}?secret=... of a paid order (must be `paid`), plus one more products read.
 Payments use tokens a minter thread makes as it goes: batches of BATCH priced checkouts, minted by one
 `applepay sandbox mint --batch` process each.
 
@@ -32,6 +33,7 @@ from client import SHIPPING_REGION, Client, create_checkouts, mint  # noqa: E402
 
 WORKERS = 4
 BATCH = 100
+RECENT = 200
 SAMPLE_SECONDS = 10
 RSS_LIMIT_KB = 100 * 1024
 
@@ -49,7 +51,9 @@ class Soak:
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.tokens = collections.deque()  # (checkout, body) ready to pay
-        self.paid = collections.deque(maxlen=5000)  # (checkout, body, first answer, order id, secret)
+        # (checkout, body, first answer, order id, secret) of the last RECENT payments: a replay must come within
+        # the token's freshness window (the server refuses an old token, signingTimeOutOfRange, replay or not).
+        self.paid = collections.deque(maxlen=RECENT)
         self.counts = collections.Counter()
         self.failures = []
         self.batch = 0
@@ -109,25 +113,26 @@ class Soak:
                 return self.fail(f"payment of {checkout}: {status} {raw[:200]!r}")
             with self.lock:
                 self.counts["payments"] += 1
-            self.paid.append((checkout, body, raw, answer["orderId"], answer["orderSecret"]))
+            with self.lock:
+                self.paid.append((checkout, body, raw, answer["orderId"], answer["orderSecret"]))
             return True
         if kind == "replay":
-            try:
+            with self.lock:
+                if not self.paid:
+                    return None
                 checkout, body, first, _, _ = self.paid[0]
-            except IndexError:
-                return None
+                self.paid.rotate(-1)
             status, raw = client.call("POST", f"/v1/checkouts/{checkout}/payment", body)
             if status != 200 or raw != first:
                 return self.fail(f"replay of {checkout}: {status} {raw[:200]!r}, first {first[:200]!r}")
             with self.lock:
                 self.counts["replays"] += 1
-                self.paid.rotate(-1)
             return True
         if kind == "order":
-            try:
+            with self.lock:
+                if not self.paid:
+                    return None
                 checkout, _, _, order, secret = self.paid[-1]
-            except IndexError:
-                return None
             status, raw = client.call("GET", f"/v1/orders/{order}?secret={secret}")
             if status != 200 or json.loads(raw).get("status") != "paid" or json.loads(raw).get("checkoutId") != checkout:
                 return self.fail(f"order {order}: {status} {raw[:200]!r}")
@@ -201,6 +206,11 @@ def main():
     rss_flat, rss_first, rss_last = flat(measured, "rssKB", lambda first: max(first * 0.10, 5 * 1024))
     fds_flat, fds_first, fds_last = flat(measured, "descriptors", lambda _: 4)
     rss_max = max(s["rssKB"] for s in samples)
+    # Least-squares slope of memory over the measured samples, for the record (not a pass criterion).
+    mean_t = sum(s["t"] for s in measured) / len(measured)
+    mean_r = sum(s["rssKB"] for s in measured) / len(measured)
+    spread = sum((s["t"] - mean_t) ** 2 for s in measured)
+    slope = sum((s["t"] - mean_t) * (s["rssKB"] - mean_r) for s in measured) / spread * 60 if spread else 0.0
     back = fds_after <= int(fds_before) + 2
     passed = rss_flat and fds_flat and back and rss_max <= RSS_LIMIT_KB and soak.counts["errors"] == 0 \
         and soak.counts["payments"] > 0
@@ -210,7 +220,8 @@ def main():
         "requests": soak.counts["requests"], "requestsPerSecond": round(soak.counts["requests"] / wall),
         "payments": soak.counts["payments"], "replays": soak.counts["replays"], "minted": soak.counts["minted"],
         "noTokenYet": soak.counts["noTokenYet"], "errors": soak.counts["errors"],
-        "rssKB": {"firstThirdMax": rss_first, "lastThirdMax": rss_last, "max": rss_max, "flat": rss_flat},
+        "rssKB": {"firstThirdMax": rss_first, "lastThirdMax": rss_last, "max": rss_max, "flat": rss_flat,
+                  "slopeKBPerMinute": round(slope)},
         "descriptors": {"before": int(fds_before), "firstThirdMax": fds_first, "lastThirdMax": fds_last,
                         "after": fds_after, "flat": fds_flat, "backToBaseline": back},
         "loadAverage": open("/proc/loadavg").read()[:14].strip(), "passed": passed}), flush=True)
