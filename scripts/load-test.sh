@@ -21,8 +21,9 @@
 #
 # Usage: scripts/load-test.sh [SECONDS] [CONNECTIONS] [PAYMENTS]   (defaults 10, 16, 2000)
 # Environment: STORE=sqlite|postgres (default sqlite), SCRATCH (build folder, default .build), APPLEPAY (use this
-# binary instead of building one), PERF_OUT=FILE (record the server with `perf record -g` during the payments
-# scenario, write `perf report --no-children --sort dso,symbol` to FILE and keep the recording as FILE.data),
+# binary instead of building one), PERF_OUT=FILE (after the replays, PAYMENTS more payments on fresh checkouts as
+# `paymentsProfiled`, with the server recorded by `perf record -g`; writes `perf report --no-children --sort
+# dso,symbol` to FILE and keeps the recording as FILE.data; then their replays as `replaysProfiled`),
 # PG_FSYNC (the PostgreSQL cluster's fsync, default on: a payment is acknowledged once it is on disk, as on SQLite).
 set -euo pipefail
 DURATION=${1:-10}
@@ -40,6 +41,13 @@ cd "$(dirname "$0")/.."
 mkdir -p "$WORK/pay"
 python3 scripts/load/client.py prepare "$BASE" "$WORK/pay" "$PAYMENTS" 200 "$APPLEPAY" "$WORK/sandbox" \
     || fail "could not prepare $PAYMENTS payments"
+FOLDERS=("$WORK/pay")
+if [ -n "${PERF_OUT:-}" ]; then # as many again for the profiled run, so that perf does not touch the figures
+    mkdir -p "$WORK/profile"
+    python3 scripts/load/client.py prepare "$BASE" "$WORK/profile" "$PAYMENTS" 0 "$APPLEPAY" "$WORK/sandbox" \
+        || fail "could not prepare $PAYMENTS payments for the profile"
+    FOLDERS+=("$WORK/profile")
+fi
 echo '/v1/checkouts	{"items":[{"sku":"COFFEE-250","quantity":2},{"sku":"MUG-01","quantity":1}]}' >"$WORK/checkout.tsv"
 
 # Adds the client's CPU share and the load average to wrk's JSON line.
@@ -59,13 +67,14 @@ run_wrk() {
         --script scripts/load/bodies.lua "$BASE$2" | tail -1)
     annotate "$line" "$WORK/$1.time"
 }
-# Every line of payments.tsv once: CONNECTIONS threads of one connection each; ends wrk when all have finished.
-run_once() { # scenario answers-name
+# Every line of FOLDER/payments.tsv once: CONNECTIONS threads of one connection each; ends wrk when all have
+# finished.
+run_once() { # scenario folder answers-name
     local wrk_pid line
     rm -rf "$WORK/done" && mkdir "$WORK/done"
-    awk -v n="$CONNECTIONS" -v out="$WORK/pay/share" '{ print > (out "." ((NR - 1) % n)) }' "$WORK/pay/payments.tsv"
-    SCENARIO=$1 CONNECTIONS=$CONNECTIONS MODE=once THREADS=$CONNECTIONS SPLIT=1 BODIES="$WORK/pay/share" \
-        ANSWERS="$WORK/pay/$2" DONE_DIR="$WORK/done" \
+    awk -v n="$CONNECTIONS" -v out="$2/share" '{ print > (out "." ((NR - 1) % n)) }' "$2/payments.tsv"
+    SCENARIO=$1 CONNECTIONS=$CONNECTIONS MODE=once THREADS=$CONNECTIONS SPLIT=1 BODIES="$2/share" \
+        ANSWERS="$2/$3" DONE_DIR="$WORK/done" \
         /usr/bin/time -f '%U %S %e' -o "$WORK/$1.time" \
         wrk --threads "$CONNECTIONS" --connections "$CONNECTIONS" --duration 600s --timeout 30s \
         --script scripts/load/bodies.lua "$BASE" >"$WORK/$1.wrk" &
@@ -80,31 +89,40 @@ run_once() { # scenario answers-name
 run_wrk products /v1/products
 run_wrk checkouts /v1/checkouts "$WORK/checkout.tsv"
 run_wrk sheetUpdates / "$WORK/pay/sheet.tsv"
-if [ -n "${PERF_OUT:-}" ]; then
+run_once payments "$WORK/pay" answers
+run_once replays "$WORK/pay" replays
+if [ -n "${PERF_OUT:-}" ]; then # the same scenario again on fresh checkouts, recorded (its figures say perf's cost)
     perf record -g -o "$WORK/perf.data" -p "$SERVER_PID" >"$WORK/perf.log" 2>&1 &
     PERF_PID=$!
     sleep 0.5
-fi
-run_once payments answers
-if [ -n "$PERF_PID" ]; then
+    run_once paymentsProfiled "$WORK/profile" answers
     kill -INT "$PERF_PID"
     wait "$PERF_PID" || true
     PERF_PID=""
     perf report -i "$WORK/perf.data" --no-children --sort dso,symbol --stdio -g none 2>/dev/null >"$PERF_OUT" || true
     cp "$WORK/perf.data" "$PERF_OUT.data"
     echo "load-test: profile of the payments scenario in $PERF_OUT" >&2
+    run_once replaysProfiled "$WORK/profile" replays # not recorded; the checks below want the replays
 fi
-run_once replays replays
 
 # The checks: answers and orders over the API, then the store, descriptors, the log, SIGTERM.
-python3 scripts/load/client.py check "$BASE" "$WORK/pay" "$CONNECTIONS" || fail "the payments' checks failed"
-expected=$(wc -l <"$WORK/pay/checkouts.tsv")
+expected=0
+for folder in "${FOLDERS[@]}"; do
+    python3 scripts/load/client.py check "$BASE" "$folder" "$CONNECTIONS" || fail "the payments' checks failed"
+    expected=$((expected + $(wc -l <"$folder/checkouts.tsv")))
+done
 charged=$(store_payments)
 [ "$charged" -eq "$expected" ] || fail "$charged payments recorded for $expected checkouts (double charge?)"
 sleep 1 # wrk's connections are closed; give the server a moment to see it
 FDS_AFTER=$(descriptors)
-echo "{\"scenario\":\"checks\",\"store\":\"$STORE\",\"orders\":$expected,\"paidOnce\":true,\"replaysMatch\":true,\"paymentsInStore\":$charged,\"descriptorsBefore\":$FDS_BEFORE,\"descriptorsAfter\":$FDS_AFTER,\"rssKB\":$(rss_kb),\"loadAverage\":\"$(loadavg)\",\"cores\":$CORES}"
-[ "$FDS_AFTER" -le "$((FDS_BEFORE + 2))" ] || fail "the server holds $FDS_AFTER descriptors, $FDS_BEFORE before the load"
-grep -q '"status":5[0-9][0-9]' "$WORK/server.log" && fail "the server answered 5xx: $(grep -m1 '"status":5' "$WORK/server.log")"
+jq -nc --arg store "$STORE" --argjson orders "$expected" --argjson charged "$charged" \
+    --argjson before "$FDS_BEFORE" --argjson after "$FDS_AFTER" --argjson rss "$(rss_kb)" --arg load "$(loadavg)" \
+    --argjson cores "$CORES" '{scenario: "checks", store: $store, orders: $orders, paidOnce: true,
+        replaysMatch: true, paymentsInStore: $charged, descriptorsBefore: $before, descriptorsAfter: $after,
+        rssKB: $rss, loadAverage: $load, cores: $cores}'
+[ "$FDS_AFTER" -le "$((FDS_BEFORE + 2))" ] \
+    || fail "the server holds $FDS_AFTER descriptors, $FDS_BEFORE before the load"
+grep -q '"status":5[0-9][0-9]' "$WORK/server.log" \
+    && fail "the server answered 5xx: $(grep -m1 '"status":5' "$WORK/server.log")"
 
 stop_server

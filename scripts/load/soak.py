@@ -54,6 +54,7 @@ class Soak:
         # (checkout, body, first answer, order id, secret) of the last RECENT payments: a replay must come within
         # the token's freshness window (the server refuses an old token, signingTimeOutOfRange, replay or not).
         self.paid = collections.deque(maxlen=RECENT)
+        self.replayed = 0
         self.counts = collections.Counter()
         self.failures = []
         self.batch = 0
@@ -120,8 +121,9 @@ class Soak:
             with self.lock:
                 if not self.paid:
                     return None
-                checkout, body, first, _, _ = self.paid[0]
-                self.paid.rotate(-1)
+                # Newest first, going back through the window; no rotation, so the deque drops the oldest.
+                self.replayed += 1
+                checkout, body, first, _, _ = self.paid[-1 - self.replayed % len(self.paid)]
             status, raw = client.call("POST", f"/v1/checkouts/{checkout}/payment", body)
             if status != 200 or raw != first:
                 return self.fail(f"replay of {checkout}: {status} {raw[:200]!r}, first {first[:200]!r}")
@@ -134,7 +136,8 @@ class Soak:
                     return None
                 checkout, _, _, order, secret = self.paid[-1]
             status, raw = client.call("GET", f"/v1/orders/{order}?secret={secret}")
-            if status != 200 or json.loads(raw).get("status") != "paid" or json.loads(raw).get("checkoutId") != checkout:
+            shown = json.loads(raw) if status == 200 else {}
+            if (shown.get("status"), shown.get("checkoutId")) != ("paid", checkout):
                 return self.fail(f"order {order}: {status} {raw[:200]!r}")
             return True
         raise AssertionError(kind)
