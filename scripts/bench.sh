@@ -41,7 +41,9 @@ step load-postgres env STORE=postgres scripts/load-test.sh "${LOAD_SECONDS:-10}"
 if [ "${SOAK_MINUTES:-10}" != 0 ]; then
     step soak scripts/soak-test.sh "${SOAK_MINUTES:-10}"
 fi
-settings="LOAD_SECONDS=${LOAD_SECONDS:-10} CONNECTIONS=${CONNECTIONS:-16} PAYMENTS=${PAYMENTS:-2000}"
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD -- Sources 2>/dev/null || commit="$commit with changes in Sources"
+settings="commit $commit, LOAD_SECONDS=${LOAD_SECONDS:-10} CONNECTIONS=${CONNECTIONS:-16} PAYMENTS=${PAYMENTS:-2000}"
 settings="$settings SOAK_MINUTES=${SOAK_MINUTES:-10} DECRYPT_SECONDS=${DECRYPT_SECONDS:-3} DECRYPT_ROUNDS=${DECRYPT_ROUNDS:-3}"
 printf '{"scenario":"machine","date":"%s","cores":%s,"cpu":"%s","kernel":"%s","loadAverageBefore":"%s",%s}\n' \
     "$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
