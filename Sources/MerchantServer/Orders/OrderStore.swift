@@ -351,9 +351,9 @@ public struct Order: Sendable, Equatable, Encodable {
         payment["failureCode"] = self.payment.failureCode
         if withContacts { payment["processorReference"] = self.payment.processorReference }
         try c.encode(payment, forKey: .payment)
-        let formatter = ISO8601DateFormatter()
-        try c.encode(formatter.string(from: createdAt), forKey: .createdAt)
-        try c.encode(formatter.string(from: updatedAt), forKey: .updatedAt)
+        // A format style, not an ISO8601DateFormatter (an ICU object built per order).
+        try c.encode(createdAt.formatted(.iso8601), forKey: .createdAt)
+        try c.encode(updatedAt.formatted(.iso8601), forKey: .updatedAt)
     }
 }
 

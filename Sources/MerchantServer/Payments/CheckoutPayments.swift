@@ -61,12 +61,20 @@ public struct CheckoutPayments: Sendable {
         guard breakdown.isPayable else { return .refused(.notPayable(breakdown.errors)) }
 
         let opened: OpenedPaymentToken
+        let expectations = PaymentTokenExpectations(
+            applicationData: .anyOfBytes(checkout.applicationDataCandidates), amount: breakdown.total,
+            currencyCode: breakdown.currency.code)
         do {
-            let expectations = PaymentTokenExpectations(
-                applicationData: .anyOfBytes(checkout.applicationDataCandidates), amount: breakdown.total,
-                currencyCode: breakdown.currency.code)
             opened = try tokenOpener.open(try JSONEncoder().encode(payment.token), expecting: expectations)
         } catch let error as PaymentTokenError {
+            // A late retry of a payment that was charged gets its first answer, not "refused": the client would
+            // otherwise believe nothing was charged. A stale token is never charged.
+            if error.code == .signingTimeOutOfRange, let data = try? JSONEncoder().encode(payment.token),
+                let transactionID = tokenOpener.transactionIDIgnoringAge(data, expecting: expectations),
+                let earlier = try await store.order(transactionID: transactionID)
+            {
+                return .processed(PaymentService.Result(order: earlier, disposition: .replayed))
+            }
             return .refused(
                 .tokenRefused(error, total: Money(minorUnits: breakdown.total, currency: breakdown.currency)))
         } catch {

@@ -28,4 +28,15 @@ public protocol PaymentTokenOpening: Sendable {
     /// - Throws: `PaymentTokenError` with a stable code (never token material in its message).
     func open(_ token: Data, expecting expectations: PaymentTokenExpectations) throws(PaymentTokenError)
         -> OpenedPaymentToken
+
+    /// The transaction id of a token that passes every check but its freshness (signature, chain, merchant key,
+    /// decryption, expectations), or `nil` when it fails another one or the opener cannot tell. Used only to answer
+    /// a late retry of a payment that was already charged with its first answer: a stale token is never charged.
+    func transactionIDIgnoringAge(_ token: Data, expecting expectations: PaymentTokenExpectations) -> String?
+}
+
+extension PaymentTokenOpening {
+    public func transactionIDIgnoringAge(_ token: Data, expecting expectations: PaymentTokenExpectations) -> String? {
+        nil
+    }
 }

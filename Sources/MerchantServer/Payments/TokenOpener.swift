@@ -7,6 +7,13 @@ import PaymentToken
 /// at the signing time, freshness (5 minutes), the merchant key by `publicKeyHash`, then decryption.
 struct DecryptingTokenOpener: PaymentTokenOpening {
     let decryptor: PaymentTokenDecryptor
+    /// The same keys and roots with no limit on the token's age: only to recognise a late retry of a payment.
+    var lenient: PaymentTokenDecryptor? = nil
+
+    func transactionIDIgnoringAge(_ token: Data, expecting expectations: PaymentTokenExpectations) -> String? {
+        guard let lenient, let parsed = try? PaymentToken(jsonData: token) else { return nil }
+        return (try? lenient.decrypt(parsed, expecting: expectations))?.verification.transactionId
+    }
 
     func open(_ token: Data, expecting expectations: PaymentTokenExpectations) throws(PaymentTokenError)
         -> OpenedPaymentToken
@@ -44,7 +51,9 @@ func makeTokenOpener(
         }
         let decryptor = try PaymentTokenDecryptor(
             merchants: identities, roots: trustedRoot.map { [$0] }, maximumAge: 300, now: clock)
-        return DecryptingTokenOpener(decryptor: decryptor)
+        let lenient = try PaymentTokenDecryptor(
+            merchants: identities, roots: trustedRoot.map { [$0] }, maximumAge: .infinity, now: clock)
+        return DecryptingTokenOpener(decryptor: decryptor, lenient: lenient)
     } catch {
         throw ServerStartError(
             .keyMismatch, "the Payment Processing certificates cannot decrypt tokens: \(error.message)")

@@ -105,7 +105,9 @@ public enum BillingPlan: Sendable, Equatable, Codable {
         return formatter.date(from: text)
     }
 
-    static func formatDate(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
+    /// `2030-01-31T00:00:00Z`. A format style is a value: no formatter object (an ICU one) is built per call, which
+    /// cost half of `GET /v1/products`' CPU.
+    static func formatDate(_ date: Date) -> String { date.formatted(.iso8601) }
 }
 
 /// A subscription: the product's price every `intervalCount` `intervalUnit`s, after an optional trial.

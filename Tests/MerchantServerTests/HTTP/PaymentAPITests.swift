@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import MerchantServer
 import Sandbox
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -76,6 +77,32 @@ struct PaymentAPITests {
             let metrics = try await server.get("/metrics").text
             #expect(metrics.contains("applepay_payments_total{outcome=\"approved\"} 1"))
             #expect(metrics.contains("applepay_payments_total{outcome=\"replayed\"} 1"))
+        }
+    }
+
+    @Test("a retry after the token's 5 minutes gets the first answer when it was charged; an uncharged one is refused")
+    func lateRetry() async throws {
+        let offset = Mutex<TimeInterval>(0)
+        let processor = SandboxProcessor()
+        try await ServerHarness.with(processor: processor, clock: { Date().addingTimeInterval(offset.withLock { $0 }) })
+        {
+            server in
+            let checkout = try await server.createCheckout()
+            let total = try await server.shipToCalifornia(checkout.id)
+            let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData)
+            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            #expect(paid.status == 200)
+            let unpaid = try await server.createCheckout()
+            let unpaidTotal = try await server.shipToCalifornia(unpaid.id)
+            let stale = try server.paymentBody(amount: unpaidTotal, applicationData: unpaid.applicationData)
+            offset.withLock { $0 = 600 }  // ten minutes later
+            let retry = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            #expect(retry.status == 200, "\(retry.text)")
+            #expect(retry.body == paid.body)
+            let refused = try await server.post("/v1/checkouts/\(unpaid.id)/payment", raw: stale)
+            #expect(refused.status == 400)
+            #expect(refused.errorCode == "signingTimeOutOfRange")
+            #expect(processor.chargeCount == 1)
         }
     }
 

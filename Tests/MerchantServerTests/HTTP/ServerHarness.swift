@@ -55,6 +55,7 @@ struct ServerHarness {
     /// Starts a server; `configure` may change the configuration first.
     static func start(
         processor: (any PaymentProcessor)? = nil, live: Bool = false,
+        clock: @escaping @Sendable () -> Date = { Date() },
         configure: (inout MerchantServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerHarness {
         let sandbox = try await SharedSandbox.get()
@@ -70,7 +71,8 @@ struct ServerHarness {
         configure(&configuration)
         let log = CapturedLog()
         let application = try await MerchantApplication.start(
-            configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(30)), logger: log.logger)
+            configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(30)), logger: log.logger,
+            clock: clock)
         return ServerHarness(
             application: application, sandbox: sandbox, directory: directory, log: log, databasePath: databasePath,
             live: live)
@@ -79,9 +81,10 @@ struct ServerHarness {
     /// Runs `body` with a started server, stopping it afterwards.
     static func with<T>(
         processor: (any PaymentProcessor)? = nil, live: Bool = false,
+        clock: @escaping @Sendable () -> Date = { Date() },
         configure: (inout MerchantServerConfiguration) -> Void = { _ in }, body: (ServerHarness) async throws -> T
     ) async throws -> T {
-        let harness = try await start(processor: processor, live: live, configure: configure)
+        let harness = try await start(processor: processor, live: live, clock: clock, configure: configure)
         do {
             let result = try await body(harness)
             await harness.stop()
