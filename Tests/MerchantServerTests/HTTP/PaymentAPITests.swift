@@ -84,9 +84,8 @@ struct PaymentAPITests {
     func lateRetry() async throws {
         let offset = Mutex<TimeInterval>(0)
         let processor = SandboxProcessor()
-        try await ServerHarness.with(processor: processor, clock: { Date().addingTimeInterval(offset.withLock { $0 }) })
-        {
-            server in
+        let clock: @Sendable () -> Date = { Date().addingTimeInterval(offset.withLock { $0 }) }
+        try await ServerHarness.with(processor: processor, clock: clock) { server in
             let checkout = try await server.createCheckout()
             let total = try await server.shipToCalifornia(checkout.id)
             let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData)
