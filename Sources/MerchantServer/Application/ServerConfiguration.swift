@@ -87,7 +87,11 @@ public struct MerchantServerConfiguration: Sendable {
     /// The sandbox ledger path in effect (see ``sandboxLedgerPath``).
     func effectiveSandboxLedgerPath() throws(ServerStartError) -> String {
         if let sandboxLedgerPath { return sandboxLedgerPath }
-        guard storeLocation.hasPrefix("sqlite:") else { return "sandbox-processor-ledger.sqlite" }
+        guard storeLocation.hasPrefix("sqlite:") else {
+            // A shared (PostgreSQL) store has no folder: the ledger goes to the sandbox's, never the current folder.
+            let folder = URL(fileURLWithPath: sandboxFolder ?? FileManager.default.temporaryDirectory.path)
+            return folder.appendingPathComponent("sandbox-processor-ledger.sqlite").path
+        }
         let store = try sqlitePath()
         if store == ":memory:" { return ":memory:" }
         return URL(fileURLWithPath: store).deletingLastPathComponent().appendingPathComponent(
