@@ -57,7 +57,7 @@ public struct MerchantAPI: Responder {
             configuration: configuration, pricing: pricing, store: store, tokenOpener: tokenOpener,
             service: PaymentService(
                 store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger),
-            subscriptions: subscriptions)
+            subscriptions: subscriptions, checkoutLifetime: checkoutLifetime)
         self.reconciler = Reconciler(
             store: store, processor: processor, settleAfter: reconcileAfter, timeout: configuration.processor.timeout,
             logger: logger, clock: clock)

@@ -64,6 +64,8 @@ extension Endpoints {
         switch refusal {
         case .checkoutNotFound(let id):
             throw .checkoutNotFound(id)
+        case .checkoutExpired:
+            return failure(status: 410, code: refusal.code, message: refusal.message, outcome: "refused")
         case .notPayable(let errors):
             return answer(
                 status: 400, code: refusal.code, outcome: "refused",

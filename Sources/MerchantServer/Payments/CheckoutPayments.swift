@@ -28,12 +28,17 @@ public struct CheckoutPayments: Sendable {
     public let service: PaymentService
     /// Starts the subscriptions of plan checkouts; `nil` refuses plan checkouts.
     public let subscriptions: SubscriptionService?
+    /// How long after its creation a checkout can be paid (`nil`: forever). A retry of a payment charged in time
+    /// still gets its first answer after the lifetime; a new payment is refused with `checkoutExpired`.
+    public let checkoutLifetime: Duration?
 
     public init(
         configuration: StoreConfiguration, pricing: CheckoutPricing, store: any OrderStore,
-        tokenOpener: any PaymentTokenOpening, service: PaymentService, subscriptions: SubscriptionService? = nil
+        tokenOpener: any PaymentTokenOpening, service: PaymentService, subscriptions: SubscriptionService? = nil,
+        checkoutLifetime: Duration? = nil
     ) {
         self.subscriptions = subscriptions
+        self.checkoutLifetime = checkoutLifetime
         self.configuration = configuration
         self.pricing = pricing
         self.store = store
@@ -82,6 +87,16 @@ public struct CheckoutPayments: Sendable {
                 .tokenRefused(
                     PaymentTokenError(.malformedToken, "the token is not a JSON object"),
                     total: Money(minorUnits: breakdown.total, currency: breakdown.currency)))
+        }
+
+        if let lifetime = checkoutLifetime,
+            checkout.createdAt.addingTimeInterval(Double(lifetime.components.seconds)) < pricing.clock()
+        {
+            // Expired, and about to be pruned: only a retry of a payment recorded in time gets an answer.
+            if let earlier = try await store.order(transactionID: opened.transactionID) {
+                return .processed(PaymentService.Result(order: earlier, disposition: .replayed))
+            }
+            return .refused(.checkoutExpired(checkout.id))
         }
 
         let order = NewOrder(
@@ -136,6 +151,8 @@ public struct CheckoutPayments: Sendable {
 public enum PaymentRefusal: Sendable {
     /// No checkout has this id.
     case checkoutNotFound(String)
+    /// The checkout is past its lifetime (and no payment was recorded for this token in time).
+    case checkoutExpired(String)
     /// The checkout has errors the customer must fix first (an unserviceable address, an invalid coupon...).
     case notPayable([PaymentError])
     /// The checkout could not be priced.
@@ -152,6 +169,7 @@ public enum PaymentRefusal: Sendable {
     public var code: String {
         switch self {
         case .checkoutNotFound: "checkoutNotFound"
+        case .checkoutExpired: "checkoutExpired"
         case .notPayable: "checkoutNotPayable"
         case .pricingFailed(let error): error.code.rawValue
         case .tokenRefused(let error, _): error.code.rawValue
@@ -164,6 +182,7 @@ public enum PaymentRefusal: Sendable {
     public var message: String {
         switch self {
         case .checkoutNotFound(let id): "There is no checkout with id \(id)."
+        case .checkoutExpired(let id): "Checkout \(id) has expired; create a new one."
         case .notPayable: "The checkout has errors to resolve before paying."
         case .pricingFailed(let error): error.message
         case .plansUnavailable: "This server does not sell billing plans."

@@ -105,6 +105,34 @@ struct PaymentAPITests {
         }
     }
 
+    @Test("an expired checkout takes no new payment (410 checkoutExpired); a payment recorded in time is replayed")
+    func expiredCheckoutPayment() async throws {
+        let offset = Mutex<TimeInterval>(0)
+        let processor = SandboxProcessor()
+        let clock: @Sendable () -> Date = { Date().addingTimeInterval(offset.withLock { $0 }) }
+        try await ServerHarness.with(processor: processor, clock: clock) { server in
+            let paid = try await server.createCheckout()
+            let paidTotal = try await server.shipToCalifornia(paid.id)
+            let body = try server.paymentBody(amount: paidTotal, applicationData: paid.applicationData)
+            let first = try await server.post("/v1/checkouts/\(paid.id)/payment", raw: body)
+            #expect(first.status == 200)
+            let unpaid = try await server.createCheckout()
+            let unpaidTotal = try await server.shipToCalifornia(unpaid.id)
+            offset.withLock { $0 = 2 * 86_400 }  // two days later: past the default lifetime of a day
+            let later = Date().addingTimeInterval(2 * 86_400)
+            let fresh = try server.paymentBody(
+                amount: unpaidTotal, applicationData: unpaid.applicationData, signingTime: later)
+            let refused = try await server.post("/v1/checkouts/\(unpaid.id)/payment", raw: fresh)
+            #expect(refused.status == 410, "\(refused.text)")
+            #expect(refused.errorCode == "checkoutExpired")
+            #expect(refused.json["status"] as? String == "failure")
+            let retry = try await server.post("/v1/checkouts/\(paid.id)/payment", raw: body)
+            #expect(retry.status == 200, "\(retry.text)")
+            #expect(retry.body == first.body)
+            #expect(processor.chargeCount == 1)
+        }
+    }
+
     @Test("the same token submitted twice at once (a double click) charges once; both answers name the same order")
     func doubleSubmit() async throws {
         let processor = SandboxProcessor(hangDuration: .seconds(30))
