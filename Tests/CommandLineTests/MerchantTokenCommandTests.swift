@@ -119,7 +119,9 @@ struct MerchantTokenCommandTests {
         // The sandbox registered it as Apple does: identifier, merchant, notification URL; never the MPAN.
         let recordPath = "\(box)/merchant-tokens/tokens/\(identifier).json"
         let record = try String(contentsOfFile: recordPath, encoding: .utf8)
-        #expect(record.contains(notificationURL.replacingOccurrences(of: "/", with: "\\/")) || record.contains(notificationURL))
+        #expect(
+            record.contains(notificationURL.replacingOccurrences(of: "/", with: "\\/"))
+                || record.contains(notificationURL))
         #expect(!record.contains(mpan))
         #expect(ExternalTool.mode(recordPath) == 0o600)
 

@@ -61,7 +61,9 @@ struct SubscriptionEndpoints: Sendable {
                 $0.split(separator: ",").compactMap { SubscriptionStatus(rawValue: String($0)) }
             }
             let list = try await endpoints.service.store.subscriptions(
-                SubscriptionFilter(statuses: statuses, limit: Int(request.query["limit"] ?? "") ?? 100))
+                SubscriptionFilter(
+                    statuses: statuses, checkoutID: request.query["checkoutId"],
+                    limit: min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 500)))
             return .encoding(Answer(subscriptions: list))
         }
         add(.get, "/admin/v1/subscriptions/{id}") { _, context in

@@ -211,14 +211,16 @@ struct SubscriptionSettlementTests {
 
     @Test("outside sandbox mode charge-due refuses a now (clockNotMovable) and charges by its own clock")
     func clockNotMovableOutsideSandbox() async throws {
-        try await ServerHarness.with(processor: SandboxProcessor(), configure: { $0.sandboxFolder = nil }) { server in
-            let refused = try await server.admin(
-                "POST", "/admin/v1/subscriptions/charge-due", json: ["now": "2040-01-01T00:00:00Z"])
-            #expect(refused.status == 400, "\(refused.text)")
-            #expect(refused.errorCode == "clockNotMovable")
-            let plain = try await server.admin("POST", "/admin/v1/subscriptions/charge-due")
-            #expect(plain.status == 200, "\(plain.text)")
-        }
+        try await ServerHarness.with(
+            processor: SandboxProcessor(), configure: { $0.sandboxFolder = nil },
+            body: { server in
+                let refused = try await server.admin(
+                    "POST", "/admin/v1/subscriptions/charge-due", json: ["now": "2040-01-01T00:00:00Z"])
+                #expect(refused.status == 400, "\(refused.text)")
+                #expect(refused.errorCode == "clockNotMovable")
+                let plain = try await server.admin("POST", "/admin/v1/subscriptions/charge-due")
+                #expect(plain.status == 200, "\(plain.text)")
+            })
     }
 }
 

@@ -42,7 +42,8 @@ struct SandboxTokensTests {
             // The answer carries the encrypted token only: no MPAN, no identifier in the clear.
             #expect(!minted.text.contains("DNITHE"))
 
-            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: try Self.payment(token: token))
+            let paid = try await server.post(
+                "/v1/checkouts/\(checkout.id)/payment", raw: try Self.payment(token: token))
             #expect(paid.status == 200, "\(paid.text)")
             #expect(paid.json["merchantToken"] as? Bool == true)
             let id = try (paid.json["subscriptionId"] as? String).orThrow("no subscription: \(paid.text)")
@@ -65,7 +66,8 @@ struct SandboxTokensTests {
             #expect(minted.status == 200, "\(minted.text)")
             #expect(minted.json["merchantToken"] as? Bool == false)
             let token = try minted.json["token"].orThrow("no token")
-            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: try Self.payment(token: token))
+            let paid = try await server.post(
+                "/v1/checkouts/\(checkout.id)/payment", raw: try Self.payment(token: token))
             #expect(paid.status == 200, "\(paid.text)")
             #expect(paid.json["subscriptionId"] == nil)
             #expect(paid.json["merchantToken"] == nil)
