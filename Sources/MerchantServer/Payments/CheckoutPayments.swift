@@ -121,6 +121,18 @@ public struct CheckoutPayments: Sendable {
             order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, storePaymentMethod: true)
         // The token's details only for its own order (a checkout locked by another token's order has its own).
         let own = result.order.payment.transactionID == opened.transactionID
+        if own, result.order.status.isUnsettled {
+            // Left to the reconciler: make sure the details are still there. The checkout's state has no version,
+            // so a simultaneous payment with another token (refused as checkoutLocked) may have written over them.
+            // Not thrown: the customer must hear that the outcome is being confirmed, not that nothing happened.
+            do {
+                try await plans.remember(method, transactionID: opened.transactionID, checkoutID: checkout.id)
+            } catch {
+                service.logger.log(
+                    "error", "cannot record the plan's card details again",
+                    ["orderId": result.order.id, "code": error.code.rawValue])
+            }
+        }
         result.subscription = try await plans.startIfPlan(order: result.order, method: own ? method : nil)
         return .processed(result)
     }
