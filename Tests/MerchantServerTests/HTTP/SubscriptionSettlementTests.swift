@@ -151,6 +151,27 @@ struct SubscriptionSettlementTests {
         }
     }
 
+    @Test("cancellationOwesCharge: only a deferred plan not charged yet, cancelled after its free-cancellation date")
+    func owesChargeRules() {
+        func subscription(_ plan: BillingPlan, cycle: Int = 1) -> Subscription {
+            Subscription(
+                id: "sub_1", secret: "s", checkoutID: "chk_1", orderID: nil, sku: "X", productName: "X", plan: plan,
+                amount: 4500, currencyCode: "USD", merchantTokenIdentifier: nil, paymentMethodReference: "pm_1",
+                network: nil, cardSuffix: nil, cardExpiration: nil, cycle: cycle, anchor: Self.billingDate,
+                nextChargeAt: cycle == 1 ? Self.billingDate : nil, createdAt: Date(), updatedAt: Date())
+        }
+        let withDate = BillingPlan.deferred(
+            DeferredPlan(billingDate: Self.billingDate, freeCancellationDate: Self.freeCancellationDate))
+        let withoutDate = BillingPlan.deferred(DeferredPlan(billingDate: Self.billingDate))
+        let after = Self.freeCancellationDate.addingTimeInterval(1)
+        #expect(!SubscriptionBilling.cancellationOwesCharge(subscription(withDate), at: Self.freeCancellationDate))
+        #expect(SubscriptionBilling.cancellationOwesCharge(subscription(withDate), at: after))
+        #expect(!SubscriptionBilling.cancellationOwesCharge(subscription(withDate, cycle: 2), at: after))
+        #expect(!SubscriptionBilling.cancellationOwesCharge(subscription(withoutDate), at: after))
+        let monthly = BillingPlan.recurring(RecurringPlan(intervalUnit: .month))
+        #expect(!SubscriptionBilling.cancellationOwesCharge(subscription(monthly), at: after))
+    }
+
     @Test("an owed charge that is declined is retried on the retry days, the subscription staying cancelled")
     func owedChargeDeclined() async throws {
         let processor = SandboxProcessor()
