@@ -60,7 +60,10 @@ public struct MerchantAPI: Responder {
             subscriptions: subscriptions, checkoutLifetime: checkoutLifetime)
         self.reconciler = Reconciler(
             store: store, processor: processor, settleAfter: reconcileAfter, timeout: configuration.processor.timeout,
-            logger: logger, clock: clock)
+            logger: logger, clock: clock,
+            plans: subscriptions.map {
+                PlanSubscriptions(service: $0, pricing: pricing, configuration: configuration, store: store)
+            })
         let endpoints = Endpoints(
             configuration: configuration, pricing: pricing, store: store, payments: payments, validator: validator,
             metrics: metrics, logger: logger, clock: clock, checkoutLifetime: checkoutLifetime,
@@ -106,7 +109,9 @@ public struct MerchantAPI: Responder {
         add(.get, "/healthz") { endpoints, request, _ in try await endpoints.health(request) }
         add(.get, "/metrics") { endpoints, request, _ in try await endpoints.metricsText(request) }
         if let subscriptions {
-            SubscriptionEndpoints(service: subscriptions, adminToken: adminToken, logger: logger).register(on: &router)
+            SubscriptionEndpoints(
+                service: subscriptions, adminToken: adminToken, logger: logger, movableClock: sandbox != nil
+            ).register(on: &router)
         }
         if let adminToken, !adminToken.isEmpty {
             AdminEndpoints(

@@ -8,6 +8,8 @@ struct SubscriptionEndpoints: Sendable {
     let service: SubscriptionService
     let adminToken: String?
     let logger: RequestLogger
+    /// Sandbox mode: `POST /admin/v1/subscriptions/charge-due` takes `{"now": ...}` (see ``chargeDueInstant(_:)``).
+    var movableClock = false
 
     func register(on router: inout Router) {
         let endpoints = self
@@ -59,7 +61,9 @@ struct SubscriptionEndpoints: Sendable {
                 $0.split(separator: ",").compactMap { SubscriptionStatus(rawValue: String($0)) }
             }
             let list = try await endpoints.service.store.subscriptions(
-                SubscriptionFilter(statuses: statuses, limit: Int(request.query["limit"] ?? "") ?? 100))
+                SubscriptionFilter(
+                    statuses: statuses, checkoutID: request.query["checkoutId"],
+                    limit: min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 500)))
             return .encoding(Answer(subscriptions: list))
         }
         add(.get, "/admin/v1/subscriptions/{id}") { _, context in
@@ -87,10 +91,37 @@ struct SubscriptionEndpoints: Sendable {
                 throw endpoints.httpError(refusal)
             }
         }
-        add(.post, "/admin/v1/subscriptions/charge-due") { _, _ in
-            struct Answer: Encodable { var charges: [SubscriptionCharge] }
-            return .encoding(Answer(charges: await endpoints.service.chargeDue()))
+        add(.post, "/admin/v1/subscriptions/charge-due") { request, _ in
+            struct Answer: Encodable {
+                var now: String
+                var charges: [SubscriptionCharge]
+            }
+            let now = try endpoints.chargeDueInstant(request)
+            var response = HTTPResponse.encoding(
+                Answer(now: BillingPlan.formatDate(now), charges: await endpoints.service.chargeDue(now: now)))
+            response.logFields["now"] = BillingPlan.formatDate(now)
+            return response
         }
+    }
+
+    /// The instant `POST /admin/v1/subscriptions/charge-due` charges as of: the service's clock, or in sandbox mode
+    /// the body's `{"now": ISO 8601}` (the operator moves the clock to see a later cycle charged). Outside sandbox
+    /// mode a `now` is refused (`400 clockNotMovable`): a production scheduler charges by its own clock only.
+    /// Moving the clock back is harmless: cycles already charged are never charged again.
+    func chargeDueInstant(_ request: HTTPRequest) throws(HTTPError) -> Date {
+        guard !request.body.isEmpty else { return service.clock() }
+        struct Body: Decodable { var now: String? }
+        let body = try JSONBody.decode(Body.self, from: request)
+        guard let text = body.now else { return service.clock() }
+        guard movableClock else {
+            throw HTTPError(
+                status: 400, code: "clockNotMovable",
+                message: "\"now\" is accepted only in sandbox mode; without it the scheduler charges what is due now.")
+        }
+        guard let now = BillingPlan.parseDate(text) else {
+            throw HTTPError.invalidRequest("now must be an ISO 8601 date such as \"2030-01-31T00:00:00Z\".")
+        }
+        return now
     }
 
     func customerSubscription(_ request: HTTPRequest, _ context: RequestContext) async throws -> Subscription {

@@ -31,6 +31,8 @@ public struct CheckoutPayments: Sendable {
     /// How long after its creation a checkout can be paid (`nil`: forever). A retry of a payment charged in time
     /// still gets its first answer after the lifetime; a new payment is refused with `checkoutExpired`.
     public let checkoutLifetime: Duration?
+    /// Starts a paid plan's subscription (the same code the reconciler runs for a payment it settles).
+    let plans: PlanSubscriptions?
 
     public init(
         configuration: StoreConfiguration, pricing: CheckoutPricing, store: any OrderStore,
@@ -44,6 +46,9 @@ public struct CheckoutPayments: Sendable {
         self.store = store
         self.tokenOpener = tokenOpener
         self.service = service
+        self.plans = subscriptions.map {
+            PlanSubscriptions(service: $0, pricing: pricing, configuration: configuration, store: store)
+        }
     }
 
     /// Pays the checkout `checkoutID` with `payment`.
@@ -107,7 +112,8 @@ public struct CheckoutPayments: Sendable {
             return .processed(
                 try await service.pay(order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint))
         }
-        guard let subscriptions else { return .refused(.plansUnavailable) }
+        guard let subscriptions, let plans else { return .refused(.plansUnavailable) }
+        let method = PlanPaymentMethod(token: opened.networkToken)
         if case .deferred = plan {
             // Nothing is charged now: the processor keeps the method, the subscription charges it on the date.
             let reference: String
@@ -120,29 +126,37 @@ public struct CheckoutPayments: Sendable {
             }
             return .subscribed(
                 try await subscriptions.start(
-                    checkout: checkout, product: product, plan: plan, orderID: nil, token: opened.networkToken,
+                    checkout: checkout, product: product, plan: plan, orderID: nil, method: method,
                     paymentMethodReference: reference, configuration: configuration))
         }
+        // The card details go into the checkout before the charge: if the processor's answer is lost, the
+        // reconciler that later finds the charge starts the subscription from them (nothing secret is kept).
+        try await plans.remember(method, transactionID: opened.transactionID, checkoutID: checkout.id)
         var result = try await service.pay(
             order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, storePaymentMethod: true)
-        guard result.order.status == .paid else { return .processed(result) }
-        if let existing = try await subscriptions.store.subscriptions(
-            SubscriptionFilter(checkoutID: checkout.id, limit: 1)
-        ).first {
-            result.subscription = existing
-            return .processed(result)
+        // The token's details only for its own order (a checkout locked by another token's order has its own).
+        let own = result.order.payment.transactionID == opened.transactionID
+        if own, result.order.status.isUnsettled {
+            // Left to the reconciler: make sure the details are still there. The checkout's state has no version,
+            // so a simultaneous payment with another token (refused as checkoutLocked) may have written over them.
+            // Not thrown: the customer must hear that the outcome is being confirmed, not that nothing happened.
+            do {
+                try await plans.remember(method, transactionID: opened.transactionID, checkoutID: checkout.id)
+            } catch {
+                service.logger.log(
+                    "error", "cannot record the plan's card details again",
+                    ["orderId": result.order.id, "code": error.code.rawValue])
+            }
         }
-        // The kept method's reference comes with the charge (looked up by its key, as the reconciler does).
-        guard let charge = try? await service.processor.charge(idempotencyKey: opened.transactionID),
-            let reference = charge.paymentMethodReference
-        else {
+        do {
+            result.subscription = try await plans.startIfPlan(order: result.order, method: own ? method : nil)
+        } catch {
+            // The order stands as recorded (it may be paid): a store failure now must not be answered as
+            // "nothing was changed". A retry with the same token starts the subscription (once per checkout).
             service.logger.log(
-                "error", "plan paid but the processor kept no payment method", ["orderId": result.order.id])
-            return .processed(result)
+                "error", "plan payment recorded but its subscription could not be started",
+                ["orderId": result.order.id, "code": error.code.rawValue])
         }
-        result.subscription = try await subscriptions.start(
-            checkout: checkout, product: product, plan: plan, orderID: result.order.id, token: opened.networkToken,
-            paymentMethodReference: reference, configuration: configuration)
         return .processed(result)
     }
 }

@@ -8,6 +8,10 @@ import Foundation
 /// ``settleAfter`` must be longer than the processor time limit, so that a payment still being charged by a live
 /// process is never looked up too early. Several reconcilers (threads, processes, instances) may run at once:
 /// the store settles a payment only from `pending` or `unknown`, so each is settled once.
+///
+/// A plan checkout's payment found charged starts its subscription (``PlanSubscriptions``), exactly as a payment
+/// answered at once does: from the card details the checkout recorded before the charge and the kept method's
+/// reference in the processor's charge.
 public struct Reconciler: Sendable {
     /// One payment this pass settled.
     public struct Settlement: Sendable, Equatable {
@@ -26,11 +30,15 @@ public struct Reconciler: Sendable {
     public let timeout: Duration
     public let logger: RequestLogger
     public let clock: @Sendable () -> Date
+    /// Starts the subscription of a plan checkout whose payment it settles as paid; `nil`: no plans.
+    public let plans: PlanSubscriptions?
 
     public init(
         store: any OrderStore, processor: any PaymentProcessor, settleAfter: Duration, timeout: Duration,
-        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() }
+        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
+        plans: PlanSubscriptions? = nil
     ) {
+        self.plans = plans
         self.store = store
         self.processor = processor
         self.settleAfter = settleAfter
@@ -71,6 +79,21 @@ public struct Reconciler: Sendable {
             fields["processorReference"] = charge?.reference
             let late = order.status == .unknown && final.status == .paid
             logger.log(late ? "warn" : "info", late ? "late approval settled" : "payment settled", fields)
+            if final.status == .paid, let plans {
+                do {
+                    if let subscription = try await plans.startIfPlan(
+                        order: final, paymentMethodReference: charge?.paymentMethodReference)
+                    {
+                        logger.log(
+                            "info", "subscription of a settled payment",
+                            ["orderId": order.id, "subscriptionId": subscription.id])
+                    }
+                } catch {
+                    logger.log(
+                        "error", "settled a plan payment but could not start its subscription",
+                        ["orderId": order.id, "code": error.code.rawValue])
+                }
+            }
             settled.append(
                 Settlement(
                     orderID: order.id, transactionID: key, from: order.status, to: final.status,

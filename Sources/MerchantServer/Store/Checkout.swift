@@ -30,6 +30,9 @@ public struct Checkout: Codable, Sendable, Equatable {
     public var applicationData: String
     /// When the checkout was created.
     public var createdAt: Date
+    /// A plan checkout: the card details of each token sent to pay it, keyed by the token's `transactionId`,
+    /// recorded before the charge (see ``PlanPaymentMethod``). Never shown to the client.
+    public var planPaymentMethods: [String: PlanPaymentMethod]?
 
     public init(
         id: String, items: [CheckoutItem], currency: Currency, shippingAddress: ShippingAddress? = nil,
@@ -52,7 +55,7 @@ public struct Checkout: Codable, Sendable, Equatable {
         case id, items
         case currency = "currencyCode"
         case shippingAddress, shippingMethodIdentifier, couponCode, paymentMethodType, paymentMethodNetwork
-        case applicationData, createdAt
+        case applicationData, createdAt, planPaymentMethods
     }
 
     /// Starts a checkout for catalog items: checks every SKU and quantity, merges repeated SKUs, and makes a

@@ -7,7 +7,8 @@ public enum SubscriptionStatus: String, Codable, Sendable, CaseIterable {
     case active
     /// The last charge was declined; retried on ``SubscriptionBilling/retryDays``.
     case pastDue
-    /// Ended: by the customer or the merchant, after the last retry failed, or at the plan's end.
+    /// Ended: by the customer or the merchant, after the last retry failed, or at the plan's end. Nothing more is
+    /// charged, except what a deferred plan cancelled after its free-cancellation date still owes.
     case cancelled
     /// The customer or the issuer unlinked the merchant token (Apple's `UNLINK`): nothing more can be charged.
     case unlinked
@@ -53,7 +54,8 @@ public struct Subscription: Sendable, Equatable {
     /// When cycle 1 is due; cycle n of a recurring plan is due `n - 1` intervals later.
     public var anchor: Date
     /// When the scheduler charges next; `nil` when nothing is due (an automatic reload above its threshold, an
-    /// ended subscription).
+    /// ended subscription). A `cancelled` subscription has one only while a charge is still owed: a deferred plan
+    /// cancelled after its free-cancellation date (``SubscriptionBilling/cancellationOwesCharge(_:at:)``).
     public var nextChargeAt: Date?
     public var createdAt: Date
     public var updatedAt: Date

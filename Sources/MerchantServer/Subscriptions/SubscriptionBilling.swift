@@ -48,9 +48,21 @@ public enum SubscriptionBilling {
         case .deferred:
             next.nextChargeAt = nil
             next.status = .cancelled
-            next.statusReason = "charged"
+            // A late cancellation keeps saying who cancelled; otherwise the plan ended by being charged.
+            next.statusReason = subscription.status == .cancelled ? subscription.statusReason : "charged"
         }
         return next
+    }
+
+    /// Whether cancelling `subscription` at `now` still owes its charge: a deferred plan not charged yet,
+    /// cancelled after its `freeCancellationDate` (the instant the payment request showed; its time zone only
+    /// says how the sheet displays it). Without a free-cancellation date, cancelling before the billing date is
+    /// free. Other plans never owe a charge on cancellation: future cycles are simply not charged.
+    public static func cancellationOwesCharge(_ subscription: Subscription, at now: Date) -> Bool {
+        guard case .deferred(let plan) = subscription.plan, subscription.cycle == 1,
+            subscription.nextChargeAt != nil, let deadline = plan.freeCancellationDate
+        else { return false }
+        return now > deadline
     }
 
     /// The subscription after its current attempt was declined: retried, or cancelled after the last retry.
@@ -58,8 +70,9 @@ public enum SubscriptionBilling {
         var next = subscription
         next.attempt += 1
         if next.attempt <= retryDays.count {
-            next.status = .pastDue
-            next.statusReason = nil
+            // A charge still owed after a late cancellation is retried too, the subscription staying cancelled.
+            next.status = subscription.status == .cancelled ? .cancelled : .pastDue
+            next.statusReason = subscription.status == .cancelled ? subscription.statusReason : nil
             next.nextChargeAt = BillingCalendar.date(dueAt, plus: retryDays[next.attempt - 1], .day, every: 1)
         } else {
             next.status = .cancelled

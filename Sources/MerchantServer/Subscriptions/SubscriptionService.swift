@@ -39,10 +39,10 @@ public struct SubscriptionService: Sendable {
     ///   - checkout: the plan checkout.
     ///   - product: its product and plan.
     ///   - orderID: the order of the payment at checkout (`nil` for a deferred plan).
-    ///   - token: the decrypted token (its merchant token and card details; the PAN is not kept).
+    ///   - method: the token's merchant token and card details (``PlanPaymentMethod``: nothing secret).
     ///   - paymentMethodReference: the processor's kept method.
     public func start(
-        checkout: Checkout, product: Product, plan: BillingPlan, orderID: String?, token: NetworkToken,
+        checkout: Checkout, product: Product, plan: BillingPlan, orderID: String?, method: PlanPaymentMethod,
         paymentMethodReference: String, configuration: StoreConfiguration
     ) async throws(OrderStoreError) -> Subscription {
         let now = clock()
@@ -61,12 +61,15 @@ public struct SubscriptionService: Sendable {
         case .deferred(let deferred): anchor = deferred.billingDate
         case .automaticReload: anchor = now
         }
+        // Whole seconds: the due dates then read back exactly from their ISO 8601 form (an operator can pass
+        // `nextChargeAt` as the sandbox's `now`), and a cycle is due at most a second earlier.
+        anchor = Date(timeIntervalSince1970: anchor.timeIntervalSince1970.rounded(.down))
         var subscription = Subscription(
             id: "sub_" + randomHex(bytes: 12), secret: randomHex(bytes: 16), checkoutID: checkout.id, orderID: orderID,
             sku: product.sku, productName: product.name, plan: plan, amount: amount, currencyCode: currency.code,
-            merchantTokenIdentifier: token.merchantToken?.identifier, paymentMethodReference: paymentMethodReference,
-            network: token.network, cardSuffix: token.merchantToken?.cardSuffix ?? token.lastFour,
-            cardExpiration: token.merchantToken?.cardExpiration, cardArtURL: token.merchantToken?.cardArtURL,
+            merchantTokenIdentifier: method.merchantTokenIdentifier, paymentMethodReference: paymentMethodReference,
+            network: method.network, cardSuffix: method.cardSuffix, cardExpiration: method.cardExpiration,
+            cardArtURL: method.cardArtURL,
             anchor: anchor, nextChargeAt: nil, createdAt: now, updatedAt: now)
         if case .automaticReload = plan {
             subscription.nextChargeAt = nil
@@ -84,14 +87,20 @@ public struct SubscriptionService: Sendable {
 
     /// Charges every subscription due at `now`, repeating until none is (a subscription several cycles behind,
     /// after a restart, catches up one cycle per pass). Answers the charges recorded by this call.
+    ///
+    /// Due are the live subscriptions (`active`, `pastDue`) and the cancelled ones that still owe a charge: a
+    /// deferred plan cancelled after its free-cancellation date (``SubscriptionBilling/cancellationOwesCharge(_:at:)``)
+    /// keeps its billing date as ``Subscription/nextChargeAt``; every other cancellation clears it.
     public func chargeDue(now: Date? = nil) async -> [SubscriptionCharge] {
         let now = now ?? clock()
         var recorded: [SubscriptionCharge] = []
         for _ in 0..<1000 {
             let due: [Subscription]
             do {
-                due = try await store.subscriptions(
-                    SubscriptionFilter(statuses: [.active, .pastDue], dueBy: now, limit: 100))
+                due =
+                    try await store.subscriptions(
+                        SubscriptionFilter(statuses: [.active, .pastDue], dueBy: now, limit: 100))
+                    + store.subscriptions(SubscriptionFilter(statuses: [.cancelled], dueBy: now, limit: 100))
             } catch {
                 logger.log("error", "cannot list due subscriptions", ["code": error.code.rawValue])
                 return recorded
@@ -171,7 +180,12 @@ public struct SubscriptionService: Sendable {
                     "subscriptionId": subscription.id, "cycle": String(charge.cycle), "attempt": String(charge.attempt),
                     "status": charge.status, "next": stored.status.rawValue,
                 ])
-            if stored.status == .cancelled, stored.statusReason == "unpaid" { await unlinkAtGateway(stored) }
+            if stored.status == .cancelled, stored.statusReason == "unpaid" || subscription.status == .cancelled,
+                stored.nextChargeAt == nil
+            {
+                // Nothing more to charge: unpaid after the last retry, or the charge a late cancellation owed.
+                await unlinkAtGateway(stored)
+            }
             return charge
         } catch {
             logger.log(
@@ -195,18 +209,27 @@ public struct SubscriptionService: Sendable {
     }
 
     /// Cancels a live subscription (`by`: `customer` or `merchant`) and unlinks its merchant token at Apple: no
-    /// more charges. A deferred plan cancelled after its free-cancellation date is still cancelled (the merchant's
-    /// terms decide about a fee; nothing is charged here).
+    /// more charges.
+    ///
+    /// A deferred plan's terms are what its payment request showed the customer: free cancellation until
+    /// `freeCancellationDate`. Cancelled at or before that instant (or, without one, before the billing date),
+    /// nothing is charged. Cancelled after it, the subscription is `cancelled` but the amount is still charged on
+    /// the billing date (``Subscription/nextChargeAt`` stays set), and the token is unlinked only after that
+    /// charge.
     public func cancel(id: String, by actor: String) async throws -> Subscription {
         for _ in 0..<3 {
             guard let current = try await store.subscription(id: id) else { throw Refusal.notFound }
             guard current.isLive else { throw Refusal.notLive(current.status) }
+            let owes = SubscriptionBilling.cancellationOwesCharge(current, at: clock())
             var next = current
             next.status = .cancelled
             next.statusReason = actor
-            next.nextChargeAt = nil
+            if !owes { next.nextChargeAt = nil }
             if let stored = try await store.updateSubscription(next, expectedVersion: current.version, charge: nil) {
-                await unlinkAtGateway(stored)
+                logger.log(
+                    "info", "subscription cancelled",
+                    ["subscriptionId": stored.id, "by": actor, "chargeOwed": owes ? "true" : "false"])
+                if !owes { await unlinkAtGateway(stored) }
                 return stored
             }
         }

@@ -6,7 +6,9 @@ import Sandbox
 /// Sandbox mode only: what the page's sandbox sheet needs that a real wallet has. `GET /v1/sandbox/wallet` lists
 /// test cards and saved contacts (one of them outside every shipping zone); `POST /v1/sandbox/tokens`
 /// `{"checkoutId", "card"}` mints a real token with the sandbox for the checkout's current total and its
-/// `applicationData`, as the device would when the customer pays. Neither route exists outside sandbox mode.
+/// `applicationData`, as the device would when the customer pays: with a merchant token (MPAN) when the checkout's
+/// payment request carries a recurring, automatic-reload or deferred request, a device token otherwise. Neither
+/// route exists outside sandbox mode.
 struct SandboxTokens: Sendable {
     let sandbox: Sandbox
     let pricing: CheckoutPricing
@@ -87,18 +89,53 @@ struct SandboxTokens: Sendable {
         guard let text = paymentRequest.total.amount,
             let amount = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
         else { throw .internalError() }
+        let mint = MintRequest(
+            card: card, amount: amount, currencyCode: paymentRequest.currencyCode,
+            applicationData: paymentRequest.applicationData.map { .base64($0) })
         let token: MintedToken
+        let merchantToken = Self.merchantTokenRequested(by: paymentRequest)
         do {
-            token = try sandbox.mint(
-                MintRequest(
-                    card: card, amount: amount, currencyCode: paymentRequest.currencyCode,
-                    applicationData: paymentRequest.applicationData.map { .base64($0) }))
+            if let merchantToken {
+                // A recurring, automatic-reload or deferred request: Apple issues a merchant token (MPAN) and
+                // registers it with the request's tokenNotificationURL (APPLE-PAY.md §7).
+                token = try sandbox.mintWithMerchantToken(
+                    mint, tokenNotificationURL: merchantToken.tokenNotificationURL
+                ).token
+            } else {
+                token = try sandbox.mint(mint)
+            }
         } catch {
             throw .internalError("The sandbox could not mint a token.")
         }
-        struct Answer: Encodable { var token: MintedToken }
-        var response = HTTPResponse.encoding(Answer(token: token))
+        struct Answer: Encodable {
+            var token: MintedToken
+            /// Whether the token carries a merchant token (not which: the identifier is inside the encrypted data).
+            var merchantToken: Bool
+        }
+        var response = HTTPResponse.encoding(Answer(token: token, merchantToken: merchantToken != nil))
         response.logFields["checkoutId"] = checkout.id
+        response.logFields["merchantToken"] = merchantToken != nil ? "true" : "false"
         return response
+    }
+
+    /// What a merchant token is issued for.
+    struct MerchantTokenRequest: Equatable {
+        var tokenNotificationURL: String?
+    }
+
+    /// The merchant token a payment request asks for: one whenever it carries `recurringPaymentRequest`,
+    /// `automaticReloadPaymentRequest` or `deferredPaymentRequest` (as the headless sheet's
+    /// `TokenIssueRequest.merchantTokenRequest(for:)` decides), `nil` otherwise.
+    static func merchantTokenRequested(by request: PaymentRequest) -> MerchantTokenRequest? {
+        if let recurring = request.recurringPaymentRequest {
+            return MerchantTokenRequest(tokenNotificationURL: recurring.tokenNotificationURL)
+        }
+        if let reload = request.automaticReloadPaymentRequest {
+            return MerchantTokenRequest(tokenNotificationURL: reload.tokenNotificationURL)
+        }
+        if let deferred = request.deferredPaymentRequest {
+            return MerchantTokenRequest(tokenNotificationURL: deferred.tokenNotificationURL)
+        }
+        return nil
     }
 }

@@ -3,7 +3,7 @@
 
 Starts `applepay sandbox gateway` and `applepay serve --sandbox DIR --sandbox-gateway URL` (admin API on), then
 drives the page through the sandbox sheet: a purchase with express shipping; an unserviceable address, then a
-serviceable one; an invalid coupon, then a valid one; another card; a cancel. Then checks the store through the
+serviceable one; an invalid coupon, then a valid one; another card; a plan paid with a merchant token; a cancel. Then checks the store through the
 admin API (one paid order per completed purchase, none for the cancel), that the page loaded nothing from another
 host, and that merchant validation went through the sandbox gateway with the Merchant Identity certificate.
 
@@ -261,6 +261,24 @@ def main():
         step("another card", order=fourth, total=total)
         paid[fourth] = total
 
+        # 4b. A plan (a monthly subscription with a $1 trial): the sandbox sheet mints a merchant token, the
+        # first charge is the trial, and the server starts a subscription on that merchant token.
+        page.add("Coffee of the Month")
+        page.open_sheet()
+        total = page.total()
+        plan_order = page.pay()
+        request = urllib.request.Request(base + "/admin/v1/subscriptions",
+                                         headers={"Authorization": "Bearer " + admin_token})
+        subscriptions = json.load(urllib.request.urlopen(request, timeout=TIMEOUT))["subscriptions"]
+        check(len(subscriptions) == 1, f"{len(subscriptions)} subscriptions after the plan purchase")
+        subscription = subscriptions[0]
+        check(subscription["orderId"] == plan_order, f"the subscription's order is {subscription.get('orderId')}")
+        check(subscription["status"] == "active", f"the subscription is {subscription['status']}")
+        check(subscription.get("merchantTokenIdentifier", "").startswith("DNITHE"),
+              "the plan was paid with a merchant token")
+        step("plan with a merchant token", order=plan_order, total=total, subscription=subscription["id"])
+        paid[plan_order] = total
+
         # 5. A cancel: the sheet closes, no order.
         page.add("Enamel Mug")
         page.open_sheet()
@@ -305,7 +323,7 @@ def main():
                                                     timeout=TIMEOUT))
         with open(os.path.join(sandbox, "merchant-identity.pem")) as handle:
             identity = hashlib.sha256(ssl.PEM_cert_to_DER_cert(handle.read())).hexdigest()
-        check(activity["sessionsIssued"] == 5, f"the gateway issued {activity['sessionsIssued']} sessions, not 5")
+        check(activity["sessionsIssued"] == 6, f"the gateway issued {activity['sessionsIssued']} sessions, not 6")
         check(activity["lastClientCertificateSHA256"] == identity, "the gateway saw another client certificate")
         check(not activity.get("refused"), f"the gateway refused requests: {activity.get('refused')}")
         step("merchant validation through the sandbox gateway", sessions=activity["sessionsIssued"])

@@ -1,0 +1,114 @@
+import ApplePay
+import Foundation
+
+/// What a subscription keeps of the token that paid its checkout: the merchant token's identifier and the card as
+/// the customer sees it. Never the PAN, the MPAN, a cryptogram or any key.
+///
+/// It is written into the checkout (``Checkout/planPaymentMethods``, keyed by the token's `transactionId`) before a
+/// plan is charged, so that a payment whose processor answer was lost, and which the reconciler later finds
+/// charged, starts its subscription with the same details as a payment answered at once.
+public struct PlanPaymentMethod: Codable, Sendable, Equatable {
+    /// Apple's `merchantTokenIdentifier` (`nil` when the network fell back to a device token).
+    public var merchantTokenIdentifier: String?
+    public var network: String?
+    /// The card's suffix as shown (token metadata, else the PAN's last four digits).
+    public var cardSuffix: String?
+    /// `MM/YY` from the token's metadata.
+    public var cardExpiration: String?
+    public var cardArtURL: String?
+
+    public init(
+        merchantTokenIdentifier: String?, network: String?, cardSuffix: String?, cardExpiration: String? = nil,
+        cardArtURL: String? = nil
+    ) {
+        self.merchantTokenIdentifier = merchantTokenIdentifier
+        self.network = network
+        self.cardSuffix = cardSuffix
+        self.cardExpiration = cardExpiration
+        self.cardArtURL = cardArtURL
+    }
+
+    /// The details of a decrypted token (nothing secret is copied).
+    public init(token: NetworkToken) {
+        self.init(
+            merchantTokenIdentifier: token.merchantToken?.identifier, network: token.network,
+            cardSuffix: token.merchantToken?.cardSuffix ?? token.lastFour,
+            cardExpiration: token.merchantToken?.cardExpiration, cardArtURL: token.merchantToken?.cardArtURL)
+    }
+}
+
+/// Starts the subscription of a plan checkout once its payment is known to be charged, whichever path learnt it:
+/// the payment answered at once (``CheckoutPayments``), or a lost answer settled later by the ``Reconciler``. Both
+/// go through ``startIfPlan(order:checkout:method:paymentMethodReference:)``, so a subscription starts the same
+/// way (same anchor, counted from the checkout's creation; same card details) and once per checkout.
+public struct PlanSubscriptions: Sendable {
+    public let service: SubscriptionService
+    public let pricing: CheckoutPricing
+    public let configuration: StoreConfiguration
+    public let store: any OrderStore
+
+    public init(
+        service: SubscriptionService, pricing: CheckoutPricing, configuration: StoreConfiguration,
+        store: any OrderStore
+    ) {
+        self.service = service
+        self.pricing = pricing
+        self.configuration = configuration
+        self.store = store
+    }
+
+    /// Records the card details of the token about to pay a plan checkout (before it is charged).
+    public func remember(_ method: PlanPaymentMethod, transactionID: String, checkoutID: String)
+        async throws(OrderStoreError)
+    {
+        guard var checkout = try await store.checkout(id: checkoutID) else {
+            throw OrderStoreError(.notFound, "no checkout \(checkoutID)")
+        }
+        guard checkout.planPaymentMethods?[transactionID] != method else { return }
+        checkout.planPaymentMethods = (checkout.planPaymentMethods ?? [:]).merging([transactionID: method]) { $1 }
+        try await store.updateCheckout(checkout)
+    }
+
+    /// The subscription of a paid order's plan checkout: the existing one, or a new one started now. `nil` when
+    /// the order is not paid, its checkout sells no plan, or nothing says which payment method to charge later.
+    /// - Parameters:
+    ///   - order: the checkout's order (`paid`).
+    ///   - method: the token's details; `nil` reads those the checkout recorded for the order's transaction id.
+    ///   - paymentMethodReference: the processor's kept method; `nil` looks the charge up by its key.
+    public func startIfPlan(
+        order: Order, method: PlanPaymentMethod? = nil, paymentMethodReference: String? = nil
+    ) async throws(OrderStoreError) -> Subscription? {
+        guard order.status == .paid, let checkout = try await store.checkout(id: order.checkoutID),
+            let (product, plan) = pricing.planProduct(of: checkout)
+        else { return nil }
+        if let existing = try await service.store.subscriptions(
+            SubscriptionFilter(checkoutID: checkout.id, limit: 1)
+        ).first {
+            return existing
+        }
+        let key = order.payment.transactionID
+        guard let method = method ?? checkout.planPaymentMethods?[key] else {
+            service.logger.log(
+                "error", "plan paid but its card details were not recorded", ["orderId": order.id])
+            return nil
+        }
+        var reference = paymentMethodReference
+        if reference == nil {
+            // The kept method's reference comes with the charge (looked up by its key, as the reconciler does).
+            let processor = service.processor
+            let looked = await PaymentProcessing.withTimeLimit(service.timeout) {
+                () async throws(ProcessorError) -> ProcessorCharge? in
+                try await processor.charge(idempotencyKey: key)
+            }
+            if case .success(let charge) = looked { reference = charge?.paymentMethodReference }
+        }
+        guard let reference else {
+            service.logger.log(
+                "error", "plan paid but the processor kept no payment method", ["orderId": order.id])
+            return nil
+        }
+        return try await service.start(
+            checkout: checkout, product: product, plan: plan, orderID: order.id, method: method,
+            paymentMethodReference: reference, configuration: configuration)
+    }
+}
