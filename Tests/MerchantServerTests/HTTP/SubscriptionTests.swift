@@ -45,7 +45,7 @@ struct SubscriptionTests {
     func checkYear(restartHalfway: Bool, backend: StoreBackend) async throws {
         let processor = SandboxProcessor()
         let location = try await backend.serverLocation()
-        try await ServerHarness.with(processor: processor, configure: { location.apply(&$0) }) { harness in
+        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
             let paid = try await Self.subscribe(harness, sku: "BEANS-MONTHLY")
             let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
             let first = try #require(try await harness.application.api.subscriptions?.store.subscription(id: id))
@@ -126,7 +126,7 @@ struct SubscriptionTests {
     func automaticReload(_ backend: StoreBackend) async throws {
         let processor = SandboxProcessor()
         let location = try await backend.serverLocation()
-        try await ServerHarness.with(processor: processor, configure: { location.apply(&$0) }) { harness in
+        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
             let paid = try await Self.subscribe(harness, sku: "CAFE-CARD")
             let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
             #expect(processor.chargeCount == 1)
@@ -156,7 +156,7 @@ struct SubscriptionTests {
     func deferred(_ backend: StoreBackend) async throws {
         let processor = SandboxProcessor()
         let location = try await backend.serverLocation()
-        try await ServerHarness.with(processor: processor, configure: { location.apply(&$0) }) { harness in
+        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
             let paid = try await Self.subscribe(harness, sku: "TASTING-SEAT")
             let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
             #expect(paid["orderId"] == nil)
