@@ -146,6 +146,45 @@ struct SubscriptionStoreTests {
     }
 
     @Test(
+        "four instances run the scheduler at once on one database: every due cycle charged once and recorded once",
+        arguments: StoreBackend.available)
+    func schedulersOnSeveralInstances(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        defer { fixture.folder.remove() }
+        let processor = SandboxProcessor()
+        let store = try fixture.subscriptions
+        var ids: [String] = []
+        for index in 0..<12 {
+            let order = try await fixture.paidOrder(transaction: String(format: "sched%02d", index))
+            var subscription = fixture.subscription(for: order, id: "sub_" + String(format: "%024d", index))
+            subscription.paymentMethodReference = try await processor.storePaymentMethod(
+                testToken(), idempotencyKey: "keep-\(index)", rootFingerprint: nil)
+            ids.append(try await store.insertSubscription(subscription).id)
+        }
+        var services: [SubscriptionService] = []
+        for _ in 0..<4 {
+            let instance = try #require(try await fixture.another() as? any SubscriptionStore)
+            services.append(
+                SubscriptionService(store: instance, processor: processor, logger: .silent, clock: { fixedNow }))
+        }
+        // Cycles 1 to 4 are due: the anchor and the three monthly dates after it.
+        let now = fixedNow.addingTimeInterval(92 * 86_400)
+        let recorded = await withTaskGroup(of: [SubscriptionCharge].self) { group in
+            for service in services { group.addTask { await service.chargeDue(now: now) } }
+            return await group.reduce(into: [SubscriptionCharge]()) { $0 += $1 }
+        }
+        #expect(processor.chargeCount == 12 * 4, "each cycle charged once at the processor")
+        #expect(recorded.count == 12 * 4, "each outcome recorded by exactly one instance")
+        #expect(Set(recorded.map(\.idempotencyKey)).count == 12 * 4)
+        for id in ids {
+            let charges = try await store.subscriptionCharges(subscriptionID: id)
+            #expect(charges.map(\.cycle).sorted() == [1, 2, 3, 4], "\(id)")
+            #expect(charges.allSatisfy { $0.status == "approved" && $0.amount == 999 })
+            #expect(try await store.subscription(id: id)?.cycle == 5)
+        }
+    }
+
+    @Test(
         "Wallet orders: fulfilment steps of paid orders only, each moving updatedAt a second on; registrations",
         arguments: StoreBackend.available)
     func walletRecords(_ backend: StoreBackend) async throws {
