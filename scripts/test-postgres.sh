@@ -29,11 +29,27 @@ user_name() {
     if [ "$(id -u)" -eq 0 ]; then echo postgres; else id -un; fi
 }
 
+# The server is a daemon that outlives this script: it must not keep any descriptor of whoever started the script.
+# Swift's Foundation.Process (swift-corelibs-foundation) learns that a child ended when the child's end of a
+# socketpair it inherited closes; a postmaster holding that end made Process.waitUntilExit() wait for as long as
+# the cluster ran (the outage test's "start" never returned). pg_ctl passes its descriptors on, so close every
+# one above standard error first (in a subshell: bash reads this script through fd 255).
+close_inherited_descriptors() {
+    local fd
+    for fd in /proc/$BASHPID/fd/*; do
+        fd="${fd##*/}"
+        if [ "$fd" -gt 2 ] && [ "$fd" -ne 255 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+}
+
 server_start() {
     local dir="$1"
-    as_owner "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 -c fsync=${PG_FSYNC:-off}" \
-        start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+    (
+        close_inherited_descriptors
+        as_owner "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+            -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 -c fsync=${PG_FSYNC:-off}" \
+            start >/dev/null
+    ) || { cat "$dir/server.log" >&2; exit 1; }
 }
 
 start() {

@@ -11,6 +11,7 @@ struct ApplePayCommand: Command {
                 SandboxCommand.self,
                 MerchantCommand.self,
                 ServeCommand.self,
+                StoreCommand.self,
                 ProcessorCommand.self,
                 DemoCommand.self,
                 SimulateCommand.self,

@@ -23,4 +23,19 @@ struct HelpTests {
         let result = try await CommandLineTool.run([])
         #expect(result.status == 64)
     }
+
+    @Test("store migrate is listed and documented; its usage errors exit 64")
+    func storeMigrate() async throws {
+        let root = try await CommandLineTool.run(["--help"])
+        #expect(root.standardOutput.contains("store"))
+        let help = try await CommandLineTool.run(["store", "migrate", "--help"])
+        #expect(help.status == 0)
+        #expect(help.standardOutput.contains("--from sqlite:PATH"))
+        #expect(help.standardOutput.contains("--to URI"))
+        let missing = try await CommandLineTool.run(["store", "migrate", "--to", "postgresql:///x"])
+        #expect(missing.status == 64)
+        #expect(missing.standardError.contains("--from sqlite:PATH is required"))
+        let wrong = try await CommandLineTool.run(["store", "migrate", "--from", "sqlite:a.db", "--to", "mysql://x"])
+        #expect(wrong.status == 64)
+    }
 }

@@ -72,6 +72,57 @@ struct PostgresTests {
         let again = try await pool.withConnection { try $0.query("SELECT pg_backend_pid() AS p").first?.int64("p") }
         #expect(again != nil && again != pid)
     }
+
+    @Test("a server that does not answer in time: the call fails, the connection is abandoned, the next one works")
+    func answerDeadline() async throws {
+        let pool = ConnectionPool(
+            uri: try #require(TestDatabase.uri), size: 1, timeouts: PostgresTimeouts(answer: .seconds(2)))
+        defer { pool.close() }
+        let started = ContinuousClock.now
+        let error = await #expect(throws: PostgresError.self) {
+            try await pool.withConnection { try $0.query("SELECT pg_sleep(120)") }
+        }
+        #expect(error?.code == .connectionFailure, "\(String(describing: error))")
+        // Two seconds of deadline; the bound only says it did not wait for the two minutes of the sleep.
+        #expect(ContinuousClock.now - started < .seconds(60))
+        let one = try await pool.withConnection { try $0.query("SELECT 1 AS one").first?.int64("one") }
+        #expect(one == 1)
+    }
+
+    @Test("work that finds no free connection within the pool's wait fails without running; the pool serves on")
+    func boundedWait() async throws {
+        let uri = try #require(TestDatabase.uri)
+        let pool = ConnectionPool(uri: uri, size: 1, maximumWait: .seconds(1))
+        defer { pool.close() }
+        let ran = Latch()
+        // Holds the only connection until the second call has given up (or 60 s, whichever comes first).
+        let holder = Task {
+            try await pool.withConnection { connection in
+                _ = try connection.query("SELECT pg_sleep(8)")
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let error = await #expect(throws: PostgresError.self) {
+            try await pool.withConnection { _ in ran.open() }
+        }
+        #expect(error?.code == .connectionFailure)
+        #expect(!ran.isOpen, "the late work must not run")
+        try await holder.value
+        let one = try await pool.withConnection { try $0.query("SELECT 1 AS one").first?.int64("one") }
+        #expect(one == 1)
+    }
+
+    @Test("settings in the URI still apply beside the default timeouts (connect_timeout, application_name)")
+    func uriSettings() async throws {
+        let uri = try #require(TestDatabase.uri)
+        let custom = uri + (uri.contains("?") ? "&" : "?") + "connect_timeout=7&application_name=pgtest"
+        let pool = ConnectionPool(uri: custom, size: 1)
+        defer { pool.close() }
+        let name = try await pool.withConnection {
+            try $0.query("SELECT current_setting('application_name') AS n").first?.string("n")
+        }
+        #expect(name == "pgtest")
+    }
 }
 
 @Suite("PostgreSQL under make test")

@@ -192,9 +192,9 @@ public final class MerchantApplication: Sendable {
             }
         }
         let (lifetime, pruneInterval) = (configuration.checkoutLifetime, configuration.pruneInterval)
-        // Unpaid checkouts expire and are pruned (the embedded store; see docs/LIMITS.md).
+        // Unpaid checkouts expire and are pruned (either store; several instances on one PostgreSQL database prune
+        // disjoint batches: `FOR UPDATE SKIP LOCKED`; see docs/LIMITS.md).
         let pruning = Task.detached { [store] in
-            guard let store = store as? SQLiteOrderStore else { return }
             await prune(store, lifetime: lifetime, every: pruneInterval, logger: logger, clock: clock)
         }
         let application = MerchantApplication(
@@ -274,7 +274,7 @@ public final class MerchantApplication: Sendable {
 
     /// Prunes unpaid checkouts older than `lifetime` now and every `interval` until cancelled.
     private static func prune(
-        _ store: SQLiteOrderStore, lifetime: Duration, every interval: Duration, logger: RequestLogger,
+        _ store: any OrderStore, lifetime: Duration, every interval: Duration, logger: RequestLogger,
         clock: @Sendable () -> Date
     ) async {
         while !Task.isCancelled {

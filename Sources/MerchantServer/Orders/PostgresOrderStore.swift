@@ -23,12 +23,14 @@ import Postgres
 public final class PostgresOrderStore: OrderStore {
     /// The connections, each owned by a thread of the pool.
     public let pool: ConnectionPool
-    private let clock: @Sendable () -> Date
+    let clock: @Sendable () -> Date
 
     /// The schema, in order. Never edit a released migration: append a new one.
     public static let migrations: [(name: String, sql: String)] = [
         ("001-checkouts-orders-payments-refunds-events", schema),
         ("002-prune-expired-checkouts", pruningSchema),
+        ("003-wallet-orders-fulfillments-registrations", PostgresOrderStore.walletOrdersSchema),
+        ("004-subscriptions-merchant-tokens", PostgresOrderStore.subscriptionsSchema),
     ]
 
     /// Connects, and creates or upgrades the schema (several instances may start at once: the migrations run under
@@ -505,7 +507,7 @@ public final class PostgresOrderStore: OrderStore {
     }
 
     /// A read-only transaction, retried on a lost connection; errors become ``OrderStoreError``.
-    private func read<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) throws -> T)
+    func read<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) throws -> T)
         async throws(OrderStoreError) -> T
     {
         do {
@@ -516,7 +518,7 @@ public final class PostgresOrderStore: OrderStore {
     }
 
     /// A write transaction; errors become ``OrderStoreError`` (`conflict` for a constraint, else `storage`).
-    private func write<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) throws -> T)
+    func write<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) throws -> T)
         async throws(OrderStoreError) -> T
     {
         do {
@@ -541,7 +543,7 @@ public final class PostgresOrderStore: OrderStore {
 
     // MARK: Rows
 
-    private func appendEvent(
+    func appendEvent(
         _ connection: PostgresConnection, _ kind: String, checkoutID: String?, orderID: String?,
         _ detail: [String: String], at time: Int64
     ) throws {
@@ -551,14 +553,14 @@ public final class PostgresOrderStore: OrderStore {
     }
 
     /// The order, its row locked until the transaction ends.
-    private func lockOrder(_ connection: PostgresConnection, _ id: String) throws -> Order? {
+    func lockOrder(_ connection: PostgresConnection, _ id: String) throws -> Order? {
         guard !(try connection.query("SELECT id FROM orders WHERE id = $1 FOR UPDATE", .text(id)).isEmpty) else {
             return nil
         }
         return try loadOrder(connection, where: "o.id = $1", .text(id))
     }
 
-    private func loadOrder(_ connection: PostgresConnection, where condition: String, _ value: PostgresValue) throws
+    func loadOrder(_ connection: PostgresConnection, where condition: String, _ value: PostgresValue) throws
         -> Order?
     {
         try loadOrders(connection, where: condition, [value], order: "o.created_at DESC, o.id DESC", limit: 1).first

@@ -42,16 +42,20 @@ struct SubscriptionTests {
     /// The year after the checkout (days 0 to 364; the thirteenth month's charge falls on day 365 or 366).
     /// The year of a monthly plan with a one-month $1 trial: the trial at checkout, then $9.99 on each monthly
     /// date from the end of the trial, with cycle 4's first attempt declined and retried the next day.
-    func checkYear(restartHalfway: Bool) async throws {
+    func checkYear(restartHalfway: Bool, backend: StoreBackend) async throws {
         let processor = SandboxProcessor()
-        try await ServerHarness.with(processor: processor) { harness in
+        let location = try await backend.serverLocation()
+        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
             let paid = try await Self.subscribe(harness, sku: "BEANS-MONTHLY")
             let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
             let first = try #require(try await harness.application.api.subscriptions?.store.subscription(id: id))
             #expect(first.merchantTokenIdentifier?.hasPrefix("DNITHE") == true)
             #expect(first.status == .active)
             #expect(abs(first.anchor.timeIntervalSince(first.createdAt) - 30 * Self.day) < 2 * Self.day)
-            let start = first.createdAt
+            // The scheduler's days start at the checkout's creation, the time of day of every due date (the anchor
+            // is a month after it), however long the payment took on a busy machine.
+            let checkout = try #require(try await harness.application.store.checkout(id: first.checkoutID))
+            let start = checkout.createdAt
             let service = try #require(harness.application.api.subscriptions)
             var injected = false
             let decline: (Int) async throws -> Void = { _ in
@@ -64,7 +68,7 @@ struct SubscriptionTests {
             if restartHalfway {
                 try await Self.runDays(0..<180, from: start, services: [service], beforeDay: decline)
                 // A new process on the same database, and (for a while) the old one beside it: two instances.
-                let reopened = try SQLiteOrderStore(path: harness.databasePath)
+                let reopened = try await location.reopen(harness)
                 let restarted = SubscriptionService(
                     store: reopened, processor: processor, logger: .silent, clock: { start })
                 try await Self.runDays(180..<200, from: start, services: [restarted, service], beforeDay: decline)
@@ -105,16 +109,27 @@ struct SubscriptionTests {
         }
     }
 
-    @Test("a year of a monthly plan with a trial: 12 charges at the right amounts and dates, each once, one retry")
-    func yearOfMonthlyPlan() async throws { try await checkYear(restartHalfway: false) }
+    @Test(
+        "a year of a monthly plan with a trial: 12 charges at the right amounts and dates, each once, one retry",
+        arguments: StoreBackend.available)
+    func yearOfMonthlyPlan(_ backend: StoreBackend) async throws {
+        try await checkYear(restartHalfway: false, backend: backend)
+    }
 
-    @Test("the same year across a restart in the middle, with two instances for a while: the same charges")
-    func yearAcrossRestart() async throws { try await checkYear(restartHalfway: true) }
+    @Test(
+        "the same year across a restart in the middle, with two instances for a while: the same charges",
+        arguments: StoreBackend.available)
+    func yearAcrossRestart(_ backend: StoreBackend) async throws {
+        try await checkYear(restartHalfway: true, backend: backend)
+    }
 
-    @Test("automatic reload: checkout, a balance above the threshold charges nothing, below it reloads once")
-    func automaticReload() async throws {
+    @Test(
+        "automatic reload: checkout, a balance above the threshold charges nothing, below it reloads once",
+        arguments: StoreBackend.available)
+    func automaticReload(_ backend: StoreBackend) async throws {
         let processor = SandboxProcessor()
-        try await ServerHarness.with(processor: processor) { harness in
+        let location = try await backend.serverLocation()
+        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
             let paid = try await Self.subscribe(harness, sku: "CAFE-CARD")
             let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
             #expect(processor.chargeCount == 1)
@@ -138,10 +153,13 @@ struct SubscriptionTests {
         }
     }
 
-    @Test("deferred: nothing charged at checkout, charged once on the billing date; a cancelled one never")
-    func deferred() async throws {
+    @Test(
+        "deferred: nothing charged at checkout, charged once on the billing date; a cancelled one never",
+        arguments: StoreBackend.available)
+    func deferred(_ backend: StoreBackend) async throws {
         let processor = SandboxProcessor()
-        try await ServerHarness.with(processor: processor) { harness in
+        let location = try await backend.serverLocation()
+        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
             let paid = try await Self.subscribe(harness, sku: "TASTING-SEAT")
             let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
             #expect(paid["orderId"] == nil)
@@ -160,6 +178,31 @@ struct SubscriptionTests {
             #expect(await service.chargeDue(now: billing.addingTimeInterval(Self.day)).isEmpty)
             #expect(processor.chargeCount == 1)
             #expect(try await service.store.subscription(id: id)?.statusReason == "charged")
+        }
+    }
+}
+
+/// Where a test server keeps its store: the harness's SQLite file, or a fresh schema of the test PostgreSQL database.
+struct ServerStoreLocation: Sendable {
+    /// The PostgreSQL URI (`nil`: the harness's own SQLite file).
+    var postgres: String?
+
+    func apply(_ configuration: inout MerchantServerConfiguration) {
+        if let postgres { configuration.storeLocation = postgres }
+    }
+
+    /// The same store opened again, as another instance (or a restarted process) would.
+    func reopen(_ harness: ServerHarness) async throws -> any SubscriptionStore {
+        if let postgres { return try await PostgresOrderStore(uri: postgres, poolSize: 2) }
+        return try SQLiteOrderStore(path: harness.databasePath)
+    }
+}
+
+extension StoreBackend {
+    func serverLocation() async throws -> ServerStoreLocation {
+        switch self {
+        case .sqlite: ServerStoreLocation(postgres: nil)
+        case .postgres: ServerStoreLocation(postgres: try await TestPostgres.freshSchema())
         }
     }
 }

@@ -24,8 +24,11 @@ struct WalletOrdersTests {
         return (details, try (reply.json["orderId"] as? String).orThrow("orderId"))
     }
 
-    @Test("pay, register, download and verify (also with openssl cms), ship and deliver with pushes, 304, 401, 404")
-    func endToEnd() async throws {
+    @Test(
+        "pay, register, download and verify (also with openssl cms), ship and deliver with pushes, 304, 401, 404",
+        arguments: StoreBackend.available)
+    func endToEnd(_ backend: StoreBackend) async throws {
+        let location = try await backend.serverLocation()
         let sandbox = try await SharedSandbox.get()
         let folder = try TemporaryDirectory(prefix: "sandbox-apns")
         defer { folder.remove() }
@@ -43,6 +46,7 @@ struct WalletOrdersTests {
         let apnsClient = HTTPClient(configuration: apnsClientConfiguration)
 
         let useSandboxAPNs: (inout MerchantServerConfiguration) -> Void = {
+            location.apply(&$0)
             $0.walletOrders?.apns = APNsSettings(
                 baseURL: apns.url, keyID: authKey.keyID, teamID: "SANDBOX001", keyPath: authKey.path,
                 trustedRootsPath: rootPath)
