@@ -184,7 +184,8 @@ public struct MerchantCategoryCode: Sendable, Hashable, Codable, ExpressibleByIn
         var container = encoder.singleValueContainer()
         if isNumber, let value {
             try container.encode(value)
-        } else if isNumber, let number = try? Currency.parseDecimal(text) {
+        } else if isNumber, let number = Decimal(string: text), number.description == text {
+            // A number beyond Int (or with a fraction) as it was decoded: Decimal's own text reads back exactly.
             try container.encode(number)
         } else {
             try container.encode(text)
