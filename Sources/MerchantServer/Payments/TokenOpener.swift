@@ -37,20 +37,7 @@ struct DecryptingTokenOpener: PaymentTokenOpening {
                 merchantToken: payload.merchantTokenIdentifier.map {
                     MerchantTokenInfo(identifier: $0, metadata: payload.merchantTokenMetadata)
                 }),
-            rootFingerprint: Self.lowercaseHex(decrypted.verification.root.sha256Fingerprint))
-    }
-
-    /// Lowercase hex written directly: `String(format: "%02x")` per byte costs a Foundation formatter call each, for
-    /// every payment.
-    static func lowercaseHex(_ bytes: Data) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
+            rootFingerprint: lowercaseHex(decrypted.verification.root.sha256Fingerprint))
     }
 }
 
