@@ -13,18 +13,22 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
+        // Most members of the documents this decodes (tokens, contacts) are strings and objects: try them first.
+        // JSON's kinds are disjoint under JSONDecoder (a string never decodes as a number or a Bool, nor a number
+        // as a Bool), so the order changes no result, only how many failed attempts (each an error value with its
+        // coding path) come before the right one.
         if container.decodeNil() {
             self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Decimal.self) {
-            self = .number(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
         } else if let value = try? container.decode([String: JSONValue].self) {
             self = .object(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else if let value = try? container.decode(Decimal.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
         } else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a JSON value")
         }

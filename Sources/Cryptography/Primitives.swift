@@ -5,25 +5,32 @@ import Foundation
 public enum Digest {
     /// SHA-256 of the bytes (32 bytes).
     public static func sha256(_ data: some DataProtocol) -> Data {
-        hash(data, length: Int(SHA256_DIGEST_LENGTH), SHA256)
+        hash(data, length: Int(SHA256_DIGEST_LENGTH), FetchedDigest.sha256)
     }
 
     /// SHA-384 of the bytes (48 bytes).
     public static func sha384(_ data: some DataProtocol) -> Data {
-        hash(data, length: Int(SHA384_DIGEST_LENGTH), SHA384)
+        hash(data, length: Int(SHA384_DIGEST_LENGTH), FetchedDigest.sha384)
     }
 
-    /// Runs one of OpenSSL's one-shot digest functions (`SHA256`, `SHA384`) over the bytes.
-    private static func hash(
-        _ data: some DataProtocol, length: Int,
-        _ function: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?) -> UnsafeMutablePointer<UInt8>?
-    ) -> Data {
+    /// Runs `EVP_Digest` with a digest fetched once (the one-shot `SHA256()` fetches the algorithm from the
+    /// provider by name on every call, a lock and a property query per hash).
+    private static func hash(_ data: some DataProtocol, length: Int, _ digest: FetchedDigest) -> Data {
         var output = Data(count: length)
         withContiguousBytes(data) { input in
             output.withUnsafeMutableBytes { out in
-                _ = function(
-                    input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
-                    out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+                var written: UInt32 = 0
+                let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                if EVP_Digest(input.baseAddress, input.count, base, &written, digest.pointer, nil) != 1
+                    || Int(written) != length
+                {
+                    // Only an allocation failure gets here; hash with the one-shot function instead.
+                    OpenSSLErrorQueue.clear()
+                    let bytes = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                    _ =
+                        length == Int(SHA256_DIGEST_LENGTH)
+                        ? SHA256(bytes, input.count, base) : SHA384(bytes, input.count, base)
+                }
             }
         }
         return output
@@ -90,6 +97,15 @@ public enum ECDH {
         guard ok else { throw CryptographyError.openSSL(.invalidKey, "ECDH failed") }
         return secret.prefix(length)
     }
+}
+
+/// A digest fetched once from the default provider and shared (an `EVP_MD` is immutable and reference-counted).
+struct FetchedDigest: @unchecked Sendable {
+    let pointer: OpaquePointer?
+    init(_ name: String) { pointer = EVP_MD_fetch(nil, name, nil) }
+
+    static let sha256 = FetchedDigest("SHA256")
+    static let sha384 = FetchedDigest("SHA384")
 }
 
 /// A cipher fetched once from the default provider and shared (an `EVP_CIPHER` is immutable and reference-counted).
@@ -279,6 +295,83 @@ public enum RSAOAEP {
             throw CryptographyError(
                 .decryptionFailed, "RSA-OAEP decryption failed: wrong key, or the ciphertext was altered")
         }
+        return Data(output.prefix(length))
+    }
+}
+
+/// RSA-OAEP (SHA-256, MGF1-SHA-256) decryption with one private key, prepared once: it keeps a small pool of
+/// OpenSSL contexts already set up for the padding and digests, so a decryption costs the RSA private operation and
+/// the padding check, not a context's set-up and two digest fetches.
+///
+/// `@unchecked Sendable`: the pool is behind a lock and each context is used by one thread at a time.
+public final class RSAOAEPDecryptor: @unchecked Sendable {
+    /// The key this decryptor uses.
+    public let privateKey: PrivateKey
+    private let pool = Locked<[OpaquePointer]>([])
+    private static let pooledLimit = 32
+
+    /// Prepares decryption with an RSA private key.
+    /// - Throws: `CryptographyError` with code `invalidKey` when the key is not RSA or OpenSSL cannot use it.
+    public init(privateKey: PrivateKey) throws {
+        guard case .rsa = privateKey.kind else {
+            throw CryptographyError(.invalidKey, "RSA-OAEP needs an RSA private key, not \(privateKey.kind)")
+        }
+        self.privateKey = privateKey
+        let first = try makeContext()
+        pool.withLock { $0.append(first) }
+    }
+
+    deinit {
+        pool.withLock { contexts in
+            for context in contexts { EVP_PKEY_CTX_free(context) }
+            contexts.removeAll()
+        }
+    }
+
+    private func makeContext() throws(CryptographyError) -> OpaquePointer {
+        OpenSSLErrorQueue.clear()
+        guard let context = EVP_PKEY_CTX_new(privateKey.pkey, nil) else {
+            throw CryptographyError.openSSL(.internalError, "could not create an RSA context")
+        }
+        guard EVP_PKEY_decrypt_init(context) == 1,
+            EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_OAEP_PADDING) == 1,
+            EVP_PKEY_CTX_set_rsa_oaep_md_name(context, "SHA256", nil) == 1,
+            EVP_PKEY_CTX_set_rsa_mgf1_md_name(context, "SHA256", nil) == 1
+        else {
+            EVP_PKEY_CTX_free(context)
+            throw CryptographyError.openSSL(.invalidKey, "could not set up RSA-OAEP with SHA-256")
+        }
+        return context
+    }
+
+    /// Decrypts, as `RSAOAEP.decrypt(_:privateKey:)`.
+    /// - Throws: `CryptographyError` with code `decryptionFailed` when the padding does not check (wrong key or
+    ///   altered ciphertext).
+    public func decrypt(_ ciphertext: some DataProtocol) throws -> Data {
+        let pooled = pool.withLock { $0.popLast() }
+        let context = try pooled ?? makeContext()
+        defer {
+            let leftover: OpaquePointer? = pool.withLock { contexts in
+                guard contexts.count < RSAOAEPDecryptor.pooledLimit else { return context }
+                contexts.append(context)
+                return nil
+            }
+            if let leftover { EVP_PKEY_CTX_free(leftover) }
+        }
+        // The output is at most the modulus size.
+        var output = [UInt8](repeating: 0, count: Int(EVP_PKEY_get_size(privateKey.pkey)))
+        var length = output.count
+        let done = Digest.withContiguousBytes(ciphertext) { input in
+            EVP_PKEY_decrypt(
+                context, &output, &length, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
+        }
+        guard done == 1, length <= output.count else {
+            OpenSSLErrorQueue.clear()
+            for index in output.indices { output[index] = 0 }
+            throw CryptographyError(
+                .decryptionFailed, "RSA-OAEP decryption failed: wrong key, or the ciphertext was altered")
+        }
+        defer { for index in output.indices { output[index] = 0 } }
         return Data(output.prefix(length))
     }
 }

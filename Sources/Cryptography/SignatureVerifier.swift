@@ -46,12 +46,17 @@ public final class SignatureVerifier: @unchecked Sendable {
 
     /// Whether `signature` is a valid signature of the 32-byte SHA-256 `digest`.
     public func verify(signature: some DataProtocol, sha256Digest digest: some DataProtocol) -> Bool {
-        let digestBytes = Array(digest)
-        let signatureBytes = Array(signature)
-        guard digestBytes.count == 32, !signatureBytes.isEmpty else { return false }
+        guard digest.count == 32, !signature.isEmpty else { return false }
         let pooled = pool.withLock { $0.popLast() }
         guard let context = pooled ?? (try? makeContext()) else { return false }
-        let result = EVP_PKEY_verify(context, signatureBytes, signatureBytes.count, digestBytes, digestBytes.count)
+        // Both are usually contiguous already (Data, [UInt8]): no copies.
+        let result = Digest.withContiguousBytes(signature) { signatureBytes in
+            Digest.withContiguousBytes(digest) { digestBytes in
+                EVP_PKEY_verify(
+                    context, signatureBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), signatureBytes.count,
+                    digestBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), digestBytes.count)
+            }
+        }
         if result != 1 { OpenSSLErrorQueue.clear() }
         let leftover: OpaquePointer? = pool.withLock { contexts in
             guard contexts.count < SignatureVerifier.pooledLimit else { return context }

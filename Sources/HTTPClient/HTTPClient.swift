@@ -353,12 +353,15 @@ private final class ResponseSink {
     init(limit: Int) { self.limit = limit }
 
     func header(_ line: String) {
-        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Trimmed with Character properties, not `trimmingCharacters(in:)` (a CharacterSet lookup per character
+        // through Foundation, once per header line of every answer).
+        let trimmed = line.trimming { $0.isWhitespace }
         if trimmed.hasPrefix("HTTP/") {
             headers = [:]  // a new response (after 100 Continue or a proxy's answer)
         } else if let colon = trimmed.firstIndex(of: ":") {
             let name = trimmed[..<colon].lowercased()
-            headers[name] = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[name] = String(
+                trimmed[trimmed.index(after: colon)...].trimming { $0.isWhitespace && !$0.isNewline })
         }
     }
 }
@@ -399,3 +402,12 @@ private let progressCallback:
         guard let context else { return 0 }
         return Unmanaged<AbortFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
     }
+
+extension StringProtocol {
+    /// The characters between the first and the last one that `isTrimmed` does not match.
+    fileprivate func trimming(_ isTrimmed: (Character) -> Bool) -> SubSequence {
+        guard let first = firstIndex(where: { !isTrimmed($0) }), let last = lastIndex(where: { !isTrimmed($0) })
+        else { return self[endIndex...] }
+        return self[first...last]
+    }
+}

@@ -521,7 +521,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         state.receivingSince = core.receivingSince(connection)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         core.counters.withLock { $0.inFlight += 1 }
-        if let length = headers["Content-Length"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
+        if let length = headers["Content-Length"].flatMap(contentLength),
             length > core.maximumBodySize
         {
             // Refused before a byte of the body is read: MHD sends no `100 Continue` and closes afterwards.
@@ -674,4 +674,13 @@ private func clientAddress(of connection: OpaquePointer) -> String? {
     }
     guard written == 0 else { return nil }
     return String(cString: buffer)
+}
+
+/// A Content-Length value as a number, surrounding spaces and tabs allowed (with Character properties: no Foundation
+/// CharacterSet per request).
+private func contentLength(_ value: String) -> Int? {
+    let isSpace: (Character) -> Bool = { $0.isWhitespace && !$0.isNewline }
+    guard let first = value.firstIndex(where: { !isSpace($0) }), let last = value.lastIndex(where: { !isSpace($0) })
+    else { return nil }
+    return Int(value[first...last])
 }

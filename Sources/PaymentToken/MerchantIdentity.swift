@@ -14,6 +14,8 @@ public struct MerchantIdentity: Sendable, CustomStringConvertible {
     public let publicKeyHash: Data
     /// Prepared ECDH for EC keys.
     let agreement: P256KeyAgreement?
+    /// RSA-OAEP unwrapping prepared for an RSA key (RSA_v1), nil for an EC key.
+    let unwrapper: RSAOAEPDecryptor?
 
     /// An identity from the certificate Apple issued and its private key. The merchant identifier hash is read from
     /// the certificate's extension 1.2.840.113635.100.6.32.
@@ -71,8 +73,14 @@ public struct MerchantIdentity: Sendable, CustomStringConvertible {
             } catch {
                 throw PaymentTokenError(.merchantKeyMismatch, "the EC merchant key cannot be used: \(error)")
             }
+            unwrapper = nil
         case .rsa:
             agreement = nil
+            do {
+                unwrapper = try RSAOAEPDecryptor(privateKey: privateKey)
+            } catch {
+                throw PaymentTokenError(.merchantKeyMismatch, "the RSA merchant key cannot be used: \(error)")
+            }
         case .p384:
             throw PaymentTokenError(
                 .merchantKeyMismatch, "Apple Pay merchant keys are EC P-256 (EC_v1) or RSA (RSA_v1), not P-384")

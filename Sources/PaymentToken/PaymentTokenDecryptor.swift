@@ -164,13 +164,13 @@ public final class PaymentTokenDecryptor: Sendable {
             shared.resetBytes(in: 0..<shared.count)
             kdf.resetBytes(in: 0..<kdf.count)
         case .rsaV1:
-            guard case .rsa = merchant.privateKey.kind else {
+            guard case .rsa = merchant.privateKey.kind, let unwrapper = merchant.unwrapper else {
                 throw PaymentTokenError(
                     .merchantKeyMismatch,
                     "an RSA_v1 token needs an RSA merchant key, the matching key is \(merchant.privateKey.kind)")
             }
             do {
-                key = try RSAOAEP.decrypt(Data(token.keyMaterial), privateKey: merchant.privateKey)
+                key = try unwrapper.decrypt(token.keyMaterial)
             } catch {
                 throw PaymentTokenError(
                     .decryptionFailed,

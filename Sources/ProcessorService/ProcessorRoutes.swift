@@ -334,15 +334,23 @@ final class ProcessorRoutes: Sendable {
     }
 
     static func newReference(_ prefix: String) -> String {
+        // Ten random bytes in lowercase hex, written directly (String(format:) per byte is Foundation's formatter).
         var generator = SystemRandomNumberGenerator()
-        return prefix
-            + (0..<10).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(20)
+        for _ in 0..<10 {
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0f)])
+        }
+        return prefix + String(decoding: hex, as: UTF8.self)
     }
 
+    /// Now in ISO 8601 with milliseconds, from a format style (an ISO8601DateFormatter is an ICU object built per
+    /// call: this runs for every charge).
     static func timestamp() -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date())
+        Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 }
 

@@ -24,6 +24,12 @@ public final class Connection {
     /// The file path, or `:memory:`.
     public let path: String
     private var savepointCounter = 0
+    /// Statements prepared by `run` and `query`, by SQL text, reused instead of prepared again for each call
+    /// (preparing is SQLite's parser and planner each time). Owned here and finalized before the handle closes.
+    private var statementCache: [String: Statement] = [:]
+    /// Beyond this many distinct SQL texts the cache starts over (SQL built with varying text would otherwise grow
+    /// it without bound).
+    static let statementCacheLimit = 256
 
     /// Opens (creating if needed) a database file, or an in-memory database for `":memory:"`.
     /// - Parameters:
@@ -96,7 +102,22 @@ public final class Connection {
     public static func inMemory() throws(SQLiteError) -> Connection { try Connection(path: ":memory:") }
 
     deinit {
+        // The cached statements do not keep the connection alive; finalize them while the handle is still open.
+        statementCache.removeAll()
         sqlite3_close_v2(handle)
+    }
+
+    /// Number of statements in the cache (for tests).
+    var cachedStatementCount: Int { statementCache.count }
+
+    /// The cached statement for `sql`, prepared now on a miss. `run` and `query` reset it before returning, so a
+    /// cached statement never holds a read transaction open between calls.
+    private func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
+        if let statement = statementCache[sql] { return statement }
+        let statement = try Statement(connection: self, sql: sql, retainingConnection: false)
+        if statementCache.count >= Self.statementCacheLimit { statementCache.removeAll() }
+        statementCache[sql] = statement
+        return statement
     }
 
     /// Runs one or more SQL statements with no parameters and no results (schema, pragmas).
@@ -116,24 +137,24 @@ public final class Connection {
     /// - Throws: ``SQLiteError`` (`constraint` for a violated UNIQUE, CHECK, FOREIGN KEY, ...).
     @discardableResult
     public func run(_ sql: String, _ values: Value...) throws(SQLiteError) -> Int {
-        try prepare(sql).run(values)
+        try cachedStatement(sql).run(values)
     }
 
     /// Runs one statement with bound values and returns the number of rows it changed.
     @discardableResult
     public func run(_ sql: String, values: [Value]) throws(SQLiteError) -> Int {
-        try prepare(sql).run(values)
+        try cachedStatement(sql).run(values)
     }
 
     /// Runs one query with bound values and returns every row.
     /// - Throws: ``SQLiteError``.
     public func query(_ sql: String, _ values: Value...) throws(SQLiteError) -> [Row] {
-        try prepare(sql).rows(values)
+        try cachedStatement(sql).rows(values)
     }
 
     /// Runs one query with bound values and returns every row.
     public func query(_ sql: String, values: [Value]) throws(SQLiteError) -> [Row] {
-        try prepare(sql).rows(values)
+        try cachedStatement(sql).rows(values)
     }
 
     /// Whether a transaction is open.

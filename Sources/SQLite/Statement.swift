@@ -3,17 +3,25 @@ import Foundation
 
 /// One prepared statement: prepared in the throwing `init`, finalized in `deinit`.
 ///
-/// Keeps its ``Connection`` alive. Not `Sendable` (a statement is used where its connection is).
+/// A statement from ``Connection/prepare(_:)`` keeps its ``Connection`` alive. The connection's own cache of
+/// prepared statements (behind `run` and `query`) holds statements that do not: the connection owns them and
+/// finalizes them before it closes. Not `Sendable` (a statement is used where its connection is).
 public final class Statement {
     private let handle: OpaquePointer
+    /// Strong for a statement handed out by `prepare`; nil for one in the connection's cache (the connection owns
+    /// the cache, so the statement cannot outlive it, and a strong reference would be a cycle).
+    private let owner: Connection?
+    private unowned let runsOn: Connection
     /// The connection the statement runs on.
-    public let connection: Connection
+    public var connection: Connection { runsOn }
     /// The SQL text.
     public let sql: String
 
     /// Prepares exactly one SQL statement.
+    /// - Parameters:
+    ///   - retainingConnection: false only for the connection's statement cache (see `owner`).
     /// - Throws: ``SQLiteError`` for invalid SQL, empty SQL, or trailing statements after the first.
-    init(connection: Connection, sql: String) throws(SQLiteError) {
+    init(connection: Connection, sql: String, retainingConnection: Bool = true) throws(SQLiteError) {
         var pointer: OpaquePointer?
         var trailingText = ""
         let status = sql.withCString { text in
@@ -34,7 +42,8 @@ public final class Statement {
             throw SQLiteError(.misuse, "prepare takes one statement; use execute for several", sql: sql)
         }
         self.handle = pointer
-        self.connection = connection
+        self.owner = retainingConnection ? connection : nil
+        self.runsOn = connection
         self.sql = sql
     }
 

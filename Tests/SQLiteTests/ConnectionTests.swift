@@ -198,4 +198,50 @@ struct ConnectionTests {
         _ = try second.transaction { db in try db.run("INSERT INTO t VALUES (1)") }
         #expect(try first.query("SELECT count(*) AS n FROM t").first?.int64("n") == 1)
     }
+
+    @Test(
+        "run and query reuse prepared statements without keeping the connection or a read lock",
+        arguments: Storage.allCases)
+    func statementCache(storage: Storage) throws {
+        let (db, folder) = try storage.open()
+        defer { folder?.remove() }
+        try db.execute("CREATE TABLE t (v INTEGER)")
+        for value in 0..<100 { try db.run("INSERT INTO t VALUES (?)", .integer(Int64(value))) }
+        for value in 0..<100 {
+            #expect(
+                try db.query("SELECT v FROM t WHERE v = ?", .integer(Int64(value))).first?.int64("v") == Int64(value))
+        }
+        // A query stopped early by its own bind error leaves the cached statement usable.
+        expectSQLiteError(.range) { try db.query("SELECT v FROM t WHERE v = ?", .integer(1), .integer(2)) }
+        #expect(try db.query("SELECT count(*) AS n FROM t WHERE v < ?", .integer(10)).first?.int64("n") == 10)
+        // Cached statements are reset after each call: the schema can change under them, and they re-prepare.
+        try db.execute("DROP TABLE t")
+        try db.execute("CREATE TABLE t (w TEXT, v INTEGER)")
+        try db.run("INSERT INTO t VALUES ('x', ?)", .integer(7))
+        #expect(try db.query("SELECT v FROM t WHERE v = ?", .integer(7)).first?.int64("v") == 7)
+        // More distinct SQL texts than the cache holds still run.
+        for value in 0..<300 { _ = try db.query("SELECT \(value) AS n").first }
+        #expect(try db.query("SELECT 299 AS n").first?.int64("n") == 299)
+    }
+
+    @Test("a connection whose statements are cached is still released (and closed) when its owner lets go")
+    func cachedStatementsDoNotLeakTheConnection() throws {
+        let folder = try TemporaryDirectory(prefix: "sqlite-test")
+        defer { folder.remove() }
+        let path = folder.path("release.sqlite")
+        weak var released: Connection?
+        do {
+            let db = try Connection(path: path)
+            try db.execute("CREATE TABLE t (v INTEGER)")
+            try db.run("INSERT INTO t VALUES (?)", .integer(1))
+            _ = try db.query("SELECT v FROM t")
+            released = db
+        }
+        #expect(released == nil)
+        // Closed: another connection can take the write lock and checkpoint the WAL at once.
+        let other = try Connection(path: path, busyTimeout: .zero)
+        try other.execute("BEGIN EXCLUSIVE")
+        try other.execute("COMMIT")
+        #expect(try other.query("SELECT count(*) AS n FROM t").first?.int64("n") == 1)
+    }
 }

@@ -135,3 +135,18 @@ enum FieldLimits {
         return error
     }
 }
+
+/// Bytes in lowercase hex, written directly: `String(format: "%02x")` per byte is a Foundation formatter call each,
+/// and this runs for every payment (the root fingerprint, the Wallet order token).
+func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
+    let digits: StaticString = "0123456789abcdef"
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.underestimatedCount * 2)
+    digits.withUTF8Buffer { digits in
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+    }
+    return String(decoding: out, as: UTF8.self)
+}

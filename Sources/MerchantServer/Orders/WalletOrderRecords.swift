@@ -29,7 +29,7 @@ public struct FulfillmentStep: Sendable, Equatable, Codable {
         try container.encode(status, forKey: .status)
         try container.encodeIfPresent(carrier, forKey: .carrier)
         try container.encodeIfPresent(trackingNumber, forKey: .trackingNumber)
-        try container.encode(ISO8601DateFormatter().string(from: at), forKey: .at)
+        try container.encode(at.formatted(.iso8601), forKey: .at)
     }
 
     public init(from decoder: any Decoder) throws {

@@ -37,7 +37,7 @@ struct DecryptingTokenOpener: PaymentTokenOpening {
                 merchantToken: payload.merchantTokenIdentifier.map {
                     MerchantTokenInfo(identifier: $0, metadata: payload.merchantTokenMetadata)
                 }),
-            rootFingerprint: decrypted.verification.root.sha256Fingerprint.map { String(format: "%02x", $0) }.joined())
+            rootFingerprint: lowercaseHex(decrypted.verification.root.sha256Fingerprint))
     }
 }
 

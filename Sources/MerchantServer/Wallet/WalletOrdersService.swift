@@ -36,8 +36,7 @@ public struct WalletOrdersService: Sendable {
     /// The order's `AppleOrder` token: SHA-256 of a label and the order's view secret, in hex. Derived, so nothing
     /// more is stored, and knowing it does not reveal the view secret.
     public func authenticationToken(for order: Order) -> String {
-        Digest.sha256(Data("wallet-order-authentication-token:\(order.viewSecret)".utf8))
-            .map { String(format: "%02x", $0) }.joined()
+        lowercaseHex(Digest.sha256(Data("wallet-order-authentication-token:\(order.viewSecret)".utf8)))
     }
 
     /// The web service URL for a request that arrived with `host`.
