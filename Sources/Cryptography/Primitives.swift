@@ -307,8 +307,7 @@ public enum RSAOAEP {
 public final class RSAOAEPDecryptor: @unchecked Sendable {
     /// The key this decryptor uses.
     public let privateKey: PrivateKey
-    private let pool = Locked<[OpaquePointer]>([])
-    private static let pooledLimit = 32
+    private let pool: ContextPool
 
     /// Prepares decryption with an RSA private key.
     /// - Throws: `CryptographyError` with code `invalidKey` when the key is not RSA or OpenSSL cannot use it.
@@ -317,18 +316,10 @@ public final class RSAOAEPDecryptor: @unchecked Sendable {
             throw CryptographyError(.invalidKey, "RSA-OAEP needs an RSA private key, not \(privateKey.kind)")
         }
         self.privateKey = privateKey
-        let first = try makeContext()
-        pool.withLock { $0.append(first) }
+        pool = try ContextPool { () throws(CryptographyError) in try Self.makeContext(privateKey) }
     }
 
-    deinit {
-        pool.withLock { contexts in
-            for context in contexts { EVP_PKEY_CTX_free(context) }
-            contexts.removeAll()
-        }
-    }
-
-    private func makeContext() throws(CryptographyError) -> OpaquePointer {
+    private static func makeContext(_ privateKey: PrivateKey) throws(CryptographyError) -> OpaquePointer {
         OpenSSLErrorQueue.clear()
         guard let context = EVP_PKEY_CTX_new(privateKey.pkey, nil) else {
             throw CryptographyError.openSSL(.internalError, "could not create an RSA context")
@@ -348,22 +339,14 @@ public final class RSAOAEPDecryptor: @unchecked Sendable {
     /// - Throws: `CryptographyError` with code `decryptionFailed` when the padding does not check (wrong key or
     ///   altered ciphertext).
     public func decrypt(_ ciphertext: some DataProtocol) throws -> Data {
-        let pooled = pool.withLock { $0.popLast() }
-        let context = try pooled ?? makeContext()
-        defer {
-            let leftover: OpaquePointer? = pool.withLock { contexts in
-                guard contexts.count < RSAOAEPDecryptor.pooledLimit else { return context }
-                contexts.append(context)
-                return nil
-            }
-            if let leftover { EVP_PKEY_CTX_free(leftover) }
-        }
         // The output is at most the modulus size.
         var output = [UInt8](repeating: 0, count: Int(EVP_PKEY_get_size(privateKey.pkey)))
         var length = output.count
-        let done = Digest.withContiguousBytes(ciphertext) { input in
-            EVP_PKEY_decrypt(
-                context, &output, &length, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
+        let done = try pool.withContext { context in
+            Digest.withContiguousBytes(ciphertext) { input in
+                EVP_PKEY_decrypt(
+                    context, &output, &length, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
+            }
         }
         guard done == 1, length <= output.count else {
             OpenSSLErrorQueue.clear()

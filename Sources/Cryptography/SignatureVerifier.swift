@@ -10,25 +10,16 @@ import Foundation
 public final class SignatureVerifier: @unchecked Sendable {
     /// The key signatures are checked against.
     public let publicKey: PublicKey
-    private let pool = Locked<[OpaquePointer]>([])
-    private static let pooledLimit = 32
+    private let pool: ContextPool
 
     /// Prepares a verifier for the key.
     /// - Throws: `CryptographyError` with code `invalidKey` when OpenSSL cannot verify with it.
     public init(publicKey: PublicKey) throws {
         self.publicKey = publicKey
-        let first = try makeContext()
-        pool.withLock { $0.append(first) }
+        pool = try ContextPool { () throws(CryptographyError) in try Self.makeContext(publicKey) }
     }
 
-    deinit {
-        pool.withLock { contexts in
-            for context in contexts { EVP_PKEY_CTX_free(context) }
-            contexts.removeAll()
-        }
-    }
-
-    private func makeContext() throws(CryptographyError) -> OpaquePointer {
+    private static func makeContext(_ publicKey: PublicKey) throws(CryptographyError) -> OpaquePointer {
         OpenSSLErrorQueue.clear()
         guard let context = EVP_PKEY_CTX_new(publicKey.pkey, nil) else {
             throw CryptographyError.openSSL(.internalError, "could not create a verification context")
@@ -47,23 +38,18 @@ public final class SignatureVerifier: @unchecked Sendable {
     /// Whether `signature` is a valid signature of the 32-byte SHA-256 `digest`.
     public func verify(signature: some DataProtocol, sha256Digest digest: some DataProtocol) -> Bool {
         guard digest.count == 32, !signature.isEmpty else { return false }
-        let pooled = pool.withLock { $0.popLast() }
-        guard let context = pooled ?? (try? makeContext()) else { return false }
-        // Both are usually contiguous already (Data, [UInt8]): no copies.
-        let result = Digest.withContiguousBytes(signature) { signatureBytes in
-            Digest.withContiguousBytes(digest) { digestBytes in
-                EVP_PKEY_verify(
-                    context, signatureBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), signatureBytes.count,
-                    digestBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), digestBytes.count)
+        let result = try? pool.withContext { context in
+            // Both are usually contiguous already (Data, [UInt8]): no copies.
+            Digest.withContiguousBytes(signature) { signatureBytes in
+                Digest.withContiguousBytes(digest) { digestBytes in
+                    EVP_PKEY_verify(
+                        context, signatureBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                        signatureBytes.count, digestBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                        digestBytes.count)
+                }
             }
         }
         if result != 1 { OpenSSLErrorQueue.clear() }
-        let leftover: OpaquePointer? = pool.withLock { contexts in
-            guard contexts.count < SignatureVerifier.pooledLimit else { return context }
-            contexts.append(context)
-            return nil
-        }
-        if let leftover { EVP_PKEY_CTX_free(leftover) }
         return result == 1
     }
 
