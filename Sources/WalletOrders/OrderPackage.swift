@@ -91,7 +91,7 @@ public enum OrderPackage {
         }
         let order: WalletOrder
         do {
-            order = try JSONDecoder().decode(WalletOrder.self, from: files["order.json"]!)
+            order = try JSONDecoder().decode(WalletOrder.self, from: files["order.json", default: Data()])
         } catch {
             return .failure(Refusal(check: .schema, message: "order.json does not decode: \(error)"))
         }
