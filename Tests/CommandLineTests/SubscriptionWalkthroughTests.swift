@@ -44,9 +44,10 @@ struct SubscriptionWalkthroughTests {
             let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
             let script =
                 "cd '\(folder.url.path)'\n"
-                + block.replacingOccurrences(of: "http://127.0.0.1:8080", with: url)
+                // `/tmp/` first: the tool's own path may be under /tmp (a clone there) and must stay as it is.
+                + block.replacingOccurrences(of: "/tmp/", with: folder.url.path + "/")
+                .replacingOccurrences(of: "http://127.0.0.1:8080", with: url)
                 .replacingOccurrences(of: ".build/release/applepay", with: "'\(CommandLineTool.executable.path)'")
-                .replacingOccurrences(of: "/tmp/", with: folder.url.path + "/")
             let run = try await Subprocess.run("bash", ["-euo", "pipefail", "-c", script], timeout: 120)
             #expect(run.status == 0, "\(run.standardOutput)\n\(run.standardError)")
             let lines = run.standardOutput.split(separator: "\n").map(String.init)
