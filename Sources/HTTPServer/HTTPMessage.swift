@@ -29,9 +29,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// The first value of the field `name`, or `nil`.
     public subscript(name: String) -> String? {
-        get { fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value }
+        get { fields.first { Self.sameName($0.name, name) }?.value }
         set {
-            fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+            fields.removeAll { Self.sameName($0.name, name) }
             if let newValue { fields.append((name, newValue)) }
         }
     }
@@ -44,8 +44,26 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
         lhs.fields.count == rhs.fields.count
             && zip(lhs.fields, rhs.fields).allSatisfy {
-                $0.name.lowercased() == $1.name.lowercased() && $0.value == $1.value
+                sameName($0.name, $1.name) && $0.value == $1.value
             }
+    }
+
+    /// Whether two field names are the same without regard to ASCII case (field names are ASCII tokens), compared
+    /// byte by byte: no Foundation string comparison per lookup.
+    public static func sameName(_ lhs: String, _ rhs: String) -> Bool {
+        var left = lhs.utf8.makeIterator()
+        var right = rhs.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return true
+            case (let a?, let b?):
+                if a == b { continue }
+                let lowerA = (a >= 0x41 && a <= 0x5A) ? a | 0x20 : a
+                let lowerB = (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
+                if lowerA != lowerB { return false }
+            default: return false
+            }
+        }
     }
 }
 

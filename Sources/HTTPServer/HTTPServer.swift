@@ -40,6 +40,11 @@ public final class HTTPServer: Sendable {
         public var responderThreads: Int
         /// HTTPS instead of HTTP; `nil` serves plain HTTP.
         public var tls: TLS?
+        /// Whether a polling thread runs the responder itself until the responder first waits (for a store, a
+        /// network call, another thread), handing over to the responder threads only then; an answer that needs
+        /// no waiting costs no hand-off. Only for responders that never block a thread (they `await` instead):
+        /// blocking or long work would hold every connection of that polling thread. Off by default.
+        public var answersOnPollingThreads: Bool
 
         /// HTTPS settings (libmicrohttpd's GnuTLS): the server's certificate and key, and optionally the CAs whose
         /// client certificates are asked for. A request then carries ``HTTPRequest/clientCertificate``.
@@ -62,7 +67,8 @@ public final class HTTPServer: Sendable {
             host: String = "127.0.0.1", port: UInt16 = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount,
             maximumBodySize: Int = 64 * 1024, connectionTimeout: Int = 30, connectionLimit: Int = 1024,
             perClientConnectionLimit: Int = 64, requestTimeout: Int = 30,
-            responderThreads: Int = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount), tls: TLS? = nil
+            responderThreads: Int = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount), tls: TLS? = nil,
+            answersOnPollingThreads: Bool = false
         ) {
             self.host = host
             self.port = port
@@ -74,6 +80,7 @@ public final class HTTPServer: Sendable {
             self.requestTimeout = requestTimeout
             self.responderThreads = responderThreads
             self.tls = tls
+            self.answersOnPollingThreads = answersOnPollingThreads
         }
     }
 
@@ -134,7 +141,8 @@ public final class HTTPServer: Sendable {
         let core = ServerCore(
             responder: responder, maximumBodySize: configuration.maximumBodySize,
             requestTimeout: .seconds(max(1, configuration.requestTimeout)),
-            executor: ResponderExecutor(threads: configuration.responderThreads), tls: configuration.tls)
+            executor: ResponderExecutor(threads: configuration.responderThreads), tls: configuration.tls,
+            answersInline: configuration.answersOnPollingThreads)
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
         #if os(Linux)
@@ -328,6 +336,8 @@ final class ServerCore: Sendable {
     }
 
     let responder: any Responder
+    /// ``HTTPServer/Configuration/answersOnPollingThreads``.
+    let answersInline: Bool
     let maximumBodySize: Int
     let requestTimeout: Duration
     let connections = Mutex(Connections())
@@ -351,9 +361,10 @@ final class ServerCore: Sendable {
 
     init(
         responder: any Responder, maximumBodySize: Int, requestTimeout: Duration, executor: ResponderExecutor,
-        tls: HTTPServer.Configuration.TLS?
+        tls: HTTPServer.Configuration.TLS?, answersInline: Bool
     ) {
         self.responder = responder
+        self.answersInline = answersInline
         self.maximumBodySize = maximumBodySize
         self.requestTimeout = requestTimeout
         self.executor = executor
@@ -432,10 +443,12 @@ final class ServerCore: Sendable {
             answer.withLock { $0 = response }
             done.signal()
         }
-        if #available(macOS 15.0, *) {
-            Task(executorPreference: executor) { await respond() }
-        } else {
-            Task { await respond() }
+        executor.runInline {
+            if #available(macOS 15.0, *) {
+                Task(executorPreference: executor) { await respond() }
+            } else {
+                Task { await respond() }
+            }
         }
         done.wait()
         return answer.withLock { $0 } ?? HTTPError.payloadTooLarge(limit: maximumBodySize).response
@@ -454,7 +467,9 @@ final class RequestState: @unchecked Sendable {
     var dispatched = false
     /// Set when the responder's answer was queued on the connection (and `dispatched` counted down for it).
     var delivered = false
-    let answer = Mutex<HTTPResponse?>(nil)
+    /// The answer, handed over from the responder's thread; `suspended` says whether the connection waits for it
+    /// suspended (and must be resumed when it comes) or the polling thread is still running the responder inline.
+    let answer = Mutex<(response: HTTPResponse?, suspended: Bool)>((nil, false))
 
     init(request: HTTPRequest) { self.request = request }
 }
@@ -484,7 +499,7 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
     defer { MHD_destroy_response(created) }
     for (name, value) in response.headers {
         // MHD adds Content-Length itself and refuses a duplicate.
-        if name.caseInsensitiveCompare("Content-Length") == .orderedSame { continue }
+        if HTTPHeaders.sameName(name, "Content-Length") { continue }
         _ = MHD_add_response_header(created, name, value)
     }
     return MHD_queue_response(connection, UInt32(response.status), created)
@@ -562,13 +577,8 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         }
         state.request.bodyLimitExceeded = core.maximumBodySize
     }
-    if let answer = state.answer.withLock({ $0 }) {
-        state.delivered = true
-        core.counters.withLock { $0.dispatched -= 1 }
-        core.drained.signal()
-        // MHD_NO closes the connection with nothing queued on it.
-        if answer.closesConnectionWithoutAnswer { return .NO }
-        return queue(answer, on: connection)
+    if let answer = state.answer.withLock({ $0.response }) {
+        return deliver(answer, state: state, core: core, on: connection)
     }
     if state.dispatched { return .YES }
     let stopping = core.counters.withLock { counters -> Bool in
@@ -582,21 +592,51 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         return queue(response, on: connection)
     }
     state.dispatched = true
-    MHD_suspend_connection(connection)
     let handle = DaemonHandle(pointer: connection)
     let request = state.request
     let responder = core.responder
     let answer: @Sendable () async -> Void = {
         let response = await responder.respond(to: request)
-        state.answer.withLock { $0 = response }
-        MHD_resume_connection(handle.pointer)
+        let suspended = state.answer.withLock { answer -> Bool in
+            answer.response = response
+            return answer.suspended
+        }
+        if suspended { MHD_resume_connection(handle.pointer) }
     }
-    if #available(macOS 15.0, *) {
-        Task(executorPreference: core.executor) { await answer() }
+    let start = {
+        if #available(macOS 15.0, *) {
+            Task(executorPreference: core.executor) { await answer() }
+        } else {
+            Task { await answer() }
+        }
+    }
+    if core.answersInline {
+        core.executor.runInline { start() }
     } else {
-        Task { await answer() }
+        start()
     }
+    // Answered already (inline): queue it now. Otherwise suspend the connection until the answer resumes it; under
+    // the lock, so that the answer cannot try to resume it before it is suspended.
+    let ready = state.answer.withLock { answer -> HTTPResponse? in
+        if let response = answer.response { return response }
+        answer.suspended = true
+        MHD_suspend_connection(connection)
+        return nil
+    }
+    if let ready { return deliver(ready, state: state, core: core, on: connection) }
     return .YES
+}
+
+/// Queues the responder's answer on its connection and counts the request as answered.
+private func deliver(_ answer: HTTPResponse, state: RequestState, core: ServerCore, on connection: OpaquePointer)
+    -> MHD_Result
+{
+    state.delivered = true
+    core.counters.withLock { $0.dispatched -= 1 }
+    core.drained.signal()
+    // MHD_NO closes the connection with nothing queued on it.
+    if answer.closesConnectionWithoutAnswer { return .NO }
+    return queue(answer, on: connection)
 }
 
 private let completedHandler: MHD_RequestCompletedCallback = { context, connection, requestContext, _ in

@@ -1,4 +1,5 @@
 import Foundation
+import MerchantServer
 
 /// The `applepay` tool: every command a merchant needs, from request validation to the server.
 struct ApplePayCommand: Command {
@@ -22,4 +23,7 @@ struct ApplePayCommand: Command {
     }
 }
 
-exit(await CommandRunner.main(root: ApplePayCommand.self, arguments: Array(CommandLine.arguments.dropFirst())))
+let status = await CommandRunner.main(root: ApplePayCommand.self, arguments: Array(CommandLine.arguments.dropFirst()))
+// Log lines are written behind their callers: let the last ones out before the process ends.
+RequestLogger.standardError.flush()
+exit(status)

@@ -32,6 +32,16 @@ private final class TestResponder: Responder {
             return .text("released")
         case "/client":
             return .text(request.clientAddress ?? "-")
+        case "/thread":
+            // Which thread runs the responder, before and after a wait that another thread ends.
+            let before = currentThreadName()
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                Thread {
+                    usleep(50_000)  // long after the task has suspended
+                    continuation.resume()
+                }.start()
+            }
+            return .text("\(before) \(currentThreadName())")
         case "/echo":
             let text =
                 "\(request.method) q=\(request.query["q"] ?? "-") x=\(request.headers["X-Test"] ?? "-") body=\(String(decoding: request.body, as: UTF8.self))"
@@ -42,14 +52,24 @@ private final class TestResponder: Responder {
     }
 }
 
+/// The calling thread's name as the system knows it (at most 15 bytes).
+private func currentThreadName() -> String {
+    let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+    return name.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
 @Suite("HTTP server over loopback")
 struct HTTPServerTests {
     let client = HTTPClient(configuration: .init(timeout: .seconds(10)))
 
-    @Test("binds 127.0.0.1 on a free port and answers GET and POST with query, headers and body")
-    func echo() async throws {
+    @Test(
+        "binds 127.0.0.1 on a free port and answers GET and POST with query, headers and body",
+        arguments: [false, true])
+    func echo(inline: Bool) async throws {
         let responder = TestResponder()
-        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, answersOnPollingThreads: inline), responder: responder
+        ) { server in
             #expect(server.port != 0)
             let get = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/echo?q=a%20b"))
             #expect(get.status == 200)
@@ -63,9 +83,26 @@ struct HTTPServerTests {
         }
     }
 
-    @Test("keeps an HTTP/1.1 connection alive across requests")
-    func keepAlive() async throws {
-        try await HTTPServer.withServer(configuration: .init(port: 0), responder: TestResponder()) { server in
+    @Test("inline answers run on the polling thread until they wait, then on the responder threads")
+    func answersOnPollingThreads() async throws {
+        for inline in [false, true] {
+            try await HTTPServer.withServer(
+                configuration: .init(port: 0, answersOnPollingThreads: inline), responder: TestResponder()
+            ) { server in
+                let reply = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/thread"))
+                let names = String(decoding: reply.body, as: UTF8.self).split(separator: " ").map(String.init)
+                #expect(reply.status == 200 && names.count == 2)
+                #expect(names.first?.hasPrefix("HTTPServer.resp") == !inline, "before the wait: \(names)")
+                #expect(names.last?.hasPrefix("HTTPServer.resp") == true, "after the wait: \(names)")
+            }
+        }
+    }
+
+    @Test("keeps an HTTP/1.1 connection alive across requests", arguments: [false, true])
+    func keepAlive(inline: Bool) async throws {
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, answersOnPollingThreads: inline), responder: TestResponder()
+        ) { server in
             let port = server.port
             let bodies = try await offPool {
                 let connection = try RawConnection(port: port)
@@ -80,10 +117,14 @@ struct HTTPServerTests {
         }
     }
 
-    @Test("answers 413 to a declared body over the limit without reading it, and to a chunked one as it streams")
-    func bodyLimit() async throws {
+    @Test(
+        "answers 413 to a declared body over the limit without reading it, and to a chunked one as it streams",
+        arguments: [false, true])
+    func bodyLimit(inline: Bool) async throws {
         let responder = TestResponder()
-        try await HTTPServer.withServer(configuration: .init(port: 0, maximumBodySize: 1024), responder: responder) {
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, maximumBodySize: 1024, answersOnPollingThreads: inline), responder: responder
+        ) {
             server in
             let big = try await client.send(
                 HTTPClientRequest(
@@ -204,9 +245,11 @@ struct HTTPServerTests {
         }
     }
 
-    @Test("answers many concurrent slow requests without holding a server thread each")
-    func concurrency() async throws {
-        try await HTTPServer.withServer(configuration: .init(port: 0, threads: 2), responder: TestResponder()) {
+    @Test("answers many concurrent slow requests without holding a server thread each", arguments: [false, true])
+    func concurrency(inline: Bool) async throws {
+        try await HTTPServer.withServer(
+            configuration: .init(port: 0, threads: 2, answersOnPollingThreads: inline), responder: TestResponder()
+        ) {
             server in
             let port = server.port
             let client = client
@@ -234,11 +277,15 @@ struct HTTPServerTests {
         }
     }
 
-    @Test("answers while Swift's cooperative pool is held by blocking work elsewhere in the process")
-    func independentOfTheCooperativePool() async throws {
+    @Test(
+        "answers while Swift's cooperative pool is held by blocking work elsewhere in the process",
+        arguments: [false, true])
+    func independentOfTheCooperativePool(inline: Bool) async throws {
         // Kept apart from the tests that time the pool (see `CooperativePool`).
         try await CooperativePool.blockingEveryThread {
-            try await HTTPServer.withServer(configuration: .init(port: 0), responder: TestResponder()) { server in
+            try await HTTPServer.withServer(
+                configuration: .init(port: 0, answersOnPollingThreads: inline), responder: TestResponder()
+            ) { server in
                 let port = server.port
                 // Hold every cooperative thread for 0.6 s.
                 let blockers = (0..<ProcessInfo.processInfo.activeProcessorCount + 1).map { _ in
@@ -258,10 +305,11 @@ struct HTTPServerTests {
         }
     }
 
-    @Test("shutdown waits for a request in flight, then refuses new connections")
-    func gracefulShutdown() async throws {
+    @Test("shutdown waits for a request in flight, then refuses new connections", arguments: [false, true])
+    func gracefulShutdown(inline: Bool) async throws {
         let responder = TestResponder()
-        let server = try HTTPServer.start(configuration: .init(port: 0), responder: responder)
+        let server = try HTTPServer.start(
+            configuration: .init(port: 0, answersOnPollingThreads: inline), responder: responder)
         let port = server.port
         // The request runs on a thread of its own from the start, and is held by the responder until released.
         let patient = HTTPClient(configuration: .init(timeout: .seconds(120)))
@@ -283,11 +331,14 @@ struct HTTPServerTests {
         #expect(String(decoding: response.body, as: UTF8.self) == "released")
     }
 
-    @Test("shutdown finishes after a client closed its connection while its request was with the responder")
-    func shutdownAfterAbandonedRequest() async throws {
+    @Test(
+        "shutdown finishes after a client closed its connection while its request was with the responder",
+        arguments: [false, true])
+    func shutdownAfterAbandonedRequest(inline: Bool) async throws {
         // Found by scripts/load-test.sh: wrk closes its connections mid-request when its time is up, and the server
         // then never exited on SIGTERM (the abandoned request stayed counted as dispatched).
-        let server = try HTTPServer.start(configuration: .init(port: 0), responder: TestResponder())
+        let server = try HTTPServer.start(
+            configuration: .init(port: 0, answersOnPollingThreads: inline), responder: TestResponder())
         let port = server.port
         try await offPool {
             for milliseconds in [300, 0, 1, 2, 5, 0, 1, 2, 5, 0, 1, 2, 5, 0, 1, 2, 5] {
@@ -327,10 +378,13 @@ struct HTTPServerTests {
         #expect(refused)
     }
 
-    @Test("a server released with a request in flight stops listening at once and still answers it")
-    func releasedWithRequestInFlight() async throws {
+    @Test(
+        "a server released with a request in flight stops listening at once and still answers it",
+        arguments: [false, true])
+    func releasedWithRequestInFlight(inline: Bool) async throws {
         let responder = TestResponder()
-        var server: HTTPServer? = try HTTPServer.start(configuration: .init(port: 0), responder: responder)
+        var server: HTTPServer? = try HTTPServer.start(
+            configuration: .init(port: 0, answersOnPollingThreads: inline), responder: responder)
         let port = try #require(server?.port)
         let patient = HTTPClient(configuration: .init(timeout: .seconds(120)))
         let pending = BackgroundRequest(client: patient, url: "http://127.0.0.1:\(port)/gated")

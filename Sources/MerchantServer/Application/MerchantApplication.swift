@@ -175,7 +175,9 @@ public final class MerchantApplication: Sendable {
                     host: configuration.host, port: configuration.port, threads: configuration.threads,
                     maximumBodySize: configuration.maximumBodySize, connectionTimeout: configuration.connectionTimeout,
                     perClientConnectionLimit: configuration.perClientConnectionLimit,
-                    requestTimeout: configuration.requestTimeout),
+                    requestTimeout: configuration.requestTimeout,
+                    // The API never blocks a thread: stores, processors and Apple are awaited on their own threads.
+                    answersOnPollingThreads: true),
                 responder: api)
         } catch {
             await sandboxProcessor?.shutdown()
@@ -218,6 +220,7 @@ public final class MerchantApplication: Sendable {
         await pruning.value
         await sandboxProcessor?.shutdown()
         api.logger.log("info", "stopped")
+        api.logger.flush()
     }
 
     /// Wallet orders from their settings: the Order Type ID credential (checked like the other keys), its

@@ -81,7 +81,9 @@ public struct MerchantAPI: Responder {
         ) {
             router.add(method, pattern) { request, context in try await handler(endpoints, request, context) }
         }
-        add(.get, "/v1/products") { endpoints, request, _ in try await endpoints.products(request) }
+        // The catalog is fixed for the server's life: encoded once, not per request.
+        let catalog = endpoints.products()
+        add(.get, "/v1/products") { _, _, _ in catalog }
         add(.post, "/v1/checkouts") { endpoints, request, _ in try await endpoints.createCheckout(request) }
         add(.get, "/v1/checkouts/{id}") { endpoints, _, context in try await endpoints.showCheckout(context) }
         add(.post, "/v1/checkouts/{id}/shipping-contact") { try await $0.shippingContact($1, $2) }
@@ -164,7 +166,8 @@ struct Endpoints: Sendable {
 
     // MARK: Catalog and checkouts
 
-    func products(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+    /// `GET /v1/products`: the catalog.
+    func products() -> HTTPResponse {
         struct Answer: Encodable { var products: [Product] }
         return .encoding(Answer(products: configuration.products))
     }
