@@ -25,13 +25,17 @@ enum JSONBody {
     /// Decodes the request body as `T`: `invalidJSON` when it is not JSON, `invalidRequest` (naming the field)
     /// when it is JSON of another shape.
     static func decode<T: Decodable>(_ type: T.Type, from request: HTTPRequest) throws(HTTPError) -> T {
+        try decodeScanned(type, from: request).value
+    }
+
+    /// ``decode(_:from:)``, also giving where the body's top-level members lie (``JSONScanner/members``).
+    static func decodeScanned<T: Decodable>(_ type: T.Type, from request: HTTPRequest) throws(HTTPError)
+        -> (value: T, members: [String: Range<Int>])
+    {
         guard !request.body.isEmpty else { throw .invalidJSON("The request body is empty: send a JSON object.") }
-        guard let object = try? JSONSerialization.jsonObject(with: request.body, options: [.fragmentsAllowed]) else {
-            throw .invalidJSON("The request body is not valid JSON.")
-        }
-        try FieldLimits.check(object)
+        let scanner = try JSONScanner.scan(request.body)
         do {
-            return try JSONDecoder().decode(T.self, from: request.body)
+            return (try JSONDecoder().decode(T.self, from: request.body), scanner.members)
         } catch let DecodingError.keyNotFound(key, context) {
             throw .invalidRequest("Missing field \(path(context.codingPath + [key])).")
         } catch let DecodingError.typeMismatch(expected, context) {
@@ -79,7 +83,8 @@ extension HTTPResponse {
     }
 }
 
-/// The length limits of what clients send (docs/LIMITS.md), checked on every JSON body before it is decoded: a
+/// The length limits of what clients send (docs/LIMITS.md), checked on every JSON body before it is decoded (by
+/// ``JSONScanner``, in the same pass that checks the body is JSON): a
 /// string longer than its limit in UTF-8 bytes, or an array with more entries, is `400 fieldTooLong` naming the
 /// field (`error.field`, e.g. `shippingContact.locality`). Limits go by the field's name wherever it appears;
 /// the token's `paymentData` is left to the token parser (the body limit bounds it).
@@ -98,38 +103,10 @@ enum FieldLimits {
     ]
     /// Arrays by field name.
     static let arrays: [String: Int] = ["items": 100, "addressLines": 8]
-    /// Subtrees not checked here.
+    /// Subtrees not checked here, as `member.member` from the top of the body.
     static let exempt: Set<String> = ["token.paymentData"]
 
-    static func check(_ value: Any, path: String = "", name: String = "") throws(HTTPError) {
-        if exempt.contains(path) { return }
-        switch value {
-        case let text as String:
-            let limit = strings[name] ?? defaultString
-            if text.utf8.count > limit {
-                throw tooLong(path, "Field \(path.isEmpty ? "(the body)" : path) is longer than \(limit) bytes.")
-            }
-        case let array as [Any]:
-            let limit = arrays[name] ?? defaultArray
-            if array.count > limit {
-                throw tooLong(path, "Field \(path.isEmpty ? "(the body)" : path) has more than \(limit) entries.")
-            }
-            for (index, element) in array.enumerated() {
-                try check(element, path: "\(path)[\(index)]", name: name)
-            }
-        case let object as [String: Any]:
-            for (key, element) in object {
-                if key.utf8.count > defaultString {
-                    throw tooLong(path, "A field name in \(path.isEmpty ? "the body" : path) is too long.")
-                }
-                try check(element, path: path.isEmpty ? key : "\(path).\(key)", name: key)
-            }
-        default:
-            return
-        }
-    }
-
-    private static func tooLong(_ path: String, _ message: String) -> HTTPError {
+    static func tooLong(_ path: String, _ message: String) -> HTTPError {
         var error = HTTPError(status: 400, code: "fieldTooLong", message: message)
         error.field = path.isEmpty ? nil : path
         return error

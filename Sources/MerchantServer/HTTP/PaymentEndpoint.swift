@@ -29,11 +29,24 @@ extension Endpoints {
     }
 
     func pay(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
-        let payment = try JSONBody.decode(Payment.self, from: request)
-        guard case .object = payment.token else { throw .invalidRequest("Field token should be an object.") }
+        // Apple Pay JS's payment: the contacts are decoded; the token goes to the token parser as the bytes it
+        // came as (never decoded into a tree and encoded again).
+        struct Contacts: Decodable {
+            var billingContact: Contact?
+            var shippingContact: Contact?
+        }
+        let (contacts, members) = try JSONBody.decodeScanned(Contacts.self, from: request)
+        guard let tokenRange = members["token"] else { throw .invalidRequest("Missing field token.") }
+        guard request.body[request.body.startIndex + tokenRange.lowerBound] == UInt8(ascii: "{") else {
+            throw .invalidRequest("Field token should be an object.")
+        }
+        let token = request.body.subdata(
+            in: (request.body.startIndex + tokenRange.lowerBound)..<(request.body.startIndex + tokenRange.upperBound))
         let checkoutID = context.parameters["id"] ?? ""
         let result = try await storing { () async throws(OrderStoreError) in
-            try await payments.pay(checkoutID: checkoutID, payment: payment)
+            try await payments.pay(
+                checkoutID: checkoutID, tokenJSON: token, billingContact: contacts.billingContact,
+                shippingContact: contacts.shippingContact)
         }
         switch result {
         case .refused(let refusal): return try refused(refusal)

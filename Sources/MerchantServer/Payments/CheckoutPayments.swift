@@ -55,10 +55,22 @@ public struct CheckoutPayments: Sendable {
     /// - Throws: ``OrderStoreError`` when the store fails (nothing was charged unless the error says otherwise:
     ///   see ``PaymentService/pay(_:token:rootFingerprint:)``).
     public func pay(checkoutID: String, payment: Payment) async throws(OrderStoreError) -> Result {
+        // A token that cannot be encoded (a number JSON has no text for) is empty bytes: refused as malformed.
+        let tokenJSON = (try? JSONEncoder().encode(payment.token)) ?? Data()
+        return try await pay(
+            checkoutID: checkoutID, tokenJSON: tokenJSON, billingContact: payment.billingContact,
+            shippingContact: payment.shippingContact)
+    }
+
+    /// Pays the checkout `checkoutID` with a token given as its JSON bytes (as the request carried it) and the
+    /// payment's contacts.
+    public func pay(checkoutID: String, tokenJSON: Data, billingContact: Contact?, shippingContact: Contact?)
+        async throws(OrderStoreError) -> Result
+    {
         guard var checkout = try await store.checkout(id: checkoutID) else {
             return .refused(.checkoutNotFound(checkoutID))
         }
-        if let contact = payment.shippingContact, contact.countryCode != nil || contact.postalCode != nil {
+        if let contact = shippingContact, contact.countryCode != nil || contact.postalCode != nil {
             checkout = checkout.selectingShippingContact(
                 ShippingAddress(redacting: contact), configuration: configuration)
         }
@@ -74,24 +86,19 @@ public struct CheckoutPayments: Sendable {
         let expectations = PaymentTokenExpectations(
             applicationData: .anyOfBytes(checkout.applicationDataCandidates), amount: breakdown.total,
             currencyCode: breakdown.currency.code)
-        do {
-            opened = try tokenOpener.open(try JSONEncoder().encode(payment.token), expecting: expectations)
-        } catch let error as PaymentTokenError {
+        do throws(PaymentTokenError) {
+            opened = try tokenOpener.open(tokenJSON, expecting: expectations)
+        } catch {
             // A late retry of a payment that was charged gets its first answer, not "refused": the client would
             // otherwise believe nothing was charged. A stale token is never charged.
-            if error.code == .signingTimeOutOfRange, let data = try? JSONEncoder().encode(payment.token),
-                let transactionID = tokenOpener.transactionIDIgnoringAge(data, expecting: expectations),
+            if error.code == .signingTimeOutOfRange,
+                let transactionID = tokenOpener.transactionIDIgnoringAge(tokenJSON, expecting: expectations),
                 let earlier = try await store.order(transactionID: transactionID)
             {
                 return .processed(PaymentService.Result(order: earlier, disposition: .replayed))
             }
             return .refused(
                 .tokenRefused(error, total: Money(minorUnits: breakdown.total, currency: breakdown.currency)))
-        } catch {
-            return .refused(
-                .tokenRefused(
-                    PaymentTokenError(.malformedToken, "the token is not a JSON object"),
-                    total: Money(minorUnits: breakdown.total, currency: breakdown.currency)))
         }
 
         if let lifetime = checkoutLifetime,
@@ -106,8 +113,8 @@ public struct CheckoutPayments: Sendable {
 
         let order = NewOrder(
             checkout: checkout, breakdown: breakdown, transactionID: opened.transactionID,
-            token: opened.networkToken, shippingContact: payment.shippingContact,
-            billingContact: payment.billingContact, configuration: configuration)
+            token: opened.networkToken, shippingContact: shippingContact,
+            billingContact: billingContact, configuration: configuration)
         guard let (product, plan) = pricing.planProduct(of: checkout) else {
             return .processed(
                 try await service.pay(order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint))
