@@ -137,11 +137,21 @@ public struct HTTPResponse: Sendable {
         return response
     }
 
-    /// A response whose body is the JSON encoding of `value`, with `Content-Type: application/json`.
+    /// A response whose body is the JSON encoding of `value` (sorted keys, by ``SortedJSONEncoder``: the bytes
+    /// `JSONEncoder.http` would write), with `Content-Type: application/json`.
     /// - Throws: the encoder's error when `value` cannot be encoded.
-    public static func json<T: Encodable>(_ value: T, status: Int = 200, encoder: JSONEncoder = .http) throws
-        -> HTTPResponse
-    {
+    public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> HTTPResponse {
+        let body = try SortedJSONEncoder().encode(value)
+        #if DEBUG
+            // Every answer of every test is also checked against Foundation's encoder, byte for byte.
+            let foundation = try JSONEncoder.http.encode(value)
+            assert(body == foundation, "SortedJSONEncoder differs from JSONEncoder for \(T.self)")
+        #endif
+        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
+    }
+
+    /// A JSON response written by `encoder`.
+    public static func json<T: Encodable>(_ value: T, status: Int = 200, encoder: JSONEncoder) throws -> HTTPResponse {
         HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: try encoder.encode(value))
     }
 
@@ -194,7 +204,7 @@ public struct HTTPError: HTTPResponseError, Sendable, Equatable, CustomStringCon
             var error: Inner
         }
         let body =
-            (try? JSONEncoder.http.encode(Body(error: .init(code: code, message: message, field: field)))) ?? Data()
+            (try? SortedJSONEncoder().encode(Body(error: .init(code: code, message: message, field: field)))) ?? Data()
         var response = HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
         for (name, value) in headers { response.headers[name] = value }
         return response

@@ -532,3 +532,61 @@ private final class BackgroundRequest: Sendable {
         return try outcome.withLock { $0 }!.get()
     }
 }
+
+@Suite("SortedJSONEncoder")
+struct SortedJSONEncoderTests {
+    private struct Everything: Encodable {
+        var doubles: [Double] = [
+            0.1, 1.0, 1e-5, 1e21, 123_456_789.123, -0.0, 0, 5e-324, 1.797_693_134_862_315_7e308, 100,
+        ]
+        var float: Float = 0.1
+        var text = "a\"b\\c/d\u{8}\u{c}\n\r\t\u{1}\u{1f}\u{7f}é😀\u{2028}"
+        var decimal = Decimal(string: "14.50")!
+        var date = Date(timeIntervalSinceReferenceDate: 12.5)
+        var data = Data([1, 2, 3, 250])
+        var url = URL(string: "https://example.com/a?b=c")!
+        var missing: Int? = nil
+        var null: Int?? = .some(nil)
+        var keys: [String: Int] = ["b": 1, "a": 2, "B": 3, "é": 4, "aa": 5, "": 6]
+        var numbers: [Int: String] = [2: "two", 10: "ten"]
+        var integers: [Int64] = [.min, .max, 0]
+        var unsigned: UInt64 = .max
+        var nested: [[String: [Bool]]] = [["x": [true, false]], [:]]
+        var empty = Empty()
+        var custom = Custom()
+
+        struct Empty: Encodable {}
+        /// Nested and super containers, and a key written twice.
+        struct Custom: Encodable {
+            enum Keys: String, CodingKey { case first, nested, list, again }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(1, forKey: .again)
+                try container.encode("one", forKey: .first)
+                var nested = container.nestedContainer(keyedBy: Keys.self, forKey: .nested)
+                try nested.encodeNil(forKey: .first)
+                var list = container.nestedUnkeyedContainer(forKey: .list)
+                try list.encode(3)
+                var inner = list.nestedContainer(keyedBy: Keys.self)
+                try inner.encode(true, forKey: .first)
+                try list.encodeNil()
+                try container.encode(2, forKey: .again)
+                try "in super".encode(to: container.superEncoder(forKey: .nested))
+                try 7.encode(to: container.superEncoder())
+            }
+        }
+    }
+
+    @Test("writes the bytes JSONEncoder writes with sorted keys and unescaped slashes")
+    func sameAsFoundation() throws {
+        #expect(try SortedJSONEncoder().encode(Everything()) == JSONEncoder.http.encode(Everything()))
+        #expect(try SortedJSONEncoder().encode("top") == JSONEncoder.http.encode("top"))
+        #expect(try SortedJSONEncoder().encode([1, 2]) == JSONEncoder.http.encode([1, 2]))
+    }
+
+    @Test("refuses numbers JSON cannot write")
+    func nonFinite() {
+        #expect(throws: EncodingError.self) { try SortedJSONEncoder().encode([Double.nan]) }
+        #expect(throws: EncodingError.self) { try SortedJSONEncoder().encode(["x": Double.infinity]) }
+    }
+}
