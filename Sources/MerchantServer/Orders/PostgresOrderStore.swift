@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import HTTPServer
 import Postgres
 
 /// The order store for several server instances: one PostgreSQL database shared by all of them, reached through a
@@ -662,10 +663,8 @@ private func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 *
 private func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
 
 private func json<T: Encodable>(_ value: T) throws(PostgresError) -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys]
     do {
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        return String(decoding: try SortedJSONEncoder().encode(value), as: UTF8.self)
     } catch {
         throw PostgresError(.other, "cannot encode \(T.self) as JSON")
     }
