@@ -18,7 +18,10 @@ import Synchronization
 ///
 /// Several processes (or stores) may open the same file: writes use `BEGIN IMMEDIATE` and a busy timeout, and
 /// the UNIQUE constraint settles a double submit between them.
-/// Every call runs on the store's own thread (``ThreadExecutor``), never on Swift's shared pool.
+/// Every write runs on the store's own thread (``ThreadExecutor``), never on Swift's shared pool. The reads on the
+/// payment path (a checkout, an order by id or transaction) run on the caller's thread through read-only
+/// connections (``ReaderPool``), which see every committed write and never wait for the writer; an in-memory store
+/// reads on its own thread too.
 public actor SQLiteOrderStore: OrderStore {
     /// The thread the connection lives on.
     nonisolated let executor: ThreadExecutor
@@ -32,6 +35,8 @@ public actor SQLiteOrderStore: OrderStore {
     let clock: @Sendable () -> Date
     /// The database file (or `:memory:`).
     public nonisolated let path: String
+    /// Readers beside the writer (a file store only: an in-memory database lives in its one connection).
+    private nonisolated let readers: ReaderPool?
 
     /// The schema, in order. Never edit a released migration: append a new one.
     public static let migrations: [Migration] = [
@@ -164,6 +169,7 @@ public actor SQLiteOrderStore: OrderStore {
             throw OrderStoreError(.storage, "cannot open the order store at \(path): \(error)")
         }
         self.path = path
+        self.readers = path == ":memory:" || path.isEmpty ? nil : ReaderPool(path: path)
         self.clock = clock
         self.executor = ThreadExecutor(name: "SQLiteOrderStore")
     }
@@ -193,8 +199,8 @@ public actor SQLiteOrderStore: OrderStore {
         }
     }
 
-    public func checkout(id: String) throws(OrderStoreError) -> Checkout? {
-        try read("read checkout") { connection throws(SQLiteError) in
+    public nonisolated func checkout(id: String) async throws(OrderStoreError) -> Checkout? {
+        try await reading("read checkout") { connection throws(SQLiteError) in
             guard let row = try connection.query("SELECT state_json FROM checkouts WHERE id = ?", .text(id)).first
             else { return nil }
             return try decode(Checkout.self, try row.string("state_json"))
@@ -475,14 +481,14 @@ public actor SQLiteOrderStore: OrderStore {
         return result
     }
 
-    public func order(id: String) throws(OrderStoreError) -> Order? {
-        try read("read order") { connection throws(SQLiteError) in
+    public nonisolated func order(id: String) async throws(OrderStoreError) -> Order? {
+        try await reading("read order") { [self] connection throws(SQLiteError) in
             try loadOrder(connection, where: "o.id = ?", .text(id))
         }
     }
 
-    public func order(transactionID: String) throws(OrderStoreError) -> Order? {
-        try read("read order") { connection throws(SQLiteError) in
+    public nonisolated func order(transactionID: String) async throws(OrderStoreError) -> Order? {
+        try await reading("read order") { [self] connection throws(SQLiteError) in
             try loadOrder(connection, where: "p.transaction_id = ?", .text(transactionID))
         }
     }
@@ -719,11 +725,26 @@ public actor SQLiteOrderStore: OrderStore {
     private func read<T>(_ what: String, _ body: (Connection) throws(SQLiteError) -> T) throws(OrderStoreError) -> T {
         do {
             return try body(connection)
-        } catch  where error.code == .typeMismatch {
-            throw OrderStoreError(.corrupt, "\(what): \(error)")
         } catch {
-            throw OrderStoreError(.storage, "\(what): \(error)")
+            throw Self.readError(what, error)
         }
+    }
+
+    /// A read on the calling thread through ``readers``, or on the store's thread for an in-memory store.
+    private nonisolated func reading<T: Sendable>(
+        _ what: String, _ body: @escaping @Sendable (Connection) throws(SQLiteError) -> T
+    ) async throws(OrderStoreError) -> T {
+        guard let readers else { return try await read(what, body) }
+        do {
+            return try readers.read(body)
+        } catch {
+            throw Self.readError(what, error)
+        }
+    }
+
+    private static func readError(_ what: String, _ error: SQLiteError) -> OrderStoreError {
+        error.code == .typeMismatch
+            ? OrderStoreError(.corrupt, "\(what): \(error)") : OrderStoreError(.storage, "\(what): \(error)")
     }
 
     private func appendEvent(
@@ -735,13 +756,14 @@ public actor SQLiteOrderStore: OrderStore {
             .text(kind), Value(checkoutID), Value(orderID), .text(try json(detail)))
     }
 
-    private func loadOrder(_ connection: Connection, where condition: String, _ value: Value) throws(SQLiteError)
+    private nonisolated func loadOrder(_ connection: Connection, where condition: String, _ value: Value)
+        throws(SQLiteError)
         -> Order?
     {
         try loadOrders(connection, where: condition, value, order: "o.created_at DESC", limit: 1).first
     }
 
-    private func loadOrders(
+    private nonisolated func loadOrders(
         _ connection: Connection, where condition: String, _ value: Value, order: String, limit: Int
     ) throws(SQLiteError) -> [Order] {
         let rows = try connection.query(
@@ -758,7 +780,7 @@ public actor SQLiteOrderStore: OrderStore {
         return try rows.map { row throws(SQLiteError) in try orderRow(row) }
     }
 
-    private func orderRow(_ row: Row) throws(SQLiteError) -> Order {
+    private nonisolated func orderRow(_ row: Row) throws(SQLiteError) -> Order {
         guard let status = OrderStatus(rawValue: try row.string("status")),
             let paymentStatus = PaymentStatus(rawValue: try row.string("payment_status"))
         else { throw SQLiteError(.typeMismatch, "unknown order or payment status") }
