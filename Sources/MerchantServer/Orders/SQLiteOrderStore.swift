@@ -240,22 +240,28 @@ public actor SQLiteOrderStore: OrderStore {
     private func beginPayment(_ order: NewOrder, retryOnUniqueViolation: Bool) async throws(OrderStoreError)
         -> PaymentStart
     {
+        // The rows are decoded into orders after the commit, on the caller's thread: the store's thread only
+        // writes.
         enum Answer {
-            case start(PaymentStart)
+            case existing(Row)
+            case checkoutLocked(Row)
+            case started(Row)
             case noCheckout
         }
         let answer: Answer
         do {
             answer = try await committed { [self] connection throws(SQLiteError) -> Answer in
-                if let existing = try loadOrder(connection, where: "p.transaction_id = ?", .text(order.transactionID)) {
-                    return .start(.existing(existing))
+                if let existing = try loadOrderRow(
+                    connection, where: "p.transaction_id = ?", .text(order.transactionID))
+                {
+                    return .existing(existing)
                 }
                 guard try !connection.query("SELECT 1 FROM checkouts WHERE id = ?", .text(order.checkoutID)).isEmpty
                 else { return .noCheckout }
-                if let live = try loadOrder(
+                if let live = try loadOrderRow(
                     connection, where: "o.checkout_id = ? AND o.status != 'declined'", .text(order.checkoutID))
                 {
-                    return .start(.checkoutLocked(live))
+                    return .checkoutLocked(live)
                 }
                 let now = millis(clock())
                 let orderID = "ord_" + randomHex(bytes: 12)
@@ -287,10 +293,10 @@ public actor SQLiteOrderStore: OrderStore {
                 try appendEvent(
                     connection, "paymentStarted", checkoutID: order.checkoutID, orderID: orderID,
                     ["amount": String(order.totals.total), "currencyCode": order.currencyCode], at: now)
-                guard let created = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else {
+                guard let created = try loadOrderRow(connection, where: "o.id = ?", .text(orderID)) else {
                     throw SQLiteError(.error, "the order just written cannot be read back")
                 }
-                return .start(.started(created))
+                return .started(created)
             }
         } catch SQLiteError.Code.constraintUnique where retryOnUniqueViolation,
             SQLiteError.Code.constraintPrimaryKey where retryOnUniqueViolation
@@ -299,28 +305,41 @@ public actor SQLiteOrderStore: OrderStore {
         } catch {
             throw OrderStoreError(.storage, "begin payment: \(error)")
         }
-        switch answer {
-        case .start(let start): return start
-        case .noCheckout: throw OrderStoreError(.notFound, "no checkout \(order.checkoutID)")
+        do {
+            switch answer {
+            case .existing(let row): return .existing(try orderRow(row))
+            case .checkoutLocked(let row): return .checkoutLocked(try orderRow(row))
+            case .started(let row): return .started(try orderRow(row))
+            case .noCheckout: throw OrderStoreError(.notFound, "no checkout \(order.checkoutID)")
+            }
+        } catch let error as OrderStoreError {
+            throw error
+        } catch {
+            throw OrderStoreError(.corrupt, "begin payment: \(error)")
         }
     }
 
     public func completePayment(orderID: String, outcome: ChargeAttempt) async throws(OrderStoreError) -> Order {
         enum Answer {
-            case done(Order)
+            case done(Row)
             case notFound
             case notPending(OrderStatus)
         }
         let transition = PaymentTransition(outcome)
         let answer: Answer
         do {
+            // As in beginPayment: rows out of the transaction, decoded on the caller's thread.
             answer = try await committed { [self] connection throws(SQLiteError) -> Answer in
-                guard let current = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else {
+                guard
+                    let current = try connection.query(
+                        "SELECT id, checkout_id, status FROM orders WHERE id = ?", .text(orderID)
+                    ).first.map(OrderKey.init)
+                else {
                     return .notFound
                 }
                 guard current.status == .pending else { return .notPending(current.status) }
                 try apply(transition, to: current, from: ["pending"], connection: connection)
-                guard let updated = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else {
+                guard let updated = try loadOrderRow(connection, where: "o.id = ?", .text(orderID)) else {
                     throw SQLiteError(.error, "the order just updated cannot be read back")
                 }
                 return .done(updated)
@@ -329,7 +348,12 @@ public actor SQLiteOrderStore: OrderStore {
             throw OrderStoreError(.storage, "complete payment: \(error)")
         }
         switch answer {
-        case .done(let order): return order
+        case .done(let row):
+            do {
+                return try orderRow(row)
+            } catch {
+                throw OrderStoreError(.corrupt, "complete payment: \(error)")
+            }
         case .notFound: throw OrderStoreError(.notFound, "no order \(orderID)")
         case .notPending(let status): throw OrderStoreError(.conflict, "order \(orderID) is already \(status.rawValue)")
         }
@@ -763,10 +787,25 @@ public actor SQLiteOrderStore: OrderStore {
         try loadOrders(connection, where: condition, value, order: "o.created_at DESC", limit: 1).first
     }
 
+    /// The row ``orderRow(_:)`` decodes, for a caller that decodes it later (off the store's thread).
+    private nonisolated func loadOrderRow(_ connection: Connection, where condition: String, _ value: Value)
+        throws(SQLiteError) -> Row?
+    {
+        try orderRows(connection, where: condition, value, order: "o.created_at DESC", limit: 1).first
+    }
+
     private nonisolated func loadOrders(
         _ connection: Connection, where condition: String, _ value: Value, order: String, limit: Int
     ) throws(SQLiteError) -> [Order] {
-        let rows = try connection.query(
+        try orderRows(connection, where: condition, value, order: order, limit: limit).map {
+            row throws(SQLiteError) in try orderRow(row)
+        }
+    }
+
+    private nonisolated func orderRows(
+        _ connection: Connection, where condition: String, _ value: Value, order: String, limit: Int
+    ) throws(SQLiteError) -> [Row] {
+        try connection.query(
             """
             SELECT o.id, o.checkout_id, o.status, o.currency, o.subtotal_minor, o.discount_minor, o.shipping_minor,
                 o.tax_minor, o.fee_minor, o.total_minor, o.items_json, o.shipping_method_json, o.coupon_code,
@@ -777,7 +816,6 @@ public actor SQLiteOrderStore: OrderStore {
             WHERE \(condition)
             ORDER BY \(order) LIMIT \(max(1, limit))
             """, value)
-        return try rows.map { row throws(SQLiteError) in try orderRow(row) }
     }
 
     private nonisolated func orderRow(_ row: Row) throws(SQLiteError) -> Order {
@@ -844,6 +882,12 @@ public actor SQLiteOrderStore: OrderStore {
     private func apply(
         _ transition: PaymentTransition, to current: Order, from states: [String], connection: Connection
     ) throws(SQLiteError) {
+        try apply(transition, to: OrderKey(current), from: states, connection: connection)
+    }
+
+    private func apply(
+        _ transition: PaymentTransition, to current: OrderKey, from states: [String], connection: Connection
+    ) throws(SQLiteError) {
         let now = millis(clock())
         let allowed = states.map { "'\($0)'" }.joined(separator: ", ")
         try connection.run(
@@ -880,5 +924,27 @@ private func decode<T: Decodable>(_ type: T.Type, _ text: String) throws(SQLiteE
         return try JSONDecoder().decode(type, from: Data(text.utf8))
     } catch {
         throw SQLiteError(.typeMismatch, "corrupt JSON for \(T.self) in the store")
+    }
+}
+
+/// What a payment transition needs of the order it changes: read alone (no JSON decoded) inside a write.
+private struct OrderKey {
+    var id: String
+    var checkoutID: String
+    var status: OrderStatus
+
+    init(_ order: Order) {
+        id = order.id
+        checkoutID = order.checkoutID
+        status = order.status
+    }
+
+    init(_ row: Row) throws(SQLiteError) {
+        guard let status = OrderStatus(rawValue: try row.string("status")) else {
+            throw SQLiteError(.typeMismatch, "unknown order status")
+        }
+        id = try row.string("id")
+        checkoutID = try row.string("checkout_id")
+        self.status = status
     }
 }
