@@ -11,23 +11,89 @@ public struct SortedJSONEncoder: Sendable {
     /// The JSON text of `value`.
     /// - Throws: `EncodingError.invalidValue` for a non-finite number, as `JSONEncoder` does.
     public func encode<T: Encodable>(_ value: T) throws -> Data {
-        let node = try JSONTreeEncoder.node(for: value, codingPath: [])
+        let arena = JSONArena()
+        let node = try JSONTreeEncoder.node(for: value, path: .root, arena: arena)
         var output: [UInt8] = []
-        output.reserveCapacity(1024)
-        node.write(to: &output)
+        output.reserveCapacity(arena.bytes.count + 64)
+        node.write(to: &output, arena: arena)
         return Data(output)
+    }
+}
+
+/// The text of every scalar of one encoding, in one buffer: a scalar node is a range of it (no array per scalar).
+private final class JSONArena {
+    var bytes: [UInt8] = []
+
+    init() { bytes.reserveCapacity(1024) }
+
+    func append(_ text: StaticString) -> JSONNode {
+        let start = bytes.count
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        return .text(start..<bytes.count)
+    }
+
+    func append(string: String) -> JSONNode {
+        let start = bytes.count
+        appendJSONString(string, to: &bytes)
+        return .text(start..<bytes.count)
+    }
+
+    func append(number text: String) -> JSONNode {
+        let start = bytes.count
+        bytes.append(contentsOf: text.utf8)
+        return .text(start..<bytes.count)
+    }
+
+    func append(integer value: some BinaryInteger) -> JSONNode { append(number: String(value)) }
+
+    func append(bool value: Bool) -> JSONNode { value ? append("true") : append("false") }
+
+    /// The shortest text that reads back as the same number, without a trailing `.0` (as `JSONEncoder` writes it).
+    func append<F: BinaryFloatingPoint & LosslessStringConvertible>(float value: F, path: CodingPathNode) throws
+        -> JSONNode
+    {
+        guard value.isFinite else {
+            throw EncodingError.invalidValue(
+                value, EncodingError.Context(codingPath: path.path, debugDescription: "\(value) is not valid JSON."))
+        }
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        return append(number: text)
+    }
+}
+
+/// Where a value is, as a linked list from the root: the array `codingPath` wants is built only when asked for.
+private indirect enum CodingPathNode {
+    case root
+    case key(any CodingKey, CodingPathNode)
+    case index(Int, CodingPathNode)
+
+    var path: [any CodingKey] {
+        var keys: [any CodingKey] = []
+        var node = self
+        while true {
+            switch node {
+            case .root: return keys.reversed()
+            case .key(let key, let parent):
+                keys.append(key)
+                node = parent
+            case .index(let index, let parent):
+                keys.append(IndexKey(intValue: index))
+                node = parent
+            }
+        }
     }
 }
 
 /// A value on its way to text: scalars are already text; objects and arrays are filled in by their containers.
 private enum JSONNode {
-    case text([UInt8])
+    case text(Range<Int>)
     case object(JSONObject)
     case array(JSONArray)
 
-    func write(to output: inout [UInt8]) {
+    func write(to output: inout [UInt8], arena: JSONArena) {
         switch self {
-        case .text(let bytes): output.append(contentsOf: bytes)
+        case .text(let range): output.append(contentsOf: arena.bytes[range])
         case .object(let object):
             output.append(UInt8(ascii: "{"))
             let sorted = object.entries.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
@@ -35,14 +101,14 @@ private enum JSONNode {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
                 appendJSONString(entry.key, to: &output)
                 output.append(UInt8(ascii: ":"))
-                entry.value.write(to: &output)
+                entry.value.write(to: &output, arena: arena)
             }
             output.append(UInt8(ascii: "}"))
         case .array(let array):
             output.append(UInt8(ascii: "["))
             for (index, element) in array.elements.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                element.write(to: &output)
+                element.write(to: &output, arena: arena)
             }
             output.append(UInt8(ascii: "]"))
         }
@@ -91,28 +157,31 @@ private func appendJSONString(_ text: String, to output: inout [UInt8]) {
 
 /// The `Encoder` a value encodes itself into; its result is one node.
 private final class JSONTreeEncoder: Encoder {
-    let codingPath: [any CodingKey]
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
+    let path: CodingPathNode
+    let arena: JSONArena
     var node: JSONNode?
+    var codingPath: [any CodingKey] { path.path }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(codingPath: [any CodingKey]) { self.codingPath = codingPath }
+    init(path: CodingPathNode, arena: JSONArena) {
+        self.path = path
+        self.arena = arena
+    }
 
-    /// The node for `value`, with Foundation's special cases for the types it treats specially.
-    static func node<T: Encodable>(for value: T, codingPath: [any CodingKey]) throws -> JSONNode {
-        switch value {
-        case let string as String: return string.jsonNode
-        case let number as Int: return .text(Array(String(number).utf8))
-        case let flag as Bool: return .text(Array((flag ? "true" : "false").utf8))
-        case let number as Double: return try number.jsonNode(codingPath)
-        case let number as Decimal: return .text(Array(number.description.utf8))
-        case let data as Data: return data.base64EncodedString().jsonNode
-        case let url as URL: return url.absoluteString.jsonNode
-        default:
-            let encoder = JSONTreeEncoder(codingPath: codingPath)
-            try value.encode(to: encoder)
-            // A value that encoded nothing is an empty object, as with JSONEncoder.
-            return encoder.node ?? .object(JSONObject())
-        }
+    /// The node for `value`, with Foundation's special cases for the types it treats specially (checked by type,
+    /// not by casting every value).
+    static func node<T: Encodable>(for value: T, path: CodingPathNode, arena: JSONArena) throws -> JSONNode {
+        if T.self == String.self { return arena.append(string: unsafeBitCast(value, to: String.self)) }
+        if T.self == Int.self { return arena.append(integer: unsafeBitCast(value, to: Int.self)) }
+        if T.self == Bool.self { return arena.append(bool: unsafeBitCast(value, to: Bool.self)) }
+        if T.self == Double.self { return try arena.append(float: unsafeBitCast(value, to: Double.self), path: path) }
+        if T.self == Decimal.self, let number = value as? Decimal { return arena.append(number: number.description) }
+        if T.self == Data.self, let data = value as? Data { return arena.append(string: data.base64EncodedString()) }
+        if T.self == URL.self, let url = value as? URL { return arena.append(string: url.absoluteString) }
+        let encoder = JSONTreeEncoder(path: path, arena: arena)
+        try value.encode(to: encoder)
+        // A value that encoded nothing is an empty object, as with JSONEncoder.
+        return encoder.node ?? .object(JSONObject())
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
@@ -123,7 +192,7 @@ private final class JSONTreeEncoder: Encoder {
             object = JSONObject()
             node = .object(object)
         }
-        return KeyedEncodingContainer(JSONKeyedContainer<Key>(object: object, codingPath: codingPath))
+        return KeyedEncodingContainer(JSONKeyedContainer<Key>(object: object, path: path, arena: arena))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -134,155 +203,141 @@ private final class JSONTreeEncoder: Encoder {
             array = JSONArray()
             node = .array(array)
         }
-        return JSONUnkeyedContainer(array: array, codingPath: codingPath)
+        return JSONUnkeyedContainer(array: array, path: path, arena: arena)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer { JSONSingleValueContainer(encoder: self) }
 }
 
-extension String {
-    fileprivate var jsonNode: JSONNode {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count + 2)
-        appendJSONString(self, to: &bytes)
-        return .text(bytes)
-    }
-}
-
-extension BinaryFloatingPoint where Self: LosslessStringConvertible {
-    /// The shortest text that reads back as the same number, without a trailing `.0` (as `JSONEncoder` writes it).
-    fileprivate func jsonNode(_ codingPath: [any CodingKey]) throws -> JSONNode {
-        guard isFinite else {
-            throw EncodingError.invalidValue(
-                self, EncodingError.Context(codingPath: codingPath, debugDescription: "\(self) is not valid JSON."))
-        }
-        var text = description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        return .text(Array(text.utf8))
-    }
-}
-
 private struct JSONKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let object: JSONObject
-    let codingPath: [any CodingKey]
+    let path: CodingPathNode
+    let arena: JSONArena
+    var codingPath: [any CodingKey] { path.path }
 
-    mutating func encodeNil(forKey key: Key) throws { object.set(key.stringValue, .text(Array("null".utf8))) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws {
-        object.set(key.stringValue, .text(Array((value ? "true" : "false").utf8)))
-    }
-    mutating func encode(_ value: String, forKey key: Key) throws { object.set(key.stringValue, value.jsonNode) }
+    private func set(_ key: Key, _ node: JSONNode) { object.set(key.stringValue, node) }
+
+    mutating func encodeNil(forKey key: Key) throws { set(key, arena.append("null")) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { set(key, arena.append(bool: value)) }
+    mutating func encode(_ value: String, forKey key: Key) throws { set(key, arena.append(string: value)) }
     mutating func encode(_ value: Double, forKey key: Key) throws {
-        object.set(key.stringValue, try value.jsonNode(codingPath + [key]))
+        set(key, try arena.append(float: value, path: .key(key, path)))
     }
     mutating func encode(_ value: Float, forKey key: Key) throws {
-        object.set(key.stringValue, try value.jsonNode(codingPath + [key]))
+        set(key, try arena.append(float: value, path: .key(key, path)))
     }
-    mutating func encode(_ value: Int, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { object.set(key.stringValue, integer(value)) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { set(key, arena.append(integer: value)) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { set(key, arena.append(integer: value)) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { set(key, arena.append(integer: value)) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { set(key, arena.append(integer: value)) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { set(key, arena.append(integer: value)) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { set(key, arena.append(integer: value)) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { set(key, arena.append(integer: value)) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { set(key, arena.append(integer: value)) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { set(key, arena.append(integer: value)) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { set(key, arena.append(integer: value)) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        object.set(key.stringValue, try JSONTreeEncoder.node(for: value, codingPath: codingPath + [key]))
+        set(key, try JSONTreeEncoder.node(for: value, path: .key(key, path), arena: arena))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
         -> KeyedEncodingContainer<NestedKey>
     {
         let nested = JSONObject()
-        object.set(key.stringValue, .object(nested))
-        return KeyedEncodingContainer(JSONKeyedContainer<NestedKey>(object: nested, codingPath: codingPath + [key]))
+        set(key, .object(nested))
+        return KeyedEncodingContainer(
+            JSONKeyedContainer<NestedKey>(object: nested, path: .key(key, path), arena: arena))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let nested = JSONArray()
-        object.set(key.stringValue, .array(nested))
-        return JSONUnkeyedContainer(array: nested, codingPath: codingPath + [key])
+        set(key, .array(nested))
+        return JSONUnkeyedContainer(array: nested, path: .key(key, path), arena: arena)
     }
 
-    mutating func superEncoder() -> any Encoder { ReferencingEncoder(object: object, key: "super", codingPath) }
+    mutating func superEncoder() -> any Encoder {
+        ReferencingEncoder(object: object, key: "super", path: .key(SuperKey(), path), arena: arena)
+    }
     mutating func superEncoder(forKey key: Key) -> any Encoder {
-        ReferencingEncoder(object: object, key: key.stringValue, codingPath + [key])
+        ReferencingEncoder(object: object, key: key.stringValue, path: .key(key, path), arena: arena)
     }
 }
 
-private func integer(_ value: some BinaryInteger) -> JSONNode { .text(Array(String(value).utf8)) }
-
 private struct JSONUnkeyedContainer: UnkeyedEncodingContainer {
     let array: JSONArray
-    let codingPath: [any CodingKey]
+    let path: CodingPathNode
+    let arena: JSONArena
+    var codingPath: [any CodingKey] { path.path }
     var count: Int { array.elements.count }
 
-    private var indexKey: any CodingKey { IndexKey(intValue: count) }
+    private var elementPath: CodingPathNode { .index(count, path) }
+    private func append(_ node: JSONNode) { array.elements.append(node) }
 
-    mutating func encodeNil() throws { array.elements.append(.text(Array("null".utf8))) }
-    mutating func encode(_ value: Bool) throws { array.elements.append(.text(Array((value ? "true" : "false").utf8))) }
-    mutating func encode(_ value: String) throws { array.elements.append(value.jsonNode) }
-    mutating func encode(_ value: Double) throws { array.elements.append(try value.jsonNode(codingPath + [indexKey])) }
-    mutating func encode(_ value: Float) throws { array.elements.append(try value.jsonNode(codingPath + [indexKey])) }
-    mutating func encode(_ value: Int) throws { array.elements.append(integer(value)) }
-    mutating func encode(_ value: Int8) throws { array.elements.append(integer(value)) }
-    mutating func encode(_ value: Int16) throws { array.elements.append(integer(value)) }
-    mutating func encode(_ value: Int32) throws { array.elements.append(integer(value)) }
-    mutating func encode(_ value: Int64) throws { array.elements.append(integer(value)) }
-    mutating func encode(_ value: UInt) throws { array.elements.append(integer(value)) }
-    mutating func encode(_ value: UInt8) throws { array.elements.append(integer(value)) }
-    mutating func encode(_ value: UInt16) throws { array.elements.append(integer(value)) }
-    mutating func encode(_ value: UInt32) throws { array.elements.append(integer(value)) }
-    mutating func encode(_ value: UInt64) throws { array.elements.append(integer(value)) }
+    mutating func encodeNil() throws { append(arena.append("null")) }
+    mutating func encode(_ value: Bool) throws { append(arena.append(bool: value)) }
+    mutating func encode(_ value: String) throws { append(arena.append(string: value)) }
+    mutating func encode(_ value: Double) throws { append(try arena.append(float: value, path: elementPath)) }
+    mutating func encode(_ value: Float) throws { append(try arena.append(float: value, path: elementPath)) }
+    mutating func encode(_ value: Int) throws { append(arena.append(integer: value)) }
+    mutating func encode(_ value: Int8) throws { append(arena.append(integer: value)) }
+    mutating func encode(_ value: Int16) throws { append(arena.append(integer: value)) }
+    mutating func encode(_ value: Int32) throws { append(arena.append(integer: value)) }
+    mutating func encode(_ value: Int64) throws { append(arena.append(integer: value)) }
+    mutating func encode(_ value: UInt) throws { append(arena.append(integer: value)) }
+    mutating func encode(_ value: UInt8) throws { append(arena.append(integer: value)) }
+    mutating func encode(_ value: UInt16) throws { append(arena.append(integer: value)) }
+    mutating func encode(_ value: UInt32) throws { append(arena.append(integer: value)) }
+    mutating func encode(_ value: UInt64) throws { append(arena.append(integer: value)) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        array.elements.append(try JSONTreeEncoder.node(for: value, codingPath: codingPath + [indexKey]))
+        append(try JSONTreeEncoder.node(for: value, path: elementPath, arena: arena))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
         -> KeyedEncodingContainer<NestedKey>
     {
         let nested = JSONObject()
-        let path = codingPath + [indexKey]
-        array.elements.append(.object(nested))
-        return KeyedEncodingContainer(JSONKeyedContainer<NestedKey>(object: nested, codingPath: path))
+        let path = elementPath
+        append(.object(nested))
+        return KeyedEncodingContainer(JSONKeyedContainer<NestedKey>(object: nested, path: path, arena: arena))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let nested = JSONArray()
-        let path = codingPath + [indexKey]
-        array.elements.append(.array(nested))
-        return JSONUnkeyedContainer(array: nested, codingPath: path)
+        let path = elementPath
+        append(.array(nested))
+        return JSONUnkeyedContainer(array: nested, path: path, arena: arena)
     }
 
     mutating func superEncoder() -> any Encoder {
         let index = array.elements.count
-        array.elements.append(.object(JSONObject()))
-        return ReferencingEncoder(array: array, index: index, codingPath + [IndexKey(intValue: index)])
+        let path = elementPath
+        append(.object(JSONObject()))
+        return ReferencingEncoder(array: array, index: index, path: path, arena: arena)
     }
 }
 
 private struct JSONSingleValueContainer: SingleValueEncodingContainer {
     let encoder: JSONTreeEncoder
     var codingPath: [any CodingKey] { encoder.codingPath }
+    private var arena: JSONArena { encoder.arena }
 
-    func encodeNil() throws { encoder.node = .text(Array("null".utf8)) }
-    func encode(_ value: Bool) throws { encoder.node = .text(Array((value ? "true" : "false").utf8)) }
-    func encode(_ value: String) throws { encoder.node = value.jsonNode }
-    func encode(_ value: Double) throws { encoder.node = try value.jsonNode(codingPath) }
-    func encode(_ value: Float) throws { encoder.node = try value.jsonNode(codingPath) }
-    func encode(_ value: Int) throws { encoder.node = integer(value) }
-    func encode(_ value: Int8) throws { encoder.node = integer(value) }
-    func encode(_ value: Int16) throws { encoder.node = integer(value) }
-    func encode(_ value: Int32) throws { encoder.node = integer(value) }
-    func encode(_ value: Int64) throws { encoder.node = integer(value) }
-    func encode(_ value: UInt) throws { encoder.node = integer(value) }
-    func encode(_ value: UInt8) throws { encoder.node = integer(value) }
-    func encode(_ value: UInt16) throws { encoder.node = integer(value) }
-    func encode(_ value: UInt32) throws { encoder.node = integer(value) }
-    func encode(_ value: UInt64) throws { encoder.node = integer(value) }
+    func encodeNil() throws { encoder.node = arena.append("null") }
+    func encode(_ value: Bool) throws { encoder.node = arena.append(bool: value) }
+    func encode(_ value: String) throws { encoder.node = arena.append(string: value) }
+    func encode(_ value: Double) throws { encoder.node = try arena.append(float: value, path: encoder.path) }
+    func encode(_ value: Float) throws { encoder.node = try arena.append(float: value, path: encoder.path) }
+    func encode(_ value: Int) throws { encoder.node = arena.append(integer: value) }
+    func encode(_ value: Int8) throws { encoder.node = arena.append(integer: value) }
+    func encode(_ value: Int16) throws { encoder.node = arena.append(integer: value) }
+    func encode(_ value: Int32) throws { encoder.node = arena.append(integer: value) }
+    func encode(_ value: Int64) throws { encoder.node = arena.append(integer: value) }
+    func encode(_ value: UInt) throws { encoder.node = arena.append(integer: value) }
+    func encode(_ value: UInt8) throws { encoder.node = arena.append(integer: value) }
+    func encode(_ value: UInt16) throws { encoder.node = arena.append(integer: value) }
+    func encode(_ value: UInt32) throws { encoder.node = arena.append(integer: value) }
+    func encode(_ value: UInt64) throws { encoder.node = arena.append(integer: value) }
     func encode<T: Encodable>(_ value: T) throws {
-        encoder.node = try JSONTreeEncoder.node(for: value, codingPath: codingPath)
+        encoder.node = try JSONTreeEncoder.node(for: value, path: encoder.path, arena: arena)
     }
 }
 
@@ -293,20 +348,18 @@ private final class ReferencingEncoder: Encoder {
         case element(JSONArray, Int)
     }
 
-    let codingPath: [any CodingKey]
+    var codingPath: [any CodingKey] { inner.codingPath }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
     private let inner: JSONTreeEncoder
     private let slot: Slot
 
-    init(object: JSONObject, key: String, _ codingPath: [any CodingKey]) {
-        self.codingPath = codingPath
-        inner = JSONTreeEncoder(codingPath: codingPath)
+    init(object: JSONObject, key: String, path: CodingPathNode, arena: JSONArena) {
+        inner = JSONTreeEncoder(path: path, arena: arena)
         slot = .member(object, key)
     }
 
-    init(array: JSONArray, index: Int, _ codingPath: [any CodingKey]) {
-        self.codingPath = codingPath
-        inner = JSONTreeEncoder(codingPath: codingPath)
+    init(array: JSONArray, index: Int, path: CodingPathNode, arena: JSONArena) {
+        inner = JSONTreeEncoder(path: path, arena: arena)
         slot = .element(array, index)
     }
 
@@ -329,5 +382,13 @@ private struct IndexKey: CodingKey {
     var stringValue: String { "Index \(intValue ?? 0)" }
     var intValue: Int?
     init(intValue: Int) { self.intValue = intValue }
+    init?(stringValue: String) { nil }
+}
+
+private struct SuperKey: CodingKey {
+    var stringValue: String { "super" }
+    var intValue: Int? { nil }
+    init() {}
+    init?(intValue: Int) { nil }
     init?(stringValue: String) { nil }
 }

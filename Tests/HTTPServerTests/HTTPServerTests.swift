@@ -588,5 +588,13 @@ struct SortedJSONEncoderTests {
     func nonFinite() {
         #expect(throws: EncodingError.self) { try SortedJSONEncoder().encode([Double.nan]) }
         #expect(throws: EncodingError.self) { try SortedJSONEncoder().encode(["x": Double.infinity]) }
+        do {
+            _ = try SortedJSONEncoder().encode(["a": [1.0, .nan]])
+            Issue.record("NaN was encoded")
+        } catch EncodingError.invalidValue(_, let context) {
+            #expect(context.codingPath.map(\.stringValue) == ["a", "Index 1"])
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
     }
 }
