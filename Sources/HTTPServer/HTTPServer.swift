@@ -443,12 +443,13 @@ final class ServerCore: Sendable {
             answer.withLock { $0 = response }
             done.signal()
         }
-        executor.runInline {
-            if #available(macOS 15.0, *) {
-                Task(executorPreference: executor) { await respond() }
-            } else {
-                Task { await respond() }
-            }
+        // On a responder thread even when answers run on the polling threads: answered at once, the refusal would
+        // close the connection before a client has written its body, and the client would see a broken pipe
+        // instead of the 413.
+        if #available(macOS 15.0, *) {
+            Task(executorPreference: executor) { await respond() }
+        } else {
+            Task { await respond() }
         }
         done.wait()
         return answer.withLock { $0 } ?? HTTPError.payloadTooLarge(limit: maximumBodySize).response

@@ -23,9 +23,18 @@ public final class ReaderPool: Sendable {
     private let idle = Mutex<[Idle]>([])
 
     /// A pool for the WAL database at `path` (which the writer has created and migrated); opens nothing yet.
-    public init(path: String, maximumIdle: Int = 8) {
+    public init(path: String, maximumIdle: Int = 4) {
         self.path = path
         self.maximumIdle = maximumIdle
+    }
+
+    /// Opens idle connections up to ``maximumIdle`` now, so that the pool's descriptors are there from the start (a
+    /// burst of reads beyond them opens more for the moment and closes them after).
+    public func openAll() throws(SQLiteError) {
+        while idle.withLock({ $0.count }) < maximumIdle {
+            let connection = try open()
+            idle.withLock { $0.append(Idle(connection: connection)) }
+        }
     }
 
     /// Runs `body` with a reading connection on the calling thread.

@@ -165,11 +165,17 @@ public actor SQLiteOrderStore: OrderStore {
             let connection = try Connection(path: path)
             try connection.migrate(Self.migrations)
             self.connection = connection
+            if path != ":memory:" && !path.isEmpty {
+                let readers = ReaderPool(path: path)
+                try readers.openAll()
+                self.readers = readers
+            } else {
+                self.readers = nil
+            }
         } catch {
             throw OrderStoreError(.storage, "cannot open the order store at \(path): \(error)")
         }
         self.path = path
-        self.readers = path == ":memory:" || path.isEmpty ? nil : ReaderPool(path: path)
         self.clock = clock
         self.executor = ThreadExecutor(name: "SQLiteOrderStore")
     }
