@@ -120,7 +120,10 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
 
 /// HTTP and HTTPS requests on libcurl: TLS 1.2 or later, optional client certificate and trusted roots
 /// from memory, a total timeout, and only the `http` and `https` protocols (redirects are not followed).
-/// Each `send` uses its own libcurl handle, so one client may be used from many threads at once.
+/// Each `send` uses a libcurl handle of its own, so one client may be used from many threads at once. Handles are
+/// kept between requests with their connections (keep-alive, and TLS sessions resumed): a client that calls the same
+/// server again (a processor) does not connect, and for HTTPS handshake, every time. A connection idle for
+/// ``idleConnectionLifetime`` is closed.
 ///
 /// `send(_:) async` runs the transfer on a small pool of threads shared by every client (at most
 /// ``transferThreadCount``, started as they are needed), never on the caller's executor, and honours task
@@ -161,10 +164,21 @@ public final class HTTPClient: Sendable {
     }
 
     public let configuration: Configuration
+    /// libcurl handles between requests, most recently used last, each with the connections it keeps.
+    private let idle = Mutex<IdleHandles>(IdleHandles())
+
+    /// How long a connection may stay unused before it is closed.
+    public static let idleConnectionLifetime: Duration = .seconds(2)
+    /// Beyond this many idle handles, a finished one is closed instead of kept.
+    static let maximumIdleHandles = 32
 
     public init(configuration: Configuration = Configuration()) {
         _ = HTTPClient.globalInitialization
         self.configuration = configuration
+    }
+
+    deinit {
+        for entry in idle.withLock({ $0.take() }) { curl_easy_cleanup(entry.handle.pointer) }
     }
 
     private static let globalInitialization: Void = { _ = curl_global_init(Int(CURL_GLOBAL_ALL)) }()
@@ -217,10 +231,22 @@ public final class HTTPClient: Sendable {
         guard components.host?.isEmpty == false else {
             throw HTTPClientError(.invalidURL, "'\(request.url)' has no host.")
         }
-        guard let handle = curl_easy_init() else {
-            throw HTTPClientError(.transferFailed, "libcurl could not create a handle.")
+        let handle: UnsafeMutableRawPointer
+        if let kept = idle.withLock({ $0.entries.popLast() }) {
+            handle = kept.handle.pointer
+            curl_easy_reset(handle)  // every option back to its default; the connections stay
+        } else {
+            guard let created = curl_easy_init() else {
+                throw HTTPClientError(.transferFailed, "libcurl could not create a handle.")
+            }
+            handle = created
         }
-        defer { curl_easy_cleanup(handle) }
+        // Kept for the next request only after a complete exchange; after an error or an abort its connection may
+        // be half-used, so the handle and its connections are closed.
+        var reusable = false
+        defer {
+            if reusable { keep(handle) } else { curl_easy_cleanup(handle) }
+        }
         let sink = ResponseSink(limit: configuration.maximumResponseSize)
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headerList) }
@@ -311,7 +337,38 @@ public final class HTTPClient: Sendable {
         _ = CCurl_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
         var response = HTTPClientResponse(status: status, headers: sink.headers, body: sink.body)
         response.httpVersion = version == Int(CURL_HTTP_VERSION_2_0) ? 2 : 1
+        reusable = true
         return response
+    }
+
+    /// Puts a handle back for the next request, and makes sure the sweep that closes idle ones will run.
+    private func keep(_ handle: UnsafeMutableRawPointer) {
+        let (kept, scheduleSweep) = idle.withLock { idle -> (Bool, Bool) in
+            guard idle.entries.count < Self.maximumIdleHandles else { return (false, false) }
+            idle.entries.append(IdleHandles.Entry(handle: CurlHandle(pointer: handle), since: .now))
+            defer { idle.sweepScheduled = true }
+            return (true, !idle.sweepScheduled)
+        }
+        if !kept { curl_easy_cleanup(handle) }
+        if scheduleSweep { scheduleIdleSweep() }
+    }
+
+    /// Closes the handles idle for longer than ``idleConnectionLifetime``, then looks again while any are left.
+    private func scheduleIdleSweep() {
+        let lifetime = Self.idleConnectionLifetime
+        let delay = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay / 2) { [weak self] in
+            guard let self else { return }
+            let expired = idle.withLock { idle -> [IdleHandles.Entry] in
+                let cutoff = ContinuousClock.now - lifetime
+                let expired = idle.entries.filter { $0.since <= cutoff }
+                idle.entries.removeAll { $0.since <= cutoff }
+                idle.sweepScheduled = !idle.entries.isEmpty
+                return expired
+            }
+            for entry in expired { curl_easy_cleanup(entry.handle.pointer) }
+            if idle.withLock({ $0.sweepScheduled }) { scheduleIdleSweep() }
+        }
     }
 
     private static func milliseconds(_ duration: Duration) -> Int {
@@ -409,5 +466,26 @@ extension StringProtocol {
         guard let first = firstIndex(where: { !isTrimmed($0) }), let last = lastIndex(where: { !isTrimmed($0) })
         else { return self[endIndex...] }
         return self[first...last]
+    }
+}
+
+/// A libcurl easy handle between requests: used by one thread at a time (the pool hands it out once).
+struct CurlHandle: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer
+}
+
+/// The handles a client keeps between requests.
+struct IdleHandles: Sendable {
+    struct Entry: Sendable {
+        var handle: CurlHandle
+        var since: ContinuousClock.Instant
+    }
+    var entries: [Entry] = []
+    var sweepScheduled = false
+
+    /// Takes them all (the client is going away).
+    mutating func take() -> [Entry] {
+        defer { entries.removeAll() }
+        return entries
     }
 }

@@ -19,6 +19,37 @@ struct HTTPClientTests {
         #expect(throws: HTTPClientError(.invalidURL, "")) { _ = try client.send(HTTPClientRequest(url: "not a url")) }
     }
 
+    @Test("keeps its connection between requests, opens a new one after a failed exchange, closes an idle one")
+    func connectionReuse() async throws {
+        let responder = ClosureResponder { request in
+            if request.path == "/slow" { try? await Task.sleep(for: .seconds(4)) }
+            return .text("ok")
+        }
+        try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
+            let client = HTTPClient(configuration: .init(timeout: .milliseconds(1500)))
+            let url = "http://127.0.0.1:\(server.port)"
+            for _ in 0..<5 {
+                let reply = try await client.send(
+                    HTTPClientRequest(method: "POST", url: url + "/", body: Data("x".utf8)))
+                #expect(reply.status == 200)
+            }
+            #expect(server.connectionsAccepted == 1, "five requests, one after another, on one connection")
+            // A timed-out exchange leaves its connection half-used: it is closed, and the next request connects anew.
+            await #expect(throws: HTTPClientError(.timeout, "")) {
+                _ = try await client.send(HTTPClientRequest(url: url + "/slow"))
+            }
+            #expect(try await client.send(HTTPClientRequest(url: url + "/")).status == 200)
+            #expect(server.connectionsAccepted == 2)
+            // Idle past its lifetime, the kept connection is closed by the client.
+            let clock = ContinuousClock()
+            let deadline = clock.now + HTTPClient.idleConnectionLifetime + .seconds(10)
+            while server.openConnections > 0 && clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(server.openConnections == 0)
+        }
+    }
+
     @Test("times out against a slow server, and limits the response size")
     func timeoutAndSize() async throws {
         let responder = ClosureResponder { request in
