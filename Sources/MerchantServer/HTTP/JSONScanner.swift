@@ -93,16 +93,7 @@ struct JSONScanner {
             try value(name: key, depth: depth + 1)
             if depth == 0 { members[key] = valueStart..<position }
             path.removeLast()
-            skipWhitespace()
-            switch peek() {
-            case UInt8(ascii: ","):
-                position += 1
-                skipWhitespace()
-            case UInt8(ascii: "}"):
-                position += 1
-                return
-            default: throw Self.invalid
-            }
+            if try closes(with: UInt8(ascii: "}")) { return }
         }
     }
 
@@ -123,16 +114,23 @@ struct JSONScanner {
             path.append(.index(count - 1))
             try value(name: name, depth: depth + 1)
             path.removeLast()
+            if try closes(with: UInt8(ascii: "]")) { return }
+        }
+    }
+
+    /// After a member or an element: reads the comma that continues the container (false) or its `closing`
+    /// bracket (true).
+    private mutating func closes(with closing: UInt8) throws(HTTPError) -> Bool {
+        skipWhitespace()
+        switch peek() {
+        case UInt8(ascii: ","):
+            position += 1
             skipWhitespace()
-            switch peek() {
-            case UInt8(ascii: ","):
-                position += 1
-                skipWhitespace()
-            case UInt8(ascii: "]"):
-                position += 1
-                return
-            default: throw Self.invalid
-            }
+            return false
+        case closing:
+            position += 1
+            return true
+        default: throw Self.invalid
         }
     }
 
