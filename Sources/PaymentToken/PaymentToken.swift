@@ -1,3 +1,4 @@
+import Cryptography
 import Foundation
 
 /// An Apple Pay payment token as received: the `paymentData` fields decoded to bytes, and the surrounding
@@ -58,7 +59,7 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
         }
         let root: TokenJSON
         do {
-            root = try TokenJSON.parse(Array(jsonData))
+            root = try TokenJSON.parse(PaymentToken.contiguousBytes(jsonData))
         } catch {
             throw PaymentTokenError(.malformedToken, "the token is not valid JSON: \(error.message)")
         }
@@ -145,6 +146,38 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
         }
         paymentMethod = method
         transactionIdentifier = identifier
+    }
+
+    /// The bytes as an array: one copy with `memcpy` when they are contiguous (`Data`, `[UInt8]` without a copy at
+    /// all), not a generic element-by-element one.
+    static func contiguousBytes(_ input: some DataProtocol) -> [UInt8] {
+        if let array = input as? [UInt8] { return array }
+        let copied = input.withContiguousStorageIfAvailable { buffer in
+            [UInt8](unsafeUninitializedCapacity: buffer.count) { out, initialized in
+                if let base = buffer.baseAddress, let target = out.baseAddress, !buffer.isEmpty {
+                    target.initialize(from: base, count: buffer.count)
+                }
+                initialized = buffer.count
+            }
+        }
+        if let copied { return copied }
+        if let data = input as? Data {
+            return data.withUnsafeBytes { raw in
+                [UInt8](unsafeUninitializedCapacity: raw.count) { out, initialized in
+                    if let base = raw.baseAddress, let target = out.baseAddress, raw.count > 0 {
+                        UnsafeMutableRawPointer(target).copyMemory(from: base, byteCount: raw.count)
+                    }
+                    initialized = raw.count
+                }
+            }
+        }
+        return Array(input)
+    }
+
+    /// SHA-256 of the bytes the signature covers (key material ‖ data ‖ transactionId ‖ applicationData), hashed
+    /// in place without concatenating them first.
+    var signedContentDigest: Data {
+        Digest.sha256(concatenating: [keyMaterial, data, transactionId, applicationData ?? []])
     }
 
     /// The bytes the signature covers: key material ‖ data ‖ transactionId ‖ applicationData.

@@ -22,14 +22,18 @@ enum TokenJSON: Sendable {
     static let maximumMembers = 512
 
     /// An object's members in document order; looked up by a 64-bit fingerprint of the key and a linear scan,
-    /// which beats hashing into a dictionary for the handful of members tokens and payloads have.
+    /// which beats hashing into a dictionary for the handful of members tokens and payloads have. One array of
+    /// members (one allocation per object).
     struct JSONObject: Sendable {
-        private(set) var keys: [ArraySlice<UInt8>] = []
-        private(set) var values: [TokenJSON] = []
-        private var fingerprints: [UInt64] = []
+        struct Member: Sendable {
+            let key: ArraySlice<UInt8>
+            let value: TokenJSON
+            let fingerprint: UInt64
+        }
+        private(set) var storage: [Member] = []
 
-        var count: Int { keys.count }
-        var members: Zip2Sequence<[ArraySlice<UInt8>], [TokenJSON]> { zip(keys, values) }
+        var count: Int { storage.count }
+        var members: [(ArraySlice<UInt8>, TokenJSON)] { storage.map { ($0.key, $0.value) } }
 
         /// FNV-1a over the key's bytes.
         static func fingerprint(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
@@ -40,8 +44,8 @@ enum TokenJSON: Sendable {
 
         func index(of key: UnsafeBufferPointer<UInt8>, fingerprint: UInt64) -> Int? {
             var index = 0
-            while index < fingerprints.count {
-                if fingerprints[index] == fingerprint, keys[index].elementsEqual(key) { return index }
+            while index < storage.count {
+                if storage[index].fingerprint == fingerprint, storage[index].key.elementsEqual(key) { return index }
                 index += 1
             }
             return nil
@@ -54,16 +58,21 @@ enum TokenJSON: Sendable {
                 return (index(of: bytes, fingerprint: fingerprint), fingerprint)
             }
             guard found.0 == nil else { return false }
-            keys.append(key)
-            values.append(value)
-            fingerprints.append(found.1)
+            if storage.isEmpty { storage.reserveCapacity(8) }
+            storage.append(Member(key: key, value: value, fingerprint: found.1))
             return true
+        }
+
+        subscript(key: StaticString) -> TokenJSON? {
+            key.withUTF8Buffer { wanted in
+                index(of: wanted, fingerprint: JSONObject.fingerprint(wanted)).map { storage[$0].value }
+            }
         }
 
         subscript(key: String) -> TokenJSON? {
             var key = key
             return key.withUTF8 { wanted in
-                index(of: wanted, fingerprint: JSONObject.fingerprint(wanted)).map { values[$0] }
+                index(of: wanted, fingerprint: JSONObject.fingerprint(wanted)).map { storage[$0].value }
             }
         }
     }
@@ -84,6 +93,11 @@ enum TokenJSON: Sendable {
     }
 
     subscript(key: String) -> TokenJSON? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    subscript(key: StaticString) -> TokenJSON? {
         if case .object(let members) = self { return members[key] }
         return nil
     }
@@ -364,27 +378,39 @@ enum HexCoding {
 
     /// Decodes even-length hex given as UTF-8 bytes.
     static func decode(utf8 slice: ArraySlice<UInt8>) -> [UInt8]? {
-        let utf8 = Array(slice)
-        guard utf8.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
+        guard slice.count % 2 == 0 else { return nil }
+        return slice.withUnsafeBufferPointer { utf8 -> [UInt8]? in
+            var valid = true
+            let out = [UInt8](unsafeUninitializedCapacity: utf8.count / 2) { out, initialized in
+                var index = 0
+                while index < utf8.count {
+                    guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else {
+                        valid = false
+                        break
+                    }
+                    out[index / 2] = high << 4 | low
+                    index += 2
+                }
+                initialized = index / 2
+            }
+            return valid ? out : nil
         }
-        return out
     }
 
     static func encode(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
-        let digits = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
-        var out = [UInt8]()
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+        let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
+        let input = Array(bytes)
+        return digits.withUTF8Buffer { digits in
+            String(unsafeUninitializedCapacity: input.count * 2) { out in
+                var index = 0
+                for byte in input {
+                    out[index] = digits[Int(byte >> 4)]
+                    out[index + 1] = digits[Int(byte & 0x0f)]
+                    index += 2
+                }
+                return index
+            }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
