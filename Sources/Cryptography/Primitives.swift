@@ -8,6 +8,16 @@ public enum Digest {
         hash(data, length: Int(SHA256_DIGEST_LENGTH), FetchedDigest.sha256)
     }
 
+    /// SHA-256 of the bytes (32 bytes); the same as the generic form, without its generic dispatch.
+    public static func sha256(_ bytes: [UInt8]) -> Data {
+        bytes.withUnsafeBytes { hash($0, length: Int(SHA256_DIGEST_LENGTH), FetchedDigest.sha256) }
+    }
+
+    /// SHA-256 of the bytes (32 bytes); the same as the generic form, without its generic dispatch.
+    public static func sha256(_ data: Data) -> Data {
+        data.withUnsafeBytes { hash($0, length: Int(SHA256_DIGEST_LENGTH), FetchedDigest.sha256) }
+    }
+
     /// SHA-384 of the bytes (48 bytes).
     public static func sha384(_ data: some DataProtocol) -> Data {
         hash(data, length: Int(SHA384_DIGEST_LENGTH), FetchedDigest.sha384)
@@ -57,21 +67,23 @@ public enum Digest {
     /// Runs `EVP_Digest` with a digest fetched once (the one-shot `SHA256()` fetches the algorithm from the
     /// provider by name on every call, a lock and a property query per hash).
     private static func hash(_ data: some DataProtocol, length: Int, _ digest: FetchedDigest) -> Data {
+        withContiguousBytes(data) { hash($0, length: length, digest) }
+    }
+
+    private static func hash(_ input: UnsafeRawBufferPointer, length: Int, _ digest: FetchedDigest) -> Data {
         var output = Data(count: length)
-        withContiguousBytes(data) { input in
-            output.withUnsafeMutableBytes { out in
-                var written: UInt32 = 0
-                let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                if EVP_Digest(input.baseAddress, input.count, base, &written, digest.pointer, nil) != 1
-                    || Int(written) != length
-                {
-                    // Only an allocation failure gets here; hash with the one-shot function instead.
-                    OpenSSLErrorQueue.clear()
-                    let bytes = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                    _ =
-                        length == Int(SHA256_DIGEST_LENGTH)
-                        ? SHA256(bytes, input.count, base) : SHA384(bytes, input.count, base)
-                }
+        output.withUnsafeMutableBytes { out in
+            var written: UInt32 = 0
+            let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            if EVP_Digest(input.baseAddress, input.count, base, &written, digest.pointer, nil) != 1
+                || Int(written) != length
+            {
+                // Only an allocation failure gets here; hash with the one-shot function instead.
+                OpenSSLErrorQueue.clear()
+                let bytes = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                _ =
+                    length == Int(SHA256_DIGEST_LENGTH)
+                    ? SHA256(bytes, input.count, base) : SHA384(bytes, input.count, base)
             }
         }
         return output
@@ -209,7 +221,8 @@ public enum AESGCM {
                             // Wipe whatever partial plaintext was written before reporting.
                             if let base = out.baseAddress, length > 0 { base.initialize(repeating: 0, count: length) }
                             initialized = 0
-                            failure = error as? CryptographyError
+                            failure =
+                                error as? CryptographyError
                                 ?? CryptographyError(.decryptionFailed, "AES-GCM authentication failed")
                         }
                     }

@@ -162,12 +162,12 @@ public final class PaymentTokenDecryptor: Sendable {
             var kdf: [UInt8] = []
             kdf.reserveCapacity(4 + 32 + 1 + 13 + 5 + 32)
             kdf.append(contentsOf: [0, 0, 0, 1])
-            kdf.append(contentsOf: shared)
+            shared.withUnsafeBytes { kdf.append(contentsOf: $0) }
             kdf.append(contentsOf: PaymentTokenDecryptor.kdfInfo)
-            kdf.append(contentsOf: merchant.merchantIdentifierHash)
+            merchant.merchantIdentifierHash.withUnsafeBytes { kdf.append(contentsOf: $0) }
             key = Digest.sha256(kdf)
             shared.resetBytes(in: 0..<shared.count)
-            for index in kdf.indices { kdf[index] = 0 }
+            kdf.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
         case .rsaV1:
             guard case .rsa = merchant.privateKey.kind, let unwrapper = merchant.unwrapper else {
                 throw PaymentTokenError(

@@ -135,6 +135,32 @@ enum TokenJSON: Sendable {
         }
     }
 
+    /// The index of the first quote, backslash or control byte at or after `start` (the end of a string without
+    /// escapes), or `buffer.count`.
+    static func scanPlainString(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var cursor = start
+        // Eight bytes at a time: stop at the first word holding a quote, a backslash or a control byte.
+        if let base = buffer.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while cursor + 8 <= buffer.count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + cursor).loadUnaligned(as: UInt64.self))
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5c)
+                let special =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                if special & highs != 0 { break }
+                cursor += 8
+            }
+        }
+        while cursor < buffer.count {
+            let byte = buffer[cursor]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            cursor += 1
+        }
+        return cursor
+    }
+
     private struct Parser {
         let bytes: [UInt8]
         var index = 0
@@ -270,30 +296,7 @@ enum TokenJSON: Sendable {
             index += 1  // opening quote
             let start = index
             // Fast path: scan for the closing quote; no escapes, no control characters.
-            let stop = bytes.withUnsafeBufferPointer { buffer -> Int in
-                var cursor = start
-                // Eight bytes at a time: stop at the first word holding a quote, a backslash or a control byte.
-                if let base = buffer.baseAddress {
-                    let ones: UInt64 = 0x0101_0101_0101_0101
-                    let highs: UInt64 = 0x8080_8080_8080_8080
-                    while cursor + 8 <= buffer.count {
-                        let word = UInt64(littleEndian: UnsafeRawPointer(base + cursor).loadUnaligned(as: UInt64.self))
-                        let quote = word ^ (ones &* 0x22)
-                        let backslash = word ^ (ones &* 0x5c)
-                        let special =
-                            ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
-                            | ((word &- ones &* 0x20) & ~word)
-                        if special & highs != 0 { break }
-                        cursor += 8
-                    }
-                }
-                while cursor < buffer.count {
-                    let byte = buffer[cursor]
-                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
-                    cursor += 1
-                }
-                return cursor
-            }
+            let stop = bytes.withUnsafeBufferPointer { TokenJSON.scanPlainString($0, from: start) }
             index = stop
             if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
                 index += 1
@@ -378,23 +381,26 @@ enum HexCoding {
 
     /// Decodes even-length hex given as UTF-8 bytes.
     static func decode(utf8 slice: ArraySlice<UInt8>) -> [UInt8]? {
-        guard slice.count % 2 == 0 else { return nil }
-        return slice.withUnsafeBufferPointer { utf8 -> [UInt8]? in
-            var valid = true
-            let out = [UInt8](unsafeUninitializedCapacity: utf8.count / 2) { out, initialized in
-                var index = 0
-                while index < utf8.count {
-                    guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else {
-                        valid = false
-                        break
-                    }
-                    out[index / 2] = high << 4 | low
-                    index += 2
+        slice.withUnsafeBufferPointer { decode(utf8: $0) }
+    }
+
+    /// Decodes even-length hex given as UTF-8 bytes.
+    static func decode(utf8: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard utf8.count % 2 == 0 else { return nil }
+        var valid = true
+        let out = [UInt8](unsafeUninitializedCapacity: utf8.count / 2) { out, initialized in
+            var index = 0
+            while index < utf8.count {
+                guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else {
+                    valid = false
+                    break
                 }
-                initialized = index / 2
+                out[index / 2] = high << 4 | low
+                index += 2
             }
-            return valid ? out : nil
+            initialized = index / 2
         }
+        return valid ? out : nil
     }
 
     static func encode(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
