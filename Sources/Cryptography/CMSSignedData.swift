@@ -24,18 +24,22 @@ public struct CMSSignedData: Sendable {
     /// The signing-time signed attribute, if present.
     public let signingTime: Date?
     /// The message-digest signed attribute.
-    public let messageDigest: Data
+    public var messageDigest: Data { Data(bytes[messageDigestRange]) }
+    private let messageDigestRange: Range<Int>
     /// Whether the signature algorithm is ECDSA (otherwise RSA PKCS#1 v1.5).
     public let isECDSA: Bool
     /// The signature value.
-    public let signature: Data
+    public var signature: Data { Data(bytes[signatureRange]) }
+    private let signatureRange: Range<Int>
     /// The signed attributes re-tagged as a SET are the bytes the signature covers: this header (the SET tag, and
     /// for an indefinite-length encoding a definite length) followed by `bytes[signedAttributesBody]`.
     private let signedAttributesHeader: [UInt8]
     private let signedAttributesBody: Range<Int>
     private enum SignerIdentifier: Sendable {
-        case issuerAndSerial(issuer: [UInt8], serial: [UInt8])
-        case subjectKeyIdentifier([UInt8])
+        /// Ranges of `bytes`: the issuer Name's whole encoding and the serial number's content.
+        case issuerAndSerial(issuer: Range<Int>, serial: Range<Int>)
+        /// The key identifier's content, a range of `bytes`.
+        case subjectKeyIdentifier(Range<Int>)
     }
     private let signer: SignerIdentifier
 
@@ -64,7 +68,9 @@ public struct CMSSignedData: Sendable {
         var ranges: [Range<Int>] = []
         var field: Range<Int> = 0..<0
         if index < fields.count, fields[index].tag == 0xa0 {
-            for certificate in try reader.children(of: fields[index]) {
+            let embedded = try reader.children(of: fields[index])
+            ranges.reserveCapacity(embedded.count)
+            for certificate in embedded {
                 guard certificate.tag == 0x30, !certificate.isIndefinite else {
                     throw ASN1Reader.malformed("an embedded certificate is not DER")
                 }
@@ -89,9 +95,10 @@ public struct CMSSignedData: Sendable {
             guard parts.count == 2, parts[0].tag == 0x30, parts[1].tag == 0x02, !parts[0].isIndefinite else {
                 throw ASN1Reader.malformed("IssuerAndSerialNumber")
             }
-            signer = .issuerAndSerial(issuer: Array(reader.whole(parts[0])), serial: Array(reader.content(parts[1])))
+            signer = .issuerAndSerial(
+                issuer: parts[0].start..<parts[0].end, serial: parts[1].contentStart..<parts[1].contentEnd)
         case 0x80:
-            signer = .subjectKeyIdentifier(Array(reader.content(info[1])))
+            signer = .subjectKeyIdentifier(info[1].contentStart..<info[1].contentEnd)
         default:
             throw ASN1Reader.malformed("signer identifier")
         }
@@ -104,8 +111,9 @@ public struct CMSSignedData: Sendable {
         guard info[3].tag == 0xa0 else { throw ASN1Reader.malformed("the CMS signer has no signed attributes") }
         let attributes = try reader.children(of: info[3])
         var seen: [ArraySlice<UInt8>] = []
+        seen.reserveCapacity(attributes.count)
         var contentTypeIsData = false
-        var digest: Data? = nil
+        var digest: Range<Int>? = nil
         var time: Date? = nil
         for attribute in attributes {
             let parts = try reader.children(of: attribute, expecting: 0x30, "Attribute")
@@ -118,17 +126,17 @@ public struct CMSSignedData: Sendable {
             }
             seen.append(type)
             let values = try reader.children(of: parts[1])
-            if type.elementsEqual(OID.contentType) {
+            if reader.contentEquals(parts[0], OID.contentType) {
                 guard values.count == 1, reader.isOID(values[0], OID.data) else {
                     throw ASN1Reader.malformed("content-type attribute is not id-data")
                 }
                 contentTypeIsData = true
-            } else if type.elementsEqual(OID.messageDigest) {
+            } else if reader.contentEquals(parts[0], OID.messageDigest) {
                 guard values.count == 1, values[0].tag == 0x04 else {
                     throw ASN1Reader.malformed("message-digest attribute")
                 }
-                digest = Data(reader.content(values[0]))
-            } else if type.elementsEqual(OID.signingTime) {
+                digest = values[0].contentStart..<values[0].contentEnd
+            } else if reader.contentEquals(parts[0], OID.signingTime) {
                 guard values.count == 1, let date = ASN1Time.parse(tag: values[0].tag, reader.content(values[0])) else {
                     throw ASN1Reader.malformed("signing-time attribute")
                 }
@@ -163,8 +171,8 @@ public struct CMSSignedData: Sendable {
         self.certificatesFieldRange = field
         self.certificateRanges = ranges
         self.signingTime = time
-        self.messageDigest = digest
-        self.signature = Data(reader.content(info[5]))
+        self.messageDigestRange = digest
+        self.signatureRange = info[5].contentStart..<info[5].contentEnd
     }
 
     static func derLength(_ count: Int) -> [UInt8] {
@@ -182,12 +190,13 @@ public struct CMSSignedData: Sendable {
     public func isSigner(_ certificate: Certificate) -> Bool {
         switch signer {
         case .issuerAndSerial(let issuer, let serial):
-            return certificate.issuerAndSerial.issuer == issuer && certificate.issuerAndSerial.serial == serial
+            return bytes[issuer].elementsEqual(certificate.issuerAndSerial.issuer)
+                && bytes[serial].elementsEqual(certificate.issuerAndSerial.serial)
         case .subjectKeyIdentifier(let identifier):
             guard let value = certificate.extensionValue(oid: "2.5.29.14") else { return false }
             let reader = ASN1Reader(Array(value))
             guard let node = try? reader.root(), node.tag == 0x04 else { return false }
-            return Array(reader.content(node)) == identifier
+            return reader.content(node).elementsEqual(bytes[identifier])
         }
     }
 
@@ -200,11 +209,18 @@ public struct CMSSignedData: Sendable {
         for range in certificateRanges {
             guard let certificate = try? reader.node(at: range.lowerBound, limit: range.upperBound),
                 let tbs = try? reader.children(of: certificate, expecting: 0x30, "Certificate").first,
-                var fields = try? reader.children(of: tbs, expecting: 0x30, "TBSCertificate")
+                let tbsFields = try? reader.children(of: tbs, expecting: 0x30, "TBSCertificate")
             else { continue }
-            if fields.first?.tag == 0xa0 { fields.removeFirst() }
-            guard fields.count >= 3, fields[0].tag == 0x02, fields[2].tag == 0x30 else { continue }
-            if reader.content(fields[0]).elementsEqual(serial), reader.whole(fields[2]).elementsEqual(issuer) {
+            // After the optional [0] version: serialNumber, signature, issuer.
+            let first = tbsFields.first?.tag == 0xa0 ? 1 : 0
+            guard tbsFields.count >= first + 3, tbsFields[first].tag == 0x02, tbsFields[first + 2].tag == 0x30 else {
+                continue
+            }
+            let serialNode = tbsFields[first]
+            let issuerNode = tbsFields[first + 2]
+            if reader.content(serialNode).elementsEqual(bytes[serial]),
+                reader.whole(issuerNode).elementsEqual(bytes[issuer])
+            {
                 return bytes[range]
             }
         }
@@ -239,10 +255,10 @@ public struct CMSSignedData: Sendable {
         guard keyIsEC == isECDSA else {
             throw CryptographyError(.invalidSignature, "the signer's key type does not match the signature algorithm")
         }
-        guard contentDigest == messageDigest else {
+        guard contentDigest.elementsEqual(bytes[messageDigestRange]) else {
             throw CryptographyError(.invalidSignature, "the message-digest attribute does not match the content")
         }
-        guard verifier.verify(signature: signature, sha256Digest: signedAttributesDigest()) else {
+        guard verifier.verify(signature: bytes[signatureRange], sha256Digest: signedAttributesDigest()) else {
             throw CryptographyError(.invalidSignature, "the signature over the signed attributes does not verify")
         }
     }

@@ -139,18 +139,15 @@ enum TokenJSON: Sendable {
     /// escapes), or `buffer.count`.
     static func scanPlainString(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
         var cursor = start
-        // Eight bytes at a time: stop at the first word holding a quote, a backslash or a control byte.
+        // Sixteen bytes at a time: stop at the first block holding a quote, a backslash or a control byte.
         if let base = buffer.baseAddress {
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
-            while cursor + 8 <= buffer.count {
-                let word = UInt64(littleEndian: UnsafeRawPointer(base + cursor).loadUnaligned(as: UInt64.self))
-                let quote = word ^ (ones &* 0x22)
-                let backslash = word ^ (ones &* 0x5c)
-                let special =
-                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-                if special & highs != 0 { break }
-                cursor += 8
+            let quote = SIMD16<UInt8>(repeating: 0x22)
+            let backslash = SIMD16<UInt8>(repeating: 0x5c)
+            let space = SIMD16<UInt8>(repeating: 0x20)
+            while cursor + 16 <= buffer.count {
+                let block = UnsafeRawPointer(base + cursor).loadUnaligned(as: SIMD16<UInt8>.self)
+                if any((block .== quote) .| (block .== backslash) .| (block .< space)) { break }
+                cursor += 16
             }
         }
         while cursor < buffer.count {

@@ -72,6 +72,7 @@ struct TokenScanner {
     private init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
         found = Array(repeating: .absent, count: Scope.allCases.count * Field.allCases.count)
+        names.reserveCapacity(32)
     }
 
     /// Checks a whole document and keeps the members the token reader needs.
