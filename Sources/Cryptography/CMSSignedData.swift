@@ -218,13 +218,22 @@ public struct CMSSignedData: Sendable {
             }
             let serialNode = tbsFields[first]
             let issuerNode = tbsFields[first + 2]
-            if reader.content(serialNode).elementsEqual(bytes[serial]),
-                reader.whole(issuerNode).elementsEqual(bytes[issuer])
+            if sameBytes(serialNode.contentStart..<serialNode.contentEnd, serial),
+                sameBytes(issuerNode.start..<issuerNode.end, issuer)
             {
                 return bytes[range]
             }
         }
         return nil
+    }
+
+    /// Whether two ranges of the message hold the same bytes (`memcmp`).
+    private func sameBytes(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        guard a.count == b.count else { return false }
+        return bytes.withUnsafeBytes { all in
+            guard let base = all.baseAddress else { return true }
+            return memcmp(base + a.lowerBound, base + b.lowerBound, a.count) == 0
+        }
     }
 
     /// Whether one of the embedded certificates is exactly these DER bytes.
@@ -255,7 +264,15 @@ public struct CMSSignedData: Sendable {
         guard keyIsEC == isECDSA else {
             throw CryptographyError(.invalidSignature, "the signer's key type does not match the signature algorithm")
         }
-        guard contentDigest.elementsEqual(bytes[messageDigestRange]) else {
+        let digestMatches = contentDigest.withUnsafeBytes { digest in
+            bytes.withUnsafeBytes { all in
+                guard digest.count == messageDigestRange.count, let base = all.baseAddress,
+                    let given = digest.baseAddress
+                else { return false }
+                return memcmp(base + messageDigestRange.lowerBound, given, digest.count) == 0
+            }
+        }
+        guard digestMatches else {
             throw CryptographyError(.invalidSignature, "the message-digest attribute does not match the content")
         }
         guard verifier.verify(signature: bytes[signatureRange], sha256Digest: signedAttributesDigest()) else {

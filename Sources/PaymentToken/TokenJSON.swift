@@ -45,7 +45,11 @@ enum TokenJSON: Sendable {
         func index(of key: UnsafeBufferPointer<UInt8>, fingerprint: UInt64) -> Int? {
             var index = 0
             while index < storage.count {
-                if storage[index].fingerprint == fingerprint, storage[index].key.elementsEqual(key) { return index }
+                if storage[index].fingerprint == fingerprint,
+                    storage[index].key.withUnsafeBufferPointer({ $0.elementsEqual(key) })
+                {
+                    return index
+                }
                 index += 1
             }
             return nil
