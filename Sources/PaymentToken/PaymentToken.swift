@@ -87,7 +87,7 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
         }
         func string(_ value: TokenScanner.Value) -> String? {
             guard case .string(let text) = value else { return nil }
-            return scan.withBytes(text) { String(validating: $0, as: UTF8.self) }
+            return scan.withBytes(text, TokenJSON.validatedString)
         }
         var paymentData = TokenScanner.Scope.top
         var header = TokenScanner.Scope.topHeader

@@ -108,8 +108,15 @@ enum TokenJSON: Sendable {
 
     /// The string value (nil when not a string or not valid UTF-8).
     var string: String? {
-        if case .string(let bytes) = self { return String(validating: bytes, as: UTF8.self) }
+        if case .string(let bytes) = self { return bytes.withUnsafeBufferPointer(TokenJSON.validatedString) }
         return nil
+    }
+
+    /// The bytes as a `String`, nil when they are not valid UTF-8 (`String(validating:as:)`, with a direct path
+    /// for ASCII, which is what tokens and payloads hold).
+    static func validatedString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     /// The string value's UTF-8 bytes.

@@ -62,7 +62,7 @@ struct TokenScanner {
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
-    /// The kept members, `Field.allCases.count` per scope.
+    /// The kept members: for each scope, one slot per field it keeps (`slotBase` says where each scope's slots start).
     private var found: [Value]
     /// Whether the document is an object.
     private(set) var rootIsObject = false
@@ -71,7 +71,7 @@ struct TokenScanner {
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
-        found = Array(repeating: .absent, count: Scope.allCases.count * Field.allCases.count)
+        found = Array(repeating: .absent, count: TokenScanner.slotCount)
         names.reserveCapacity(32)
     }
 
@@ -89,7 +89,12 @@ struct TokenScanner {
     }
 
     /// The member `field` of the object `scope`, if the document has it.
-    subscript(scope: Scope, field: Field) -> Value { found[scope.rawValue * Field.allCases.count + field.rawValue] }
+    subscript(scope: Scope, field: Field) -> Value {
+        guard let position = TokenScanner.scopeFields[scope.rawValue].firstIndex(where: { $0.0 == field }) else {
+            return .absent
+        }
+        return found[TokenScanner.slotBase[scope.rawValue] + position]
+    }
 
     /// Calls `body` with the text's bytes.
     func withBytes<R>(_ text: Text, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
@@ -119,13 +124,19 @@ struct TokenScanner {
     }
 
     private static let scopeFields: [[(Field, Scope)]] = Scope.allCases.map { fields(in: $0) }
+    /// Where each scope's slots start in `found`.
+    private static let slotBase: [Int] = scopeFields.indices.map { scope in
+        scopeFields[..<scope].reduce(0) { $0 + $1.count }
+    }
+    private static let slotCount = scopeFields.reduce(0) { $0 + $1.count }
 
-    private func match(_ key: UnsafeBufferPointer<UInt8>, in scope: Scope) -> (Field, Scope)? {
-        for candidate in TokenScanner.scopeFields[scope.rawValue] {
+    /// The kept field a member name is in this scope: its slot in `found` and the scope an object value opens.
+    private func match(_ key: UnsafeBufferPointer<UInt8>, in scope: Scope) -> (slot: Int, opens: Scope)? {
+        for (position, candidate) in TokenScanner.scopeFields[scope.rawValue].enumerated() {
             let matches = candidate.0.name.withUTF8Buffer { name in
                 name.count == key.count && name.elementsEqual(key)
             }
-            if matches { return candidate }
+            if matches { return (TokenScanner.slotBase[scope.rawValue] + position, candidate.1) }
         }
         return nil
     }
@@ -192,7 +203,7 @@ struct TokenScanner {
             return
         }
         let first = names.count
-        defer { names.removeSubrange(first...) }
+        defer { names.removeLast(names.count - first) }
         while true {
             skipSpace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
@@ -206,7 +217,7 @@ struct TokenScanner {
             index += 1
             skipSpace()
             let kept = withBytes(key) { match($0, in: scope) }
-            let member = try value(depth: depth + 1, scope: kept?.1 ?? .none)
+            let member = try value(depth: depth + 1, scope: kept?.opens ?? .none)
             guard names.count - first < TokenJSON.maximumMembers else {
                 throw ParseError(message: "a JSON object has too many members")
             }
@@ -224,7 +235,7 @@ struct TokenScanner {
                 index += 1
             }
             names.append((fingerprint, key))
-            if let kept { found[scope.rawValue * Field.allCases.count + kept.0.rawValue] = member }
+            if let kept { found[kept.slot] = member }
             skipSpace()
             guard self.index < bytes.count else { throw ParseError(message: "unexpected end of JSON") }
             if bytes[self.index] == UInt8(ascii: ",") {
