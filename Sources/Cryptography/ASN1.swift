@@ -19,6 +19,49 @@ struct ASN1Node {
     var isIndefinite: Bool { end != contentEnd }
 }
 
+/// The children of an element: the first eight kept inline (no allocation, which is what most elements read here
+/// need), the rest in an array.
+struct ASN1Nodes: RandomAccessCollection {
+    private typealias Eight = (ASN1Node, ASN1Node, ASN1Node, ASN1Node, ASN1Node, ASN1Node, ASN1Node, ASN1Node)
+    private static let empty = ASN1Node(tag: 0, start: 0, contentStart: 0, contentEnd: 0, end: 0)
+    private var inline: Eight = (empty, empty, empty, empty, empty, empty, empty, empty)
+    private var overflow: [ASN1Node] = []
+    private(set) var count = 0
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { count }
+
+    subscript(index: Int) -> ASN1Node {
+        precondition(index >= 0 && index < count, "ASN1Nodes index out of range")
+        switch index {
+        case 0: return inline.0
+        case 1: return inline.1
+        case 2: return inline.2
+        case 3: return inline.3
+        case 4: return inline.4
+        case 5: return inline.5
+        case 6: return inline.6
+        case 7: return inline.7
+        default: return overflow[index - 8]
+        }
+    }
+
+    mutating func append(_ node: ASN1Node) {
+        switch count {
+        case 0: inline.0 = node
+        case 1: inline.1 = node
+        case 2: inline.2 = node
+        case 3: inline.3 = node
+        case 4: inline.4 = node
+        case 5: inline.5 = node
+        case 6: inline.6 = node
+        case 7: inline.7 = node
+        default: overflow.append(node)
+        }
+        count += 1
+    }
+}
+
 struct ASN1Reader {
     static let maximumDepth = 24
 
@@ -77,9 +120,9 @@ struct ASN1Reader {
     }
 
     /// The children of a constructed element.
-    func children(of parent: ASN1Node, depth: Int = 1) throws(CryptographyError) -> [ASN1Node] {
+    func children(of parent: ASN1Node, depth: Int = 1) throws(CryptographyError) -> ASN1Nodes {
         guard parent.isConstructed else { throw ASN1Reader.malformed("expected a constructed ASN.1 element") }
-        var result: [ASN1Node] = []
+        var result = ASN1Nodes()
         var cursor = parent.contentStart
         while cursor < parent.contentEnd {
             let child = try node(at: cursor, limit: parent.contentEnd, depth: depth)
@@ -90,7 +133,7 @@ struct ASN1Reader {
     }
 
     /// The children, checking the parent's tag first.
-    func children(of parent: ASN1Node, expecting tag: UInt8, _ what: String) throws(CryptographyError) -> [ASN1Node] {
+    func children(of parent: ASN1Node, expecting tag: UInt8, _ what: String) throws(CryptographyError) -> ASN1Nodes {
         guard parent.tag == tag else { throw ASN1Reader.malformed("\(what): unexpected ASN.1 tag") }
         return try children(of: parent)
     }
@@ -99,7 +142,18 @@ struct ASN1Reader {
     func whole(_ node: ASN1Node) -> ArraySlice<UInt8> { bytes[node.start..<node.end] }
 
     /// Whether the node is an OBJECT IDENTIFIER with exactly this encoding.
-    func isOID(_ node: ASN1Node, _ oid: [UInt8]) -> Bool { node.tag == 0x06 && content(node).elementsEqual(oid) }
+    func isOID(_ node: ASN1Node, _ oid: [UInt8]) -> Bool { node.tag == 0x06 && contentEquals(node, oid) }
+
+    /// Whether the node's content is exactly `expected` (compared with `memcmp`).
+    func contentEquals(_ node: ASN1Node, _ expected: [UInt8]) -> Bool {
+        guard node.contentEnd - node.contentStart == expected.count else { return false }
+        return bytes.withUnsafeBytes { all in
+            expected.withUnsafeBytes { wanted in
+                guard let base = all.baseAddress, let target = wanted.baseAddress else { return true }
+                return memcmp(base + node.contentStart, target, wanted.count) == 0
+            }
+        }
+    }
 }
 
 /// Object identifiers as DER content bytes.
@@ -143,12 +197,14 @@ enum OID {
 /// ASN.1 UTCTime / GeneralizedTime in the "Z" forms DER requires.
 enum ASN1Time {
     static func parse(tag: UInt8, _ text: ArraySlice<UInt8>) -> Date? {
-        let digits = Array(text)
-        guard digits.last == UInt8(ascii: "Z") else { return nil }
-        let body = digits.dropLast()
+        guard text.last == UInt8(ascii: "Z") else { return nil }
+        let body = text.dropLast()
         guard body.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        let values = body.map { Int($0 - 0x30) }
-        func number(_ from: Int, _ count: Int) -> Int { values[from..<(from + count)].reduce(0) { $0 * 10 + $1 } }
+        let values = body
+        let base = body.startIndex
+        func number(_ from: Int, _ count: Int) -> Int {
+            values[(base + from)..<(base + from + count)].reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        }
         var year: Int
         var index: Int
         switch (tag, values.count) {

@@ -8,27 +8,38 @@ import Foundation
 /// hashing and one signature check, and lets a caller cache whatever it derives from the certificates (keyed by
 /// `certificatesDigest`). Only SHA-256 digests and ECDSA-SHA256 / RSA-SHA256 (PKCS#1 v1.5) signers are accepted.
 public struct CMSSignedData: Sendable {
+    /// The message as given; the fields below are ranges of it (no copies).
+    private let bytes: [UInt8]
+    /// Where the `certificates` field is in `bytes` (empty when absent).
+    private let certificatesFieldRange: Range<Int>
+    /// Where each embedded certificate is in `bytes`, in order.
+    private let certificateRanges: [Range<Int>]
     /// The whole `certificates` field, exactly as encoded: an exact cache key for whatever a caller derives from
     /// the embedded certificates (compare it byte for byte).
-    public let certificatesField: [UInt8]
-    private let certificateRanges: [Range<Int>]
+    public var certificatesField: [UInt8] { Array(bytes[certificatesFieldRange]) }
     /// The DER of each certificate embedded in the message, in order.
-    public var certificates: [Data] { certificateRanges.map { Data(certificatesField[$0]) } }
+    public var certificates: [Data] { certificateRanges.map { Data(bytes[$0]) } }
     /// SHA-256 over the whole `certificates` field.
-    public var certificatesDigest: Data { Digest.sha256(certificatesField) }
+    public var certificatesDigest: Data { Digest.sha256(bytes[certificatesFieldRange]) }
     /// The signing-time signed attribute, if present.
     public let signingTime: Date?
     /// The message-digest signed attribute.
-    public let messageDigest: Data
+    public var messageDigest: Data { Data(bytes[messageDigestRange]) }
+    private let messageDigestRange: Range<Int>
     /// Whether the signature algorithm is ECDSA (otherwise RSA PKCS#1 v1.5).
     public let isECDSA: Bool
     /// The signature value.
-    public let signature: Data
-    /// The signed attributes re-tagged as a SET: the bytes the signature covers.
-    private let signedAttributesForSigning: [UInt8]
+    public var signature: Data { Data(bytes[signatureRange]) }
+    private let signatureRange: Range<Int>
+    /// The signed attributes re-tagged as a SET are the bytes the signature covers: this header (the SET tag, and
+    /// for an indefinite-length encoding a definite length) followed by `bytes[signedAttributesBody]`.
+    private let signedAttributesHeader: [UInt8]
+    private let signedAttributesBody: Range<Int>
     private enum SignerIdentifier: Sendable {
-        case issuerAndSerial(issuer: [UInt8], serial: [UInt8])
-        case subjectKeyIdentifier([UInt8])
+        /// Ranges of `bytes`: the issuer Name's whole encoding and the serial number's content.
+        case issuerAndSerial(issuer: Range<Int>, serial: Range<Int>)
+        /// The key identifier's content, a range of `bytes`.
+        case subjectKeyIdentifier(Range<Int>)
     }
     private let signer: SignerIdentifier
 
@@ -36,7 +47,7 @@ public struct CMSSignedData: Sendable {
     /// - Throws: `CryptographyError` with code `malformedInput` when the structure is not one this reader accepts
     ///   (several signers, missing signed attributes, a digest other than SHA-256, embedded content...).
     public init(berEncoded input: some DataProtocol) throws {
-        let bytes = Array(input)
+        let bytes = input as? [UInt8] ?? Array(input)
         let reader = ASN1Reader(bytes)
         let contentInfo = try reader.children(of: try reader.root(), expecting: 0x30, "ContentInfo")
         guard contentInfo.count == 2, reader.isOID(contentInfo[0], OID.signedData), contentInfo[1].tag == 0xa0 else {
@@ -55,16 +66,17 @@ public struct CMSSignedData: Sendable {
         }
         var index = 3
         var ranges: [Range<Int>] = []
-        var field: [UInt8] = []
+        var field: Range<Int> = 0..<0
         if index < fields.count, fields[index].tag == 0xa0 {
-            let base = fields[index].start
-            for certificate in try reader.children(of: fields[index]) {
+            let embedded = try reader.children(of: fields[index])
+            ranges.reserveCapacity(embedded.count)
+            for certificate in embedded {
                 guard certificate.tag == 0x30, !certificate.isIndefinite else {
                     throw ASN1Reader.malformed("an embedded certificate is not DER")
                 }
-                ranges.append((certificate.start - base)..<(certificate.end - base))
+                ranges.append(certificate.start..<certificate.end)
             }
-            field = Array(reader.whole(fields[index]))
+            field = fields[index].start..<fields[index].end
             index += 1
         }
         if index < fields.count, fields[index].tag == 0xa1 { index += 1 }  // CRLs: not used.
@@ -83,9 +95,10 @@ public struct CMSSignedData: Sendable {
             guard parts.count == 2, parts[0].tag == 0x30, parts[1].tag == 0x02, !parts[0].isIndefinite else {
                 throw ASN1Reader.malformed("IssuerAndSerialNumber")
             }
-            signer = .issuerAndSerial(issuer: Array(reader.whole(parts[0])), serial: Array(reader.content(parts[1])))
+            signer = .issuerAndSerial(
+                issuer: parts[0].start..<parts[0].end, serial: parts[1].contentStart..<parts[1].contentEnd)
         case 0x80:
-            signer = .subjectKeyIdentifier(Array(reader.content(info[1])))
+            signer = .subjectKeyIdentifier(info[1].contentStart..<info[1].contentEnd)
         default:
             throw ASN1Reader.malformed("signer identifier")
         }
@@ -98,8 +111,9 @@ public struct CMSSignedData: Sendable {
         guard info[3].tag == 0xa0 else { throw ASN1Reader.malformed("the CMS signer has no signed attributes") }
         let attributes = try reader.children(of: info[3])
         var seen: [ArraySlice<UInt8>] = []
+        seen.reserveCapacity(attributes.count)
         var contentTypeIsData = false
-        var digest: Data? = nil
+        var digest: Range<Int>? = nil
         var time: Date? = nil
         for attribute in attributes {
             let parts = try reader.children(of: attribute, expecting: 0x30, "Attribute")
@@ -112,17 +126,17 @@ public struct CMSSignedData: Sendable {
             }
             seen.append(type)
             let values = try reader.children(of: parts[1])
-            if type.elementsEqual(OID.contentType) {
+            if reader.contentEquals(parts[0], OID.contentType) {
                 guard values.count == 1, reader.isOID(values[0], OID.data) else {
                     throw ASN1Reader.malformed("content-type attribute is not id-data")
                 }
                 contentTypeIsData = true
-            } else if type.elementsEqual(OID.messageDigest) {
+            } else if reader.contentEquals(parts[0], OID.messageDigest) {
                 guard values.count == 1, values[0].tag == 0x04 else {
                     throw ASN1Reader.malformed("message-digest attribute")
                 }
-                digest = Data(reader.content(values[0]))
-            } else if type.elementsEqual(OID.signingTime) {
+                digest = values[0].contentStart..<values[0].contentEnd
+            } else if reader.contentEquals(parts[0], OID.signingTime) {
                 guard values.count == 1, let date = ASN1Time.parse(tag: values[0].tag, reader.content(values[0])) else {
                     throw ASN1Reader.malformed("signing-time attribute")
                 }
@@ -133,13 +147,12 @@ public struct CMSSignedData: Sendable {
             throw ASN1Reader.malformed("the signed attributes lack content-type or message-digest")
         }
         // The signature covers the DER of the attributes as a SET (tag 0x31 instead of [0]).
-        var signed: [UInt8]
         if info[3].isIndefinite {
-            let content = reader.content(info[3])
-            signed = [0x31] + CMSSignedData.derLength(content.count) + content
+            signedAttributesHeader = [0x31] + CMSSignedData.derLength(info[3].contentEnd - info[3].contentStart)
+            signedAttributesBody = info[3].contentStart..<info[3].contentEnd
         } else {
-            signed = Array(reader.whole(info[3]))
-            signed[0] = 0x31
+            signedAttributesHeader = [0x31]
+            signedAttributesBody = (info[3].start + 1)..<info[3].end
         }
         // signatureAlgorithm, signature
         let signatureAlgorithm = try reader.children(of: info[4], expecting: 0x30, "signatureAlgorithm")
@@ -154,12 +167,12 @@ public struct CMSSignedData: Sendable {
             throw CryptographyError(
                 .unsupportedAlgorithm, "the CMS signature algorithm is neither ECDSA-SHA256 nor RSA-SHA256")
         }
-        self.certificatesField = field
+        self.bytes = bytes
+        self.certificatesFieldRange = field
         self.certificateRanges = ranges
         self.signingTime = time
-        self.messageDigest = digest
-        self.signature = Data(reader.content(info[5]))
-        self.signedAttributesForSigning = signed
+        self.messageDigestRange = digest
+        self.signatureRange = info[5].contentStart..<info[5].contentEnd
     }
 
     static func derLength(_ count: Int) -> [UInt8] {
@@ -177,12 +190,13 @@ public struct CMSSignedData: Sendable {
     public func isSigner(_ certificate: Certificate) -> Bool {
         switch signer {
         case .issuerAndSerial(let issuer, let serial):
-            return certificate.issuerAndSerial.issuer == issuer && certificate.issuerAndSerial.serial == serial
+            return bytes[issuer].elementsEqual(certificate.issuerAndSerial.issuer)
+                && bytes[serial].elementsEqual(certificate.issuerAndSerial.serial)
         case .subjectKeyIdentifier(let identifier):
             guard let value = certificate.extensionValue(oid: "2.5.29.14") else { return false }
             let reader = ASN1Reader(Array(value))
             guard let node = try? reader.root(), node.tag == 0x04 else { return false }
-            return Array(reader.content(node)) == identifier
+            return reader.content(node).elementsEqual(bytes[identifier])
         }
     }
 
@@ -191,25 +205,41 @@ public struct CMSSignedData: Sendable {
     /// signer. Nil when no embedded certificate matches, or when the signer is named by subject key identifier.
     public var signerCertificateBytes: ArraySlice<UInt8>? {
         guard case .issuerAndSerial(let issuer, let serial) = signer else { return nil }
-        let reader = ASN1Reader(certificatesField)
+        let reader = ASN1Reader(bytes)
         for range in certificateRanges {
             guard let certificate = try? reader.node(at: range.lowerBound, limit: range.upperBound),
                 let tbs = try? reader.children(of: certificate, expecting: 0x30, "Certificate").first,
-                var fields = try? reader.children(of: tbs, expecting: 0x30, "TBSCertificate")
+                let tbsFields = try? reader.children(of: tbs, expecting: 0x30, "TBSCertificate")
             else { continue }
-            if fields.first?.tag == 0xa0 { fields.removeFirst() }
-            guard fields.count >= 3, fields[0].tag == 0x02, fields[2].tag == 0x30 else { continue }
-            if reader.content(fields[0]).elementsEqual(serial), reader.whole(fields[2]).elementsEqual(issuer) {
-                return certificatesField[range]
+            // After the optional [0] version: serialNumber, signature, issuer.
+            let first = tbsFields.first?.tag == 0xa0 ? 1 : 0
+            guard tbsFields.count >= first + 3, tbsFields[first].tag == 0x02, tbsFields[first + 2].tag == 0x30 else {
+                continue
+            }
+            let serialNode = tbsFields[first]
+            let issuerNode = tbsFields[first + 2]
+            if sameBytes(serialNode.contentStart..<serialNode.contentEnd, serial),
+                sameBytes(issuerNode.start..<issuerNode.end, issuer)
+            {
+                return bytes[range]
             }
         }
         return nil
     }
 
+    /// Whether two ranges of the message hold the same bytes (`memcmp`).
+    private func sameBytes(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        guard a.count == b.count else { return false }
+        return bytes.withUnsafeBytes { all in
+            guard let base = all.baseAddress else { return true }
+            return memcmp(base + a.lowerBound, base + b.lowerBound, a.count) == 0
+        }
+    }
+
     /// Whether one of the embedded certificates is exactly these DER bytes.
     public func embedsCertificate(der: [UInt8]) -> Bool {
         der.withUnsafeBytes { wanted in
-            certificatesField.withUnsafeBytes { field in
+            bytes.withUnsafeBytes { field in
                 guard let target = wanted.baseAddress, let base = field.baseAddress else { return false }
                 return certificateRanges.contains { range in
                     range.count == wanted.count && memcmp(base + range.lowerBound, target, wanted.count) == 0
@@ -234,12 +264,39 @@ public struct CMSSignedData: Sendable {
         guard keyIsEC == isECDSA else {
             throw CryptographyError(.invalidSignature, "the signer's key type does not match the signature algorithm")
         }
-        guard contentDigest == messageDigest else {
+        let digestMatches = contentDigest.withUnsafeBytes { digest in
+            bytes.withUnsafeBytes { all in
+                guard digest.count == messageDigestRange.count, let base = all.baseAddress,
+                    let given = digest.baseAddress
+                else { return false }
+                return memcmp(base + messageDigestRange.lowerBound, given, digest.count) == 0
+            }
+        }
+        guard digestMatches else {
             throw CryptographyError(.invalidSignature, "the message-digest attribute does not match the content")
         }
-        guard verifier.verify(signature: signature, sha256Digest: Digest.sha256(signedAttributesForSigning)) else {
+        guard verifier.verify(signature: bytes[signatureRange], sha256Digest: signedAttributesDigest()) else {
             throw CryptographyError(.invalidSignature, "the signature over the signed attributes does not verify")
         }
+    }
+
+    /// SHA-256 of the signed attributes as a SET (header ‖ body), hashed in place.
+    private func signedAttributesDigest() -> Data {
+        var output = Data(count: 32)
+        let header = signedAttributesHeader
+        let body = signedAttributesBody
+        let ok = output.withUnsafeMutableBytes { out in
+            bytes.withUnsafeBytes { all in
+                Digest.streamSHA256(into: out.baseAddress?.assumingMemoryBound(to: UInt8.self), count: 2) {
+                    index, update in
+                    index == 0
+                        ? header.withUnsafeBytes { update($0) }
+                        : update(UnsafeRawBufferPointer(rebasing: all[body]))
+                }
+            }
+        }
+        // Only an allocation failure gets here: hash a concatenated copy instead.
+        return ok ? output : Digest.sha256(header + bytes[body])
     }
 
     /// Parses, finds the signer among the embedded certificates and verifies; no certificate chain checks.

@@ -193,9 +193,9 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         let reader = ASN1Reader(der)
         guard let certificate = try? reader.children(of: try reader.root(), expecting: 0x30, "Certificate"),
             let tbsNode = certificate.first,
-            var fields = try? reader.children(of: tbsNode, expecting: 0x30, "TBSCertificate")
+            let tbsFields = try? reader.children(of: tbsNode, expecting: 0x30, "TBSCertificate")
         else { return ([], []) }
-        if fields.first?.tag == 0xa0 { fields.removeFirst() }
+        let fields = Array(tbsFields.first?.tag == 0xa0 ? tbsFields.dropFirst() : tbsFields[...])
         guard fields.count >= 3, fields[0].tag == 0x02, fields[2].tag == 0x30 else { return ([], []) }
         return (Array(reader.whole(fields[2])), Array(reader.content(fields[0])))
     }

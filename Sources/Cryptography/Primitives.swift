@@ -8,29 +8,82 @@ public enum Digest {
         hash(data, length: Int(SHA256_DIGEST_LENGTH), FetchedDigest.sha256)
     }
 
+    /// SHA-256 of the bytes (32 bytes); the same as the generic form, without its generic dispatch.
+    public static func sha256(_ bytes: [UInt8]) -> Data {
+        bytes.withUnsafeBytes { hash($0, length: Int(SHA256_DIGEST_LENGTH), FetchedDigest.sha256) }
+    }
+
+    /// SHA-256 of the bytes (32 bytes); the same as the generic form, without its generic dispatch.
+    public static func sha256(_ data: Data) -> Data {
+        data.withUnsafeBytes { hash($0, length: Int(SHA256_DIGEST_LENGTH), FetchedDigest.sha256) }
+    }
+
     /// SHA-384 of the bytes (48 bytes).
     public static func sha384(_ data: some DataProtocol) -> Data {
         hash(data, length: Int(SHA384_DIGEST_LENGTH), FetchedDigest.sha384)
     }
 
+    /// SHA-256 of the parts one after another, hashed in place (no concatenated copy).
+    public static func sha256(concatenating parts: [[UInt8]]) -> Data {
+        var output = Data(count: Int(SHA256_DIGEST_LENGTH))
+        output.withUnsafeMutableBytes { out in
+            let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            guard streamSHA256(into: base, parts: parts) else {
+                // Only an allocation failure gets here: hash a concatenation with the one-shot function instead.
+                OpenSSLErrorQueue.clear()
+                let joined = parts.flatMap { $0 }
+                _ = SHA256(joined, joined.count, base)
+                return
+            }
+        }
+        return output
+    }
+
+    /// SHA-256 over `parts` with one `EVP_MD_CTX`; false if OpenSSL failed (allocation).
+    static func streamSHA256(into output: UnsafeMutablePointer<UInt8>?, parts: [[UInt8]]) -> Bool {
+        streamSHA256(into: output, count: parts.count) { index, update in
+            parts[index].withUnsafeBytes { update($0) }
+        }
+    }
+
+    /// SHA-256 over `count` buffers that `part` hands to `update` in order; false if OpenSSL failed.
+    static func streamSHA256(
+        into output: UnsafeMutablePointer<UInt8>?, count: Int,
+        part: (Int, (UnsafeRawBufferPointer) -> Bool) -> Bool
+    ) -> Bool {
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestInit_ex(context, FetchedDigest.sha256.pointer, nil) == 1 else { return false }
+        for index in 0..<count {
+            let updated = part(index) { bytes in
+                bytes.isEmpty || EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1
+            }
+            guard updated else { return false }
+        }
+        var written: UInt32 = 0
+        return EVP_DigestFinal_ex(context, output, &written) == 1 && written == SHA256_DIGEST_LENGTH
+    }
+
     /// Runs `EVP_Digest` with a digest fetched once (the one-shot `SHA256()` fetches the algorithm from the
     /// provider by name on every call, a lock and a property query per hash).
     private static func hash(_ data: some DataProtocol, length: Int, _ digest: FetchedDigest) -> Data {
+        withContiguousBytes(data) { hash($0, length: length, digest) }
+    }
+
+    private static func hash(_ input: UnsafeRawBufferPointer, length: Int, _ digest: FetchedDigest) -> Data {
         var output = Data(count: length)
-        withContiguousBytes(data) { input in
-            output.withUnsafeMutableBytes { out in
-                var written: UInt32 = 0
-                let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                if EVP_Digest(input.baseAddress, input.count, base, &written, digest.pointer, nil) != 1
-                    || Int(written) != length
-                {
-                    // Only an allocation failure gets here; hash with the one-shot function instead.
-                    OpenSSLErrorQueue.clear()
-                    let bytes = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                    _ =
-                        length == Int(SHA256_DIGEST_LENGTH)
-                        ? SHA256(bytes, input.count, base) : SHA384(bytes, input.count, base)
-                }
+        output.withUnsafeMutableBytes { out in
+            var written: UInt32 = 0
+            let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            if EVP_Digest(input.baseAddress, input.count, base, &written, digest.pointer, nil) != 1
+                || Int(written) != length
+            {
+                // Only an allocation failure gets here; hash with the one-shot function instead.
+                OpenSSLErrorQueue.clear()
+                let bytes = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                _ =
+                    length == Int(SHA256_DIGEST_LENGTH)
+                    ? SHA256(bytes, input.count, base) : SHA384(bytes, input.count, base)
             }
         }
         return output
@@ -143,7 +196,74 @@ public enum AESGCM {
             encrypt: false, input: combined.prefix(combined.count - tagLength), tag: Data(tag), key: key, iv: iv)
     }
 
+    /// Decrypts and authenticates ciphertext ‖ 16-byte tag given as bytes, without intermediate copies: the
+    /// plaintext is written once into the returned array.
+    /// - Throws: as `open(_:key:iv:)`.
+    public static func open(
+        bytes combined: [UInt8], key: some ContiguousBytes, iv: some ContiguousBytes
+    ) throws -> [UInt8] {
+        guard combined.count >= tagLength else {
+            throw CryptographyError(.decryptionFailed, "ciphertext is shorter than the 16-byte GCM tag")
+        }
+        let length = combined.count - tagLength
+        var failure: CryptographyError? = nil
+        let output = combined.withUnsafeBytes { all in
+            key.withUnsafeBytes { key in
+                iv.withUnsafeBytes { iv in
+                    [UInt8](unsafeUninitializedCapacity: length) { out, initialized in
+                        do {
+                            try run(
+                                encrypt: false, input: UnsafeRawBufferPointer(rebasing: all[0..<length]),
+                                tag: UnsafeRawBufferPointer(rebasing: all[length...]), key: key, iv: iv,
+                                output: UnsafeMutableRawBufferPointer(out))
+                            initialized = length
+                        } catch {
+                            // Wipe whatever partial plaintext was written before reporting.
+                            if let base = out.baseAddress, length > 0 { base.initialize(repeating: 0, count: length) }
+                            initialized = 0
+                            failure =
+                                error as? CryptographyError
+                                ?? CryptographyError(.decryptionFailed, "AES-GCM authentication failed")
+                        }
+                    }
+                }
+            }
+        }
+        if let failure { throw failure }
+        return output
+    }
+
     private static func run(encrypt: Bool, input: Data, tag: Data?, key: Data, iv: Data) throws -> Data {
+        var output = Data(count: input.count + (encrypt ? tagLength : 0))
+        do {
+            try input.withUnsafeBytes { input in
+                try key.withUnsafeBytes { key in
+                    try iv.withUnsafeBytes { iv in
+                        try output.withUnsafeMutableBytes { out in
+                            if let tag {
+                                try tag.withUnsafeBytes { tag in
+                                    try run(encrypt: encrypt, input: input, tag: tag, key: key, iv: iv, output: out)
+                                }
+                            } else {
+                                try run(encrypt: encrypt, input: input, tag: nil, key: key, iv: iv, output: out)
+                            }
+                        }
+                    }
+                }
+            }
+        } catch {
+            // Wipe whatever partial plaintext was written before reporting.
+            output.resetBytes(in: 0..<output.count)
+            throw error
+        }
+        return output
+    }
+
+    /// The one implementation: `output` has room for the input (and the tag when encrypting).
+    private static func run(
+        encrypt: Bool, input: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer,
+        iv: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws {
         let cipher: FetchedCipher
         switch key.count {
         case 16: cipher = .aes128GCM
@@ -156,6 +276,9 @@ public enum AESGCM {
         guard input.count < Int(Int32.max) - 32 else {
             throw CryptographyError(.malformedInput, "input too large for AES-GCM in one call")
         }
+        guard output.count >= input.count + (encrypt ? tagLength : 0) else {
+            throw CryptographyError(.internalError, "AES-GCM output buffer too small")
+        }
         OpenSSLErrorQueue.clear()
         guard let algorithm = cipher.pointer, let context = EVP_CIPHER_CTX_new() else {
             throw CryptographyError.openSSL(.internalError, "AES-GCM is not available")
@@ -167,71 +290,52 @@ public enum AESGCM {
         else {
             throw CryptographyError.openSSL(.internalError, "could not set up AES-GCM")
         }
-        let keyed = key.withUnsafeBytes { k in
-            iv.withUnsafeBytes { v in
-                initialise(
-                    context, nil, nil, k.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                    v.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
-            }
-        }
-        guard keyed else { throw CryptographyError.openSSL(.internalError, "could not key AES-GCM") }
-        var output = Data(count: input.count + (encrypt ? tagLength : 0))
+        guard
+            initialise(
+                context, nil, nil, key.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                iv.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+        else { throw CryptographyError.openSSL(.internalError, "could not key AES-GCM") }
         var failed = false
-        output.withUnsafeMutableBytes { out in
-            guard let outBase = out.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
-                failed = true
-                return
-            }
-            var written: Int32 = 0
-            if !input.isEmpty {
-                let ok = input.withUnsafeBytes { inp in
-                    encrypt
-                        ? EVP_EncryptUpdate(
-                            context, outBase, &written, inp.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                            Int32(input.count))
-                        : EVP_DecryptUpdate(
-                            context, outBase, &written, inp.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                            Int32(input.count))
-                }
-                guard ok == 1, Int(written) == input.count else {
-                    failed = true
-                    return
-                }
-            }
-            if let tag {
-                var tagBytes = Array(tag)
-                guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, Int32(tagLength), &tagBytes) == 1 else {
-                    failed = true
-                    return
-                }
-            }
-            var finalLength: Int32 = 0
-            var scratch = [UInt8](repeating: 0, count: 32)
-            let finished =
+        let outBase = output.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        var written: Int32 = 0
+        if !input.isEmpty {
+            let inBase = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            let ok =
                 encrypt
-                ? EVP_EncryptFinal_ex(context, &scratch, &finalLength)
-                : EVP_DecryptFinal_ex(context, &scratch, &finalLength)
-            guard finished == 1, finalLength == 0 else {
-                failed = true
-                return
+                ? EVP_EncryptUpdate(context, outBase, &written, inBase, Int32(input.count))
+                : EVP_DecryptUpdate(context, outBase, &written, inBase, Int32(input.count))
+            failed = ok != 1 || Int(written) != input.count
+        }
+        if !failed, let tag {
+            // EVP_CTRL_GCM_SET_TAG only reads the tag.
+            failed =
+                tag.count != tagLength
+                || EVP_CIPHER_CTX_ctrl(
+                    context, EVP_CTRL_GCM_SET_TAG, Int32(tagLength), UnsafeMutableRawPointer(mutating: tag.baseAddress))
+                    != 1
+        }
+        if !failed {
+            var finalLength: Int32 = 0
+            var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            let finished = withUnsafeMutableBytes(of: &scratch) { scratch in
+                let base = scratch.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                return encrypt
+                    ? EVP_EncryptFinal_ex(context, base, &finalLength)
+                    : EVP_DecryptFinal_ex(context, base, &finalLength)
             }
-            if encrypt {
-                guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, Int32(tagLength), outBase + input.count) == 1
-                else {
-                    failed = true
-                    return
-                }
-            }
+            failed = finished != 1 || finalLength != 0
+        }
+        if !failed, encrypt {
+            failed =
+                EVP_CIPHER_CTX_ctrl(
+                    context, EVP_CTRL_GCM_GET_TAG, Int32(tagLength), outBase.map { $0 + input.count }) != 1
         }
         if failed {
-            // Wipe whatever partial plaintext was written before reporting.
-            output.resetBytes(in: 0..<output.count)
             if encrypt { throw CryptographyError.openSSL(.internalError, "AES-GCM encryption failed") }
             OpenSSLErrorQueue.clear()
             throw CryptographyError(
                 .decryptionFailed, "AES-GCM authentication failed: wrong key, or the ciphertext or tag was altered")
         }
-        return output
     }
 }
 

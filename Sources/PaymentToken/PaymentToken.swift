@@ -1,3 +1,4 @@
+import Cryptography
 import Foundation
 
 /// An Apple Pay payment token as received: the `paymentData` fields decoded to bytes, and the surrounding
@@ -56,9 +57,163 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
                 "the token is \(jsonData.count) bytes; tokens are a few kilobytes (limit \(PaymentToken.maximumJSONSize))"
             )
         }
+        // Read straight from the caller's bytes when they are contiguous (Data, [UInt8]): no copy of the document.
+        let read = { (buffer: UnsafeBufferPointer<UInt8>) -> Result<PaymentToken, PaymentTokenError> in
+            Result { () throws(PaymentTokenError) in try PaymentToken(scanning: buffer) }
+        }
+        let result: Result<PaymentToken, PaymentTokenError>
+        if let contiguous = jsonData.withContiguousStorageIfAvailable(read) {
+            result = contiguous
+        } else if let data = jsonData as? Data {
+            result = data.withUnsafeBytes { read($0.bindMemory(to: UInt8.self)) }
+        } else {
+            result = Array(jsonData).withUnsafeBufferPointer(read)
+        }
+        self = try result.get()
+    }
+
+    /// Reads a token with `TokenScanner`: the same checks and errors as reading a `TokenJSON` tree
+    /// (`init(treeReadingJSONData:)`), without building one.
+    private init(scanning buffer: UnsafeBufferPointer<UInt8>) throws(PaymentTokenError) {
+        let scan: TokenScanner
+        do {
+            scan = try TokenScanner.scan(buffer)
+        } catch {
+            throw PaymentTokenError(.malformedToken, "the token is not valid JSON: \(error.message)")
+        }
+        guard scan.rootIsObject else {
+            throw PaymentTokenError(
+                .malformedToken, "the token must be a JSON object (paymentData or a whole PKPaymentToken)")
+        }
+        func string(_ value: TokenScanner.Value) -> String? {
+            guard case .string(let text) = value else { return nil }
+            return scan.withBytes(text, TokenJSON.validatedString)
+        }
+        var paymentData = TokenScanner.Scope.top
+        var header = TokenScanner.Scope.topHeader
+        var method: PaymentMethod? = nil
+        var identifier: String? = nil
+        switch scan[.top, .paymentData] {
+        case .absent: break
+        case .object:
+            paymentData = .paymentData
+            header = .paymentDataHeader
+            if case .object = scan[.top, .paymentMethod] {
+                method = PaymentMethod(
+                    displayName: string(scan[.paymentMethod, .displayName]),
+                    network: string(scan[.paymentMethod, .network]), type: string(scan[.paymentMethod, .type]))
+            }
+            identifier = string(scan[.top, .transactionIdentifier])
+        default:
+            throw PaymentTokenError(.malformedToken, "paymentData must be an object")
+        }
+        let version: Version
+        switch scan[paymentData, .version] {
+        case .string(let text):
+            let known = scan.withBytes(text) { bytes -> Version? in
+                if bytes.elementsEqual("EC_v1".utf8) { return .ecV1 }
+                if bytes.elementsEqual("RSA_v1".utf8) { return .rsaV1 }
+                return nil
+            }
+            if let known {
+                version = known
+            } else if let versionText = string(.string(text)) {
+                throw PaymentTokenError(
+                    .unsupportedVersion, "version \"\(versionText.prefix(32))\" is not supported: use EC_v1 or RSA_v1")
+            } else {
+                throw PaymentToken.missingVersion
+            }
+        default:
+            throw PaymentToken.missingVersion
+        }
+        guard case .object = scan[paymentData, .header] else {
+            throw PaymentTokenError(.malformedToken, "paymentData.header is missing or not an object")
+        }
+        func base64(_ value: TokenScanner.Value, _ name: String) throws(PaymentTokenError) -> [UInt8] {
+            guard case .string(let text) = value else {
+                throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string")
+            }
+            guard let bytes = scan.withBytes(text, { Base64.decode(utf8: $0) }), !bytes.isEmpty else {
+                throw PaymentTokenError(.malformedToken, "\(name) is not valid base64")
+            }
+            return bytes
+        }
+        func hex(_ value: TokenScanner.Value, _ name: String) throws(PaymentTokenError) -> [UInt8] {
+            guard case .string(let text) = value else {
+                throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string")
+            }
+            guard let bytes = scan.withBytes(text, { HexCoding.decode(utf8: $0) }), !bytes.isEmpty else {
+                throw PaymentTokenError(.malformedToken, "\(name) is not valid hexadecimal")
+            }
+            return bytes
+        }
+        let applicationData: TokenScanner.Value
+        switch scan[header, .applicationData] {
+        case .absent, .null: applicationData = .absent
+        case let present: applicationData = present
+        }
+        try self.init(
+            version: version, data: base64(scan[paymentData, .data], "paymentData.data"),
+            signature: base64(scan[paymentData, .signature], "paymentData.signature"),
+            keyMaterial: version == .ecV1
+                ? base64(scan[header, .ephemeralPublicKey], "header.ephemeralPublicKey")
+                : base64(scan[header, .wrappedKey], "header.wrappedKey"),
+            publicKeyHash: base64(scan[header, .publicKeyHash], "header.publicKeyHash"),
+            transactionId: hex(scan[header, .transactionId], "header.transactionId"),
+            applicationData: applicationData.isAbsent ? nil : hex(applicationData, "header.applicationData"),
+            paymentMethod: method, transactionIdentifier: identifier)
+    }
+
+    static let missingVersion = PaymentTokenError(
+        .malformedToken, "paymentData.version is missing: is this an Apple Pay token?")
+
+    /// The checks both readers share, on the decoded fields.
+    private init(
+        version: Version, data: [UInt8], signature: [UInt8], keyMaterial: [UInt8], publicKeyHash: [UInt8],
+        transactionId: [UInt8], applicationData: [UInt8]?, paymentMethod: PaymentMethod?,
+        transactionIdentifier: String?
+    ) throws(PaymentTokenError) {
+        guard publicKeyHash.count == 32 else {
+            throw PaymentTokenError(.malformedToken, "header.publicKeyHash must be a base64 SHA-256 (32 bytes)")
+        }
+        // The signature covers the fields concatenated without lengths, so their boundaries must be fixed: with a
+        // variable-length transactionId, bytes could be moved between it and applicationData (or the end of data)
+        // and the signature would still verify, giving the same payment a new replay key. Apple's transactionId
+        // is 32 bytes and applicationData a SHA-256.
+        guard transactionId.count == 32 else {
+            throw PaymentTokenError(
+                .malformedToken,
+                "header.transactionId must be 64 hex digits (32 bytes), not \(transactionId.count) bytes")
+        }
+        if let applicationData, applicationData.count != 32 {
+            throw PaymentTokenError(
+                .malformedToken,
+                "header.applicationData must be a hex SHA-256 (32 bytes), not \(applicationData.count) bytes")
+        }
+        self.version = version
+        self.data = data
+        self.signature = signature
+        self.keyMaterial = keyMaterial
+        self.publicKeyHash = publicKeyHash
+        self.transactionId = transactionId
+        self.applicationData = applicationData
+        self.paymentMethod = paymentMethod
+        self.transactionIdentifier = transactionIdentifier
+    }
+
+    /// Parses a token by building a `TokenJSON` tree first: the reader `init(jsonData:)` replaced, kept so that
+    /// tests can check the scanner against it (same token, or same error code, for any input).
+    @_spi(Testing)
+    public init(treeReadingJSONData jsonData: some DataProtocol) throws(PaymentTokenError) {
+        guard jsonData.count <= PaymentToken.maximumJSONSize else {
+            throw PaymentTokenError(
+                .malformedToken,
+                "the token is \(jsonData.count) bytes; tokens are a few kilobytes (limit \(PaymentToken.maximumJSONSize))"
+            )
+        }
         let root: TokenJSON
         do {
-            root = try TokenJSON.parse(Array(jsonData))
+            root = try TokenJSON.parse(PaymentToken.contiguousBytes(jsonData))
         } catch {
             throw PaymentTokenError(.malformedToken, "the token is not valid JSON: \(error.message)")
         }
@@ -145,6 +300,38 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
         }
         paymentMethod = method
         transactionIdentifier = identifier
+    }
+
+    /// The bytes as an array: one copy with `memcpy` when they are contiguous (`Data`, `[UInt8]` without a copy at
+    /// all), not a generic element-by-element one.
+    static func contiguousBytes(_ input: some DataProtocol) -> [UInt8] {
+        if let array = input as? [UInt8] { return array }
+        let copied = input.withContiguousStorageIfAvailable { buffer in
+            [UInt8](unsafeUninitializedCapacity: buffer.count) { out, initialized in
+                if let base = buffer.baseAddress, let target = out.baseAddress, !buffer.isEmpty {
+                    target.initialize(from: base, count: buffer.count)
+                }
+                initialized = buffer.count
+            }
+        }
+        if let copied { return copied }
+        if let data = input as? Data {
+            return data.withUnsafeBytes { raw in
+                [UInt8](unsafeUninitializedCapacity: raw.count) { out, initialized in
+                    if let base = raw.baseAddress, let target = out.baseAddress, raw.count > 0 {
+                        UnsafeMutableRawPointer(target).copyMemory(from: base, byteCount: raw.count)
+                    }
+                    initialized = raw.count
+                }
+            }
+        }
+        return Array(input)
+    }
+
+    /// SHA-256 of the bytes the signature covers (key material ‖ data ‖ transactionId ‖ applicationData), hashed
+    /// in place without concatenating them first.
+    var signedContentDigest: Data {
+        Digest.sha256(concatenating: [keyMaterial, data, transactionId, applicationData ?? []])
     }
 
     /// The bytes the signature covers: key material ‖ data ‖ transactionId ‖ applicationData.

@@ -110,7 +110,7 @@ public final class PaymentTokenDecryptor: Sendable {
             }
         }
         var plaintext = try open(token, with: merchant)
-        defer { for index in plaintext.indices { plaintext[index] = 0 } }
+        defer { plaintext.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         let json: TokenJSON
         do {
             json = try TokenJSON.parse(plaintext)
@@ -136,6 +136,11 @@ public final class PaymentTokenDecryptor: Sendable {
         return DecryptedPaymentToken(verification: verification, payload: payload, merchant: merchant)
     }
 
+    /// The KDF's algorithm identifier (length-prefixed "id-aes256-GCM") and party U info ("Apple"), after Z.
+    private static let kdfInfo: [UInt8] = [0x0d] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8)
+    /// Apple Pay's AES-GCM IV: 16 zero bytes.
+    private static let zeroIV = [UInt8](repeating: 0, count: 16)
+
     /// Recovers the symmetric key and decrypts `data`.
     private func open(_ token: PaymentToken, with merchant: MerchantIdentity) throws(PaymentTokenError) -> [UInt8] {
         var key: Data
@@ -153,16 +158,16 @@ public final class PaymentTokenDecryptor: Sendable {
                 throw PaymentTokenError(
                     .malformedToken, "header.ephemeralPublicKey is not a usable P-256 public key: \(error)")
             }
-            var kdf = Data(capacity: 4 + 32 + 1 + 13 + 5 + 32)
+            // NIST SP 800-56A single-step KDF, one round: counter ‖ Z ‖ algorithm id ‖ "Apple" ‖ merchant hash.
+            var kdf: [UInt8] = []
+            kdf.reserveCapacity(4 + 32 + 1 + 13 + 5 + 32)
             kdf.append(contentsOf: [0, 0, 0, 1])
-            kdf.append(shared)
-            kdf.append(0x0d)
-            kdf.append(contentsOf: Array("id-aes256-GCM".utf8))
-            kdf.append(contentsOf: Array("Apple".utf8))
-            kdf.append(merchant.merchantIdentifierHash)
+            shared.withUnsafeBytes { kdf.append(contentsOf: $0) }
+            kdf.append(contentsOf: PaymentTokenDecryptor.kdfInfo)
+            merchant.merchantIdentifierHash.withUnsafeBytes { kdf.append(contentsOf: $0) }
             key = Digest.sha256(kdf)
             shared.resetBytes(in: 0..<shared.count)
-            kdf.resetBytes(in: 0..<kdf.count)
+            kdf.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
         case .rsaV1:
             guard case .rsa = merchant.privateKey.kind, let unwrapper = merchant.unwrapper else {
                 throw PaymentTokenError(
@@ -182,7 +187,7 @@ public final class PaymentTokenDecryptor: Sendable {
         }
         defer { key.resetBytes(in: 0..<key.count) }
         do {
-            return Array(try AESGCM.open(Data(token.data), key: key, iv: Data(count: 16)))
+            return try AESGCM.open(bytes: token.data, key: key, iv: PaymentTokenDecryptor.zeroIV)
         } catch {
             throw PaymentTokenError(
                 .decryptionFailed,

@@ -102,7 +102,7 @@ public final class PaymentTokenVerifier: Sendable {
             )
         }
         do {
-            try message.verify(content: token.signedContent, verifier: signer.verifier)
+            try message.verify(contentDigest: token.signedContentDigest, verifier: signer.verifier)
         } catch {
             throw PaymentTokenError(
                 .signatureInvalid,

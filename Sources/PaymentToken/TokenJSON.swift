@@ -22,14 +22,18 @@ enum TokenJSON: Sendable {
     static let maximumMembers = 512
 
     /// An object's members in document order; looked up by a 64-bit fingerprint of the key and a linear scan,
-    /// which beats hashing into a dictionary for the handful of members tokens and payloads have.
+    /// which beats hashing into a dictionary for the handful of members tokens and payloads have. One array of
+    /// members (one allocation per object).
     struct JSONObject: Sendable {
-        private(set) var keys: [ArraySlice<UInt8>] = []
-        private(set) var values: [TokenJSON] = []
-        private var fingerprints: [UInt64] = []
+        struct Member: Sendable {
+            let key: ArraySlice<UInt8>
+            let value: TokenJSON
+            let fingerprint: UInt64
+        }
+        private(set) var storage: [Member] = []
 
-        var count: Int { keys.count }
-        var members: Zip2Sequence<[ArraySlice<UInt8>], [TokenJSON]> { zip(keys, values) }
+        var count: Int { storage.count }
+        var members: [(ArraySlice<UInt8>, TokenJSON)] { storage.map { ($0.key, $0.value) } }
 
         /// FNV-1a over the key's bytes.
         static func fingerprint(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
@@ -40,8 +44,12 @@ enum TokenJSON: Sendable {
 
         func index(of key: UnsafeBufferPointer<UInt8>, fingerprint: UInt64) -> Int? {
             var index = 0
-            while index < fingerprints.count {
-                if fingerprints[index] == fingerprint, keys[index].elementsEqual(key) { return index }
+            while index < storage.count {
+                if storage[index].fingerprint == fingerprint,
+                    storage[index].key.withUnsafeBufferPointer({ $0.elementsEqual(key) })
+                {
+                    return index
+                }
                 index += 1
             }
             return nil
@@ -54,16 +62,21 @@ enum TokenJSON: Sendable {
                 return (index(of: bytes, fingerprint: fingerprint), fingerprint)
             }
             guard found.0 == nil else { return false }
-            keys.append(key)
-            values.append(value)
-            fingerprints.append(found.1)
+            if storage.isEmpty { storage.reserveCapacity(8) }
+            storage.append(Member(key: key, value: value, fingerprint: found.1))
             return true
+        }
+
+        subscript(key: StaticString) -> TokenJSON? {
+            key.withUTF8Buffer { wanted in
+                index(of: wanted, fingerprint: JSONObject.fingerprint(wanted)).map { storage[$0].value }
+            }
         }
 
         subscript(key: String) -> TokenJSON? {
             var key = key
             return key.withUTF8 { wanted in
-                index(of: wanted, fingerprint: JSONObject.fingerprint(wanted)).map { values[$0] }
+                index(of: wanted, fingerprint: JSONObject.fingerprint(wanted)).map { storage[$0].value }
             }
         }
     }
@@ -88,10 +101,22 @@ enum TokenJSON: Sendable {
         return nil
     }
 
+    subscript(key: StaticString) -> TokenJSON? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
     /// The string value (nil when not a string or not valid UTF-8).
     var string: String? {
-        if case .string(let bytes) = self { return String(validating: bytes, as: UTF8.self) }
+        if case .string(let bytes) = self { return bytes.withUnsafeBufferPointer(TokenJSON.validatedString) }
         return nil
+    }
+
+    /// The bytes as a `String`, nil when they are not valid UTF-8 (`String(validating:as:)`, with a direct path
+    /// for ASCII, which is what tokens and payloads hold).
+    static func validatedString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     /// The string value's UTF-8 bytes.
@@ -119,6 +144,29 @@ enum TokenJSON: Sendable {
                     object.members.map { (String(decoding: $0.0, as: UTF8.self), $0.1.jsonValue) },
                     uniquingKeysWith: { first, _ in first }))
         }
+    }
+
+    /// The index of the first quote, backslash or control byte at or after `start` (the end of a string without
+    /// escapes), or `buffer.count`.
+    static func scanPlainString(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var cursor = start
+        // Sixteen bytes at a time: stop at the first block holding a quote, a backslash or a control byte.
+        if let base = buffer.baseAddress {
+            let quote = SIMD16<UInt8>(repeating: 0x22)
+            let backslash = SIMD16<UInt8>(repeating: 0x5c)
+            let space = SIMD16<UInt8>(repeating: 0x20)
+            while cursor + 16 <= buffer.count {
+                let block = UnsafeRawPointer(base + cursor).loadUnaligned(as: SIMD16<UInt8>.self)
+                if any((block .== quote) .| (block .== backslash) .| (block .< space)) { break }
+                cursor += 16
+            }
+        }
+        while cursor < buffer.count {
+            let byte = buffer[cursor]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            cursor += 1
+        }
+        return cursor
     }
 
     private struct Parser {
@@ -256,30 +304,7 @@ enum TokenJSON: Sendable {
             index += 1  // opening quote
             let start = index
             // Fast path: scan for the closing quote; no escapes, no control characters.
-            let stop = bytes.withUnsafeBufferPointer { buffer -> Int in
-                var cursor = start
-                // Eight bytes at a time: stop at the first word holding a quote, a backslash or a control byte.
-                if let base = buffer.baseAddress {
-                    let ones: UInt64 = 0x0101_0101_0101_0101
-                    let highs: UInt64 = 0x8080_8080_8080_8080
-                    while cursor + 8 <= buffer.count {
-                        let word = UInt64(littleEndian: UnsafeRawPointer(base + cursor).loadUnaligned(as: UInt64.self))
-                        let quote = word ^ (ones &* 0x22)
-                        let backslash = word ^ (ones &* 0x5c)
-                        let special =
-                            ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
-                            | ((word &- ones &* 0x20) & ~word)
-                        if special & highs != 0 { break }
-                        cursor += 8
-                    }
-                }
-                while cursor < buffer.count {
-                    let byte = buffer[cursor]
-                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
-                    cursor += 1
-                }
-                return cursor
-            }
+            let stop = bytes.withUnsafeBufferPointer { TokenJSON.scanPlainString($0, from: start) }
             index = stop
             if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
                 index += 1
@@ -364,27 +389,42 @@ enum HexCoding {
 
     /// Decodes even-length hex given as UTF-8 bytes.
     static func decode(utf8 slice: ArraySlice<UInt8>) -> [UInt8]? {
-        let utf8 = Array(slice)
+        slice.withUnsafeBufferPointer { decode(utf8: $0) }
+    }
+
+    /// Decodes even-length hex given as UTF-8 bytes.
+    static func decode(utf8: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard utf8.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
+        var valid = true
+        let out = [UInt8](unsafeUninitializedCapacity: utf8.count / 2) { out, initialized in
+            var index = 0
+            while index < utf8.count {
+                guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else {
+                    valid = false
+                    break
+                }
+                out[index / 2] = high << 4 | low
+                index += 2
+            }
+            initialized = index / 2
         }
-        return out
+        return valid ? out : nil
     }
 
     static func encode(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
-        let digits = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
-        var out = [UInt8]()
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+        let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
+        let input = Array(bytes)
+        return digits.withUTF8Buffer { digits in
+            String(unsafeUninitializedCapacity: input.count * 2) { out in
+                var index = 0
+                for byte in input {
+                    out[index] = digits[Int(byte >> 4)]
+                    out[index + 1] = digits[Int(byte & 0x0f)]
+                    index += 2
+                }
+                return index
+            }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

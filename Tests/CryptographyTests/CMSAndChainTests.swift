@@ -89,6 +89,30 @@ struct CMSAndChainTests {
         }
     }
 
+    @Test("the fields read as ranges of the message: digest, signature, certificates, signer")
+    func fieldsAsRanges() throws {
+        for folder in ["gala-2021-ec", "basistheory-2024-rsa"] {
+            let token = try SignedToken(folder)
+            let message = try CMSSignedData(berEncoded: token.signature)
+            #expect(message.messageDigest == Digest.sha256(token.content))
+            #expect(token.signature.range(of: message.signature) != nil)
+            #expect(message.certificates.count >= 2)
+            #expect(message.certificatesField.first == 0xa0)
+            for certificate in message.certificates {
+                #expect(message.embedsCertificate(der: Array(certificate)))
+                #expect(Data(message.certificatesField).range(of: certificate) != nil)
+            }
+            #expect(!message.embedsCertificate(der: Array(message.certificates[0].dropLast())))
+            let signerBytes = try #require(message.signerCertificateBytes)
+            let signer = try Certificate(der: Data(signerBytes))
+            #expect(message.isSigner(signer))
+            #expect(message.signerIndex(in: try message.certificates.map { try Certificate(der: $0) }) != nil)
+            // Also read from [UInt8] (the path PaymentToken takes), not Data.
+            let fromArray = try CMSSignedData(berEncoded: Array(token.signature))
+            #expect(fromArray.signature == message.signature && fromArray.signingTime == message.signingTime)
+        }
+    }
+
     @Test("altered content or signature fails with invalidSignature; truncated BER is malformedInput")
     func rejectsTampering() throws {
         let token = try SignedToken("gala-2021-ec")

@@ -52,6 +52,57 @@ struct PrimitiveTests {
         #expect(throws: CryptographyError(.malformedInput, "")) { try AESGCM.seal(plaintext, key: key, iv: Data()) }
     }
 
+    @Test("AES-GCM over byte arrays matches the Data API; tampering, wrong keys and short input fail")
+    func aesGCMBytes() throws {
+        let iv12 = [UInt8](repeating: 0, count: 12)
+        let sealed = try AESGCM.seal(Data(count: 16), key: Data(count: 32), iv: Data(iv12))
+        #expect(
+            try AESGCM.open(bytes: Array(sealed), key: [UInt8](repeating: 0, count: 32), iv: iv12)
+                == Array(Data(count: 16)))
+        let key = SecureRandom.bytes(32)
+        let iv = [UInt8](repeating: 0, count: 16)
+        let plaintext = Data((0..<2500).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        var combined = Array(try AESGCM.seal(plaintext, key: key, iv: Data(iv)))
+        #expect(try AESGCM.open(bytes: combined, key: key, iv: iv) == Array(plaintext))
+        #expect(
+            try AESGCM.open(bytes: combined, key: key, iv: iv)
+                == Array(try AESGCM.open(Data(combined), key: key, iv: Data(iv))))
+        #expect(throws: CryptographyError(.decryptionFailed, "")) {
+            try AESGCM.open(bytes: combined, key: SecureRandom.bytes(32), iv: iv)
+        }
+        combined[combined.count - 1] ^= 1
+        #expect(throws: CryptographyError(.decryptionFailed, "")) { try AESGCM.open(bytes: combined, key: key, iv: iv) }
+        #expect(throws: CryptographyError(.decryptionFailed, "")) {
+            try AESGCM.open(bytes: [UInt8](repeating: 0, count: 15), key: key, iv: iv)
+        }
+        #expect(throws: CryptographyError(.invalidKey, "")) {
+            try AESGCM.open(bytes: combined, key: [UInt8](repeating: 0, count: 24 + 1), iv: iv)
+        }
+        // An empty plaintext: the tag alone authenticates and opens to nothing.
+        let tagOnly = try AESGCM.seal(Data(), key: key, iv: Data(iv))
+        #expect(try AESGCM.open(bytes: Array(tagOnly), key: key, iv: iv).isEmpty)
+        #expect(try AESGCM.open(tagOnly, key: key, iv: Data(iv)).isEmpty)
+    }
+
+    @Test("SHA-256 over several parts equals SHA-256 of their concatenation")
+    func digestConcatenating() {
+        let parts: [[UInt8]] = [Array("ab".utf8), [], Array("c".utf8), Array(repeating: 7, count: 3000)]
+        #expect(Digest.sha256(concatenating: parts) == Digest.sha256(parts.flatMap { $0 }))
+        #expect(Digest.sha256(concatenating: []) == Digest.sha256([UInt8]()))
+        #expect(Digest.sha256(concatenating: [Array("abc".utf8)]) == Digest.sha256(Data("abc".utf8)))
+    }
+
+    @Test("ASN.1 children: up to eight inline, more in the overflow, in order")
+    func asn1ManyChildren() throws {
+        for count in [0, 1, 7, 8, 9, 20] {
+            let content: [UInt8] = (0..<count).flatMap { index -> [UInt8] in [0x02, 0x01, UInt8(index)] }
+            let reader = ASN1Reader([0x30, UInt8(content.count)] + content)
+            let children = try reader.children(of: try reader.root())
+            #expect(children.count == count)
+            #expect(children.map { reader.content($0).first } == (0..<count).map { UInt8($0) })
+        }
+    }
+
     @Test("ECDH agrees both ways, through EVP keys and through the prepared P-256 agreement")
     func ecdhAgreement() throws {
         let alice = try PrivateKey.generate(.p256)
