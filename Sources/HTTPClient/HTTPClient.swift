@@ -45,6 +45,8 @@ public struct HTTPClientResponse: Sendable {
     public var body: Data
     /// The HTTP version spoken: 1 (HTTP/1.x) or 2.
     public var httpVersion: Int = 1
+    /// Whether the request went over a connection kept from an earlier one (no new connection, no TLS handshake).
+    public var reusedConnection = false
 
     public init(status: Int, headers: [String: String], body: Data) {
         self.status = status
@@ -337,6 +339,9 @@ public final class HTTPClient: Sendable {
         _ = CCurl_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
         var response = HTTPClientResponse(status: status, headers: sink.headers, body: sink.body)
         response.httpVersion = version == Int(CURL_HTTP_VERSION_2_0) ? 2 : 1
+        var connects = 0
+        _ = CCurl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
+        response.reusedConnection = connects == 0
         reusable = true
         return response
     }

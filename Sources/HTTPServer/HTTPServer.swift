@@ -243,9 +243,6 @@ public final class HTTPServer: Sendable {
     /// Connections open now.
     public var openConnections: Int { core.connections.withLock { $0.open.count } }
 
-    /// Connections accepted since the server started.
-    public var connectionsAccepted: Int { core.connections.withLock { $0.accepted } }
-
     /// Connections closed so far because their request did not arrive whole within `requestTimeout`.
     public var requestsTimedOut: Int { core.connections.withLock { $0.timedOut } }
 
@@ -336,7 +333,6 @@ final class ServerCore: Sendable {
         }
         var open: [UInt: Entry] = [:]
         var timedOut = 0
-        var accepted = 0
     }
 
     let responder: any Responder
@@ -705,7 +701,6 @@ private let connectionNotifier: MHD_NotifyConnectionCallback = { context, connec
         let socket = CMicroHTTPD_connection_fd(connection)
         core.connections.withLock {
             $0.open[key] = ServerCore.Connections.Entry(socket: socket, receivingSince: .now)
-            $0.accepted += 1
         }
     } else {
         core.connections.withLock { _ = $0.open.removeValue(forKey: key) }
