@@ -132,6 +132,12 @@ private final class JSONArray {
     var elements: [JSONNode] = []
 }
 
+extension SortedJSONEncoder {
+    /// Appends `text` as a JSON string literal (quotes, backslashes and control characters escaped as `JSONEncoder`
+    /// escapes them; everything else as its UTF-8), for writers of JSON text such as log lines.
+    public static func appendString(_ text: String, to output: inout [UInt8]) { appendJSONString(text, to: &output) }
+}
+
 /// A JSON string literal: quotes, backslashes and control characters escaped as `JSONEncoder` escapes them.
 private func appendJSONString(_ text: String, to output: inout [UInt8]) {
     output.append(UInt8(ascii: "\""))

@@ -37,10 +37,10 @@ public struct RequestLogger: Sendable {
         line.append(UInt8(ascii: "{"))
         for (index, (key, value)) in entries.enumerated() {
             if index > 0 { line.append(UInt8(ascii: ",")) }
-            Self.appendString(key, to: &line)
+            SortedJSONEncoder.appendString(key, to: &line)
             line.append(UInt8(ascii: ":"))
             switch value {
-            case let value as String: Self.appendString(value, to: &line)
+            case let value as String: SortedJSONEncoder.appendString(value, to: &line)
             case let value as Int: line.append(contentsOf: String(value).utf8)
             case let value as Int64: line.append(contentsOf: String(value).utf8)
             case let value as UInt16: line.append(contentsOf: String(value).utf8)
@@ -51,30 +51,6 @@ public struct RequestLogger: Sendable {
         }
         line.append(UInt8(ascii: "}"))
         sink(String(decoding: line, as: UTF8.self))
-    }
-
-    /// A JSON string literal: quotes, backslashes and control characters escaped; everything else as its UTF-8.
-    private static func appendString(_ text: String, to line: inout [UInt8]) {
-        line.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\n"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                line.append(contentsOf: "\\u00".utf8)
-                line.append(hexDigit(byte >> 4))
-                line.append(hexDigit(byte & 0xF))
-            default: line.append(byte)
-            }
-        }
-        line.append(UInt8(ascii: "\""))
-    }
-
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 
     /// ISO 8601 with milliseconds, UTC (`2026-11-30T21:19:16.123Z`), from the C calendar: no formatter per line.

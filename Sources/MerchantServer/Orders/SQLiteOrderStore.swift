@@ -38,123 +38,6 @@ public actor SQLiteOrderStore: OrderStore {
     /// Readers beside the writer (a file store only: an in-memory database lives in its one connection).
     private nonisolated let readers: ReaderPool?
 
-    /// The schema, in order. Never edit a released migration: append a new one.
-    public static let migrations: [Migration] = [
-        Migration(
-            "001-checkouts-orders-payments-events",
-            sql: """
-                CREATE TABLE checkouts (
-                    id TEXT PRIMARY KEY,
-                    currency TEXT NOT NULL CHECK (length(currency) = 3),
-                    state_json TEXT NOT NULL,
-                    application_data TEXT NOT NULL,
-                    created_at INTEGER NOT NULL,
-                    updated_at INTEGER NOT NULL
-                );
-                CREATE TABLE orders (
-                    id TEXT PRIMARY KEY,
-                    checkout_id TEXT NOT NULL REFERENCES checkouts(id),
-                    status TEXT NOT NULL CHECK (status IN ('pending', 'paid', 'failed')),
-                    currency TEXT NOT NULL CHECK (length(currency) = 3),
-                    subtotal_minor INTEGER NOT NULL,
-                    discount_minor INTEGER NOT NULL CHECK (discount_minor >= 0),
-                    shipping_minor INTEGER NOT NULL CHECK (shipping_minor >= 0),
-                    tax_minor INTEGER NOT NULL CHECK (tax_minor >= 0),
-                    total_minor INTEGER NOT NULL CHECK (total_minor >= 0),
-                    items_json TEXT NOT NULL,
-                    shipping_method_json TEXT,
-                    coupon_code TEXT,
-                    shipping_contact_json TEXT,
-                    billing_contact_json TEXT,
-                    payment_network TEXT,
-                    pan_last_four TEXT CHECK (
-                        pan_last_four IS NULL OR (length(pan_last_four) = 4 AND pan_last_four NOT GLOB '*[^0-9]*')),
-                    created_at INTEGER NOT NULL,
-                    updated_at INTEGER NOT NULL
-                );
-                CREATE TABLE payments (
-                    id TEXT PRIMARY KEY,
-                    order_id TEXT NOT NULL UNIQUE REFERENCES orders(id),
-                    transaction_id TEXT NOT NULL UNIQUE,
-                    status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'declined', 'error')),
-                    amount_minor INTEGER NOT NULL CHECK (amount_minor >= 0),
-                    currency TEXT NOT NULL CHECK (length(currency) = 3),
-                    processor_reference TEXT,
-                    failure_code TEXT,
-                    failure_message TEXT,
-                    created_at INTEGER NOT NULL,
-                    updated_at INTEGER NOT NULL
-                );
-                CREATE TABLE events (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    at INTEGER NOT NULL,
-                    kind TEXT NOT NULL,
-                    checkout_id TEXT,
-                    order_id TEXT,
-                    detail_json TEXT NOT NULL DEFAULT '{}'
-                );
-                CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
-                BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-                CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
-                BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-                """),
-        Migration(
-            "002-indexes",
-            sql: """
-                CREATE UNIQUE INDEX orders_one_live_order_per_checkout ON orders(checkout_id)
-                    WHERE status IN ('pending', 'paid');
-                CREATE INDEX orders_by_checkout ON orders(checkout_id);
-                CREATE INDEX events_by_checkout ON events(checkout_id);
-                CREATE INDEX events_by_order ON events(order_id);
-                """),
-        Migration(
-            "003-order-payment-method-fee",
-            sql: """
-                ALTER TABLE orders ADD COLUMN fee_minor INTEGER NOT NULL DEFAULT 0 CHECK (fee_minor >= 0);
-                """),
-        Migration("004-order-state-machine-refunds-secrets", sql: orderStateMachineMigration),
-        Migration(
-            "005-wallet-orders-fulfillments-registrations",
-            sql: """
-                CREATE TABLE fulfillments (
-                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-                    order_id TEXT NOT NULL REFERENCES orders(id),
-                    status TEXT NOT NULL CHECK (status IN ('shipped', 'outForDelivery', 'delivered')),
-                    carrier TEXT,
-                    tracking_number TEXT,
-                    at INTEGER NOT NULL
-                );
-                CREATE INDEX fulfillments_by_order ON fulfillments(order_id, sequence);
-                CREATE TABLE device_registrations (
-                    device_identifier TEXT NOT NULL,
-                    order_type_identifier TEXT NOT NULL,
-                    order_id TEXT NOT NULL REFERENCES orders(id),
-                    push_token TEXT NOT NULL,
-                    created_at INTEGER NOT NULL,
-                    updated_at INTEGER NOT NULL,
-                    PRIMARY KEY (device_identifier, order_type_identifier, order_id)
-                );
-                CREATE INDEX device_registrations_by_order ON device_registrations(order_id);
-                """),
-        subscriptionsMigration,
-        // Unpaid checkouts expire and are pruned with their events: the only deletion the event log allows is of
-        // events about a checkout that no longer exists and never had an order. Events of orders stay forever.
-        Migration(
-            "007-prune-expired-checkouts",
-            sql: """
-                DROP TRIGGER events_append_only_delete;
-                CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
-                WHEN OLD.order_id IS NOT NULL OR OLD.checkout_id IS NULL
-                    OR EXISTS (SELECT 1 FROM checkouts WHERE id = OLD.checkout_id)
-                    OR EXISTS (SELECT 1 FROM orders WHERE checkout_id = OLD.checkout_id)
-                BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-                CREATE TRIGGER checkouts_with_orders_are_kept BEFORE DELETE ON checkouts
-                WHEN EXISTS (SELECT 1 FROM orders WHERE checkout_id = OLD.id)
-                BEGIN SELECT RAISE(ABORT, 'a checkout with an order is kept'); END;
-                CREATE INDEX checkouts_by_created ON checkouts(created_at);
-                """),
-    ]
-
     /// Opens (creating and migrating if needed) the store.
     /// - Parameters:
     ///   - path: the database file, or `:memory:` for a private in-memory store.
@@ -564,118 +447,9 @@ public actor SQLiteOrderStore: OrderStore {
         }
     }
 
-    // MARK: Wallet orders
-
-    public func recordFulfillment(orderID: String, _ step: FulfillmentStep) async throws(OrderStoreError) -> Order {
-        nonisolated(unsafe) var result: Order?
-        nonisolated(unsafe) var conflict: OrderStatus?
-        try await write("record fulfillment") { [self] connection throws(SQLiteError) in
-            guard let order = try loadOrder(connection, where: "o.id = ?", .text(orderID)) else { return }
-            guard [.paid, .partiallyRefunded, .refunded].contains(order.status) else {
-                conflict = order.status
-                return
-            }
-            // At least the next whole second: HTTP dates have second resolution.
-            let previous = millis(order.updatedAt)
-            let now = max(millis(step.at), (previous / 1000 + 1) * 1000)
-            try connection.run(
-                "INSERT INTO fulfillments (order_id, status, carrier, tracking_number, at) VALUES (?, ?, ?, ?, ?)",
-                .text(orderID), .text(step.status.rawValue), Value(step.carrier), Value(step.trackingNumber),
-                .integer(now))
-            try connection.run("UPDATE orders SET updated_at = ? WHERE id = ?", .integer(now), .text(orderID))
-            try appendEvent(
-                connection, "fulfillment", checkoutID: order.checkoutID, orderID: orderID,
-                ["status": step.status.rawValue], at: now)
-            result = try loadOrder(connection, where: "o.id = ?", .text(orderID))
-        }
-        if let conflict { throw OrderStoreError(.conflict, "order \(orderID) is \(conflict.rawValue), not paid") }
-        guard let result else { throw OrderStoreError(.notFound, "no order \(orderID)") }
-        return result
-    }
-
-    public func fulfillments(orderID: String) throws(OrderStoreError) -> [FulfillmentStep] {
-        try read("read fulfillments") { connection throws(SQLiteError) in
-            try connection.query(
-                "SELECT status, carrier, tracking_number, at FROM fulfillments WHERE order_id = ? ORDER BY sequence",
-                .text(orderID)
-            ).map { row throws(SQLiteError) in
-                let text = try row.string("status")
-                guard let status = FulfillmentStep.Status(rawValue: text) else {
-                    throw SQLiteError(.typeMismatch, "unknown fulfillment status \(text)")
-                }
-                return FulfillmentStep(
-                    status: status, carrier: try row.optionalString("carrier"),
-                    trackingNumber: try row.optionalString("tracking_number"), at: date(try row.int64("at")))
-            }
-        }
-    }
-
-    public func registerDevice(_ registration: DeviceRegistration) async throws(OrderStoreError) -> Bool {
-        nonisolated(unsafe) var isNew = false
-        try await write("register device") { [self] connection throws(SQLiteError) in
-            let now = millis(clock())
-            let existing = try connection.query(
-                """
-                SELECT push_token FROM device_registrations
-                WHERE device_identifier = ? AND order_type_identifier = ? AND order_id = ?
-                """, .text(registration.deviceIdentifier), .text(registration.orderTypeIdentifier),
-                .text(registration.orderID))
-            if existing.isEmpty {
-                isNew = true
-                try connection.run(
-                    """
-                    INSERT INTO device_registrations (device_identifier, order_type_identifier, order_id, push_token,
-                        created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-                    """, .text(registration.deviceIdentifier), .text(registration.orderTypeIdentifier),
-                    .text(registration.orderID), .text(registration.pushToken), .integer(now), .integer(now))
-            } else {
-                try connection.run(
-                    """
-                    UPDATE device_registrations SET push_token = ?, updated_at = ?
-                    WHERE device_identifier = ? AND order_type_identifier = ? AND order_id = ?
-                    """, .text(registration.pushToken), .integer(now), .text(registration.deviceIdentifier),
-                    .text(registration.orderTypeIdentifier), .text(registration.orderID))
-            }
-        }
-        return isNew
-    }
-
-    public func unregisterDevice(deviceIdentifier: String, orderTypeIdentifier: String, orderID: String)
-        async throws(OrderStoreError) -> Bool
-    {
-        var removed = 0
-        try await write("unregister device") { [self] connection throws(SQLiteError) in
-            removed = try connection.run(
-                """
-                DELETE FROM device_registrations
-                WHERE device_identifier = ? AND order_type_identifier = ? AND order_id = ?
-                """, .text(deviceIdentifier), .text(orderTypeIdentifier), .text(orderID))
-        }
-        return removed > 0
-    }
-
-    public func registrations(deviceIdentifier: String?, orderTypeIdentifier: String, orderID: String?)
-        throws(OrderStoreError) -> [DeviceRegistration]
-    {
-        try read("read registrations") { connection throws(SQLiteError) in
-            try connection.query(
-                """
-                SELECT device_identifier, order_type_identifier, order_id, push_token FROM device_registrations
-                WHERE order_type_identifier = ?1 AND (?2 IS NULL OR device_identifier = ?2)
-                    AND (?3 IS NULL OR order_id = ?3) ORDER BY created_at
-                """,
-                .text(orderTypeIdentifier), Value(deviceIdentifier), Value(orderID)
-            ).map { row throws(SQLiteError) in
-                DeviceRegistration(
-                    deviceIdentifier: try row.string("device_identifier"), pushToken: try row.string("push_token"),
-                    orderTypeIdentifier: try row.string("order_type_identifier"), orderID: try row.string("order_id"))
-            }
-        }
-    }
-
     // MARK: Helpers
 
-    private func write(_ what: String, _ body: @escaping (Connection) throws(SQLiteError) -> Void)
+    func write(_ what: String, _ body: @escaping (Connection) throws(SQLiteError) -> Void)
         async throws(OrderStoreError)
     {
         do {
@@ -752,7 +526,7 @@ public actor SQLiteOrderStore: OrderStore {
     /// How many group commits and writes so far (the group size is their ratio).
     public var groupCommitCounts: (commits: Int, writes: Int) { (committedGroups, committedWrites) }
 
-    private func read<T>(_ what: String, _ body: (Connection) throws(SQLiteError) -> T) throws(OrderStoreError) -> T {
+    func read<T>(_ what: String, _ body: (Connection) throws(SQLiteError) -> T) throws(OrderStoreError) -> T {
         do {
             return try body(connection)
         } catch {
@@ -777,7 +551,7 @@ public actor SQLiteOrderStore: OrderStore {
             ? OrderStoreError(.corrupt, "\(what): \(error)") : OrderStoreError(.storage, "\(what): \(error)")
     }
 
-    private func appendEvent(
+    func appendEvent(
         _ connection: Connection, _ kind: String, checkoutID: String?, orderID: String?, _ detail: [String: String],
         at time: Int64
     ) throws(SQLiteError) {
@@ -786,7 +560,7 @@ public actor SQLiteOrderStore: OrderStore {
             .text(kind), Value(checkoutID), Value(orderID), .text(try json(detail)))
     }
 
-    private nonisolated func loadOrder(_ connection: Connection, where condition: String, _ value: Value)
+    nonisolated func loadOrder(_ connection: Connection, where condition: String, _ value: Value)
         throws(SQLiteError)
         -> Order?
     {
