@@ -270,95 +270,70 @@ enum TokenJSON: Sendable {
 
         mutating func number() throws(ParseError) -> String {
             let start = index
-            func digits(_ parser: inout Parser) -> Int {
-                let begin = parser.index
-                while parser.index < parser.bytes.count, parser.bytes[parser.index] >= 0x30,
-                    parser.bytes[parser.index] <= 0x39
-                {
-                    parser.index += 1
-                }
-                return parser.index - begin
+            var position = index
+            defer { index = position }
+            try bytes.withUnsafeBufferPointer { buffer throws(ParseError) in
+                try TokenJSON.scanNumber(buffer, &position)
             }
-            if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
-            let integerDigits = digits(&self)
-            guard integerDigits > 0 else { throw ParseError(message: "invalid JSON value") }
-            if integerDigits > 1, bytes[index - integerDigits] == UInt8(ascii: "0") {
-                throw ParseError(message: "leading zero in a JSON number")
-            }
-            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-                index += 1
-                guard digits(&self) > 0 else { throw ParseError(message: "invalid JSON number") }
-            }
-            if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-                index += 1
-                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-                    index += 1
-                }
-                guard digits(&self) > 0 else { throw ParseError(message: "invalid JSON number") }
-            }
-            guard index - start <= 64 else { throw ParseError(message: "JSON number too long") }
-            return String(decoding: bytes[start..<index], as: UTF8.self)
+            return String(decoding: bytes[start..<position], as: UTF8.self)
         }
 
         mutating func string() throws(ParseError) -> ArraySlice<UInt8> {
             index += 1  // opening quote
             let start = index
-            // Fast path: scan for the closing quote; no escapes, no control characters.
-            let stop = bytes.withUnsafeBufferPointer { TokenJSON.scanPlainString($0, from: start) }
-            index = stop
-            if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
-                index += 1
-                return bytes[start..<(index - 1)]
-            }
-            var out = Array(bytes[start..<index])
-            while index < bytes.count {
-                let byte = bytes[index]
-                index += 1
-                switch byte {
-                case UInt8(ascii: "\""):
-                    return out[...]
-                case UInt8(ascii: "\\"):
-                    guard index < bytes.count else { break }
-                    let escape = bytes[index]
-                    index += 1
-                    switch escape {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                    case UInt8(ascii: "b"): out.append(0x08)
-                    case UInt8(ascii: "f"): out.append(0x0c)
-                    case UInt8(ascii: "n"): out.append(0x0a)
-                    case UInt8(ascii: "r"): out.append(0x0d)
-                    case UInt8(ascii: "t"): out.append(0x09)
-                    case UInt8(ascii: "u"):
-                        var scalar = try hex4()
-                        if (0xd800..<0xdc00).contains(scalar) {
-                            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
-                                bytes[index + 1] == UInt8(ascii: "u")
-                            else {
-                                throw ParseError(message: "unpaired surrogate in a JSON string")
-                            }
-                            index += 2
-                            let low = try hex4()
-                            guard (0xdc00..<0xe000).contains(low) else {
-                                throw ParseError(message: "unpaired surrogate in a JSON string")
-                            }
-                            scalar = 0x10000 + ((scalar - 0xd800) << 10) + (low - 0xdc00)
-                        }
-                        guard let unicode = Unicode.Scalar(scalar) else {
-                            throw ParseError(message: "invalid \\u escape")
-                        }
-                        out.append(contentsOf: Array(String(Character(unicode)).utf8))
-                    default:
-                        throw ParseError(message: "invalid escape in a JSON string")
-                    }
-                default:
-                    guard byte >= 0x20 else { throw ParseError(message: "control character in a JSON string") }
-                    out.append(byte)
+            var position = index
+            defer { index = position }
+            return try bytes.withUnsafeBufferPointer { buffer throws(ParseError) -> ArraySlice<UInt8> in
+                // Fast path: scan for the closing quote; no escapes, no control characters.
+                position = TokenJSON.scanPlainString(buffer, from: start)
+                if position < buffer.count, buffer[position] == UInt8(ascii: "\"") {
+                    position += 1
+                    return bytes[start..<(position - 1)]
                 }
+                return try TokenJSON.unescapedString(buffer, from: start, &position)[...]
             }
-            throw ParseError(message: "unterminated JSON string")
         }
+    }
+}
 
-        mutating func hex4() throws(ParseError) -> UInt32 {
+// MARK: Lexing shared by both readers (this tree and `TokenScanner`)
+
+extension TokenJSON {
+    /// Reads a number at `index` (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, at most 64 bytes) and moves
+    /// `index` past it.
+    static func scanNumber(_ bytes: UnsafeBufferPointer<UInt8>, _ index: inout Int) throws(ParseError) {
+        func digits(_ index: inout Int) -> Int {
+            let begin = index
+            while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
+            return index - begin
+        }
+        let start = index
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        let integerDigits = digits(&index)
+        guard integerDigits > 0 else { throw ParseError(message: "invalid JSON value") }
+        if integerDigits > 1, bytes[index - integerDigits] == UInt8(ascii: "0") {
+            throw ParseError(message: "leading zero in a JSON number")
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard digits(&index) > 0 else { throw ParseError(message: "invalid JSON number") }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
+            guard digits(&index) > 0 else { throw ParseError(message: "invalid JSON number") }
+        }
+        guard index - start <= 64 else { throw ParseError(message: "JSON number too long") }
+    }
+
+    /// The rest of a string whose plain part (no escapes) runs from `start` to `index`: escapes resolved, up to and
+    /// past the closing quote, which `index` is moved beyond.
+    static func unescapedString(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, _ index: inout Int)
+        throws(ParseError) -> [UInt8]
+    {
+        func hex4(_ index: inout Int) throws(ParseError) -> UInt32 {
             guard index + 4 <= bytes.count else { throw ParseError(message: "truncated \\u escape") }
             var value: UInt32 = 0
             for _ in 0..<4 {
@@ -370,6 +345,52 @@ enum TokenJSON: Sendable {
             }
             return value
         }
+        var out = Array(bytes[start..<index])
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            switch byte {
+            case UInt8(ascii: "\""):
+                return out
+            case UInt8(ascii: "\\"):
+                guard index < bytes.count else { break }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0c)
+                case UInt8(ascii: "n"): out.append(0x0a)
+                case UInt8(ascii: "r"): out.append(0x0d)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4(&index)
+                    if (0xd800..<0xdc00).contains(scalar) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
+                        else {
+                            throw ParseError(message: "unpaired surrogate in a JSON string")
+                        }
+                        index += 2
+                        let low = try hex4(&index)
+                        guard (0xdc00..<0xe000).contains(low) else {
+                            throw ParseError(message: "unpaired surrogate in a JSON string")
+                        }
+                        scalar = 0x10000 + ((scalar - 0xd800) << 10) + (low - 0xdc00)
+                    }
+                    guard let unicode = Unicode.Scalar(scalar) else {
+                        throw ParseError(message: "invalid \\u escape")
+                    }
+                    out.append(contentsOf: Array(String(Character(unicode)).utf8))
+                default:
+                    throw ParseError(message: "invalid escape in a JSON string")
+                }
+            default:
+                guard byte >= 0x20 else { throw ParseError(message: "control character in a JSON string") }
+                out.append(byte)
+            }
+        }
+        throw ParseError(message: "unterminated JSON string")
     }
 }
 

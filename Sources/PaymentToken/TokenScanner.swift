@@ -256,32 +256,8 @@ struct TokenScanner {
         index += count
     }
 
-    private mutating func digits() -> Int {
-        let begin = index
-        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
-        return index - begin
-    }
-
     private mutating func number() throws(ParseError) {
-        let start = index
-        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
-        let integerDigits = digits()
-        guard integerDigits > 0 else { throw ParseError(message: "invalid JSON value") }
-        if integerDigits > 1, bytes[index - integerDigits] == UInt8(ascii: "0") {
-            throw ParseError(message: "leading zero in a JSON number")
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard digits() > 0 else { throw ParseError(message: "invalid JSON number") }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-                index += 1
-            }
-            guard digits() > 0 else { throw ParseError(message: "invalid JSON number") }
-        }
-        guard index - start <= 64 else { throw ParseError(message: "JSON number too long") }
+        try TokenJSON.scanNumber(bytes, &index)
     }
 
     private mutating func string() throws(ParseError) -> Text {
@@ -292,60 +268,6 @@ struct TokenScanner {
             index += 1
             return .range(start..<(index - 1))
         }
-        var out = Array(bytes[start..<index])
-        while index < bytes.count {
-            let byte = bytes[index]
-            index += 1
-            switch byte {
-            case UInt8(ascii: "\""):
-                return .owned(out)
-            case UInt8(ascii: "\\"):
-                guard index < bytes.count else { break }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0c)
-                case UInt8(ascii: "n"): out.append(0x0a)
-                case UInt8(ascii: "r"): out.append(0x0d)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xd800..<0xdc00).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
-                            bytes[index + 1] == UInt8(ascii: "u")
-                        else {
-                            throw ParseError(message: "unpaired surrogate in a JSON string")
-                        }
-                        index += 2
-                        let low = try hex4()
-                        guard (0xdc00..<0xe000).contains(low) else {
-                            throw ParseError(message: "unpaired surrogate in a JSON string")
-                        }
-                        scalar = 0x10000 + ((scalar - 0xd800) << 10) + (low - 0xdc00)
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else { throw ParseError(message: "invalid \\u escape") }
-                    out.append(contentsOf: Array(String(Character(unicode)).utf8))
-                default:
-                    throw ParseError(message: "invalid escape in a JSON string")
-                }
-            default:
-                guard byte >= 0x20 else { throw ParseError(message: "control character in a JSON string") }
-                out.append(byte)
-            }
-        }
-        throw ParseError(message: "unterminated JSON string")
-    }
-
-    private mutating func hex4() throws(ParseError) -> UInt32 {
-        guard index + 4 <= bytes.count else { throw ParseError(message: "truncated \\u escape") }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            guard let digit = HexCoding.nibble(bytes[index]) else { throw ParseError(message: "invalid \\u escape") }
-            value = value << 4 | UInt32(digit)
-            index += 1
-        }
-        return value
+        return .owned(try TokenJSON.unescapedString(bytes, from: start, &index))
     }
 }
