@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "Sandbox", targets: ["Sandbox"]),
         .library(name: "PaymentSheet", targets: ["PaymentSheet"]),
         .library(name: "MerchantServer", targets: ["MerchantServer"]),
+        .library(name: "MerchantSandbox", targets: ["MerchantSandbox"]),
     ],
     targets: [
         // C libraries from Debian, each behind a thin system-library target.
@@ -39,10 +40,15 @@ let package = Package(
             name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev", "libssl-dev"]), .brew(["nghttp2", "openssl@3"])]),
 
+        // Shared primitives: the JSON grammar and encoder every layer uses.
+        .target(name: "JSONCoding"),
+        // Hex, base64url, constant-time comparison, Unix milliseconds: one home each.
+        .target(name: "Foundations"),
+
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL"]),
         .target(name: "SQLite", dependencies: ["CSQLite"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "JSONCoding"]),
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
         // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
         .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
@@ -61,18 +67,58 @@ let package = Package(
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),
         .target(name: "ProcessorService", dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "HTTPServer"]),
+        // The merchant server in layers (docs/ARCHITECTURE.md): each imports only those above it.
+        // The domain and its use cases: catalog, checkout, pricing, plans, orders, payments, subscriptions; the
+        // protocols of stores, processors, token opening and Apple's gateway. No I/O module.
+        .target(name: "MerchantCore", dependencies: ["ApplePay", "PaymentToken", "JSONCoding", "Foundations"]),
+        // The order, subscription and Wallet stores on SQLite and PostgreSQL.
+        .target(
+            name: "MerchantStore",
+            dependencies: ["MerchantCore", "ApplePay", "SQLite", "Postgres", "JSONCoding", "Foundations"]),
+        // Payment processors behind MerchantCore's protocol: today the protocol of docs/PROCESSOR-PROTOCOL.md.
+        .target(name: "Processors", dependencies: ["MerchantCore", "ApplePay", "HTTPClient", "ProcessorAPI"]),
+        // Apple and the device's side: token opening, merchant validation, the merchant-token API, APNs.
+        .target(
+            name: "MerchantIntegrations",
+            dependencies: [
+                "MerchantCore", "ApplePay", "PaymentToken", "Cryptography", "HTTPClient", "HTTPServer", "Foundations",
+            ]),
+        // Wallet orders: packages for the store's orders and their pushes.
+        .target(
+            name: "MerchantWallet",
+            dependencies: [
+                "MerchantCore", "MerchantIntegrations", "ApplePay", "Cryptography", "WalletOrders", "Foundations",
+                "HTTPClient",
+            ]),
+        // The merchant's HTTP API: one route collection per feature, the web checkout page.
+        .target(
+            name: "MerchantHTTP",
+            dependencies: [
+                "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPServer",
+                "JSONCoding", "WalletOrders", "Foundations",
+            ]),
+        // The composition root: configuration, credentials, start-up and shutdown; plug-ins (sandbox mode).
         .target(
             name: "MerchantServer",
             dependencies: [
-                "ApplePay", "Cryptography", "PaymentToken", "SQLite", "Postgres", "HTTPServer", "HTTPClient",
-                "ProcessorAPI", "ProcessorService", "Sandbox", "WalletOrders",
+                "MerchantCore", "MerchantStore", "Processors", "MerchantIntegrations", "MerchantWallet", "MerchantHTTP",
+                "ApplePay", "Cryptography", "PaymentToken", "HTTPServer", "HTTPClient", "Foundations",
+            ]),
+        // Sandbox mode as a plug-in: the sandbox processor (in process or as a service), token minting, the
+        // sandbox gateway trusted. Only the tool, InProcessMerchant, the fuzzers and the tests link it.
+        .target(
+            name: "MerchantSandbox",
+            dependencies: [
+                "MerchantServer", "MerchantHTTP", "MerchantCore", "Processors", "Sandbox", "ProcessorService",
+                "HTTPServer", "ApplePay", "Cryptography",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
         .target(
             name: "InProcessMerchant",
             dependencies: [
-                "ApplePay", "Cryptography", "PaymentSheet", "MerchantServer", "HTTPServer", "Sandbox",
+                "ApplePay", "Cryptography", "PaymentSheet", "MerchantServer", "MerchantSandbox", "MerchantCore",
+                "MerchantHTTP", "MerchantStore", "HTTPServer", "Sandbox",
             ]),
 
         // The command-line tool.
@@ -80,7 +126,8 @@ let package = Package(
             name: "applepay",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
-                "InProcessMerchant", "ProcessorService", "ProcessorAPI", "SandboxGateway", "WalletOrders", "HTTPClient",
+                "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP", "Processors", "InProcessMerchant",
+                "ProcessorService", "ProcessorAPI", "SandboxGateway", "WalletOrders", "HTTPClient",
                 "HTTPServer",
             ]),
 
@@ -90,7 +137,11 @@ let package = Package(
         // The fuzz targets of issue 14 (payment request, store configuration, HTTP handling), built the same way by
         // scripts/fuzz-merchant.sh; MerchantServerTests/FuzzCorporaTests replays their corpora.
         .executableTarget(
-            name: "FuzzMerchant", dependencies: ["ApplePay", "MerchantServer", "HTTPServer", "PaymentToken"]),
+            name: "FuzzMerchant",
+            dependencies: [
+                "ApplePay", "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantHTTP", "MerchantStore",
+                "MerchantIntegrations", "HTTPServer", "PaymentToken",
+            ]),
 
         // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;
         // run by CommandLineTests/LibraryExamplesTests.
@@ -113,11 +164,15 @@ let package = Package(
             dependencies: ["SandboxGateway", "Sandbox", "Cryptography", "HTTPClient", "HTTPServer", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "JSONCoding", "TestSupport"]),
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
-                "MerchantServer", "Sandbox", "PaymentSheet", "PaymentToken", "HTTPClient", "TestSupport",
+                "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP",
+                "MerchantIntegrations",
+                "MerchantWallet", "Processors", "JSONCoding", "Foundations", "Sandbox", "PaymentSheet", "PaymentToken",
+                "HTTPClient",
+                "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
             ],
             exclude: ["python"]),

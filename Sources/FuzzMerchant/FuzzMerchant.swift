@@ -12,7 +12,12 @@
 import ApplePay
 import Foundation
 import HTTPServer
+import MerchantCore
+import MerchantHTTP
+import MerchantIntegrations
+import MerchantSandbox
 import MerchantServer
+import MerchantStore
 import PaymentToken
 import Synchronization
 

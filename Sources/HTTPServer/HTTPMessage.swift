@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 
 /// An HTTP method such as `GET` or `POST`; compared by its upper-case name.
 public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {

@@ -1,7 +1,12 @@
 import ApplePay
 import Cryptography
 import Foundation
+import MerchantCore
+import MerchantHTTP
+import MerchantIntegrations
+import MerchantSandbox
 import MerchantServer
+import MerchantStore
 import PaymentSheet
 import Sandbox
 

@@ -1,3 +1,4 @@
+import MerchantCore
 // The MerchantServer module: the merchant's side of Apple Pay, served over HTTP.
 //
 // - Store/       the catalog, shipping zones, coupons and tax (`StoreConfiguration`), checkouts and their pricing.

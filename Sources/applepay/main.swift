@@ -1,4 +1,5 @@
 import Foundation
+import MerchantCore
 import MerchantServer
 
 /// The `applepay` tool: every command a merchant needs, from request validation to the server.

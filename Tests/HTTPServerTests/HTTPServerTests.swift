@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import HTTPServer
+import JSONCoding
 import Synchronization
 import TestSupport
 import Testing

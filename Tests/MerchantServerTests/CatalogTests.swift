@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Testing
 
+@testable import MerchantCore
 @testable import MerchantServer
 
 @Suite("Catalog, zones and money")

@@ -1,4 +1,5 @@
 import Foundation
+import MerchantCore
 import MerchantServer
 import TestSupport
 import Testing

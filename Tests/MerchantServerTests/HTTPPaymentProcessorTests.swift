@@ -1,8 +1,10 @@
 import ApplePay
 import Foundation
+import MerchantCore
 import MerchantServer
 import ProcessorAPI
 import ProcessorService
+import Processors
 import TestSupport
 import Testing
 

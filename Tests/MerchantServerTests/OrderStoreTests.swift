@@ -1,6 +1,9 @@
 import ApplePay
 import Foundation
+import MerchantCore
+import MerchantSandbox
 import MerchantServer
+import MerchantStore
 import Postgres
 import SQLite
 import TestSupport

@@ -1,5 +1,7 @@
 import ApplePay
 import Foundation
+import MerchantCore
+import MerchantSandbox
 import MerchantServer
 import TestSupport
 import Testing

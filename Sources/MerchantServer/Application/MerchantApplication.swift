@@ -2,8 +2,12 @@ import Cryptography
 import Foundation
 import HTTPClient
 import HTTPServer
-import ProcessorService
-import Sandbox
+import MerchantCore
+import MerchantHTTP
+import MerchantIntegrations
+import MerchantStore
+import MerchantWallet
+import Processors
 
 /// The running merchant server: configuration checked and keys loaded once, the SQLite store open, the API
 /// served over HTTP. `applepay serve`, `applepay demo` and the tests start it the same way.
@@ -13,8 +17,8 @@ public final class MerchantApplication: Sendable {
     public let store: any OrderStore
     public let processor: any PaymentProcessor
     private let server: HTTPServer
-    /// The sandbox processor service, when it runs in process (sandbox mode without `--processor`).
-    private let sandboxProcessor: ProcessorServer?
+    /// What the plug-ins stop when the server stops.
+    private let stopPlugins: @Sendable () async -> Void
     /// The reconciler's loop.
     private let reconciling: Task<Void, Never>
     /// The loop that prunes expired unpaid checkouts.
@@ -31,7 +35,7 @@ public final class MerchantApplication: Sendable {
 
     private init(
         configuration: MerchantServerConfiguration, api: MerchantAPI, store: any OrderStore,
-        processor: any PaymentProcessor, server: HTTPServer, sandboxProcessor: ProcessorServer?,
+        processor: any PaymentProcessor, server: HTTPServer, stopPlugins: @escaping @Sendable () async -> Void,
         reconciling: Task<Void, Never>, pruning: Task<Void, Never>
     ) {
         self.configuration = configuration
@@ -39,7 +43,7 @@ public final class MerchantApplication: Sendable {
         self.store = store
         self.processor = processor
         self.server = server
-        self.sandboxProcessor = sandboxProcessor
+        self.stopPlugins = stopPlugins
         self.reconciling = reconciling
         self.pruning = pruning
     }
@@ -49,22 +53,17 @@ public final class MerchantApplication: Sendable {
     ///   - configuration: what to serve.
     ///   - processor: overrides the configured processor (tests).
     ///   - tokenOpener: overrides the token verifier built from the configured keys (tests).
+    ///   - plugins: installed before the store opens (sandbox mode: `MerchantSandbox.SandboxMode`).
     ///   - logger: where request lines go.
     ///   - clock: "now" for pricing and token checks.
     /// - Throws: `ServerStartError` with a message naming what to fix.
     public static func start(
         _ configuration: MerchantServerConfiguration, processor: (any PaymentProcessor)? = nil,
-        tokenOpener: (any PaymentTokenOpening)? = nil, logger: RequestLogger = .standardError,
+        tokenOpener: (any PaymentTokenOpening)? = nil, plugins: [any MerchantServerPlugin] = [],
+        logger: RequestLogger = .standardError,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws(ServerStartError) -> MerchantApplication {
         var configuration = configuration
-        // A server with real keys must never "approve" payments that no processor captured.
-        guard processor != nil || configuration.processorURL != nil || configuration.sandboxFolder != nil else {
-            throw ServerStartError(
-                .noProcessor,
-                "no payment processor: pass --processor URL (a service speaking docs/PROCESSOR-PROTOCOL.md, such as "
-                    + "`applepay processor serve`); the built-in sandbox processor runs only with --sandbox DIR")
-        }
         // Keys: loaded once, checked against their certificates, never read again.
         var processing: [MerchantCredential] = []
         for paths in configuration.paymentProcessing {
@@ -79,136 +78,145 @@ public final class MerchantApplication: Sendable {
             do {
                 trustedRoot = try Certificate(pem: String(decoding: data, as: UTF8.self))
             } catch {
-                throw ServerStartError(.unreadableFile, "the trusted root certificate \(path) is not a PEM certificate")
+                throw ServerStartError(
+                    .unreadableFile, "the trusted root certificate \(path) is not a PEM certificate")
             }
         }
         var gatewayRoots = try configuration.gatewayTrustedRootsPath.map { path throws(ServerStartError) in
             try MerchantCredential.readFile(path, role: "gateway trusted roots")
         }
-        // Sandbox mode: the sandbox (for the page's sandbox wallet and tokens), and its gateway trusted through the
-        // sandbox root. Outside sandbox mode neither exists.
-        var sandbox: Sandbox?
-        var sandboxGatewayURL: String?
-        if let folder = configuration.sandboxFolder {
+        var installations: [PluginInstallation] = []
+        let needsProcessor = processor == nil && configuration.processorURL == nil
+        for plugin in plugins {
             do {
-                sandbox = try Sandbox.load(from: URL(fileURLWithPath: folder))
+                installations.append(try await plugin.install(configuration, needsProcessor: needsProcessor))
             } catch {
-                throw ServerStartError(.unreadableFile, "cannot load the sandbox \(folder): \(error)")
-            }
-            if let url = configuration.sandboxGatewayURL {
-                guard let components = URLComponents(string: url), components.scheme == "https",
-                    components.host != nil, components.path.isEmpty || components.path == "/"
-                else {
-                    throw ServerStartError(
-                        .invalidConfiguration, "--sandbox-gateway must be an https:// base URL (got '\(url)')")
-                }
-                sandboxGatewayURL = url.hasSuffix("/") ? String(url.dropLast()) : url
-                let root = Data((sandbox?.rootCertificate.pemRepresentation ?? "").utf8)
-                gatewayRoots = (gatewayRoots ?? Data()) + root
+                for installation in installations.reversed() { await installation.stop() }
+                throw error
             }
         }
-        // In sandbox mode the certificates name the merchant: serve as that merchant.
-        if configuration.sandboxFolder != nil,
-            let uid = (processing.first?.certificate.subjectUID ?? identity?.certificate.subjectUID)
-        {
-            configuration.store.merchantIdentifier = uid
+        let stopPlugins: @Sendable () async -> Void = { [installations] in
+            for installation in installations.reversed() { await installation.stop() }
         }
+        let pluginProcessor = installations.lazy.compactMap(\.processor).first
+        // A server with real keys must never "approve" payments that no processor captured.
+        guard !needsProcessor || pluginProcessor != nil else {
+            await stopPlugins()
+            throw ServerStartError(
+                .noProcessor,
+                "no payment processor: pass --processor URL (a service speaking docs/PROCESSOR-PROTOCOL.md, such as "
+                    + "`applepay processor serve`); the built-in sandbox processor runs only with --sandbox DIR")
+        }
+        do throws(ServerStartError) {
+            let sandboxGatewayURL = installations.lazy.compactMap(\.gatewayBaseURL).first
+            for roots in installations.compactMap(\.gatewayTrustedRootsPEM) {
+                gatewayRoots = (gatewayRoots ?? Data()) + roots
+            }
+            // In sandbox mode the certificates name the merchant: serve as that merchant.
+            if configuration.sandboxFolder != nil,
+                let uid = (processing.first?.certificate.subjectUID ?? identity?.certificate.subjectUID)
+            {
+                configuration.store.merchantIdentifier = uid
+            }
 
-        let opener: any PaymentTokenOpening
-        if let tokenOpener {
-            opener = tokenOpener
-        } else {
-            guard !processing.isEmpty else {
+            let opener: any PaymentTokenOpening
+            if let tokenOpener {
+                opener = tokenOpener
+            } else {
+                guard !processing.isEmpty else {
+                    throw ServerStartError(
+                        .noPaymentProcessingKey,
+                        "no Payment Processing certificate is configured: pass --sandbox DIR, or list server.paymentProcessing in the configuration file"
+                    )
+                }
+                opener = try makeTokenOpener(
+                    credentials: processing, trustedRoot: trustedRoot, clock: clock)
+            }
+
+            let location: OrderStoreLocation
+            let store: any OrderStore
+            do {
+                location = try OrderStoreLocation(parsing: configuration.storeLocation)
+                if case .sqlite(let path) = location { try makePrivateFolder(for: path, logger: logger) }
+                store = try await location.open(poolSize: configuration.storePoolSize)
+            } catch let error as ServerStartError {
+                throw error
+            } catch {
                 throw ServerStartError(
-                    .noPaymentProcessingKey,
-                    "no Payment Processing certificate is configured: pass --sandbox DIR, or list server.paymentProcessing in the configuration file"
+                    .invalidStore,
+                    "cannot open the store \((try? OrderStoreLocation(parsing: configuration.storeLocation))?.redacted ?? ""): \(error)"
                 )
             }
-            opener = try makeTokenOpener(
-                credentials: processing, trustedRoot: trustedRoot, clock: clock)
-        }
-
-        let location: OrderStoreLocation
-        let store: any OrderStore
-        do {
-            location = try OrderStoreLocation(parsing: configuration.storeLocation)
-            if case .sqlite(let path) = location { try makePrivateFolder(for: path, logger: logger) }
-            store = try await location.open(poolSize: configuration.storePoolSize)
-        } catch let error as ServerStartError {
-            throw error
-        } catch {
-            throw ServerStartError(
-                .invalidStore,
-                "cannot open the store \((try? OrderStoreLocation(parsing: configuration.storeLocation))?.redacted ?? ""): \(error)"
-            )
-        }
-        let (chosenProcessor, sandboxProcessor) = try choosePayments(
-            configuration, override: processor, trustedRoot: trustedRoot)
-        let settings = configuration.store.merchantValidation
-        let validator = MerchantValidator(
-            merchantIdentifier: configuration.store.merchantIdentifier,
-            displayName: settings.displayName ?? configuration.store.storeName, domain: settings.domain,
-            gatewayBaseURL: sandboxGatewayURL ?? settings.gatewayBaseURL, identity: identity?.clientIdentity,
-            trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL, proxy: configuration.proxy)
-        let walletOrders = try configuration.walletOrders.map { settings throws(ServerStartError) in
-            try makeWalletOrders(settings, logger: logger)
-        }
-        let api = MerchantAPI(
-            configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
-            validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
-            reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits,
-            checkoutLifetime: configuration.checkoutLifetime, walletOrders: walletOrders,
-            web: WebCheckout.Settings(
-                sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
-                loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
-            sandbox: sandbox,
-            merchantTokenGateway: identity.map {
-                HTTPMerchantTokenGateway(
-                    baseURL: sandboxGatewayURL ?? settings.gatewayBaseURL,
-                    merchantIdentifier: configuration.store.merchantIdentifier, identity: $0.clientIdentity,
-                    trustedRootsPEM: gatewayRoots)
-            })
-        let server: HTTPServer
-        do {
-            server = try HTTPServer.start(
-                configuration: .init(
-                    host: configuration.host, port: configuration.port, threads: configuration.threads,
-                    maximumBodySize: configuration.maximumBodySize, connectionTimeout: configuration.connectionTimeout,
-                    perClientConnectionLimit: configuration.perClientConnectionLimit,
-                    requestTimeout: configuration.requestTimeout,
-                    // The API never blocks a thread: stores, processors and Apple are awaited on their own threads.
-                    answersOnPollingThreads: true),
-                responder: api)
-        } catch {
-            await sandboxProcessor?.shutdown()
-            throw ServerStartError(.cannotListen, "\(error)")
-        }
-        let reconciler = api.reconciler
-        let interval = configuration.reconcileInterval
-        let subscriptions = api.subscriptions
-        // The reconciler and the subscription scheduler, on the same interval; cancelled together at shutdown.
-        let reconciling = Task.detached {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await reconciler.run(every: interval) }
-                if let subscriptions { group.addTask { await subscriptions.run(every: interval) } }
+            let chosenProcessor = try choosePayments(configuration, override: processor ?? pluginProcessor)
+            let settings = configuration.store.merchantValidation
+            let validator = MerchantValidator(
+                merchantIdentifier: configuration.store.merchantIdentifier,
+                displayName: settings.displayName ?? configuration.store.storeName, domain: settings.domain,
+                gatewayBaseURL: sandboxGatewayURL ?? settings.gatewayBaseURL, identity: identity?.clientIdentity,
+                trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL, proxy: configuration.proxy)
+            let walletOrders = try configuration.walletOrders.map { settings throws(ServerStartError) in
+                try makeWalletOrders(settings, logger: logger)
             }
+            let api = MerchantAPI(
+                configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
+                validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
+                reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits,
+                checkoutLifetime: configuration.checkoutLifetime, walletOrders: walletOrders,
+                web: WebCheckout.Settings(
+                    sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
+                    loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
+                plugins: installations.flatMap(\.routes),
+                merchantTokenGateway: identity.map {
+                    HTTPMerchantTokenGateway(
+                        baseURL: sandboxGatewayURL ?? settings.gatewayBaseURL,
+                        merchantIdentifier: configuration.store.merchantIdentifier, identity: $0.clientIdentity,
+                        trustedRootsPEM: gatewayRoots)
+                })
+            let server: HTTPServer
+            do {
+                server = try HTTPServer.start(
+                    configuration: .init(
+                        host: configuration.host, port: configuration.port, threads: configuration.threads,
+                        maximumBodySize: configuration.maximumBodySize,
+                        connectionTimeout: configuration.connectionTimeout,
+                        perClientConnectionLimit: configuration.perClientConnectionLimit,
+                        requestTimeout: configuration.requestTimeout,
+                        // The API never blocks a thread: stores, processors and Apple are awaited on their own threads.
+                        answersOnPollingThreads: true),
+                    responder: api)
+            } catch {
+                throw ServerStartError(.cannotListen, "\(error)")
+            }
+            let reconciler = api.reconciler
+            let interval = configuration.reconcileInterval
+            let subscriptions = api.subscriptions
+            // The reconciler and the subscription scheduler, on the same interval; cancelled together at shutdown.
+            let reconciling = Task.detached {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await reconciler.run(every: interval) }
+                    if let subscriptions { group.addTask { await subscriptions.run(every: interval) } }
+                }
+            }
+            let (lifetime, pruneInterval) = (configuration.checkoutLifetime, configuration.pruneInterval)
+            // Unpaid checkouts expire and are pruned (either store; several instances on one PostgreSQL database prune
+            // disjoint batches: `FOR UPDATE SKIP LOCKED`; see docs/LIMITS.md).
+            let pruning = Task.detached { [store] in
+                await prune(store, lifetime: lifetime, every: pruneInterval, logger: logger, clock: clock)
+            }
+            let application = MerchantApplication(
+                configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server,
+                stopPlugins: stopPlugins, reconciling: reconciling, pruning: pruning)
+            logger.log(
+                "info", "listening",
+                [
+                    "url": application.url, "merchantIdentifier": configuration.store.merchantIdentifier,
+                    "store": location.redacted,
+                ])
+            return application
+        } catch {
+            await stopPlugins()
+            throw error
         }
-        let (lifetime, pruneInterval) = (configuration.checkoutLifetime, configuration.pruneInterval)
-        // Unpaid checkouts expire and are pruned (either store; several instances on one PostgreSQL database prune
-        // disjoint batches: `FOR UPDATE SKIP LOCKED`; see docs/LIMITS.md).
-        let pruning = Task.detached { [store] in
-            await prune(store, lifetime: lifetime, every: pruneInterval, logger: logger, clock: clock)
-        }
-        let application = MerchantApplication(
-            configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server,
-            sandboxProcessor: sandboxProcessor, reconciling: reconciling, pruning: pruning)
-        logger.log(
-            "info", "listening",
-            [
-                "url": application.url, "merchantIdentifier": configuration.store.merchantIdentifier,
-                "store": location.redacted,
-            ])
-        return application
     }
 
     /// Stops accepting connections, finishes the requests in flight and closes.
@@ -218,7 +226,7 @@ public final class MerchantApplication: Sendable {
         await server.shutdown()
         await reconciling.value
         await pruning.value
-        await sandboxProcessor?.shutdown()
+        await stopPlugins()
         api.logger.log("info", "stopped")
         api.logger.flush()
     }
@@ -244,7 +252,7 @@ public final class MerchantApplication: Sendable {
                 "the Order Type ID certificate \(settings.orderTypeID.certificate) has no order.… subject UID")
         }
         let pusher = try settings.apns.map { apns throws(ServerStartError) in
-            try APNsPusher(settings: apns, topic: orderTypeIdentifier, logger: logger)
+            try makeAPNsPusher(apns, topic: orderTypeIdentifier, logger: logger)
         }
         do {
             return try WalletOrdersService(
@@ -254,6 +262,31 @@ public final class MerchantApplication: Sendable {
         } catch {
             throw ServerStartError(.keyMismatch, "the Order Type ID key does not match its certificate")
         }
+    }
+
+    /// The APNs pusher with its key loaded (owner-only, EC P-256) and its trusted roots.
+    private static func makeAPNsPusher(_ settings: APNsSettings, topic: String, logger: RequestLogger)
+        throws(ServerStartError) -> APNsPusher
+    {
+        let data = try MerchantCredential.readFile(settings.keyPath, role: "APNs key")
+        var status = stat()
+        if stat(settings.keyPath, &status) == 0, status.st_mode & 0o077 != 0 {
+            throw ServerStartError(
+                .insecureKeyFile, "the APNs key \(settings.keyPath) is readable by other users; run chmod 600 on it")
+        }
+        let key: PrivateKey
+        do {
+            key = try PrivateKey(pem: String(decoding: data, as: UTF8.self))
+        } catch {
+            throw ServerStartError(.unreadableFile, "the APNs key \(settings.keyPath) is not a PEM (.p8) key")
+        }
+        guard key.kind == .p256 else {
+            throw ServerStartError(.unreadableFile, "the APNs key \(settings.keyPath) must be EC P-256 (ES256)")
+        }
+        let roots = try settings.trustedRootsPath.map { path throws(ServerStartError) in
+            try MerchantCredential.readFile(path, role: "APNs trusted roots")
+        }
+        return APNsPusher(settings: settings, key: key, trustedRootsPEM: roots, topic: topic, logger: logger)
     }
 
     /// Creates the store's folder 0700 when it is missing; warns when an existing one lets other users in.
@@ -292,28 +325,18 @@ public final class MerchantApplication: Sendable {
         }
     }
 
-    /// The processor: the caller's override (tests), `--processor URL`, or in sandbox mode the sandbox processor
-    /// service in process behind the same protocol. Outside sandbox mode there is no default: a server with real
-    /// keys must never "approve" payments that no processor captured.
+    /// The processor: the caller's or a plug-in's (sandbox mode runs the sandbox processor service in process),
+    /// else `--processor URL`. There is no default: a server with real keys must never "approve" payments that no
+    /// processor captured.
     private static func choosePayments(
-        _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?, trustedRoot: Certificate?
-    ) throws(ServerStartError) -> (any PaymentProcessor, ProcessorServer?) {
-        if let override { return (override, nil) }
-        let timeout = configuration.store.processor.timeout
-        if let text = configuration.processorURL {
-            guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
-                throw ServerStartError(.invalidConfiguration, "--processor must be an http(s) URL (got '\(text)')")
-            }
-            return (HTTPPaymentProcessor(baseURL: url, timeout: timeout, proxy: configuration.proxy), nil)
+        _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?
+    ) throws(ServerStartError) -> any PaymentProcessor {
+        if let override { return override }
+        let text = configuration.processorURL ?? ""
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw ServerStartError(.invalidConfiguration, "--processor must be an http(s) URL (got '\(text)')")
         }
-        let fingerprint = trustedRoot.map { $0.sha256Fingerprint.map { String(format: "%02x", $0) }.joined() }
-        let service: ProcessorServer
-        do {
-            service = try ProcessorServer.start(
-                .init(ledgerPath: try configuration.effectiveSandboxLedgerPath(), rootFingerprint: fingerprint))
-        } catch {
-            throw ServerStartError(.invalidStore, "cannot start the sandbox processor: \(error)")
-        }
-        return (HTTPPaymentProcessor(baseURL: service.url, timeout: timeout), service)
+        return HTTPPaymentProcessor(
+            baseURL: url, timeout: configuration.store.processor.timeout, proxy: configuration.proxy)
     }
 }

@@ -1,6 +1,9 @@
 import Cryptography
 import Foundation
 import HTTPClient
+import MerchantCore
+import MerchantHTTP
+import MerchantWallet
 
 /// A certificate file and its private key file (both PEM).
 public struct CertificateKeyPaths: Codable, Sendable, Equatable {
@@ -85,7 +88,7 @@ public struct MerchantServerConfiguration: Sendable {
     public init() {}
 
     /// The sandbox ledger path in effect (see ``sandboxLedgerPath``).
-    func effectiveSandboxLedgerPath() throws(ServerStartError) -> String {
+    package func effectiveSandboxLedgerPath() throws(ServerStartError) -> String {
         if let sandboxLedgerPath { return sandboxLedgerPath }
         guard storeLocation.hasPrefix("sqlite:") else {
             // A shared (PostgreSQL) store has no folder: the ledger goes to the sandbox's, never the current folder.
@@ -396,7 +399,7 @@ public struct MerchantCredential: Sendable {
     /// The credential as libcurl's client identity.
     var clientIdentity: ClientIdentity { ClientIdentity(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM) }
 
-    static func readFile(_ path: String, role: String) throws(ServerStartError) -> Data {
+    package static func readFile(_ path: String, role: String) throws(ServerStartError) -> Data {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ServerStartError(.missingFile, "the \(role) \(path) does not exist")
         }

@@ -1,4 +1,6 @@
 import Foundation
+import MerchantCore
+import MerchantSandbox
 import MerchantServer
 import PaymentSheet
 import Sandbox
@@ -78,7 +80,7 @@ struct DemoCommand: Command {
         }
         let application: MerchantApplication
         do {
-            application = try await MerchantApplication.start(configuration, logger: logger)
+            application = try await MerchantApplication.start(configuration, plugins: [SandboxMode()], logger: logger)
         } catch {
             Output.standardError("error: cannot start the server: \(error.message) [\(error.code)]")
             return ExitCode.failure

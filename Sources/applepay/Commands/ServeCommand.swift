@@ -1,6 +1,10 @@
 import Dispatch
 import Foundation
+import MerchantCore
+import MerchantSandbox
 import MerchantServer
+import MerchantStore
+import MerchantWallet
 
 /// `applepay serve`: the merchant server (checkout API, merchant validation, payments, orders on SQLite).
 struct ServeCommand: Command {
@@ -119,7 +123,9 @@ struct ServeCommand: Command {
     func run() async throws -> Int32 {
         let application: MerchantApplication
         do {
-            application = try await MerchantApplication.start(configuration)
+            // Sandbox mode is a plug-in: without --sandbox the server runs its production modules only.
+            application = try await MerchantApplication.start(
+                configuration, plugins: configuration.sandboxFolder != nil ? [SandboxMode()] : [])
         } catch {
             Output.standardError("error: cannot start the server: \(error.message) [\(error.code)]")
             return ExitCode.failure

@@ -1,5 +1,7 @@
 import Foundation
+import MerchantCore
 import MerchantServer
+import MerchantStore
 
 /// `applepay store`: work on an order store outside the server.
 struct StoreCommand: Command {

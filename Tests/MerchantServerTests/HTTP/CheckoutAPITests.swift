@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import HTTPServer
+import MerchantCore
 import MerchantServer
 import SQLite
 import TestSupport

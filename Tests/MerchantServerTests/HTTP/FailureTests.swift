@@ -1,8 +1,10 @@
 import Foundation
 import HTTPClient
+import MerchantCore
 import MerchantServer
 import ProcessorAPI
 import ProcessorService
+import Processors
 import SQLite
 import TestSupport
 import Testing

@@ -1,6 +1,11 @@
 import Foundation
 import HTTPServer
+import MerchantCore
+import MerchantHTTP
+import MerchantIntegrations
+import MerchantSandbox
 import MerchantServer
+import MerchantStore
 import PaymentToken
 import Testing
 

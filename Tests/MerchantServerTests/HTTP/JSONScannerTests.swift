@@ -2,7 +2,7 @@ import Foundation
 import HTTPServer
 import Testing
 
-@testable import MerchantServer
+@testable import MerchantHTTP
 
 @Suite("JSON scanner: request bodies checked in one pass")
 struct JSONScannerTests {

@@ -1,6 +1,9 @@
 import Cryptography
 import Foundation
 import HTTPClient
+import MerchantCore
+import MerchantHTTP
+import MerchantSandbox
 import MerchantServer
 import Sandbox
 import SandboxGateway

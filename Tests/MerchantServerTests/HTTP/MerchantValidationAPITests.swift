@@ -1,5 +1,7 @@
 import Foundation
 import HTTPClient
+import MerchantCore
+import MerchantIntegrations
 import MerchantServer
 import Sandbox
 import Synchronization

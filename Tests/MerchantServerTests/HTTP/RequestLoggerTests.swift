@@ -1,4 +1,5 @@
 import Foundation
+import MerchantCore
 import Synchronization
 import Testing
 

@@ -1,7 +1,12 @@
 import ApplePay
 import Foundation
 import HTTPServer
+import MerchantCore
+import MerchantHTTP
+import MerchantIntegrations
+import MerchantSandbox
 import MerchantServer
+import MerchantStore
 import PaymentSheet
 import PaymentToken
 import TestSupport

@@ -2,6 +2,9 @@ import ApplePay
 import Foundation
 import HTTPClient
 import HTTPServer
+import MerchantCore
+import MerchantHTTP
+import MerchantSandbox
 import MerchantServer
 import SQLite
 import Sandbox
@@ -71,7 +74,8 @@ struct ServerHarness {
         configure(&configuration)
         let log = CapturedLog()
         let application = try await MerchantApplication.start(
-            configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(30)), logger: log.logger,
+            configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(30)),
+            plugins: [SandboxMode()], logger: log.logger,
             clock: clock)
         return ServerHarness(
             application: application, sandbox: sandbox, directory: directory, log: log, databasePath: databasePath,

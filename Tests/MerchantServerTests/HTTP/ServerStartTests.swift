@@ -1,4 +1,7 @@
 import Foundation
+import MerchantCore
+import MerchantHTTP
+import MerchantSandbox
 import MerchantServer
 import Sandbox
 import TestSupport
@@ -19,7 +22,7 @@ struct ServerStartTests {
         configuration.port = 0
         configuration.useSandbox(folder: folder)
         configuration.storeLocation = "sqlite:" + directory.path("orders.sqlite")
-        let application = try await MerchantApplication.start(configuration, logger: .silent)
+        let application = try await MerchantApplication.start(configuration, plugins: [SandboxMode()], logger: .silent)
         await application.shutdown()
     }
 
@@ -33,7 +36,8 @@ struct ServerStartTests {
         configuration.sandboxFolder = nil  // real keys, as a production server has
         configuration.storeLocation = "sqlite:" + directory.path("orders.sqlite")
         do {
-            let application = try await MerchantApplication.start(configuration, logger: .silent)
+            let application = try await MerchantApplication.start(
+                configuration, plugins: [SandboxMode()], logger: .silent)
             await application.shutdown()
             Issue.record("started without a processor")
         } catch {
@@ -41,7 +45,7 @@ struct ServerStartTests {
             #expect(error.message.contains("--processor URL"))
         }
         configuration.processorURL = "http://127.0.0.1:9"
-        let application = try await MerchantApplication.start(configuration, logger: .silent)
+        let application = try await MerchantApplication.start(configuration, plugins: [SandboxMode()], logger: .silent)
         #expect(application.processor.name == "http")
         await application.shutdown()
     }

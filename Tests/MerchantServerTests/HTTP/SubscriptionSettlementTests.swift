@@ -1,5 +1,8 @@
 import ApplePay
 import Foundation
+import MerchantCore
+import MerchantHTTP
+import MerchantSandbox
 import MerchantServer
 import ProcessorAPI
 import ProcessorService

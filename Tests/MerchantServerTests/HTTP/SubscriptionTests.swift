@@ -1,6 +1,10 @@
 import ApplePay
 import Foundation
+import MerchantCore
+import MerchantHTTP
+import MerchantSandbox
 import MerchantServer
+import MerchantStore
 import Sandbox
 import Testing
 

@@ -3,6 +3,7 @@ import Cryptography
 import Foundation
 import HTTPClient
 import MerchantServer
+import MerchantWallet
 import Sandbox
 import TestSupport
 import Testing

@@ -1,4 +1,7 @@
 import Foundation
+import MerchantCore
+import MerchantHTTP
+import MerchantSandbox
 import MerchantServer
 import Sandbox
 import Testing

@@ -1,5 +1,7 @@
 import Foundation
 import HTTPServer
+import MerchantHTTP
+import MerchantIntegrations
 import MerchantServer
 import Testing
 

@@ -1,0 +1,66 @@
+import Foundation
+
+/// Bytes in lowercase hex, written directly: `String(format: "%02x")` per byte is a Foundation formatter call each,
+/// and this runs for every payment (the root fingerprint, the Wallet order token).
+public func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
+    let digits: StaticString = "0123456789abcdef"
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.underestimatedCount * 2)
+    digits.withUTF8Buffer { digits in
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// Base64 with the URL and file-name alphabet and no padding (RFC 4648 §5), as JWTs and Apple's push tokens use it.
+public enum Base64URL {
+    /// The unpadded base64url text of `data`.
+    public static func encode(_ data: some DataProtocol) -> String {
+        Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The bytes of base64url text, padded or not; `nil` when it is not base64url.
+    public static func decode(_ text: some StringProtocol) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}
+
+/// Compares two strings in time that depends only on their lengths, not on where they differ; an empty expected
+/// value never matches.
+public func constantTimeEqual(_ given: String, _ expected: String) -> Bool {
+    let x = Array(given.utf8)
+    let y = Array(expected.utf8)
+    var difference = UInt8(x.count == y.count ? 0 : 1)
+    let count = max(x.count, y.count)
+    for index in 0..<count {
+        let p = index < x.count ? x[index] : 0
+        let q = index < y.count ? y[index] : 0
+        difference |= p ^ q
+    }
+    return difference == 0 && !y.isEmpty
+}
+
+extension Date {
+    /// Milliseconds since 1970, rounded to the nearest: how the stores keep times.
+    public var unixMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+
+    /// The time `milliseconds` after 1970.
+    public init(unixMilliseconds milliseconds: Int64) {
+        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}
+
+/// `count` random bytes from the system's generator, in lowercase hex: the random part of every identifier and
+/// secret the server makes.
+public func randomHex(bytes count: Int) -> String {
+    var generator = SystemRandomNumberGenerator()
+    // One buffer of bytes, hex-encoded at once (a String per byte and a join cost several allocations a byte; this
+    // names every checkout, order, payment and view secret).
+    return lowercaseHex((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
+}

@@ -1,0 +1,320 @@
+import ApplePay
+import Foundation
+import Foundations
+import HTTPServer
+import MerchantCore
+import MerchantWallet
+
+/// The admin API under `/admin/v1/`: orders with their contacts, refunds, voids and reconciliation. Every request
+/// must carry `Authorization: Bearer <token>` with the configured admin token (compared in constant time); the
+/// routes do not exist when no token is configured.
+struct AdminEndpoints: Sendable {
+    let token: String
+    let store: any OrderStore
+    let processor: any PaymentProcessor
+    let reconciler: Reconciler
+    let timeout: Duration
+    let logger: RequestLogger
+    /// Wallet orders: fulfilment steps and refunds push to registered devices; nil: no fulfilment route.
+    let walletOrders: WalletOrdersService?
+
+    /// Adds the admin routes to `router`.
+    func register(on router: inout Router) {
+        let admin = self
+        func add(
+            _ method: HTTPMethod, _ pattern: String,
+            _ handler: @escaping @Sendable (AdminEndpoints, HTTPRequest, RequestContext) async throws -> HTTPResponse
+        ) {
+            router.add(method, pattern) { request, context in
+                try admin.authorize(request)
+                return try await handler(admin, request, context)
+            }
+        }
+        add(.get, "/admin/v1/orders") { admin, request, _ in try await admin.listOrders(request) }
+        add(.get, "/admin/v1/orders/{id}") { admin, _, context in try await admin.showOrder(context) }
+        add(.post, "/admin/v1/orders/{id}/refunds") { admin, request, context in
+            try await admin.refund(request, context)
+        }
+        add(.post, "/admin/v1/orders/{id}/void") { admin, _, context in try await admin.void(context) }
+        add(.post, "/admin/v1/orders/{id}/fulfillments") { admin, request, context in
+            try await admin.recordFulfillment(request, context)
+        }
+        add(.post, "/admin/v1/reconcile") { admin, request, _ in try await admin.reconcile(request) }
+    }
+
+    /// `401 unauthorized` unless the request carries the admin token.
+    func authorize(_ request: HTTPRequest) throws(HTTPError) { try Self.authorize(request, token: token) }
+
+    /// `401 unauthorized` unless the request carries `token` as its bearer token (compared in constant time).
+    static func authorize(_ request: HTTPRequest, token: String) throws(HTTPError) {
+        let header = request.headers["Authorization"] ?? ""
+        let prefix = "Bearer "
+        let presented = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""
+        guard constantTimeEqual(presented, token) else {
+            var error = HTTPError(
+                status: 401, code: "unauthorized", message: "The admin API needs Authorization: Bearer <admin token>.")
+            error.headers["WWW-Authenticate"] = "Bearer"
+            throw error
+        }
+    }
+
+    func listOrders(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        struct Answer: Encodable { var orders: [Order] }
+        var status: OrderStatus?
+        if let text = request.query["status"] {
+            guard let parsed = OrderStatus(rawValue: text) else {
+                throw .invalidRequest(
+                    "status must be one of \(OrderStatus.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            status = parsed
+        }
+        let limit = min(max(Int(request.query["limit"] ?? "") ?? 1000, 1), 10_000)
+        let orders = try await storing { () async throws(OrderStoreError) in
+            try await store.orders(status: status, limit: limit)
+        }
+        return .encoding(Answer(orders: orders))
+    }
+
+    func showOrder(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        var response = HTTPResponse.encoding(try await loadOrder(context))
+        response.headers["Cache-Control"] = "no-store"
+        return response
+    }
+
+    func refund(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable {
+            var amount: String
+            var idempotencyKey: String
+        }
+        struct Answer: Encodable {
+            var refund: Refund
+            var order: Order
+        }
+        struct Refund: Encodable {
+            var id: String
+            var amount: String
+            var idempotencyKey: String
+            var status: String
+        }
+        let body = try JSONBody.decode(Body.self, from: request)
+        let order = try await loadOrder(context)
+        let currency = Currency(code: order.currencyCode) ?? .usDollar
+        let amount: Money
+        do {
+            amount = try Money(parsing: body.amount, currency: currency)
+        } catch {
+            throw .invalidRequest("amount must be a decimal string in \(currency.code), such as \"12.50\".")
+        }
+        guard !body.idempotencyKey.isEmpty, body.idempotencyKey.count <= 200,
+            body.idempotencyKey.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:~".contains($0)) })
+        else {
+            throw .invalidRequest("idempotencyKey must be 1 to 200 of A-Z a-z 0-9 - _ . : ~.")
+        }
+        let start = try await storing { () async throws(OrderStoreError) in
+            try await store.beginRefund(
+                orderID: order.id, amount: amount.minorUnits, idempotencyKey: body.idempotencyKey)
+        }
+        let refund: RefundRecord
+        switch start {
+        case .keyReused:
+            throw HTTPError(
+                status: 409, code: "idempotencyKeyReused",
+                message: "This idempotency key was used for another refund (another order or amount).")
+        case .notRefundable(let current):
+            throw HTTPError(
+                status: 409, code: "orderNotRefundable",
+                message: "Order \(current.id) is \(current.status.rawValue); only paid orders can be refunded.")
+        case .exceedsRemaining(let left, _):
+            throw HTTPError(
+                status: 422, code: "refundExceedsRemaining",
+                message: "The refund is more than the \(Money(minorUnits: left, currency: currency)) left to refund.")
+        case .existing(let existing, let current) where existing.succeeded:
+            return .encoding(
+                Answer(
+                    refund: Refund(
+                        id: existing.id, amount: Money(minorUnits: existing.amount, currency: currency).amountString,
+                        idempotencyKey: existing.idempotencyKey, status: "succeeded"), order: current))
+        case .existing(let existing, _), .started(let existing, _):
+            refund = existing
+        }
+        guard let reference = order.payment.processorReference else {
+            throw HTTPError(status: 409, code: "orderNotRefundable", message: "The order has no captured payment.")
+        }
+        let processor = self.processor
+        let result = await bounded { () async throws(ProcessorError) -> ProcessorRefund in
+            try await processor.refund(
+                reference: reference, amount: Money(minorUnits: refund.amount, currency: currency),
+                idempotencyKey: refund.idempotencyKey)
+        }
+        switch result {
+        case .success(let processed):
+            let final = try await storing { () async throws(OrderStoreError) in
+                try await store.completeRefund(id: refund.id, processorReference: processed.reference)
+            }
+            logger.log(
+                "info", "refund succeeded",
+                ["orderId": order.id, "refundId": refund.id, "processorReference": processed.reference])
+            await notifyDevices(orderID: order.id)
+            return .encoding(
+                Answer(
+                    refund: Refund(
+                        id: refund.id, amount: Money(minorUnits: refund.amount, currency: currency).amountString,
+                        idempotencyKey: refund.idempotencyKey, status: "succeeded"), order: final))
+        case .failure(let error) where error.outcomeIsUnknown:
+            logger.log(
+                "warn", "refund outcome unknown",
+                ["orderId": order.id, "refundId": refund.id, "code": error.code.rawValue])
+            throw HTTPError(
+                status: 202, code: "refundOutcomeUnknown",
+                message: "The processor did not confirm the refund; send the same request again to complete it.")
+        case .failure(let error):
+            try await storing { () async throws(OrderStoreError) in try await store.cancelRefund(id: refund.id) }
+            throw HTTPError(
+                status: error.code == .refundExceedsCharge ? 422 : 409, code: error.code.rawValue,
+                message: "The processor refused the refund (\(error.code)).")
+        }
+    }
+
+    /// `POST /admin/v1/orders/{id}/fulfillments` `{"status": "shipped", "carrier", "trackingNumber"}` (or
+    /// `outForDelivery`, `delivered`): records the step, moves the order's update time, and tells every registered
+    /// device. Answers `{"order", "fulfillments", "devicesNotified"}`.
+    func recordFulfillment(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable {
+            var status: String
+            var carrier: String?
+            var trackingNumber: String?
+        }
+        struct Answer: Encodable {
+            var order: Order
+            var fulfillments: [FulfillmentStep]
+            var devicesNotified: Int
+        }
+        guard walletOrders != nil else {
+            throw .notFound("Wallet orders are off: configure an Order Type ID to record fulfilments.")
+        }
+        let body = try JSONBody.decode(Body.self, from: request)
+        guard let status = FulfillmentStep.Status(rawValue: body.status) else {
+            throw .invalidRequest(
+                "status must be one of \(FulfillmentStep.Status.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        for value in [body.carrier, body.trackingNumber] {
+            if let value, value.isEmpty || value.count > 100 {
+                throw .invalidRequest("carrier and trackingNumber must be 1 to 100 characters.")
+            }
+        }
+        if status == .shipped, body.carrier == nil || body.trackingNumber == nil {
+            throw .invalidRequest("A shipped step needs carrier and trackingNumber.")
+        }
+        let id = context.parameters["id"] ?? ""
+        let order = try await storing { () async throws(OrderStoreError) in
+            try await store.recordFulfillment(
+                orderID: id,
+                FulfillmentStep(status: status, carrier: body.carrier, trackingNumber: body.trackingNumber, at: Date()))
+        }
+        let steps = try await storing { () async throws(OrderStoreError) in try await store.fulfillments(orderID: id) }
+        let notified = await notifyDevices(orderID: id)
+        logger.log("info", "fulfillment recorded", ["orderId": id, "status": status.rawValue, "devices": notified])
+        var response = HTTPResponse.encoding(Answer(order: order, fulfillments: steps, devicesNotified: notified))
+        response.logFields["orderId"] = id
+        return response
+    }
+
+    /// Starts pushes to every device registered for the order (in the background: retries do not hold the
+    /// answer) and returns how many devices there are.
+    @discardableResult
+    func notifyDevices(orderID: String) async -> Int {
+        guard let walletOrders, let pusher = walletOrders.pusher else { return 0 }
+        let registrations: [DeviceRegistration]
+        do {
+            registrations = try await store.registrations(
+                deviceIdentifier: nil, orderTypeIdentifier: walletOrders.orderTypeIdentifier, orderID: orderID)
+        } catch {
+            logger.log("error", "could not read device registrations", ["orderId": orderID])
+            return 0
+        }
+        if !registrations.isEmpty { Task { await pusher.orderDidChange(registrations) } }
+        return registrations.count
+    }
+
+    func void(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        let order = try await loadOrder(context)
+        if order.status == .voided { return .encoding(order) }
+        guard order.status == .paid, order.refunded == 0, let reference = order.payment.processorReference else {
+            throw HTTPError(
+                status: 409, code: "orderNotVoidable",
+                message:
+                    "Order \(order.id) is \(order.status.rawValue); only a paid order without refunds can be voided.")
+        }
+        let processor = self.processor
+        let result = await bounded { () async throws(ProcessorError) -> ProcessorCharge in
+            try await processor.void(reference: reference)
+        }
+        switch result {
+        case .success:
+            let final = try await storing { () async throws(OrderStoreError) in
+                try await store.recordVoid(orderID: order.id)
+            }
+            logger.log("info", "payment voided", ["orderId": order.id, "processorReference": reference])
+            await notifyDevices(orderID: order.id)
+            return .encoding(final)
+        case .failure(let error) where error.outcomeIsUnknown:
+            throw HTTPError(
+                status: 202, code: "voidOutcomeUnknown",
+                message: "The processor did not confirm the void; send the same request again.")
+        case .failure(let error):
+            throw HTTPError(
+                status: 409, code: error.code == .notVoidable ? "orderNotVoidable" : error.code.rawValue,
+                message: "The processor refused the void (\(error.code)).")
+        }
+    }
+
+    func reconcile(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        struct Answer: Encodable {
+            var settled: [Item]
+        }
+        struct Item: Encodable {
+            var orderId: String
+            var transactionId: String
+            var from: String
+            var to: String
+            var processorReference: String?
+        }
+        var age: Duration?
+        if let text = request.query["olderThanSeconds"] {
+            guard let seconds = Int(text), seconds >= 0 else {
+                throw .invalidRequest("olderThanSeconds must be a whole number of seconds.")
+            }
+            age = .seconds(seconds)
+        }
+        let settled = try await storing { () async throws(OrderStoreError) in
+            try await reconciler.reconcileOnce(olderThan: age)
+        }
+        return .encoding(
+            Answer(
+                settled: settled.map {
+                    Item(
+                        orderId: $0.orderID, transactionId: $0.transactionID, from: $0.from.rawValue,
+                        to: $0.to.rawValue, processorReference: $0.processorReference)
+                }))
+    }
+
+    // MARK: Helpers
+
+    private func loadOrder(_ context: RequestContext) async throws(HTTPError) -> Order {
+        let id = context.parameters["id"] ?? ""
+        let order = try await storing { () async throws(OrderStoreError) in try await store.order(id: id) }
+        guard let order else { throw .orderNotFound(id) }
+        return order
+    }
+
+    private func storing<T>(_ body: () async throws(OrderStoreError) -> T) async throws(HTTPError) -> T {
+        try await MerchantHTTP.storing(logger: logger, body)
+    }
+
+    /// Runs a processor call within ``timeout``.
+    private func bounded<T: Sendable>(_ call: @escaping @Sendable () async throws(ProcessorError) -> T) async
+        -> Result<T, ProcessorError>
+    {
+        await PaymentProcessing.withTimeLimit(timeout, call)
+    }
+}

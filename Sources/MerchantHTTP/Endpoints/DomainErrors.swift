@@ -1,0 +1,39 @@
+import HTTPServer
+import MerchantCore
+
+/// The one table from domain errors to HTTP errors: every route collection answers a store or checkout error the
+/// same way.
+extension HTTPError {
+    /// A checkout error: 400 for what the client sent, 422 for what the catalog cannot price.
+    package init(_ error: CheckoutError) {
+        switch error.code {
+        case .unknownProduct, .invalidQuantity, .emptyCheckout, .unknownShippingMethod, .planNotAlone:
+            self.init(status: 400, code: error.code.rawValue, message: error.message)
+        default:
+            self.init(status: 422, code: error.code.rawValue, message: error.message)
+        }
+    }
+
+    /// A store error: 404 `notFound`, 409 `conflict`, anything else 503 `storeUnavailable` (logged by its code,
+    /// never its message, which may name the database).
+    package static func store(_ error: OrderStoreError, logger: RequestLogger) -> HTTPError {
+        switch error.code {
+        case .notFound: return .notFound(error.message)
+        case .conflict: return HTTPError(status: 409, code: "conflict", message: error.message)
+        default:
+            logger.log("error", "store failure", ["code": error.code.rawValue])
+            return .storeUnavailable()
+        }
+    }
+}
+
+/// Runs a store call, its error answered by ``HTTPError/store(_:logger:)``.
+package func storing<T>(logger: RequestLogger, _ body: () async throws(OrderStoreError) -> T) async throws(HTTPError)
+    -> T
+{
+    do {
+        return try await body()
+    } catch {
+        throw .store(error, logger: logger)
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import HTTPServer
+import MerchantCore
+
+/// Routes that something outside the merchant API adds to it, with the services they may use. Sandbox mode's
+/// test wallet and token minting (`MerchantSandbox`) is one; a production server installs none.
+public protocol MerchantAPIPlugin: Sendable {
+    /// Whether the plug-in plays Apple: the checkout page then draws the sandbox sheet, and the subscription
+    /// scheduler's clock may be moved from the admin API.
+    var standsInForApple: Bool { get }
+    /// Adds the plug-in's routes.
+    func register(on router: inout Router, services: MerchantAPIServices)
+}
+
+/// What a ``MerchantAPIPlugin``'s routes may use.
+public struct MerchantAPIServices: Sendable {
+    public let configuration: StoreConfiguration
+    public let store: any OrderStore
+    public let pricing: CheckoutPricing
+    public let logger: RequestLogger
+    public let clock: @Sendable () -> Date
+
+    package init(
+        configuration: StoreConfiguration, store: any OrderStore, pricing: CheckoutPricing, logger: RequestLogger,
+        clock: @escaping @Sendable () -> Date
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.pricing = pricing
+        self.logger = logger
+        self.clock = clock
+    }
+}

@@ -1,0 +1,201 @@
+import ApplePay
+import Foundation
+import HTTPServer
+import MerchantCore
+import MerchantWallet
+import PaymentToken
+
+/// `POST /v1/checkouts/{id}/payment`: the body is decoded once as ApplePay's `Payment`, ``CheckoutPayments``
+/// decides, and this file maps its result to a status and an Apple Pay JS `ApplePayPaymentAuthorizationResult`.
+extension Endpoints {
+    /// The answer: Apple Pay JS `ApplePayPaymentAuthorizationResult` fields plus the API's error object.
+    struct PaymentAnswer: Encodable {
+        struct ErrorObject: Encodable {
+            var code: String
+            var message: String
+        }
+        var status: String
+        var orderId: String?
+        /// The order's view secret: `GET /v1/orders/{orderId}?secret=...` shows the order to its customer.
+        var orderSecret: String?
+        /// Apple Pay JS `ApplePayPaymentOrderDetails`: where Wallet finds the order (when Wallet orders are on).
+        var orderDetails: PaymentOrderDetails?
+        var errors: [PaymentError]?
+        var error: ErrorObject?
+        /// A plan checkout's subscription, its management secret and page.
+        var subscriptionId: String?
+        var subscriptionSecret: String?
+        var managementURL: String?
+        /// Whether the token carried a merchant token (MPAN) rather than a device token.
+        var merchantToken: Bool?
+    }
+
+    func pay(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        // Apple Pay JS's payment: the contacts are decoded; the token goes to the token parser as the bytes it
+        // came as (never decoded into a tree and encoded again).
+        struct Contacts: Decodable {
+            var billingContact: Contact?
+            var shippingContact: Contact?
+        }
+        let (contacts, members) = try JSONBody.decodeScanned(Contacts.self, from: request)
+        guard let tokenRange = members["token"] else { throw .invalidRequest("Missing field token.") }
+        guard request.body[request.body.startIndex + tokenRange.lowerBound] == UInt8(ascii: "{") else {
+            throw .invalidRequest("Field token should be an object.")
+        }
+        let token = request.body.subdata(
+            in: (request.body.startIndex + tokenRange.lowerBound)..<(request.body.startIndex + tokenRange.upperBound))
+        let checkoutID = context.parameters["id"] ?? ""
+        let result = try await storing { () async throws(OrderStoreError) in
+            try await payments.pay(
+                checkoutID: checkoutID, tokenJSON: token, billingContact: contacts.billingContact,
+                shippingContact: contacts.shippingContact)
+        }
+        switch result {
+        case .refused(let refusal): return try refused(refusal)
+        case .processed(let processed): return answer(for: processed, host: request.headers["Host"])
+        case .subscribed(let subscription):
+            metrics.recordPayment(outcome: "approved")
+            var response = answer(
+                status: 200, code: nil, outcome: "approved",
+                PaymentAnswer(status: "success", subscription: subscription, publicBaseURL: configuration.publicBaseURL)
+            )
+            response.logFields["subscriptionId"] = subscription.id
+            return response
+        }
+    }
+
+    /// A refusal before anything was written. An unknown checkout and a token that is not shaped like Apple's
+    /// are errors in the request (not counted as payments); the rest are refused payments.
+    private func refused(_ refusal: PaymentRefusal) throws(HTTPError) -> HTTPResponse {
+        switch refusal {
+        case .checkoutNotFound(let id):
+            throw .checkoutNotFound(id)
+        case .tokenRefused(let error, _) where error.code == .malformedToken:
+            throw .invalidRequest("The token is not an Apple Pay token: \(error.message).")
+        default:
+            break
+        }
+        metrics.recordPayment(outcome: "refused")
+        switch refusal {
+        case .checkoutNotFound(let id):
+            throw .checkoutNotFound(id)
+        case .checkoutExpired:
+            return failure(status: 410, code: refusal.code, message: refusal.message, outcome: "refused")
+        case .notPayable(let errors):
+            return answer(
+                status: 400, code: refusal.code, outcome: "refused",
+                PaymentAnswer(
+                    status: "failure", errors: errors.isEmpty ? nil : errors,
+                    error: .init(code: refusal.code, message: refusal.message)))
+        case .pricingFailed(let error):
+            return Self.httpError(error).response
+        case .tokenRefused:
+            return failure(status: 400, code: refusal.code, message: refusal.message, outcome: "refused")
+        case .plansUnavailable:
+            return failure(status: 422, code: refusal.code, message: refusal.message, outcome: "refused")
+        case .paymentMethodNotKept:
+            return failure(status: 502, code: refusal.code, message: refusal.message, outcome: "refused")
+        }
+    }
+
+    private func answer(for result: PaymentService.Result, host: String?) -> HTTPResponse {
+        let order = result.order
+        switch result.disposition {
+        case .checkoutLocked where order.status.isUnsettled:
+            metrics.recordPayment(outcome: "refused")
+            return failure(
+                status: 409, code: "checkoutPaymentUnconfirmed",
+                message: "An earlier payment for this checkout is still being confirmed; it cannot be paid again now.",
+                order: order, outcome: "refused")
+        case .checkoutLocked:
+            metrics.recordPayment(outcome: "refused")
+            return failure(
+                status: 409, code: "checkoutAlreadyPaid", message: "This checkout was already paid with another token.",
+                order: order, outcome: "refused")
+        case .inProgress:
+            metrics.recordPayment(outcome: "inProgress")
+            return failure(
+                status: 409, code: "paymentInProgress",
+                message: "A payment with this token is still being processed; ask again shortly.", order: order,
+                outcome: "inProgress")
+        case .unrecorded:
+            return outcomeUnknown(order, replayed: false)
+        case .processed, .replayed:
+            break
+        }
+        let replayed = result.disposition == .replayed
+        switch order.status {
+        case .paid, .refunded, .partiallyRefunded, .voided:
+            let outcome = replayed ? "replayed" : "approved"
+            metrics.recordPayment(outcome: outcome)
+            var body = PaymentAnswer(
+                status: "success", orderId: order.id, orderSecret: order.viewSecret,
+                orderDetails: walletOrders?.orderDetails(for: order, host: host))
+            if let subscription = result.subscription {
+                body = PaymentAnswer(
+                    status: "success", subscription: subscription, publicBaseURL: configuration.publicBaseURL)
+                body.orderId = order.id
+                body.orderSecret = order.viewSecret
+            }
+            var response = answer(status: 200, code: nil, outcome: outcome, body)
+            response.logFields["orderId"] = order.id
+            if let subscription = result.subscription { response.logFields["subscriptionId"] = subscription.id }
+            return response
+        case .declined:
+            let code = order.payment.failureCode ?? "paymentDeclined"
+            metrics.recordPayment(outcome: replayed ? "replayed" : "declined")
+            return failure(
+                status: 402, code: code, message: "The card was declined (\(code)); nothing was charged.", order: order,
+                outcome: replayed ? "replayed" : "declined")
+        case .unknown, .pending:
+            return outcomeUnknown(order, replayed: replayed)
+        }
+    }
+
+    /// `202 paymentOutcomeUnknown`: the processor's answer was not seen (or not recorded). The customer must not
+    /// be told that nothing was charged: the order is being confirmed, and `GET /v1/orders/{id}` with the order's
+    /// secret shows the final state once the reconciler has settled it.
+    private func outcomeUnknown(_ order: Order, replayed: Bool) -> HTTPResponse {
+        metrics.recordPayment(outcome: replayed ? "replayed" : "unknown")
+        let message =
+            "The payment could not be confirmed yet and is being checked with the processor. Do not pay again: "
+            + "the order page will show whether it went through."
+        var response = answer(
+            status: 202, code: "paymentOutcomeUnknown", outcome: replayed ? "replayed" : "unknown",
+            PaymentAnswer(
+                status: "failure", orderId: order.id, orderSecret: order.viewSecret,
+                errors: [PaymentError(code: .unknown, message: message)],
+                error: .init(code: "paymentOutcomeUnknown", message: message)))
+        response.logFields["orderId"] = order.id
+        return response
+    }
+
+    private func failure(status: Int, code: String, message: String, order: Order? = nil, outcome: String)
+        -> HTTPResponse
+    {
+        var response = answer(
+            status: status, code: code, outcome: outcome,
+            PaymentAnswer(
+                status: "failure", orderId: order?.id, errors: [PaymentError(code: .unknown, message: message)],
+                error: .init(code: code, message: message)))
+        if let order { response.logFields["orderId"] = order.id }
+        return response
+    }
+
+    private func answer(status: Int, code: String?, outcome: String, _ value: PaymentAnswer) -> HTTPResponse {
+        var response = HTTPResponse.encoding(value, status: status)
+        response.logFields["payment"] = outcome
+        if let code { response.logFields["code"] = code }
+        return response
+    }
+}
+
+extension Endpoints.PaymentAnswer {
+    /// The success answer of a plan checkout.
+    init(status: String, subscription: Subscription, publicBaseURL: String) {
+        self.init(
+            status: status, subscriptionId: subscription.id, subscriptionSecret: subscription.secret,
+            managementURL: "\(publicBaseURL)/v1/subscriptions/\(subscription.id)/manage?secret=\(subscription.secret)",
+            merchantToken: subscription.merchantTokenIdentifier != nil)
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import HTTPServer
+import MerchantCore
+import Synchronization
+
+/// Middleware that marks every answer as private and not to be sniffed: `Cache-Control: no-store` (answers carry
+/// checkouts, contacts and orders) and `X-Content-Type-Options: nosniff`, errors included.
+public struct SecurityHeaders: Middleware {
+    public init() {}
+
+    public func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
+        var response: HTTPResponse
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            response = error.response
+        } catch {
+            response = HTTPError.internalError().response
+        }
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+    }
+}
+
+/// Middleware that refuses a `POST` without `Content-Type: application/json` (parameters such as `charset=utf-8`
+/// allowed) with `415 unsupportedMediaType`: a browser sends another site's form or `text/plain` fetch without a
+/// preflight, JSON never.
+public struct RequireJSONContentType: Middleware {
+    public init() {}
+
+    public func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
+        if request.method == .post || request.method == .put || request.method == .patch,
+            !Self.isJSON(request.headers["Content-Type"])
+        {
+            throw HTTPError(
+                status: 415, code: "unsupportedMediaType",
+                message: "\(request.method) requests must carry Content-Type: application/json.")
+        }
+        return try await next(request, context)
+    }
+
+    /// Whether a `Content-Type` value is `application/json`, with or without parameters.
+    static func isJSON(_ value: String?) -> Bool {
+        guard let value else { return false }
+        let mediaType = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
+    }
+}
+
+/// A token bucket per client address: `burst` requests at once, refilled at `perMinute` a minute.
+public struct RateLimit: Sendable, Equatable, Codable {
+    /// Requests a minute, sustained.
+    public var perMinute: Int
+    /// Requests allowed at once after a quiet spell.
+    public var burst: Int
+
+    public init(perMinute: Int, burst: Int) {
+        self.perMinute = perMinute
+        self.burst = burst
+    }
+}
+
+/// Token buckets by key (a client address), in bounded memory: past `maximumKeys`, buckets that have refilled
+/// (indistinguishable from new ones) are dropped first, then the least recently used.
+public final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: ContinuousClock.Instant
+    }
+
+    public let limit: RateLimit
+    public let maximumKeys: Int
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    public init(limit: RateLimit, maximumKeys: Int = 10_000) {
+        self.limit = limit
+        self.maximumKeys = max(1, maximumKeys)
+    }
+
+    /// Takes a token for `key`: `nil` when allowed, else the seconds until a token is available.
+    public func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
+        let rate = Double(max(1, limit.perMinute)) / 60
+        let capacity = Double(max(1, limit.burst))
+        return buckets.withLock { buckets -> Int? in
+            var bucket = buckets[key] ?? Bucket(tokens: capacity, updated: now)
+            let elapsed = now - bucket.updated
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            bucket.tokens = min(capacity, bucket.tokens + max(0, seconds) * rate)
+            bucket.updated = now
+            if buckets[key] == nil && buckets.count >= maximumKeys {
+                Self.evict(&buckets, now: now, rate: rate, capacity: capacity, keep: maximumKeys)
+            }
+            if bucket.tokens >= 1 {
+                bucket.tokens -= 1
+                buckets[key] = bucket
+                return nil
+            }
+            buckets[key] = bucket
+            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+        }
+    }
+
+    /// How many keys are tracked now.
+    public var trackedKeys: Int { buckets.withLock { $0.count } }
+
+    private static func evict(
+        _ buckets: inout [String: Bucket], now: ContinuousClock.Instant, rate: Double, capacity: Double, keep: Int
+    ) {
+        buckets = buckets.filter { _, bucket in
+            let elapsed = now - bucket.updated
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            return bucket.tokens + seconds * rate < capacity
+        }
+        guard buckets.count >= keep else { return }
+        // Every client is still active: drop the least recently used tenth.
+        let oldest = buckets.sorted { $0.value.updated < $1.value.updated }.prefix(max(1, buckets.count / 10))
+        for (key, _) in oldest { buckets.removeValue(forKey: key) }
+    }
+}
+
+/// Middleware that limits, per client address, the creation of checkouts and the sheet updates (shipping contact,
+/// shipping method, payment method, coupon), answering `429 rateLimited` with `Retry-After`. Requests without a
+/// client address (made in process) are not limited.
+public struct RateLimiting: Middleware {
+    public let checkouts: RateLimiter
+    public let updates: RateLimiter
+
+    static let updateRoutes: Set<String> = [
+        "/v1/checkouts/{id}/shipping-contact", "/v1/checkouts/{id}/shipping-method",
+        "/v1/checkouts/{id}/payment-method", "/v1/checkouts/{id}/coupon",
+    ]
+
+    public init(checkouts: RateLimit, updates: RateLimit, maximumClients: Int = 10_000) {
+        self.checkouts = RateLimiter(limit: checkouts, maximumKeys: maximumClients)
+        self.updates = RateLimiter(limit: updates, maximumKeys: maximumClients)
+    }
+
+    public func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
+        guard request.method == .post, let address = request.clientAddress, let route = context.route else {
+            return try await next(request, context)
+        }
+        let limiter: RateLimiter?
+        if route == "/v1/checkouts" {
+            limiter = checkouts
+        } else if Self.updateRoutes.contains(route) {
+            limiter = updates
+        } else {
+            limiter = nil
+        }
+        if let limiter, let wait = limiter.acquire(address) {
+            var error = HTTPError(
+                status: 429, code: "rateLimited",
+                message: "Too many requests from this address; try again in \(wait) s.")
+            error.headers["Retry-After"] = String(wait)
+            throw error
+        }
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Foundations
+import HTTPServer
+import MerchantCore
+import MerchantWallet
+import WalletOrders
+
+/// The orders web service under `webServiceURL` (`/wallet/v1/...`), as Wallet calls it:
+/// - `GET v1/devices/{deviceIdentifier}/registrations/{orderTypeIdentifier}?ordersModifiedSince=`: the device's
+///   orders changed since then, `{orderIdentifiers, lastModified}` (204 when none);
+/// - `POST`/`DELETE v1/devices/{deviceIdentifier}/registrations/{orderTypeIdentifier}/{orderIdentifier}` with
+///   `{pushToken}`: 201 new, 200 existing (or removed);
+/// - `GET v1/orders/{orderTypeIdentifier}/{orderIdentifier}`: the signed package, `Last-Modified`, and 304 for
+///   `If-Modified-Since` at or after the order's last change;
+/// - `POST v1/log`: `{logs: [...]}` written to the server's log.
+/// Per-order calls need `Authorization: AppleOrder <authenticationToken>` (compared in constant time): 401 when it
+/// is missing or wrong, 404 for an unknown order or another order type. The device listing carries no token in
+/// Apple's protocol; it shows only order identifiers the device registered itself.
+struct WalletOrdersEndpoints: Sendable {
+    let service: WalletOrdersService
+    let store: any OrderStore
+    let configuration: StoreConfiguration
+    let logger: RequestLogger
+    let clock: @Sendable () -> Date
+
+    static let prefix = "/wallet"
+
+    func register(on router: inout Router) {
+        let endpoints = self
+        func add(
+            _ method: HTTPMethod, _ pattern: String,
+            _ handler:
+                @escaping @Sendable (WalletOrdersEndpoints, HTTPRequest, RequestContext) async throws
+                -> HTTPResponse
+        ) {
+            router.add(method, Self.prefix + pattern) { request, context in
+                try await handler(endpoints, request, context)
+            }
+        }
+        let registration = "/v1/devices/{device}/registrations/{type}/{order}"
+        add(.get, "/v1/devices/{device}/registrations/{type}") { try await $0.listRegistrations($1, $2) }
+        add(.post, registration) { try await $0.register($1, $2) }
+        add(.delete, registration) { try await $0.unregister($1, $2) }
+        add(.get, "/v1/orders/{type}/{order}") { try await $0.latestOrder($1, $2) }
+        add(.post, "/v1/log") { endpoints, request, _ in try await endpoints.log(request) }
+    }
+
+    /// The order named by the path, once the request's `AppleOrder` token matches it.
+    private func authorizedOrder(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> Order {
+        let header = request.headers["Authorization"] ?? ""
+        let prefix = "AppleOrder "
+        guard header.hasPrefix(prefix) else { throw Self.unauthorized() }
+        let presented = String(header.dropFirst(prefix.count))
+        let id = context.parameters["order"] ?? ""
+        guard context.parameters["type"] == service.orderTypeIdentifier else { throw .orderNotFound(id) }
+        let order: Order?
+        do {
+            order = try await store.order(id: id)
+        } catch {
+            throw .storeUnavailable()
+        }
+        guard let order else { throw .orderNotFound(id) }
+        guard constantTimeEqual(presented, service.authenticationToken(for: order)) else { throw Self.unauthorized() }
+        return order
+    }
+
+    static func unauthorized() -> HTTPError {
+        var error = HTTPError(
+            status: 401, code: "unauthorized",
+            message: "This call needs Authorization: AppleOrder <authenticationToken>.")
+        error.headers["WWW-Authenticate"] = "AppleOrder"
+        return error
+    }
+
+    func listRegistrations(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        struct Answer: Encodable {
+            var orderIdentifiers: [String]
+            var lastModified: String
+        }
+        let device = context.parameters["device"] ?? ""
+        let type = context.parameters["type"] ?? ""
+        let since = request.query["ordersModifiedSince"].flatMap { Int64($0) }
+        var identifiers: [String] = []
+        var latest: Int64 = since ?? 0
+        do {
+            for registration in try await store.registrations(
+                deviceIdentifier: device, orderTypeIdentifier: type, orderID: nil)
+            {
+                guard let order = try await store.order(id: registration.orderID) else { continue }
+                let modified = Int64((order.updatedAt.timeIntervalSince1970 * 1000).rounded())
+                if since.map({ modified > $0 }) ?? true {
+                    identifiers.append(order.id)
+                    latest = max(latest, modified)
+                }
+            }
+        } catch {
+            throw .storeUnavailable()
+        }
+        if identifiers.isEmpty { return HTTPResponse(status: 204) }
+        return .encoding(Answer(orderIdentifiers: identifiers, lastModified: String(latest)))
+    }
+
+    func register(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable { var pushToken: String }
+        let order = try await authorizedOrder(request, context)
+        let body = try JSONBody.decode(Body.self, from: request)
+        let device = context.parameters["device"] ?? ""
+        guard !device.isEmpty, device.count <= 128, !body.pushToken.isEmpty, body.pushToken.count <= 256 else {
+            throw .invalidRequest("deviceIdentifier and pushToken must be 1 to 128 and 1 to 256 characters.")
+        }
+        let isNew: Bool
+        do {
+            isNew = try await store.registerDevice(
+                DeviceRegistration(
+                    deviceIdentifier: device, pushToken: body.pushToken,
+                    orderTypeIdentifier: service.orderTypeIdentifier, orderID: order.id))
+        } catch {
+            throw .storeUnavailable()
+        }
+        var response = HTTPResponse(status: isNew ? 201 : 200)
+        response.logFields["orderId"] = order.id
+        return response
+    }
+
+    func unregister(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        let order = try await authorizedOrder(request, context)
+        let removed: Bool
+        do {
+            removed = try await store.unregisterDevice(
+                deviceIdentifier: context.parameters["device"] ?? "", orderTypeIdentifier: service.orderTypeIdentifier,
+                orderID: order.id)
+        } catch {
+            throw .storeUnavailable()
+        }
+        guard removed else { throw .notFound("This device is not registered for order \(order.id).") }
+        return HTTPResponse(status: 200)
+    }
+
+    func latestOrder(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        let order = try await authorizedOrder(request, context)
+        let modified = Date(timeIntervalSince1970: order.updatedAt.timeIntervalSince1970.rounded(.down))
+        var response: HTTPResponse
+        if let since = request.headers["If-Modified-Since"].flatMap(HTTPDate.parse), modified <= since {
+            response = HTTPResponse(status: 304)
+        } else {
+            let steps: [FulfillmentStep]
+            do {
+                steps = try await store.fulfillments(orderID: order.id)
+            } catch {
+                throw .storeUnavailable()
+            }
+            let package: Data
+            do {
+                package = try service.package(
+                    for: order, fulfillments: steps, configuration: configuration, host: request.headers["Host"],
+                    now: clock())
+            } catch {
+                logger.log("error", "could not sign an order package", ["orderId": order.id])
+                throw HTTPError(status: 500, code: "signingFailed", message: "The order package could not be signed.")
+            }
+            response = HTTPResponse(status: 200, headers: ["Content-Type": OrderPackage.mediaType], body: package)
+        }
+        response.headers["Last-Modified"] = HTTPDate.format(modified)
+        response.logFields["orderId"] = order.id
+        return response
+    }
+
+    func log(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable { var logs: [String] }
+        let body = try JSONBody.decode(Body.self, from: request)
+        for line in body.logs.prefix(100) {
+            logger.log("info", "wallet device log", ["message": String(line.prefix(1000))])
+        }
+        return HTTPResponse(status: 200)
+    }
+}
+
+/// HTTP dates (RFC 9110 IMF-fixdate), as `Last-Modified` and `If-Modified-Since` carry them.
+public enum HTTPDate {
+    private static func formatter() -> DateFormatter {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter
+    }
+
+    public static func format(_ date: Date) -> String { formatter().string(from: date) }
+    public static func parse(_ text: String) -> Date? { formatter().date(from: text) }
+}

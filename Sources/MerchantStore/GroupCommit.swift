@@ -1,0 +1,43 @@
+import MerchantCore
+import SQLite
+import Synchronization
+
+/// A write waiting for a group commit: `run` is called on the store's own thread only; the hand-over of its outcome
+/// to the waiting caller works in either order (committed first, or caller waiting first).
+final class GroupedWrite: @unchecked Sendable {  // `run` is only called on the store's thread; `state` is locked
+    let run: (Connection) -> SQLiteError?
+    private let state = Mutex<State>(.pending)
+
+    private enum State {
+        case pending
+        case waiting(CheckedContinuation<SQLiteError?, Never>)
+        case finished(SQLiteError?)
+    }
+
+    init(_ run: @escaping (Connection) -> SQLiteError?) { self.run = run }
+
+    /// Hands over the caller's continuation; resumes it at once when the write was already committed.
+    func wait(_ continuation: CheckedContinuation<SQLiteError?, Never>) {
+        let finished = state.withLock { state -> SQLiteError?? in
+            if case .finished(let failure) = state { return .some(failure) }
+            state = .waiting(continuation)
+            return .none
+        }
+        if let failure = finished { continuation.resume(returning: failure) }
+    }
+
+    /// Records the outcome of the commit and wakes the caller if it is already waiting.
+    func finish(_ failure: SQLiteError?) {
+        let waiting = state.withLock { state -> CheckedContinuation<SQLiteError?, Never>? in
+            defer { state = .finished(failure) }
+            if case .waiting(let continuation) = state { return continuation }
+            return nil
+        }
+        waiting?.resume(returning: failure)
+    }
+}
+
+/// What a grouped write returned; used only on the store's own thread.
+final class GroupedResult<T>: @unchecked Sendable {
+    var value: T?
+}
