@@ -1,6 +1,8 @@
 import ApplePay
 import Foundation
+import MerchantCore
 import MerchantServer
+import MerchantStore
 import TestSupport
 import Testing
 
