@@ -46,27 +46,30 @@ let package = Package(
         .target(name: "Foundations"),
 
         // Swift wrappers: the only modules that import C.
-        .target(name: "Cryptography", dependencies: ["COpenSSL"]),
+        .target(name: "Cryptography", dependencies: ["COpenSSL", "Foundations"]),
         .target(name: "SQLite", dependencies: ["CSQLite"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "JSONCoding"]),
-        .target(name: "HTTPClient", dependencies: ["CCurl"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "JSONCoding", "Foundations"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Foundations"]),
         // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
         .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
         .target(name: "Postgres", dependencies: ["CPostgres"]),
 
         // The domain.
-        .target(name: "ApplePay"),
-        .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography"]),
+        .target(name: "ApplePay", dependencies: ["Foundations"]),
+        .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography", "Foundations"]),
         // Wallet orders: order.json, manifest, CMS signature, the .order ZIP; building and verifying packages.
         .target(name: "WalletOrders", dependencies: ["Cryptography"]),
         .target(
-            name: "Sandbox", dependencies: ["ApplePay", "Cryptography", "WalletOrders", "HTTPClient", "HTTP2Server"]),
+            name: "Sandbox",
+            dependencies: ["ApplePay", "Cryptography", "WalletOrders", "HTTPClient", "HTTP2Server", "Foundations"]),
         // Apple's payment-session endpoint played by the sandbox, over HTTPS (`applepay sandbox gateway`).
         .target(name: "SandboxGateway", dependencies: ["Sandbox", "Cryptography", "HTTPServer", "HTTPClient"]),
-        .target(name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient"]),
+        .target(
+            name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient", "Foundations"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),
-        .target(name: "ProcessorService", dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "HTTPServer"]),
+        .target(
+            name: "ProcessorService", dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "HTTPServer", "Foundations"]),
         // The merchant server in layers (docs/ARCHITECTURE.md): each imports only those above it.
         // The domain and its use cases: catalog, checkout, pricing, plans, orders, payments, subscriptions; the
         // protocols of stores, processors, token opening and Apple's gateway. No I/O module.
@@ -128,7 +131,7 @@ let package = Package(
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
                 "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP", "Processors", "InProcessMerchant",
                 "ProcessorService", "ProcessorAPI", "SandboxGateway", "WalletOrders", "HTTPClient",
-                "HTTPServer",
+                "HTTPServer", "Foundations",
             ]),
 
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 
 /// An ISO 4217 currency: its alphabetic code, numeric code and minor-unit exponent.
 ///
@@ -145,13 +146,13 @@ extension Currency {
 }
 
 /// Why an amount could not be parsed or converted. Equality is on the code.
-public struct AmountError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct AmountError: CodedError {
     /// A stable, machine-readable reason.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = AmountError
         /// The code as a string, e.g. `"tooManyDecimals"`.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The text is not a plain decimal number.
         public static let notADecimal = Code("notADecimal")
@@ -160,8 +161,6 @@ public struct AmountError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The amount is too large for 64-bit minor units or for `Decimal`'s 38 digits.
         public static let overflow = Code("overflow")
 
-        /// Lets `catch AmountError.Code.tooManyDecimals` match an `AmountError` by its code.
-        public static func ~= (pattern: Code, error: any Error) -> Bool { (error as? AmountError)?.code == pattern }
     }
 
     public let code: Code
@@ -173,9 +172,6 @@ public struct AmountError: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { "\(code): \(message)" }
-
-    public static func == (lhs: AmountError, rhs: AmountError) -> Bool { lhs.code == rhs.code }
 }
 
 extension Currency {

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 
 extension PaymentRequest {
     /// Every way the request breaks Apple's rules, all at once, in field order. Empty (or warnings only) means
@@ -51,20 +52,16 @@ extension PaymentRequest {
 }
 
 /// A document that cannot be checked at all. Equality is on the code.
-public struct RequestDocumentError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct RequestDocumentError: CodedError {
     /// A stable, machine-readable reason.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = RequestDocumentError
         /// The code as a string, e.g. `"notJSON"`.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
         /// The bytes are not a JSON document.
         public static let notJSON = Code("notJSON")
 
-        /// Lets `catch RequestDocumentError.Code.notJSON` match a `RequestDocumentError` by its code.
-        public static func ~= (pattern: Code, error: any Error) -> Bool {
-            (error as? RequestDocumentError)?.code == pattern
-        }
     }
 
     public let code: Code
@@ -76,8 +73,6 @@ public struct RequestDocumentError: Error, Sendable, Equatable, CustomStringConv
         self.message = message
     }
 
-    public var description: String { "\(code): \(message)" }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }
 
 enum JSONDiagnostics {

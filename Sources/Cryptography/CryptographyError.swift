@@ -1,17 +1,18 @@
 internal import COpenSSL
 import Foundation
+import Foundations
 
 /// An error from the cryptography layer: a stable `code` a caller can switch on and a message a person can act on.
 ///
 /// Messages may quote OpenSSL's error queue, which names algorithms and parsing failures; they never contain key,
 /// plaintext or other secret bytes. Two errors are equal when their codes are equal.
-public struct CryptographyError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct CryptographyError: CodedError {
     /// The stable identifier of a kind of failure.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = CryptographyError
         /// The code as a string, e.g. `"invalidKey"`.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// A key could not be parsed, generated, or is of an unsupported kind.
         public static let invalidKey = Code("invalidKey")
@@ -30,10 +31,6 @@ public struct CryptographyError: Error, Sendable, Equatable, CustomStringConvert
         /// OpenSSL failed where it should not (allocation, an unexpected internal state).
         public static let internalError = Code("internalError")
 
-        /// Lets a code match any error in a `catch` or `switch`: `catch CryptographyError.Code.invalidKey`.
-        public static func ~= (pattern: Code, error: any Error) -> Bool {
-            (error as? CryptographyError)?.code == pattern
-        }
     }
 
     /// What kind of failure this is.
@@ -46,10 +43,6 @@ public struct CryptographyError: Error, Sendable, Equatable, CustomStringConvert
         self.code = code
         self.message = message
     }
-
-    public var description: String { "\(code): \(message)" }
-
-    public static func == (lhs: CryptographyError, rhs: CryptographyError) -> Bool { lhs.code == rhs.code }
 
     /// An error whose message ends with the text of OpenSSL's error queue (which this drains).
     static func openSSL(_ code: Code, _ message: String) -> CryptographyError {

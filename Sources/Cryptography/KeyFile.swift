@@ -1,16 +1,17 @@
 import Foundation
+import Foundations
 
 /// Reads a private key file the safe way: opened without following a symbolic link, then checked on the opened
 /// descriptor (so nothing can be swapped between the check and the read): a regular file, owned by this process's
 /// user, with no group or other permission bits.
 public enum KeyFile {
     /// Why a key file was refused; equality on `code`.
-    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Failure: CodedError {
         /// The stable identifier of a kind of refusal.
-        public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public struct Code: ErrorCode {
+            public typealias Owner = Failure
             public let rawValue: String
             private init(_ rawValue: String) { self.rawValue = rawValue }
-            public var description: String { rawValue }
 
             /// The file does not exist.
             public static let missing = Code("missing")
@@ -31,7 +32,6 @@ public enum KeyFile {
             self.message = message
         }
         public var description: String { message }
-        public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     }
 
     /// The largest key file read (a PEM RSA-4096 key is about 3.3 KB).

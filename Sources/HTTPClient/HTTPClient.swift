@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import Foundations
 import Synchronization
 
 /// A request for `HTTPClient`.
@@ -76,13 +77,13 @@ public struct ClientIdentity: Sendable {
 /// Why a request got no answer: a stable `code` to switch on and a message. Equality on `code`.
 ///
 /// Messages name the URL and libcurl's reason; never the request or response body, nor the client key.
-public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct HTTPClientError: CodedError {
     /// The stable identifier of a kind of failure.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = HTTPClientError
         /// The code as a string, e.g. `"timeout"`.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The URL does not parse, or has no host.
         public static let invalidURL = Code("invalidURL")
@@ -99,10 +100,6 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
         /// Any other transfer failure.
         public static let transferFailed = Code("transferFailed")
 
-        /// Lets a code match an error in `catch` or `switch`: `catch HTTPClientError.Code.timeout`.
-        public static func ~= (pattern: Code, error: any Error) -> Bool {
-            (error as? HTTPClientError)?.code == pattern
-        }
     }
 
     /// What kind of failure this is.
@@ -116,8 +113,6 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
         self.message = message
     }
 
-    public static func == (lhs: HTTPClientError, rhs: HTTPClientError) -> Bool { lhs.code == rhs.code }
-    public var description: String { "\(code): \(message)" }
 }
 
 /// HTTP and HTTPS requests on libcurl: TLS 1.2 or later, optional client certificate and trusted roots

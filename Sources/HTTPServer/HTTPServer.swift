@@ -1,6 +1,7 @@
 internal import CGnuTLS
 internal import CMicroHTTPD
 import Foundation
+import Foundations
 import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd: keep-alive, a pool of polling threads, a body limit enforced as the
@@ -86,13 +87,13 @@ public final class HTTPServer: Sendable {
 
     /// Why the server did not start: a stable `code` to switch on and a message naming the address.
     /// Equality on `code`.
-    public struct StartError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct StartError: CodedError {
         /// The stable identifier of a kind of failure.
-        public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public struct Code: ErrorCode {
+            public typealias Owner = StartError
             /// The code as a string, e.g. `"cannotListen"`.
             public let rawValue: String
             private init(_ rawValue: String) { self.rawValue = rawValue }
-            public var description: String { rawValue }
 
             /// The host is not an IP address literal (or `localhost`).
             public static let invalidAddress = Code("invalidAddress")
@@ -101,10 +102,6 @@ public final class HTTPServer: Sendable {
             /// HTTPS was asked for and this libmicrohttpd was built without TLS.
             public static let tlsUnsupported = Code("tlsUnsupported")
 
-            /// Lets a code match an error in `catch` or `switch`: `catch HTTPServer.StartError.Code.cannotListen`.
-            public static func ~= (pattern: Code, error: any Error) -> Bool {
-                (error as? StartError)?.code == pattern
-            }
         }
 
         /// What kind of failure this is.
@@ -117,8 +114,6 @@ public final class HTTPServer: Sendable {
             self.code = code
             self.message = message
         }
-        public static func == (lhs: StartError, rhs: StartError) -> Bool { lhs.code == rhs.code }
-        public var description: String { "\(code): \(message)" }
     }
 
     public let configuration: Configuration

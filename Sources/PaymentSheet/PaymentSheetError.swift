@@ -1,11 +1,13 @@
+import Foundations
+
 /// Why the sheet refused something. Equality is on the code only; `message` says what to do.
-public struct PaymentSheetError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct PaymentSheetError: CodedError {
     /// A stable, machine-readable reason.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = PaymentSheetError
         /// The code as a string, e.g. `"eventInProgress"`.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The payment request breaks Apple's rules; the sheet would not open.
         public static let invalidRequest = Code("invalidRequest")
@@ -53,7 +55,6 @@ public struct PaymentSheetError: Error, Sendable, Equatable, CustomStringConvert
         field.map { "\(code) at \($0): \(message)" } ?? "\(code): \(message)"
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }
 
 extension PaymentSheetError.Code {

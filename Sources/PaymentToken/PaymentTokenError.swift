@@ -1,14 +1,15 @@
 import Foundation
+import Foundations
 
 /// Why a payment token was refused. `code` is stable (switch on it, log it); `message` says what to check and never
 /// contains key bytes, plaintext, the PAN or the cryptogram. Two errors are equal when their codes are equal.
-public struct PaymentTokenError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct PaymentTokenError: CodedError {
     /// The stable identifier of a kind of failure.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = PaymentTokenError
         /// The code as a string, e.g. `"signatureInvalid"`.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The token is not JSON of the expected shape, or a field is not valid base64/hex.
         public static let malformedToken = Code("malformedToken")
@@ -42,10 +43,6 @@ public struct PaymentTokenError: Error, Sendable, Equatable, CustomStringConvert
             .applicationDataMismatch, .amountMismatch,
         ]
 
-        /// Lets a code match an error in `catch` or `switch`: `catch PaymentTokenError.Code.signatureInvalid`.
-        public static func ~= (pattern: Code, error: any Error) -> Bool {
-            (error as? PaymentTokenError)?.code == pattern
-        }
     }
 
     /// What kind of failure this is.
@@ -59,7 +56,4 @@ public struct PaymentTokenError: Error, Sendable, Equatable, CustomStringConvert
         self.message = message
     }
 
-    public var description: String { "\(code): \(message)" }
-
-    public static func == (lhs: PaymentTokenError, rhs: PaymentTokenError) -> Bool { lhs.code == rhs.code }
 }

@@ -1,12 +1,11 @@
+import Foundations
+
 /// Why the processor service did not start. Equality on the code.
-public struct ProcessorServiceError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+public struct ProcessorServiceError: CodedError {
+    public struct Code: ErrorCode {
+        public typealias Owner = ProcessorServiceError
         public let rawValue: String
         public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-        public static func ~= (pattern: Code, value: any Error) -> Bool {
-            (value as? ProcessorServiceError)?.code == pattern
-        }
 
         /// The ledger file cannot be created, opened or migrated.
         public static let cannotOpenLedger = Code("cannotOpenLedger")
@@ -24,6 +23,4 @@ public struct ProcessorServiceError: Error, Sendable, Equatable, CustomStringCon
         self.message = message
     }
 
-    public var description: String { "\(code): \(message)" }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }

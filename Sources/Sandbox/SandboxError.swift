@@ -1,15 +1,16 @@
 import Foundation
+import Foundations
 
 /// A failure of the sandbox: a stable `code` to switch on and a message a person can act on.
 ///
 /// Messages never carry a PAN, a cryptogram, a key or a token. Two errors are equal when their codes are equal.
-public struct SandboxError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct SandboxError: CodedError {
     /// The stable identifier of a kind of failure.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = SandboxError
         /// The code as a string, e.g. `"folderMissing"`.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The sandbox folder does not exist.
         public static let folderMissing = Code("folderMissing")
@@ -42,10 +43,6 @@ public struct SandboxError: Error, Sendable, Equatable, CustomStringConvertible 
         /// A cryptographic operation failed.
         public static let cryptography = Code("cryptography")
 
-        /// Lets a code match an error in `catch` or `switch`: `catch SandboxError.Code.folderMissing`.
-        public static func ~= (pattern: Code, error: any Error) -> Bool {
-            (error as? SandboxError)?.code == pattern
-        }
     }
 
     /// What kind of failure this is.
@@ -65,7 +62,4 @@ public struct SandboxError: Error, Sendable, Equatable, CustomStringConvertible 
         self.path = path
     }
 
-    public var description: String { "\(code): \(message)" }
-
-    public static func == (lhs: SandboxError, rhs: SandboxError) -> Bool { lhs.code == rhs.code }
 }

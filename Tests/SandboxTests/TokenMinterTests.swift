@@ -1,6 +1,7 @@
 import ApplePay
 import Cryptography
 import Foundation
+import Foundations
 import Sandbox
 import TestSupport
 import Testing

@@ -208,16 +208,13 @@ extension ShippingAddress {
 }
 
 /// A checkout request that cannot be honoured (HTTP 400 / 404 territory), with a stable ``code``.
-public struct CheckoutError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct CheckoutError: CodedError {
     /// Stable error codes.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = CheckoutError
         /// The code as a string.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-
-        /// Lets `catch CheckoutError.Code.x` match a thrown error by code.
-        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? CheckoutError)?.code == pattern }
 
         /// No items, or more than 100.
         public static let emptyCheckout = Code("emptyCheckout")
@@ -241,6 +238,4 @@ public struct CheckoutError: Error, Sendable, Equatable, CustomStringConvertible
         self.message = message
     }
 
-    public var description: String { "\(code): \(message)" }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// Everything a store sells and how it charges, decoded from the server's JSON configuration file.
 ///
@@ -700,18 +701,13 @@ public struct ProcessorSettings: Codable, Sendable, Equatable {
 }
 
 /// A configuration file that cannot be used, with a stable ``code``, the failing ``field`` and a message naming it.
-public struct StoreConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct StoreConfigurationError: CodedError {
     /// Stable error codes.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = StoreConfigurationError
         /// The code as a string, e.g. `"invalidCurrency"`.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-
-        /// Lets `catch StoreConfigurationError.Code.x` match a thrown error by code.
-        public static func ~= (pattern: Code, value: any Error) -> Bool {
-            (value as? StoreConfigurationError)?.code == pattern
-        }
 
         public static let unreadable = Code("unreadable")
         public static let malformed = Code("malformed")
@@ -745,9 +741,6 @@ public struct StoreConfigurationError: Error, Sendable, Equatable, CustomStringC
         self.field = field
     }
 
-    public var description: String { "\(code): \(message)" }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }
 
 /// Parses a decimal string such as `"19.99"` or `"-2"`: surrounding spaces and one leading `+` are allowed,

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// Where checkouts, orders, payments, refunds and the event log live. ``SQLiteOrderStore`` is the embedded
 /// default; a PostgreSQL store can implement the same protocol (all SQL stays behind it).
@@ -436,16 +437,13 @@ public struct StoreEvent: Sendable, Equatable {
 }
 
 /// A store failure with a stable ``code``.
-public struct OrderStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct OrderStoreError: CodedError {
     /// Stable error codes.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
+        public typealias Owner = OrderStoreError
         /// The code as a string.
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-
-        /// Lets `catch OrderStoreError.Code.x` match a thrown error by code.
-        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? OrderStoreError)?.code == pattern }
 
         /// No such checkout or order.
         public static let notFound = Code("notFound")
@@ -467,6 +465,4 @@ public struct OrderStoreError: Error, Sendable, Equatable, CustomStringConvertib
         self.message = message
     }
 
-    public var description: String { "\(code): \(message)" }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }

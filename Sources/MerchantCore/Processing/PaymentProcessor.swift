@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import Synchronization
 
 /// The decrypted network token a processor needs to authorise a payment: a device (or merchant) PAN, its
@@ -189,12 +190,11 @@ public struct ProcessorRefund: Sendable, Equatable {
 
 /// A processor call that failed. Codes whose ``outcomeIsUnknown`` is true mean the request may have reached the
 /// processor and been acted on: the caller must look the charge up before telling anyone "nothing happened".
-public struct ProcessorError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+public struct ProcessorError: CodedError {
+    public struct Code: ErrorCode {
+        public typealias Owner = ProcessorError
         public let rawValue: String
         public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-        public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? ProcessorError)?.code == pattern }
 
         /// No answer within the time limit. Outcome unknown.
         public static let timeout = Code("processorTimeout")
@@ -233,8 +233,6 @@ public struct ProcessorError: Error, Sendable, Equatable, CustomStringConvertibl
     /// True when the processor may have acted on the request (timeout, lost connection, 5xx, unreadable answer).
     public var outcomeIsUnknown: Bool { Code.unknownOutcome.contains(code) }
 
-    public var description: String { "\(code): \(message)" }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }
 
 /// A payment processor (acquirer, gateway): authorises and captures charges, looks them up by idempotency key,

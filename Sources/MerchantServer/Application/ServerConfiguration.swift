@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import HTTPClient
 import MerchantCore
 import MerchantHTTP
@@ -311,15 +312,11 @@ public struct MerchantServerConfiguration: Sendable {
 }
 
 /// Why the server refused to start, with a stable code and a message naming the file or setting to fix.
-public struct ServerStartError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+public struct ServerStartError: CodedError {
+    public struct Code: ErrorCode {
+        public typealias Owner = ServerStartError
         public let rawValue: String
         init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-
-        public static func ~= (pattern: Code, value: any Error) -> Bool {
-            (value as? ServerStartError)?.code == pattern
-        }
 
         public static let invalidConfiguration = Code("invalidConfiguration")
         public static let invalidStore = Code("invalidStore")
@@ -347,7 +344,6 @@ public struct ServerStartError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     public var description: String { message }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }
 
 /// A certificate with its private key, loaded once, checked to belong together.

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import PaymentToken
 
 /// Options shared by `applepay decrypt` and `applepay verify`: trust roots, clock and window.
@@ -62,19 +63,18 @@ struct TokenCheckOptions {
 }
 
 /// A failure of the token commands that is not a token error (an unreadable file), with the file as `path`.
-struct TokenCommandFailure: Error, Sendable, Equatable, CustomStringConvertible {
+struct TokenCommandFailure: CodedError {
     /// The stable code printed in `{"error": {"code", ...}}`.
-    struct Code: Hashable, Sendable, CustomStringConvertible {
+    struct Code: ErrorCode {
+        typealias Owner = TokenCommandFailure
         let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        var description: String { rawValue }
 
         /// An input file (token, key, certificate, roots) is missing or does not hold what it should.
         static let inputUnreadable = Code("inputUnreadable")
         /// The key file is a symbolic link, another user's, or readable by group or others.
         static let insecureKeyFile = Code("insecureKeyFile")
 
-        static func ~= (pattern: Code, error: any Error) -> Bool { (error as? TokenCommandFailure)?.code == pattern }
     }
 
     let code: Code
@@ -88,8 +88,6 @@ struct TokenCommandFailure: Error, Sendable, Equatable, CustomStringConvertible 
         self.path = path
     }
 
-    var description: String { "\(code): \(message)" }
-    static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }
 
 /// Prints `{"error": {"code", "message"}}` on standard error; returns exit status 1.

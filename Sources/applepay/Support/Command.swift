@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 
 /// What a command is called and how it is used: the text `--help` prints.
 struct CommandConfiguration {
@@ -40,17 +41,16 @@ enum ExitCode {
 }
 
 /// A mistake in how a command was called: exit status 64 and the command's usage.
-struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
+struct UsageError: CodedError {
     /// The stable code; there is one kind of usage error (the message says what to change).
-    struct Code: Hashable, Sendable, CustomStringConvertible {
+    struct Code: ErrorCode {
+        typealias Owner = UsageError
         let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        var description: String { rawValue }
 
         /// An unknown or repeated option, a missing or malformed value, a missing or extra argument.
         static let invalidUsage = Code("invalidUsage")
 
-        static func ~= (pattern: Code, error: any Error) -> Bool { (error as? UsageError)?.code == pattern }
     }
 
     let code: Code
@@ -61,7 +61,6 @@ struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
     var description: String { message }
-    static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }
 
 /// The command line, consumed piece by piece: options first, then positionals, then `finish()`.
