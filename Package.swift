@@ -41,12 +41,14 @@ let package = Package(
 
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL"]),
-        .target(name: "SQLite", dependencies: ["CSQLite"]),
+        // One database protocol, dialect, query builder and migrator for the stores (Foundation only, no C).
+        .target(name: "SQLCore"),
+        .target(name: "SQLite", dependencies: ["CSQLite", "SQLCore"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS"]),
         .target(name: "HTTPClient", dependencies: ["CCurl"]),
         // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
         .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
-        .target(name: "Postgres", dependencies: ["CPostgres"]),
+        .target(name: "Postgres", dependencies: ["CPostgres", "SQLCore"]),
 
         // The domain.
         .target(name: "ApplePay"),
@@ -64,8 +66,8 @@ let package = Package(
         .target(
             name: "MerchantServer",
             dependencies: [
-                "ApplePay", "Cryptography", "PaymentToken", "SQLite", "Postgres", "HTTPServer", "HTTPClient",
-                "ProcessorAPI", "ProcessorService", "Sandbox", "WalletOrders",
+                "ApplePay", "Cryptography", "PaymentToken", "SQLCore", "SQLite", "Postgres", "HTTPServer",
+                "HTTPClient", "ProcessorAPI", "ProcessorService", "Sandbox", "WalletOrders",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
@@ -111,7 +113,8 @@ let package = Package(
         .testTarget(
             name: "SandboxGatewayTests",
             dependencies: ["SandboxGateway", "Sandbox", "Cryptography", "HTTPClient", "HTTPServer", "TestSupport"]),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
+        .testTarget(name: "SQLCoreTests", dependencies: ["SQLCore", "SQLite", "Postgres", "TestSupport"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "SQLCore", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"]),
         .testTarget(
@@ -119,6 +122,7 @@ let package = Package(
             dependencies: [
                 "MerchantServer", "Sandbox", "PaymentSheet", "PaymentToken", "HTTPClient", "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
+                "SQLite", "SQLCore",
             ],
             exclude: ["python"]),
         .testTarget(

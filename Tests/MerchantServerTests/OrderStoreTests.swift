@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import MerchantServer
 import Postgres
+import SQLCore
 import SQLite
 import TestSupport
 import Testing
@@ -530,7 +531,7 @@ struct OrderStoreTests {
         let path = folder.path("old.sqlite")
         // A database as the first release left it, with one paid order.
         let old = try Connection(path: path)
-        try old.migrate(Array(SQLiteOrderStore.migrations.prefix(2)))
+        try old.migrate(LegacySQLiteSchema.migrations.prefix(2).map { Migration($0.name, sql: $0.sql(for: .sqlite)) })
         try old.execute(
             """
             INSERT INTO checkouts VALUES ('chk_old', 'USD', '{}', 'YQ==', 0, 0);
@@ -541,7 +542,7 @@ struct OrderStoreTests {
             VALUES ('pay_old', 'ord_old', 'old-tx', 'approved', 1000, 'USD', 0, 0);
             """)
         let store = try SQLiteOrderStore(path: path)
-        #expect(try old.appliedMigrations() == SQLiteOrderStore.migrations.map(\.name))
+        #expect(try old.appliedMigrations() == StoreSchema.migrations.map(\.name))
         let order = try #require(try await store.order(transactionID: "old-tx"))
         #expect(order.totals.fee == 0)
         #expect(order.totals.total == 1000)
@@ -572,8 +573,8 @@ struct OrderStoreTests {
         _ = try SQLiteOrderStore(path: fixture.path)
         _ = try SQLiteOrderStore(path: fixture.path)
         let names = try Connection(path: fixture.path).appliedMigrations()
-        #expect(names == SQLiteOrderStore.migrations.map(\.name))
-        #expect(try await fixture.counts()["schema_migrations"] == Int64(SQLiteOrderStore.migrations.count))
+        #expect(names == StoreSchema.migrations.map(\.name))
+        #expect(try await fixture.counts()["schema_migrations"] == Int64(StoreSchema.migrations.count))
         let error = #expect(throws: OrderStoreError.self) {
             try SQLiteOrderStore(path: fixture.folder.path("no/dir/x.sqlite"))
         }
@@ -686,7 +687,7 @@ struct OrderStoreTests {
             for _ in 0..<4 { group.addTask { try await PostgresOrderStore(uri: uri, poolSize: 1) } }
             return try await group.reduce(into: [PostgresOrderStore]()) { $0.append($1) }
         }
-        #expect(try await stores[0].appliedMigrations() == PostgresOrderStore.migrations.map(\.name))
+        #expect(try await stores[0].appliedMigrations() == StoreSchema.migrations.map(\.name))
         let error = await #expect(throws: OrderStoreError.self) {
             try await PostgresOrderStore(uri: "postgresql:///nope?host=/nonexistent", poolSize: 1)
         }
