@@ -6,28 +6,27 @@ extension PostgresConnection: SQLConnection {
     public var dialect: SQLDialect { .postgres }
 
     public func query(_ query: SQLQuery) throws(SQLError) -> [PostgresSQLRow] {
-        do {
-            return try self.query(query.sql(for: .postgres), parameters: query.binds.map(PostgresValue.init)).map(
-                PostgresSQLRow.init)
-        } catch {
-            throw SQLError(postgres: error)
+        try statement(query) { sql, parameters throws(PostgresError) in
+            try self.query(sql, parameters: parameters).map(PostgresSQLRow.init)
         }
     }
 
     @discardableResult
     public func run(_ query: SQLQuery) throws(SQLError) -> Int {
-        do {
-            return try run(query.sql(for: .postgres), parameters: query.binds.map(PostgresValue.init))
-        } catch {
-            throw SQLError(postgres: error)
-        }
+        try statement(query) { sql, parameters throws(PostgresError) in try run(sql, parameters: parameters) }
     }
 
     public func execute(script: String) throws(SQLError) {
-        do {
-            try execute(script)
-        } catch {
-            throw SQLError(postgres: error)
+        try SQLError.translating(SQLError.init(postgres:)) { () throws(PostgresError) in try execute(script) }
+    }
+
+    /// `query` in `$n` form and its parameters, handed to `body`; errors translated.
+    private func statement<T>(_ query: SQLQuery, _ body: (String, [PostgresValue]) throws(PostgresError) -> T)
+        throws(SQLError) -> T
+    {
+        let parameters = query.binds.map(PostgresValue.init)
+        return try SQLError.translating(SQLError.init(postgres:)) { () throws(PostgresError) in
+            try body(query.sql(for: .postgres), parameters)
         }
     }
 }
@@ -35,12 +34,7 @@ extension PostgresConnection: SQLConnection {
 extension PostgresValue {
     /// A parameter in PostgreSQL's text format.
     public init(_ value: SQLValue) {
-        switch value {
-        case .null: self = .null
-        case .integer(let number): self = .integer(number)
-        case .text(let text): self = .text(text)
-        case .boolean(let flag): self = .boolean(flag)
-        }
+        self = value.converted(null: .null, integer: { .integer($0) }, text: { .text($0) }, boolean: { .boolean($0) })
     }
 }
 
@@ -78,25 +72,18 @@ public struct PostgresSQLRow: SQLRow, Equatable {
 extension SQLError {
     /// PostgreSQL's error under the code that means the same for every backend.
     public init(postgres error: PostgresError) {
-        let code: SQLError.Code =
-            switch error.code {
-            case .uniqueViolation: .uniqueViolation
-            case .foreignKeyViolation, .checkViolation, .notNullViolation, .integrityViolation: .constraintViolation
-            case .serializationFailure, .deadlockDetected: .serializationFailure
-            case .connectionFailure: .connectionFailure
-            case .typeMismatch: .typeMismatch
-            case .migration: .renamedMigration
-            default: .other
-            }
-        self.init(code, "\(error)", underlying: error)
+        self.init(Self.postgresCodes[error.code] ?? .other, "\(error)", underlying: error)
     }
 
+    /// The codes that mean the same; every other one is `other`.
+    private static let postgresCodes: [PostgresError.Code: SQLError.Code] = [
+        .uniqueViolation: .uniqueViolation, .foreignKeyViolation: .constraintViolation,
+        .checkViolation: .constraintViolation, .notNullViolation: .constraintViolation,
+        .integrityViolation: .constraintViolation, .serializationFailure: .serializationFailure,
+        .deadlockDetected: .serializationFailure, .connectionFailure: .connectionFailure,
+        .typeMismatch: .typeMismatch, .migration: .renamedMigration,
+    ]
+
     /// `error` if it is one, PostgreSQL's translated, anything else as `other`.
-    init(any error: any Error) {
-        switch error {
-        case let error as SQLError: self = error
-        case let error as PostgresError: self.init(postgres: error)
-        default: self.init(.other, "\(error)")
-        }
-    }
+    init(any error: any Error) { self.init(error, translating: SQLError.init(postgres:)) }
 }

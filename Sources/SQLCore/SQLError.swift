@@ -7,53 +7,70 @@
 /// catch SQLError.Code.uniqueViolation { ... }
 /// ```
 public struct SQLError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable code, its message, and the backend's error when the failure came from the database library.
+    public let code: Code, message: String, underlying: (any Error & Sendable)?
+
+    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
+        (self.code, self.message, self.underlying) = (code, message, underlying)
+    }
+
+    /// Whether the database refused the write because of a constraint (UNIQUE or any other).
+    public var isConstraintViolation: Bool { [.uniqueViolation, .constraintViolation].contains(code) }
+    public var description: String { "\(code): \(message)" }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
     /// Stable error codes, the same for every backend.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The code as a string, e.g. `"uniqueViolation"`.
         public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
-
+        private init(_ rawValue: String) { self.rawValue = rawValue }
         /// Lets a code match a thrown ``SQLError`` in `catch` or `switch`: `catch SQLError.Code.uniqueViolation`.
         public static func ~= (pattern: Code, value: any Error) -> Bool { (value as? SQLError)?.code == pattern }
 
-        /// A UNIQUE or PRIMARY KEY constraint refused the write.
-        public static let uniqueViolation = Code("uniqueViolation")
-        /// Another integrity rule refused the write: CHECK, FOREIGN KEY, NOT NULL, a trigger.
-        public static let constraintViolation = Code("constraintViolation")
-        /// A write changed another number of rows than the caller expected (a row left the state it was read in);
-        /// the transaction is rolled back.
-        public static let unexpectedRowCount = Code("unexpectedRowCount")
-        /// A column missing from the row, NULL where a value was required, or of another type than asked for; also
-        /// a stored value that cannot be decoded.
-        public static let typeMismatch = Code("typeMismatch")
-        /// The transaction lost a race with another one (serialization failure, deadlock): running it again may
-        /// succeed.
-        public static let serializationFailure = Code("serializationFailure")
-        /// The database cannot be reached, or the connection broke.
-        public static let connectionFailure = Code("connectionFailure")
-        /// The database records migrations this program does not know: it was written by a newer version.
-        public static let newerDatabase = Code("newerDatabase")
-        /// A recorded migration has another name than the program's migration at that position.
-        public static let renamedMigration = Code("renamedMigration")
-        /// Everything else (I/O, a statement the database refused, ...).
-        public static let other = Code("other")
+        public static let
+            /// A UNIQUE or PRIMARY KEY constraint refused the write.
+            uniqueViolation = Code("uniqueViolation"),
+            /// Another integrity rule refused the write: CHECK, FOREIGN KEY, NOT NULL.
+            constraintViolation = Code("constraintViolation"),
+            /// A write changed another number of rows than the caller expected (a row left the state it was read
+            /// in); the transaction is rolled back.
+            unexpectedRowCount = Code("unexpectedRowCount"),
+            /// A column missing from the row, NULL where a value was required, or of another type than asked for;
+            /// also a stored value that cannot be decoded.
+            typeMismatch = Code("typeMismatch"),
+            /// The transaction lost a race with another one (serialization failure, deadlock): running it again
+            /// may succeed.
+            serializationFailure = Code("serializationFailure"),
+            /// The database cannot be reached, or the connection broke.
+            connectionFailure = Code("connectionFailure"),
+            /// The database records migrations this program does not know: it was written by a newer version.
+            newerDatabase = Code("newerDatabase"),
+            /// A recorded migration has another name than the program's migration at that position.
+            renamedMigration = Code("renamedMigration"),
+            /// Everything else (I/O, a statement the database refused, a trigger's RAISE, ...).
+            other = Code("other")
+    }
+}
+
+extension SQLError {
+    /// `error` itself if it is an ``SQLError``, translated if it is the backend's `Failure`, else `other`.
+    public init<Failure: Error>(_ error: any Error, translating translate: (Failure) -> SQLError) {
+        switch error {
+        case let error as SQLError: self = error
+        case let error as Failure: self = translate(error)
+        default: self.init(.other, "\(error)")
+        }
     }
 
-    public let code: Code
-    public let message: String
-    /// The backend's error, when the failure came from the database library.
-    public let underlying: (any Error & Sendable)?
-
-    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
-        self.code = code
-        self.message = message
-        self.underlying = underlying
+    /// Runs a call of a database library, its error translated (`SQLError.init(sqlite:)`, `init(postgres:)`).
+    public static func translating<T, Failure: Error>(
+        _ translate: (Failure) -> SQLError, _ body: () throws(Failure) -> T
+    ) throws(SQLError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw translate(error)
+        }
     }
-
-    /// Whether the database refused the write because of a constraint (UNIQUE or any other).
-    public var isConstraintViolation: Bool { code == .uniqueViolation || code == .constraintViolation }
-
-    public var description: String { "\(code): \(message)" }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 }

@@ -78,6 +78,11 @@ public struct SQLQuery: Sendable, Hashable, ExpressibleByStringInterpolation {
             binds.append(value.sqlValue)
         }
 
+        /// A placeholder bound to `value`, NULL for `nil`.
+        public mutating func appendInterpolation<Value: SQLBindable>(bind value: Value?) {
+            appendInterpolation(bind: value.sqlValue)
+        }
+
         /// Trusted SQL text: identifiers, fixed fragments, a dialect's clauses. Never a value from input.
         public mutating func appendInterpolation(raw sql: String) { text += sql }
 

@@ -7,6 +7,18 @@ public enum SQLValue: Sendable, Hashable, CustomStringConvertible {
     /// Stored as `boolean` where the backend has one, else as the integer 0 or 1.
     case boolean(Bool)
 
+    /// The value in a backend's own type: one function per kind.
+    public func converted<Value>(
+        null: Value, integer: (Int64) -> Value, text: (String) -> Value, boolean: (Bool) -> Value
+    ) -> Value {
+        switch self {
+        case .null: null
+        case .integer(let number): integer(number)
+        case .text(let string): text(string)
+        case .boolean(let flag): boolean(flag)
+        }
+    }
+
     /// Kind and size only: bound values may be personal data.
     public var description: String {
         switch self {

@@ -7,28 +7,22 @@ extension Connection: SQLConnection {
     public var dialect: SQLDialect { .sqlite }
 
     public func query(_ query: SQLQuery) throws(SQLError) -> [SQLiteRow] {
-        do {
-            return try self.query(query.text, values: query.binds.map(Value.init)).map(SQLiteRow.init)
-        } catch {
-            throw SQLError(sqlite: error)
+        let values = query.binds.map(Value.init)
+        return try SQLError.translating(SQLError.init(sqlite:)) { () throws(SQLiteError) in
+            try self.query(query.text, values: values).map(SQLiteRow.init)
         }
     }
 
     @discardableResult
     public func run(_ query: SQLQuery) throws(SQLError) -> Int {
-        do {
-            return try run(query.text, values: query.binds.map(Value.init))
-        } catch {
-            throw SQLError(sqlite: error)
+        let values = query.binds.map(Value.init)
+        return try SQLError.translating(SQLError.init(sqlite:)) { () throws(SQLiteError) in
+            try run(query.text, values: values)
         }
     }
 
     public func execute(script: String) throws(SQLError) {
-        do {
-            try execute(script)
-        } catch {
-            throw SQLError(sqlite: error)
-        }
+        try SQLError.translating(SQLError.init(sqlite:)) { () throws(SQLiteError) in try execute(script) }
     }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction (a savepoint inside another), errors as ``SQLError``.
@@ -44,12 +38,8 @@ extension Connection: SQLConnection {
 extension Value {
     /// A bound value in SQLite's storage classes (a boolean as the integer 0 or 1).
     public init(_ value: SQLValue) {
-        switch value {
-        case .null: self = .null
-        case .integer(let number): self = .integer(number)
-        case .text(let text): self = .text(text)
-        case .boolean(let flag): self = .integer(flag ? 1 : 0)
-        }
+        self = value.converted(
+            null: .null, integer: { .integer($0) }, text: { .text($0) }, boolean: { .integer($0 ? 1 : 0) })
     }
 }
 
@@ -112,11 +102,5 @@ extension SQLError {
     }
 
     /// `error` if it is one, SQLite's translated, anything else as `other`.
-    init(any error: any Error) {
-        switch error {
-        case let error as SQLError: self = error
-        case let error as SQLiteError: self.init(sqlite: error)
-        default: self.init(.other, "\(error)")
-        }
-    }
+    init(any error: any Error) { self.init(error, translating: SQLError.init(sqlite:)) }
 }

@@ -13,8 +13,7 @@ extension SQLStore: OrderStore {
     // MARK: Checkouts
 
     public func insertCheckout(_ checkout: Checkout) async throws(OrderStoreError) {
-        let state: String
-        do { state = try storedJSON(checkout) } catch { throw Self.storeError("insert checkout", error) }
+        let state = try Self.encoded(checkout, "insert checkout")
         let inserted = try await write("insert checkout") { connection throws(SQLError) -> Bool in
             let now = storedMillis(self.clock())
             let changed = try connection.run(
@@ -42,8 +41,7 @@ extension SQLStore: OrderStore {
     }
 
     public func updateCheckout(_ checkout: Checkout) async throws(OrderStoreError) {
-        let state: String
-        do { state = try storedJSON(checkout) } catch { throw Self.storeError("update checkout", error) }
+        let state = try Self.encoded(checkout, "update checkout")
         let found = try await write("update checkout") { connection throws(SQLError) -> Bool in
             let now = storedMillis(self.clock())
             // The UPDATE takes the checkout's row lock: a payment on this checkout waits for it, and it for a payment.
@@ -207,32 +205,28 @@ extension SQLStore: OrderStore {
         return .started(created)
     }
 
-    private enum CompleteAnswer: Sendable {
-        case done(Row)
-        case notFound
-        case notPending(OrderStatus)
-    }
-
     public func completePayment(orderID: String, outcome: ChargeAttempt) async throws(OrderStoreError) -> Order {
         let transition = PaymentTransition(outcome)
-        let answer = try await write("complete payment") { connection throws(SQLError) -> CompleteAnswer in
-            guard let current = try self.lockOrderKey(connection, orderID) else { return .notFound }
-            guard current.status == .pending else { return .notPending(current.status) }
+        let answer = try await write("complete payment") {
+            connection throws(SQLError) -> Result<Row, OrderStoreError> in
+            guard let current = try self.lockOrderKey(connection, orderID) else {
+                return .failure(OrderStoreError(.notFound, "no order \(orderID)"))
+            }
+            guard current.status == .pending else {
+                return .failure(OrderStoreError(.conflict, "order \(orderID) is already \(current.status.rawValue)"))
+            }
             try self.apply(transition, to: current, from: [.pending], connection)
             guard let updated = try self.orderRow(connection, where: "o.id = \(bind: orderID)") else {
                 throw SQLError(.other, "the order just updated cannot be read back")
             }
-            return .done(updated)
+            return .success(updated)
         }
-        switch answer {
-        case .done(let row):
-            do {
-                return try Self.order(from: row)
-            } catch {
-                throw OrderStoreError(.corrupt, "complete payment: \(error)")
-            }
-        case .notFound: throw OrderStoreError(.notFound, "no order \(orderID)")
-        case .notPending(let status): throw OrderStoreError(.conflict, "order \(orderID) is already \(status.rawValue)")
+        do {
+            return try Self.order(from: try answer.get())
+        } catch let error as OrderStoreError {
+            throw error
+        } catch {
+            throw OrderStoreError(.corrupt, "complete payment: \(error)")
         }
     }
 
@@ -341,20 +335,19 @@ extension SQLStore: OrderStore {
         }
     }
 
-    private enum VoidAnswer: Sendable {
-        case done(Order)
-        case conflict(OrderStatus)
-        case notFound
-    }
-
     public func recordVoid(orderID: String) async throws(OrderStoreError) -> Order {
-        let answer = try await write("record void") { connection throws(SQLError) -> VoidAnswer in
-            guard let order = try self.lockOrder(connection, orderID) else { return .notFound }
-            if order.status == .voided { return .done(order) }
+        try await write("record void") { connection throws(SQLError) -> Result<Order, OrderStoreError> in
+            guard let order = try self.lockOrder(connection, orderID) else {
+                return .failure(OrderStoreError(.notFound, "no order \(orderID)"))
+            }
+            if order.status == .voided { return .success(order) }
             let refunds =
                 try connection.query("SELECT count(*) AS n FROM refunds WHERE order_id = \(bind: orderID)").first?
                 .int64("n") ?? 0
-            guard order.status == .paid, refunds == 0 else { return .conflict(order.status) }
+            guard order.status == .paid, refunds == 0 else {
+                return .failure(
+                    OrderStoreError(.conflict, "order \(orderID) is \(order.status.rawValue) or has refunds"))
+            }
             let now = storedMillis(self.clock())
             try connection.run(
                 """
@@ -367,16 +360,10 @@ extension SQLStore: OrderStore {
                 connection, "paymentVoided", checkoutID: order.checkoutID, orderID: orderID, ["status": "voided"],
                 at: now)
             guard let updated = try self.loadOrder(connection, where: "o.id = \(bind: orderID)") else {
-                return .notFound
+                throw SQLError(.other, "the order just voided cannot be read back")
             }
-            return .done(updated)
-        }
-        switch answer {
-        case .done(let order): return order
-        case .conflict(let status):
-            throw OrderStoreError(.conflict, "order \(orderID) is \(status.rawValue) or has refunds")
-        case .notFound: throw OrderStoreError(.notFound, "no order \(orderID)")
-        }
+            return .success(updated)
+        }.get()
     }
 
     // MARK: Reads

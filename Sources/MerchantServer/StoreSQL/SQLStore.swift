@@ -40,23 +40,30 @@ public final class SQLStore<Database: SQLDatabase>: Sendable {
     /// A read; errors become ``OrderStoreError`` (`corrupt` for an unreadable row, else `storage`).
     func read<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Connection) throws(SQLError) -> T)
         async throws(OrderStoreError) -> T
-    {
-        do {
-            return try await database.read(body)
-        } catch {
-            throw Self.storeError(what, error)
-        }
-    }
+    { try await run(what, writing: false, body) }
 
     /// A write transaction; errors become ``OrderStoreError`` (`conflict` for a constraint or a row that left its
     /// expected state, `corrupt` for an unreadable row, else `storage`).
     func write<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Connection) throws(SQLError) -> T)
         async throws(OrderStoreError) -> T
-    {
+    { try await run(what, writing: true, body) }
+
+    private func run<T: Sendable>(
+        _ what: String, writing: Bool, _ body: @escaping @Sendable (Connection) throws(SQLError) -> T
+    ) async throws(OrderStoreError) -> T {
         do {
-            return try await database.write(body)
+            return writing ? try await database.write(body) : try await database.read(body)
         } catch {
             throw Self.storeError(what, error)
+        }
+    }
+
+    /// A value as stored JSON, encoded before the transaction (off the SQLite writer's thread).
+    static func encoded<T: Encodable>(_ value: T, _ what: String) throws(OrderStoreError) -> String {
+        do {
+            return try storedJSON(value)
+        } catch {
+            throw storeError(what, error)
         }
     }
 

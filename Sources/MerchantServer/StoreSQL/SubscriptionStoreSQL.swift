@@ -17,8 +17,7 @@ import SQLCore
 extension SQLStore: SubscriptionStore {
     public func insertSubscription(_ subscription: Subscription) async throws(OrderStoreError) -> Subscription {
         let s = subscription
-        let plan: String
-        do { plan = try storedJSON(s.plan) } catch { throw Self.storeError("insert subscription", error) }
+        let plan = try Self.encoded(s.plan, "insert subscription")
         let stored = try await write("insert subscription") { connection throws(SQLError) -> Subscription? in
             let inserted = try connection.run(
                 """

@@ -9,16 +9,14 @@ import SQLCore
 /// `INSERT ... ON CONFLICT DO NOTHING` on its primary key (an update when the key was there), so two instances
 /// registering the same device write one row and one of them reports it new.
 extension SQLStore {
-    private enum FulfillmentAnswer: Sendable {
-        case recorded(Order)
-        case notPaid(OrderStatus)
-        case notFound
-    }
-
     public func recordFulfillment(orderID: String, _ step: FulfillmentStep) async throws(OrderStoreError) -> Order {
-        let answer = try await write("record fulfillment") { connection throws(SQLError) -> FulfillmentAnswer in
-            guard let order = try self.lockOrder(connection, orderID) else { return .notFound }
-            guard [.paid, .partiallyRefunded, .refunded].contains(order.status) else { return .notPaid(order.status) }
+        try await write("record fulfillment") { connection throws(SQLError) -> Result<Order, OrderStoreError> in
+            guard let order = try self.lockOrder(connection, orderID) else {
+                return .failure(OrderStoreError(.notFound, "no order \(orderID)"))
+            }
+            guard [.paid, .partiallyRefunded, .refunded].contains(order.status) else {
+                return .failure(OrderStoreError(.conflict, "order \(orderID) is \(order.status.rawValue), not paid"))
+            }
             // At least the next whole second: HTTP dates have second resolution.
             let previous = storedMillis(order.updatedAt)
             let now = max(storedMillis(step.at), (previous / 1000 + 1) * 1000)
@@ -36,14 +34,8 @@ extension SQLStore {
             guard let updated = try self.loadOrder(connection, where: "o.id = \(bind: orderID)") else {
                 throw SQLError(.other, "the order just updated cannot be read back")
             }
-            return .recorded(updated)
-        }
-        switch answer {
-        case .recorded(let order): return order
-        case .notPaid(let status):
-            throw OrderStoreError(.conflict, "order \(orderID) is \(status.rawValue), not paid")
-        case .notFound: throw OrderStoreError(.notFound, "no order \(orderID)")
-        }
+            return .success(updated)
+        }.get()
     }
 
     public func fulfillments(orderID: String) async throws(OrderStoreError) -> [FulfillmentStep] {
