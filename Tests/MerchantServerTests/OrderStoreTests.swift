@@ -713,6 +713,44 @@ struct OrderStoreTests {
         try await fixture.store.updateCheckout(checkout.applyingCoupon("WELCOME10"))
         #expect(try await fixture.store.checkout(id: checkout.id)?.couponCode == "WELCOME10")
     }
+
+    @Test(
+        "a move from a state the order is not in changes nothing: no row, no event, on either backend",
+        arguments: StoreBackend.available)
+    func unexpectedStateChangesNothing(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        defer { fixture.folder.remove() }
+        let (checkout, breakdown) = try await fixture.checkout()
+        guard
+            case .started(let pending) = try await fixture.store.beginPayment(
+                fixture.newOrder(checkout, breakdown, transaction: "us01"))
+        else { throw StoreTestFailure("no order") }
+        // Not paid yet: no fulfilment, no void.
+        await #expect(throws: OrderStoreError(.conflict, "")) {
+            try await fixture.store.recordFulfillment(
+                orderID: pending.id, FulfillmentStep(status: .shipped, at: fixedNow))
+        }
+        await #expect(throws: OrderStoreError(.conflict, "")) {
+            try await fixture.store.recordVoid(orderID: pending.id)
+        }
+        let paid = try await fixture.store.completePayment(
+            orderID: pending.id, outcome: .decided(.approved(reference: "r1")))
+        let counts = try await fixture.counts()
+        let events = try await fixture.store.events(checkoutID: checkout.id)
+        // Paid: it is not pending any more, nor unsettled, nor refundable beyond its total.
+        await #expect(throws: OrderStoreError(.conflict, "")) {
+            try await fixture.store.completePayment(orderID: pending.id, outcome: .decided(.declined(.doNotHonor)))
+        }
+        #expect(try await fixture.store.settlePayment(orderID: pending.id, charge: nil) == nil)
+        guard
+            case .exceedsRemaining = try await fixture.store.beginRefund(
+                orderID: pending.id, amount: paid.totals.total + 1, idempotencyKey: "rf-too-much")
+        else { throw StoreTestFailure("a refund beyond the total was reserved") }
+        #expect(try await fixture.counts() == counts)
+        #expect(try await fixture.store.events(checkoutID: checkout.id) == events)
+        #expect(try await fixture.store.order(id: pending.id) == paid)
+        #expect(try await fixture.column("SELECT count(*) FROM refunds") == ["0"])
+    }
 }
 
 struct StoreTestFailure: Error, CustomStringConvertible {
