@@ -47,12 +47,14 @@ let package = Package(
 
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL", "Foundations"]),
-        .target(name: "SQLite", dependencies: ["CSQLite"]),
+        // One database protocol, dialect, query builder and migrator for the stores (Foundation only, no C).
+        .target(name: "SQLCore"),
+        .target(name: "SQLite", dependencies: ["CSQLite", "SQLCore"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "JSONCoding", "Foundations"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "Foundations"]),
         // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
         .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
-        .target(name: "Postgres", dependencies: ["CPostgres"]),
+        .target(name: "Postgres", dependencies: ["CPostgres", "SQLCore"]),
 
         // The domain.
         .target(name: "ApplePay", dependencies: ["Foundations"]),
@@ -77,7 +79,7 @@ let package = Package(
         // The order, subscription and Wallet stores on SQLite and PostgreSQL.
         .target(
             name: "MerchantStore",
-            dependencies: ["MerchantCore", "ApplePay", "SQLite", "Postgres", "JSONCoding", "Foundations"]),
+            dependencies: ["MerchantCore", "ApplePay", "SQLCore", "SQLite", "Postgres", "JSONCoding", "Foundations"]),
         // Payment processors behind MerchantCore's protocol: today the protocol of docs/PROCESSOR-PROTOCOL.md.
         .target(name: "Processors", dependencies: ["MerchantCore", "ApplePay", "HTTPClient", "ProcessorAPI"]),
         // Apple and the device's side: token opening, merchant validation, the merchant-token API, APNs.
@@ -165,7 +167,8 @@ let package = Package(
         .testTarget(
             name: "SandboxGatewayTests",
             dependencies: ["SandboxGateway", "Sandbox", "Cryptography", "HTTPClient", "HTTPServer", "TestSupport"]),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
+        .testTarget(name: "SQLCoreTests", dependencies: ["SQLCore", "SQLite", "Postgres", "TestSupport"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "SQLCore", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "JSONCoding", "TestSupport"]),
         .testTarget(
@@ -177,6 +180,7 @@ let package = Package(
                 "HTTPClient",
                 "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
+                "SQLite", "SQLCore",
             ],
             exclude: ["python"]),
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import MerchantCore
 import Postgres
+import SQLCore
 import SQLite
 
 /// Copies an embedded SQLite store into a PostgreSQL store (`applepay store migrate`): checkouts, orders, payments,
@@ -39,8 +40,8 @@ public enum StoreMigration {
         var key: [String]
         /// Columns compared when the key is already taken: a difference means foreign data (`nil`: not compared).
         var identity: [String]? = nil
-        /// A column stored differently in PostgreSQL: its placeholder's expression (`$n` stands for the value).
-        var conversions: [String: String] = [:]
+        /// Columns SQLite stores as the integer 0 or 1 and PostgreSQL as a `boolean`.
+        var booleans: Set<String> = []
         /// The identity column whose sequence continues after the copied numbers.
         var sequence: String? = nil
     }
@@ -63,7 +64,7 @@ public enum StoreMigration {
             columns: [
                 "id", "order_id", "transaction_id", "status", "amount_minor", "currency", "processor_reference",
                 "failure_code", "failure_message", "created_at", "updated_at", "merchant_token",
-            ], key: ["id"], conversions: ["merchant_token": "($n::integer <> 0)"]),
+            ], key: ["id"], booleans: ["merchant_token"]),
         Table(
             name: "refunds",
             columns: [
@@ -116,10 +117,10 @@ public enum StoreMigration {
         let tables = Self.tables
         let batch = max(1, batch)
         do {
-            return try await target.transaction("migrate from SQLite") { connection -> Report in
-                let source = try Connection(path: sqlitePath, readOnly: true)
+            return try await target.database.write { connection throws(SQLError) -> Report in
+                let source = try sqlite { () throws(SQLiteError) in try Connection(path: sqlitePath, readOnly: true) }
                 // One snapshot of the source for the whole copy.
-                try source.execute("BEGIN DEFERRED")
+                try sqlite { () throws(SQLiteError) in try source.execute("BEGIN DEFERRED") }
                 defer { try? source.execute("ROLLBACK") }
                 var counts: [TableCount] = []
                 for table in tables {
@@ -127,14 +128,11 @@ public enum StoreMigration {
                 }
                 return Report(tables: counts)
             }
-        } catch let error as OrderStoreError {
-            throw error
-        } catch let error as PostgresError
-            where [.uniqueViolation, .foreignKeyViolation, .checkViolation, .notNullViolation, .integrityViolation]
-            .contains(error.code)
-        {
+        } catch  where error.isConstraintViolation {
             throw OrderStoreError(
                 .conflict, "the PostgreSQL store holds data that contradicts the SQLite store: \(error.message)")
+        } catch  where error.code == .typeMismatch {
+            throw OrderStoreError(.corrupt, "migrate from SQLite: \(error.message)")
         } catch {
             throw OrderStoreError(.storage, "migrate from SQLite: \(error)")
         }
@@ -161,42 +159,51 @@ public enum StoreMigration {
         } catch {
             throw OrderStoreError(.invalidLocation, "cannot read the SQLite store at \(path): \(error)")
         }
-        let known = Set(SQLiteOrderStore.migrations.map(\.name))
+        let current = StoreSchema.migrations.map(\.name)
+        let known = Set(current + LegacySQLiteSchema.migrations.map(\.name))
         guard Set(recorded).isSubset(of: known) else {
             throw OrderStoreError(.invalidLocation, "\(path) was written by a newer version of this program")
         }
-        if recorded.count < known.count {
+        if recorded.sorted() != current.sorted() {
             _ = try SQLiteOrderStore(path: path)
         }
     }
 
-    private static func copy(_ table: Table, from source: Connection, to target: PostgresConnection, batch: Int)
-        throws -> TableCount
-    {
-        let placeholders = table.columns.enumerated().map { index, column in
-            let placeholder = "$\(index + 1)"
-            return table.conversions[column].map { $0.replacingOccurrences(of: "$n", with: placeholder) }
-                ?? placeholder
+    /// An SQLite call inside the PostgreSQL transaction, its error as an ``SQLError``.
+    private static func sqlite<T>(_ body: () throws(SQLiteError) -> T) throws(SQLError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw SQLError(sqlite: error)
         }
-        let insert = """
-            INSERT INTO \(table.name) (\(table.columns.joined(separator: ", ")))
-            VALUES (\(placeholders.joined(separator: ", ")))
-            ON CONFLICT (\(table.key.joined(separator: ", "))) DO NOTHING
-            """
+    }
+
+    private static func copy(_ table: Table, from source: Connection, to target: PostgresConnection, batch: Int)
+        throws(SQLError) -> TableCount
+    {
         let select = """
             SELECT rowid AS migration_rowid, \(table.columns.joined(separator: ", ")) FROM \(table.name)
             WHERE rowid > ? ORDER BY rowid LIMIT ?
             """
+        let columns = table.columns.joined(separator: ", ")
+        let onConflict = target.dialect.onConflictDoNothing(table.key.joined(separator: ", "))
         var count = TableCount(table: table.name, copied: 0, alreadyPresent: 0)
         var after: Int64 = 0
         while true {
-            let rows = try source.query(select, .integer(after), .integer(Int64(batch)))
+            let rows = try sqlite { () throws(SQLiteError) in
+                try source.query(select, .integer(after), .integer(Int64(batch)))
+            }
             for row in rows {
-                after = try row.int64("migration_rowid")
-                let values = try table.columns.map { column throws -> PostgresValue in
-                    try postgresValue(row[column] ?? .null, table: table.name, column: column)
+                after = try sqlite { () throws(SQLiteError) in try row.int64("migration_rowid") }
+                var values: [SQLValue] = []
+                var insert: SQLQuery = "INSERT INTO \(raw: table.name) (\(raw: columns)) VALUES ("
+                for (index, column) in table.columns.enumerated() {
+                    let value = try value(row[column] ?? .null, table: table, column: column)
+                    values.append(value)
+                    insert.append(index == 0 ? "\(bind: value)" : ", \(bind: value)")
                 }
-                if try target.run(insert, parameters: values) == 1 {
+                insert.append(") \(raw: onConflict)")
+                if try target.run(insert) == 1 {
                     count.copied += 1
                 } else {
                     try checkSame(table, values, in: target)
@@ -207,27 +214,29 @@ public enum StoreMigration {
         }
         if let column = table.sequence {
             // The next number after both the copied ones and any the target handed out meanwhile.
-            try target.query(
-                """
-                SELECT setval(pg_get_serial_sequence('\(table.name)', '\(column)'),
-                    greatest((SELECT coalesce(max(\(column)), 0) + 1 FROM \(table.name)),
-                        nextval(pg_get_serial_sequence('\(table.name)', '\(column)'))), false)
-                """)
+            try target.execute(
+                script: """
+                    SELECT setval(pg_get_serial_sequence('\(table.name)', '\(column)'),
+                        greatest((SELECT coalesce(max(\(column)), 0) + 1 FROM \(table.name)),
+                            nextval(pg_get_serial_sequence('\(table.name)', '\(column)'))), false)
+                    """)
         }
         return count
     }
 
     /// For a table whose key is a number PostgreSQL may also hand out: the stored row must be the copied one.
-    private static func checkSame(_ table: Table, _ values: [PostgresValue], in target: PostgresConnection) throws {
+    private static func checkSame(_ table: Table, _ values: [SQLValue], in target: PostgresConnection)
+        throws(SQLError)
+    {
         guard let identity = table.identity else { return }
-        func value(_ column: String) -> PostgresValue {
+        func value(_ column: String) -> SQLValue {
             table.columns.firstIndex(of: column).map { values[$0] } ?? .null
         }
-        let keyCondition = table.key.enumerated().map { "\($0.element) = $\($0.offset + 1)" }
-        let stored = try target.query(
-            "SELECT \(identity.joined(separator: ", ")) FROM \(table.name) WHERE \(keyCondition.joined(separator: " AND "))",
-            parameters: table.key.map(value))
-        guard let row = stored.first else { return }
+        var select: SQLQuery = "SELECT \(raw: identity.joined(separator: ", ")) FROM \(raw: table.name) WHERE "
+        for (index, column) in table.key.enumerated() {
+            select.append("\(raw: index == 0 ? "" : " AND ")\(raw: column) = \(bind: value(column))")
+        }
+        guard let row = try target.query(select).first else { return }
         for column in identity {
             let expected: String? =
                 switch value(column) {
@@ -238,21 +247,21 @@ public enum StoreMigration {
                 }
             guard try row.optionalString(column) == expected else {
                 let key = table.key.map { "\($0) \(value($0))" }.joined(separator: ", ")
-                throw OrderStoreError(
-                    .conflict,
+                throw SQLError(
+                    .constraintViolation,
                     "\(table.name) row with \(key) differs in PostgreSQL (\(column)): the target holds another store's data"
                 )
             }
         }
     }
 
-    private static func postgresValue(_ value: SQLite.Value, table: String, column: String) throws -> PostgresValue {
+    private static func value(_ value: SQLite.Value, table: Table, column: String) throws(SQLError) -> SQLValue {
         switch value {
         case .null: return .null
-        case .integer(let number): return .integer(number)
+        case .integer(let number): return table.booleans.contains(column) ? .boolean(number != 0) : .integer(number)
         case .text(let text): return .text(text)
         default:
-            throw OrderStoreError(.corrupt, "\(table).\(column) holds a value of an unexpected type")
+            throw SQLError(.typeMismatch, "\(table.name).\(column) holds a value of an unexpected type")
         }
     }
 }

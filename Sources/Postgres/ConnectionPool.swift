@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SQLCore
 
 /// A fixed number of connections to one database, each owned by a thread of its own: libpq's blocking calls run
 /// there, never on Swift's shared pool.
@@ -16,7 +16,9 @@ public final class ConnectionPool: Sendable {
     public let size: Int
     /// How long work may wait for a connection.
     public let maximumWait: Duration
-    private let queue: WorkQueue
+    /// A job gets a connection, or the reason there is none.
+    private typealias Job = @Sendable (Result<PostgresConnection, PostgresError>) -> Void
+    private let queue: JobQueue<Job>
 
     /// Starts `size` threads; connections open on first use.
     /// - Parameters:
@@ -26,14 +28,14 @@ public final class ConnectionPool: Sendable {
         self.uri = uri
         self.size = max(1, size)
         self.maximumWait = maximumWait
-        let queue = WorkQueue()
+        let queue = JobQueue<Job>()
         self.queue = queue
         for index in 0..<self.size {
             let thread = Thread { Self.serve(queue, uri: uri, timeouts: timeouts) }
             thread.name = "Postgres-\(index)"
             thread.start()
         }
-        let sweeper = Thread { queue.expireLateJobs(after: maximumWait) }
+        let sweeper = Thread { Self.expireLateJobs(queue, after: maximumWait) }
         sweeper.name = "Postgres-wait"
         sweeper.start()
     }
@@ -62,7 +64,7 @@ public final class ConnectionPool: Sendable {
     /// Lets the threads finish the work already queued, close their connections and end.
     public func close() { queue.stop() }
 
-    private static func serve(_ queue: WorkQueue, uri: String, timeouts: PostgresTimeouts) {
+    private static func serve(_ queue: JobQueue<Job>, uri: String, timeouts: PostgresTimeouts) {
         var connection: PostgresConnection?
         while let job = queue.next() {
             if connection.map({ !$0.isOpen }) ?? true {
@@ -77,76 +79,15 @@ public final class ConnectionPool: Sendable {
             if let connection { job(.success(connection)) }
         }
     }
-}
-
-/// The work waiting for a pool thread, oldest first.
-private final class WorkQueue: Sendable {
-    typealias Job = @Sendable (Result<PostgresConnection, PostgresError>) -> Void
-
-    private struct Entry {
-        var job: Job
-        var queuedAt: ContinuousClock.Instant
-    }
-
-    private struct State {
-        var entries: [Entry] = []
-        var head = 0
-        var stopped = false
-    }
-
-    private let state = Mutex(State())
-    private let condition = NSCondition()
-
-    func append(_ job: @escaping Job) {
-        condition.lock()
-        state.withLock { $0.entries.append(Entry(job: job, queuedAt: .now)) }
-        condition.signal()
-        condition.unlock()
-    }
-
-    func stop() {
-        condition.lock()
-        state.withLock { $0.stopped = true }
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// The next job, or `nil` once stopped and empty. Blocks the calling (pool) thread while there is none.
-    func next() -> Job? {
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            let (job, stopped) = state.withLock { state -> (Job?, Bool) in
-                guard state.head < state.entries.count else {
-                    state.entries.removeAll(keepingCapacity: true)
-                    state.head = 0
-                    return (nil, state.stopped)
-                }
-                defer { state.head += 1 }
-                return (state.entries[state.head].job, false)
-            }
-            if let job { return job }
-            if stopped { return nil }
-            condition.wait()
-        }
-    }
 
     /// Until stopped, fails (without a connection) the jobs that waited longer than `limit`, checking a few times
-    /// a second. The queue is in arrival order, so the late ones are at its head.
-    func expireLateJobs(after limit: Duration) {
+    /// a second.
+    private static func expireLateJobs(_ queue: JobQueue<Job>, after limit: Duration) {
         let period = min(limit / 4, .milliseconds(250))
+        let error = PostgresError(
+            .connectionFailure, "no database connection was free within \(limit) (the server does not answer)")
         while true {
-            let (late, stopped) = state.withLock { state -> ([Job], Bool) in
-                let cutoff = ContinuousClock.now - limit
-                var late: [Job] = []
-                while state.head < state.entries.count, state.entries[state.head].queuedAt < cutoff {
-                    late.append(state.entries[state.head].job)
-                    state.head += 1
-                }
-                return (late, state.stopped)
-            }
-            let error = PostgresError(
-                .connectionFailure, "no database connection was free within \(limit) (the server does not answer)")
+            let (late, stopped) = queue.removeJobs(queuedBefore: ContinuousClock.now - limit)
             for job in late { job(.failure(error)) }
             if stopped { return }
             Thread.sleep(

@@ -1,4 +1,5 @@
 import Foundation
+import SQLCore
 
 /// A named schema change. A list of migrations is applied in order; each is recorded in `schema_migrations`
 /// (position, name, time) in the same transaction as its SQL, so it runs exactly once.
@@ -15,7 +16,8 @@ public struct Migration: Sendable, Equatable {
 }
 
 extension Connection {
-    /// Applies the migrations not yet recorded, in order, each in its own `BEGIN IMMEDIATE` transaction.
+    /// Applies the migrations not yet recorded, in order, each in its own `BEGIN IMMEDIATE` transaction, with
+    /// ``Migrator`` (recorded in `schema_migrations`).
     ///
     /// Safe when several connections migrate the same file at once: each step re-reads the record inside its
     /// transaction.
@@ -25,55 +27,17 @@ extension Connection {
     ///   database has more migrations than the code knows); any SQL error rolls its migration back.
     @discardableResult
     public func migrate(_ migrations: [Migration]) throws(SQLiteError) -> [String] {
-        try execute(
-            """
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                position INTEGER PRIMARY KEY,
-                name TEXT NOT NULL UNIQUE,
-                applied_at TEXT NOT NULL
-            )
-            """)
-        let recorded = try appliedMigrations()
-        guard recorded.count <= migrations.count else {
-            throw SQLiteError(
-                .migration,
-                "the database has \(recorded.count) migrations, this program knows \(migrations.count): it is newer than the program"
-            )
-        }
-        for (position, name) in recorded.enumerated() where migrations[position].name != name {
-            throw SQLiteError(
-                .migration,
-                "migration \(position + 1) is recorded as \"\(name)\" but the program calls it \"\(migrations[position].name)\""
-            )
-        }
+        let migrator = Migrator(migrations.map { SQLMigration($0.name, sql: $0.sql) })
         var applied: [String] = []
-        for (offset, migration) in migrations.enumerated() where offset >= recorded.count {
-            let position = Int64(offset + 1)
-            do {
-                let didApply = try transaction(.immediate) { connection throws(SQLiteError) -> Bool in
-                    let existing = try connection.query(
-                        "SELECT name FROM schema_migrations WHERE position = ?", .integer(position))
-                    if let row = existing.first {
-                        let name = try row.string("name")
-                        guard name == migration.name else {
-                            throw SQLiteError(
-                                .migration, "migration \(position) was recorded as \"\(name)\" by another connection")
-                        }
-                        return false
-                    }
-                    try connection.execute(migration.sql)
-                    try connection.run(
-                        "INSERT INTO schema_migrations (position, name, applied_at) VALUES (?, ?, ?)",
-                        .integer(position), .text(migration.name),
-                        .text(ISO8601DateFormatter().string(from: Date())))
-                    return true
+        do {
+            for step in 0..<max(1, migrations.count) {
+                applied += try writeTransaction { connection throws(SQLError) in
+                    try migrator.migrate(connection, limit: step + 1)
                 }
-                if didApply { applied.append(migration.name) }
-            } catch let error as SQLiteError {
-                throw error
-            } catch {
-                throw SQLiteError(.error, "migration \(migration.name) failed: \(error)")
             }
+        } catch {
+            if let underlying = error.underlying as? SQLiteError { throw underlying }
+            throw SQLiteError(.migration, error.message)
         }
         return applied
     }

@@ -5,6 +5,7 @@ import MerchantSandbox
 import MerchantServer
 import MerchantStore
 import Postgres
+import SQLCore
 import SQLite
 import TestSupport
 import Testing
@@ -533,7 +534,7 @@ struct OrderStoreTests {
         let path = folder.path("old.sqlite")
         // A database as the first release left it, with one paid order.
         let old = try Connection(path: path)
-        try old.migrate(Array(SQLiteOrderStore.migrations.prefix(2)))
+        try old.migrate(LegacySQLiteSchema.migrations.prefix(2).map { Migration($0.name, sql: $0.sql(for: .sqlite)) })
         try old.execute(
             """
             INSERT INTO checkouts VALUES ('chk_old', 'USD', '{}', 'YQ==', 0, 0);
@@ -544,7 +545,7 @@ struct OrderStoreTests {
             VALUES ('pay_old', 'ord_old', 'old-tx', 'approved', 1000, 'USD', 0, 0);
             """)
         let store = try SQLiteOrderStore(path: path)
-        #expect(try old.appliedMigrations() == SQLiteOrderStore.migrations.map(\.name))
+        #expect(try old.appliedMigrations() == StoreSchema.migrations.map(\.name))
         let order = try #require(try await store.order(transactionID: "old-tx"))
         #expect(order.totals.fee == 0)
         #expect(order.totals.total == 1000)
@@ -575,8 +576,8 @@ struct OrderStoreTests {
         _ = try SQLiteOrderStore(path: fixture.path)
         _ = try SQLiteOrderStore(path: fixture.path)
         let names = try Connection(path: fixture.path).appliedMigrations()
-        #expect(names == SQLiteOrderStore.migrations.map(\.name))
-        #expect(try await fixture.counts()["schema_migrations"] == Int64(SQLiteOrderStore.migrations.count))
+        #expect(names == StoreSchema.migrations.map(\.name))
+        #expect(try await fixture.counts()["schema_migrations"] == Int64(StoreSchema.migrations.count))
         let error = #expect(throws: OrderStoreError.self) {
             try SQLiteOrderStore(path: fixture.folder.path("no/dir/x.sqlite"))
         }
@@ -689,7 +690,7 @@ struct OrderStoreTests {
             for _ in 0..<4 { group.addTask { try await PostgresOrderStore(uri: uri, poolSize: 1) } }
             return try await group.reduce(into: [PostgresOrderStore]()) { $0.append($1) }
         }
-        #expect(try await stores[0].appliedMigrations() == PostgresOrderStore.migrations.map(\.name))
+        #expect(try await stores[0].appliedMigrations() == StoreSchema.migrations.map(\.name))
         let error = await #expect(throws: OrderStoreError.self) {
             try await PostgresOrderStore(uri: "postgresql:///nope?host=/nonexistent", poolSize: 1)
         }
@@ -714,6 +715,44 @@ struct OrderStoreTests {
         #expect(try await fixture.store.checkout(id: checkout.id) == checkout)
         try await fixture.store.updateCheckout(checkout.applyingCoupon("WELCOME10"))
         #expect(try await fixture.store.checkout(id: checkout.id)?.couponCode == "WELCOME10")
+    }
+
+    @Test(
+        "a move from a state the order is not in changes nothing: no row, no event, on either backend",
+        arguments: StoreBackend.available)
+    func unexpectedStateChangesNothing(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        defer { fixture.folder.remove() }
+        let (checkout, breakdown) = try await fixture.checkout()
+        guard
+            case .started(let pending) = try await fixture.store.beginPayment(
+                fixture.newOrder(checkout, breakdown, transaction: "us01"))
+        else { throw StoreTestFailure("no order") }
+        // Not paid yet: no fulfilment, no void.
+        await #expect(throws: OrderStoreError(.conflict, "")) {
+            try await fixture.store.recordFulfillment(
+                orderID: pending.id, FulfillmentStep(status: .shipped, at: fixedNow))
+        }
+        await #expect(throws: OrderStoreError(.conflict, "")) {
+            try await fixture.store.recordVoid(orderID: pending.id)
+        }
+        let paid = try await fixture.store.completePayment(
+            orderID: pending.id, outcome: .decided(.approved(reference: "r1")))
+        let counts = try await fixture.counts()
+        let events = try await fixture.store.events(checkoutID: checkout.id)
+        // Paid: it is not pending any more, nor unsettled, nor refundable beyond its total.
+        await #expect(throws: OrderStoreError(.conflict, "")) {
+            try await fixture.store.completePayment(orderID: pending.id, outcome: .decided(.declined(.doNotHonor)))
+        }
+        #expect(try await fixture.store.settlePayment(orderID: pending.id, charge: nil) == nil)
+        guard
+            case .exceedsRemaining = try await fixture.store.beginRefund(
+                orderID: pending.id, amount: paid.totals.total + 1, idempotencyKey: "rf-too-much")
+        else { throw StoreTestFailure("a refund beyond the total was reserved") }
+        #expect(try await fixture.counts() == counts)
+        #expect(try await fixture.store.events(checkoutID: checkout.id) == events)
+        #expect(try await fixture.store.order(id: pending.id) == paid)
+        #expect(try await fixture.column("SELECT count(*) FROM refunds") == ["0"])
     }
 }
 

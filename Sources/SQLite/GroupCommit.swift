@@ -1,24 +1,23 @@
-import MerchantCore
-import SQLite
+import SQLCore
 import Synchronization
 
-/// A write waiting for a group commit: `run` is called on the store's own thread only; the hand-over of its outcome
+/// A write waiting for a group commit: `run` is called on the writer's own thread only; the hand-over of its outcome
 /// to the waiting caller works in either order (committed first, or caller waiting first).
-final class GroupedWrite: @unchecked Sendable {  // `run` is only called on the store's thread; `state` is locked
-    let run: (Connection) -> SQLiteError?
+final class GroupedWrite: @unchecked Sendable {  // `run` is only called on the writer's thread; `state` is locked
+    let run: (Connection) -> SQLError?
     private let state = Mutex<State>(.pending)
 
     private enum State {
         case pending
-        case waiting(CheckedContinuation<SQLiteError?, Never>)
-        case finished(SQLiteError?)
+        case waiting(CheckedContinuation<SQLError?, Never>)
+        case finished(SQLError?)
     }
 
-    init(_ run: @escaping (Connection) -> SQLiteError?) { self.run = run }
+    init(_ run: @escaping (Connection) -> SQLError?) { self.run = run }
 
     /// Hands over the caller's continuation; resumes it at once when the write was already committed.
-    func wait(_ continuation: CheckedContinuation<SQLiteError?, Never>) {
-        let finished = state.withLock { state -> SQLiteError?? in
+    func wait(_ continuation: CheckedContinuation<SQLError?, Never>) {
+        let finished = state.withLock { state -> SQLError?? in
             if case .finished(let failure) = state { return .some(failure) }
             state = .waiting(continuation)
             return .none
@@ -27,8 +26,8 @@ final class GroupedWrite: @unchecked Sendable {  // `run` is only called on the 
     }
 
     /// Records the outcome of the commit and wakes the caller if it is already waiting.
-    func finish(_ failure: SQLiteError?) {
-        let waiting = state.withLock { state -> CheckedContinuation<SQLiteError?, Never>? in
+    func finish(_ failure: SQLError?) {
+        let waiting = state.withLock { state -> CheckedContinuation<SQLError?, Never>? in
             defer { state = .finished(failure) }
             if case .waiting(let continuation) = state { return continuation }
             return nil
@@ -37,7 +36,7 @@ final class GroupedWrite: @unchecked Sendable {  // `run` is only called on the 
     }
 }
 
-/// What a grouped write returned; used only on the store's own thread.
+/// What a grouped write returned; used only on the writer's own thread, then read by its caller after the commit.
 final class GroupedResult<T>: @unchecked Sendable {
     var value: T?
 }

@@ -1,0 +1,240 @@
+import SQLCore
+
+/// The schema of the order, subscription and Wallet stores: one list of migration names, the DDL of each dialect
+/// under each name. Money is a 64-bit integer of minor units and times are 64-bit Unix milliseconds everywhere; the
+/// dialect gives the type names, the increasing keys and the triggers.
+///
+/// Never edit a released migration: append a new one. SQLite files written before the list was shared record seven
+/// older names (``LegacySQLiteSchema``); the migrator carries them forward to these.
+public enum StoreSchema {
+    /// The migrations, in order.
+    public static let migrations: [SQLMigration] = [
+        SQLMigration("001-checkouts-orders-payments-refunds-events", sql: ordersSchema),
+        SQLMigration("002-prune-expired-checkouts", sql: pruningSchema),
+        SQLMigration("003-wallet-orders-fulfillments-registrations", sql: walletOrdersSchema),
+        SQLMigration("004-subscriptions-merchant-tokens", sql: subscriptionsSchema),
+    ]
+
+    /// Applies ``migrations`` (and carries a legacy SQLite history forward).
+    public static let migrator = Migrator(migrations, legacyHistories: [LegacySQLiteSchema.history])
+
+    /// 001: checkouts, orders (the state machine, refunds, view secrets), payments, refunds, the append-only events.
+    @Sendable static func ordersSchema(_ d: SQLDialect) -> String {
+        let (text, bigint) = (d.textType, d.bigintType)
+        let panLastFour =
+            d == .postgres
+            ? "pan_last_four ~ '^[0-9]{4}$'"
+            : "(length(pan_last_four) = 4 AND pan_last_four NOT GLOB '*[^0-9]*')"
+        return """
+            CREATE TABLE checkouts (
+                id \(text) PRIMARY KEY,
+                currency \(text) NOT NULL CHECK (length(currency) = 3),
+                state_json \(text) NOT NULL,
+                application_data \(text) NOT NULL,
+                created_at \(bigint) NOT NULL,
+                updated_at \(bigint) NOT NULL
+            );
+            CREATE TABLE orders (
+                id \(text) PRIMARY KEY,
+                checkout_id \(text) NOT NULL REFERENCES checkouts(id),
+                status \(text) NOT NULL CHECK (status IN (
+                    'pending', 'paid', 'declined', 'unknown', 'refunded', 'partiallyRefunded', 'voided')),
+                currency \(text) NOT NULL CHECK (length(currency) = 3),
+                subtotal_minor \(bigint) NOT NULL,
+                discount_minor \(bigint) NOT NULL CHECK (discount_minor >= 0),
+                shipping_minor \(bigint) NOT NULL CHECK (shipping_minor >= 0),
+                tax_minor \(bigint) NOT NULL CHECK (tax_minor >= 0),
+                fee_minor \(bigint) NOT NULL DEFAULT 0 CHECK (fee_minor >= 0),
+                total_minor \(bigint) NOT NULL CHECK (total_minor >= 0),
+                refunded_minor \(bigint) NOT NULL DEFAULT 0 CHECK (refunded_minor >= 0 AND refunded_minor <= total_minor),
+                items_json \(text) NOT NULL,
+                shipping_method_json \(text),
+                coupon_code \(text),
+                shipping_contact_json \(text),
+                billing_contact_json \(text),
+                payment_network \(text),
+                pan_last_four \(text) CHECK (pan_last_four IS NULL OR \(panLastFour)),
+                view_secret \(text) NOT NULL,
+                created_at \(bigint) NOT NULL,
+                updated_at \(bigint) NOT NULL
+            );
+            CREATE UNIQUE INDEX orders_one_live_order_per_checkout ON orders(checkout_id) WHERE status <> 'declined';
+            CREATE INDEX orders_by_checkout ON orders(checkout_id);
+            CREATE INDEX orders_by_status ON orders(status, updated_at);
+            \(d == .postgres ? "CREATE INDEX orders_by_creation ON orders(created_at DESC, id DESC);" : "")
+            CREATE TABLE payments (
+                id \(text) PRIMARY KEY,
+                order_id \(text) NOT NULL UNIQUE REFERENCES orders(id),
+                transaction_id \(text) NOT NULL UNIQUE,
+                status \(text) NOT NULL CHECK (status IN ('pending', 'approved', 'declined', 'unknown', 'voided')),
+                amount_minor \(bigint) NOT NULL CHECK (amount_minor >= 0),
+                currency \(text) NOT NULL CHECK (length(currency) = 3),
+                processor_reference \(text),
+                failure_code \(text),
+                failure_message \(text),
+                created_at \(bigint) NOT NULL,
+                updated_at \(bigint) NOT NULL
+            );
+            CREATE TABLE refunds (
+                id \(text) PRIMARY KEY,
+                order_id \(text) NOT NULL REFERENCES orders(id),
+                idempotency_key \(text) NOT NULL UNIQUE,
+                amount_minor \(bigint) NOT NULL CHECK (amount_minor > 0),
+                status \(text) NOT NULL CHECK (status IN ('pending', 'succeeded')),
+                processor_reference \(text),
+                created_at \(bigint) NOT NULL,
+                updated_at \(bigint) NOT NULL
+            );
+            CREATE INDEX refunds_by_order ON refunds(order_id);
+            CREATE TABLE events (
+                sequence \(d.increasingKey),
+                at \(bigint) NOT NULL,
+                kind \(text) NOT NULL,
+                checkout_id \(text),
+                order_id \(text),
+                detail_json \(text) NOT NULL DEFAULT '{}'
+            );
+            CREATE INDEX events_by_checkout ON events(checkout_id);
+            CREATE INDEX events_by_order ON events(order_id);
+            \(d == .postgres ? postgresAppendOnlyEvents : sqliteAppendOnlyEvents)
+            """
+    }
+
+    /// SQLite: triggers refuse UPDATE and DELETE of an event.
+    static let sqliteAppendOnlyEvents = """
+        CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+        CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+        """
+
+    /// PostgreSQL: a PL/pgSQL trigger refuses UPDATE, DELETE and TRUNCATE of events.
+    static let postgresAppendOnlyEvents = """
+        CREATE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'events are append-only'; END $$;
+        CREATE TRIGGER events_append_only_update BEFORE UPDATE OR DELETE ON events
+            FOR EACH ROW EXECUTE FUNCTION events_append_only();
+        CREATE TRIGGER events_append_only_truncate BEFORE TRUNCATE ON events
+            FOR EACH STATEMENT EXECUTE FUNCTION events_append_only();
+        """
+
+    /// 002: expired unpaid checkouts may be pruned with their events. The event log stays append-only for
+    /// everything else: a DELETE passes only for an event of a checkout that no longer exists and never had an order.
+    @Sendable static func pruningSchema(_ d: SQLDialect) -> String {
+        guard d == .postgres else {
+            return """
+                DROP TRIGGER events_append_only_delete;
+                CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+                WHEN OLD.order_id IS NOT NULL OR OLD.checkout_id IS NULL
+                    OR EXISTS (SELECT 1 FROM checkouts WHERE id = OLD.checkout_id)
+                    OR EXISTS (SELECT 1 FROM orders WHERE checkout_id = OLD.checkout_id)
+                BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+                CREATE TRIGGER checkouts_with_orders_are_kept BEFORE DELETE ON checkouts
+                WHEN EXISTS (SELECT 1 FROM orders WHERE checkout_id = OLD.id)
+                BEGIN SELECT RAISE(ABORT, 'a checkout with an order is kept'); END;
+                CREATE INDEX checkouts_by_created ON checkouts(created_at);
+                """
+        }
+        return """
+            CREATE OR REPLACE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'DELETE' AND OLD.order_id IS NULL AND OLD.checkout_id IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM checkouts WHERE id = OLD.checkout_id)
+                    AND NOT EXISTS (SELECT 1 FROM orders WHERE checkout_id = OLD.checkout_id) THEN
+                    RETURN OLD;
+                END IF;
+                RAISE EXCEPTION 'events are append-only';
+            END $$;
+            CREATE INDEX IF NOT EXISTS checkouts_by_created ON checkouts(created_at);
+            """
+    }
+
+    /// 003: Wallet orders' `fulfillments` (append-only per order) and `device_registrations`.
+    @Sendable static func walletOrdersSchema(_ d: SQLDialect) -> String {
+        let (text, bigint) = (d.textType, d.bigintType)
+        return """
+            CREATE TABLE fulfillments (
+                sequence \(d.increasingKey),
+                order_id \(text) NOT NULL REFERENCES orders(id),
+                status \(text) NOT NULL CHECK (status IN ('shipped', 'outForDelivery', 'delivered')),
+                carrier \(text),
+                tracking_number \(text),
+                at \(bigint) NOT NULL
+            );
+            CREATE INDEX fulfillments_by_order ON fulfillments(order_id, sequence);
+            CREATE TABLE device_registrations (
+                device_identifier \(text) NOT NULL,
+                order_type_identifier \(text) NOT NULL,
+                order_id \(text) NOT NULL REFERENCES orders(id),
+                push_token \(text) NOT NULL,
+                created_at \(bigint) NOT NULL,
+                updated_at \(bigint) NOT NULL,
+                PRIMARY KEY (device_identifier, order_type_identifier, order_id)
+            );
+            CREATE INDEX device_registrations_by_order ON device_registrations(order_id);
+            """
+    }
+
+    /// 004: subscriptions, their charge attempts, the merchant-token events applied, and whether a payment was made
+    /// with a merchant token.
+    @Sendable static func subscriptionsSchema(_ d: SQLDialect) -> String {
+        let (text, bigint, integer) = (d.textType, d.bigintType, d.integerType)
+        let merchantToken =
+            d == .postgres
+            ? "boolean NOT NULL DEFAULT false" : "INTEGER NOT NULL DEFAULT 0 CHECK (merchant_token IN (0, 1))"
+        return """
+            CREATE TABLE subscriptions (
+                id \(text) PRIMARY KEY,
+                secret \(text) NOT NULL,
+                checkout_id \(text) NOT NULL UNIQUE REFERENCES checkouts(id),
+                order_id \(text) REFERENCES orders(id),
+                sku \(text) NOT NULL,
+                product_name \(text) NOT NULL,
+                plan_json \(text) NOT NULL,
+                amount_minor \(bigint) NOT NULL CHECK (amount_minor > 0),
+                currency \(text) NOT NULL CHECK (length(currency) = 3),
+                merchant_token_identifier \(text),
+                payment_method_reference \(text) NOT NULL,
+                network \(text),
+                card_suffix \(text),
+                card_expiration \(text),
+                card_art_url \(text),
+                status \(text) NOT NULL CHECK (status IN ('active', 'pastDue', 'cancelled', 'unlinked')),
+                status_reason \(text),
+                cycle \(integer) NOT NULL CHECK (cycle >= 1),
+                attempt \(integer) NOT NULL CHECK (attempt >= 0),
+                anchor \(bigint) NOT NULL,
+                next_charge_at \(bigint),
+                created_at \(bigint) NOT NULL,
+                updated_at \(bigint) NOT NULL,
+                version \(integer) NOT NULL
+            );
+            CREATE INDEX subscriptions_due ON subscriptions(next_charge_at) WHERE status IN ('active', 'pastDue');
+            CREATE INDEX subscriptions_by_token ON subscriptions(merchant_token_identifier);
+            \(d == .postgres ? "CREATE INDEX subscriptions_by_creation ON subscriptions(created_at, id);" : "")
+            CREATE TABLE subscription_charges (
+                idempotency_key \(text) PRIMARY KEY,
+                subscription_id \(text) NOT NULL REFERENCES subscriptions(id),
+                cycle \(integer) NOT NULL,
+                attempt \(integer) NOT NULL,
+                amount_minor \(bigint) NOT NULL CHECK (amount_minor > 0),
+                currency \(text) NOT NULL,
+                status \(text) NOT NULL CHECK (status IN ('approved', 'declined')),
+                processor_reference \(text),
+                decline_code \(text),
+                due_at \(bigint) NOT NULL,
+                charged_at \(bigint) NOT NULL,
+                UNIQUE (subscription_id, cycle, attempt)
+            );
+            CREATE UNIQUE INDEX subscription_one_approval_per_cycle ON subscription_charges(subscription_id, cycle)
+                WHERE status = 'approved';
+            CREATE TABLE merchant_token_events (
+                event_id \(text) PRIMARY KEY,
+                event_type \(text) NOT NULL,
+                merchant_token_identifier \(text) NOT NULL,
+                applied_at \(bigint) NOT NULL
+            );
+            ALTER TABLE payments ADD COLUMN merchant_token \(merchantToken);
+            """
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import Foundations
+import MerchantCore
+import SQLCore
+
+/// Subscriptions (``SubscriptionStore``): money as minor units, times as Unix milliseconds, no MPAN (only the
+/// processor's `payment_method_reference`).
+///
+/// What keeps a billing cycle charged once when several instances run the scheduler on one database:
+/// - every attempt is charged under the idempotency key `sub_…:c<cycle>:a<attempt>`, so the processor charges a key
+///   once however many instances send it;
+/// - ``updateSubscription(_:expectedVersion:charge:)`` is one `UPDATE ... WHERE id = ? AND version = ?`: a second
+///   writer waits for the first's row lock (on SQLite, for the writer), then finds the version moved and changes
+///   nothing (`nil`), so one instance records the outcome and advances the cycle;
+/// - the charge row is written in the same transaction, UNIQUE by its key, by (subscription, cycle, attempt), and
+///   by (subscription, cycle) among approved ones: the database refuses a second approval of one cycle;
+/// - a subscription per checkout (`checkout_id` UNIQUE, `INSERT ... ON CONFLICT DO NOTHING`) and an Apple event
+///   applied once (`event_id` PRIMARY KEY) hold across instances the same way.
+extension SQLStore: SubscriptionStore {
+    public func insertSubscription(_ subscription: Subscription) async throws(OrderStoreError) -> Subscription {
+        let s = subscription
+        let plan = try Self.encoded(s.plan, "insert subscription")
+        let stored = try await write("insert subscription") { connection throws(SQLError) -> Subscription? in
+            let inserted = try connection.run(
+                """
+                INSERT INTO subscriptions (id, secret, checkout_id, order_id, sku, product_name, plan_json,
+                    amount_minor, currency, merchant_token_identifier, payment_method_reference, network,
+                    card_suffix, card_expiration, card_art_url, status, status_reason, cycle, attempt, anchor,
+                    next_charge_at, created_at, updated_at, version)
+                VALUES (\(bind: s.id), \(bind: s.secret), \(bind: s.checkoutID), \(bind: s.orderID), \(bind: s.sku), \
+                \(bind: s.productName), \(bind: plan), \(bind: s.amount), \(bind: s.currencyCode), \
+                \(bind: s.merchantTokenIdentifier), \(bind: s.paymentMethodReference), \(bind: s.network), \
+                \(bind: s.cardSuffix), \(bind: s.cardExpiration), \(bind: s.cardArtURL), \(bind: s.status.rawValue), \
+                \(bind: s.statusReason), \(bind: s.cycle), \(bind: s.attempt), \(bind: s.anchor.unixMilliseconds), \
+                \(bind: s.nextChargeAt.map(\.unixMilliseconds)), \(bind: s.createdAt.unixMilliseconds), \
+                \(bind: s.updatedAt.unixMilliseconds), \(bind: s.version))
+                \(raw: connection.dialect.onConflictDoNothing("checkout_id"))
+                """)
+            if inserted == 1, let orderID = s.orderID, s.merchantTokenIdentifier != nil {
+                try connection.run(
+                    "UPDATE payments SET merchant_token = \(bind: true) WHERE order_id = \(bind: orderID)")
+            }
+            // The first one for this checkout: this one, or another instance's.
+            return try self.loadSubscriptions(connection, "checkout_id = \(bind: s.checkoutID)", limit: 1).first
+        }
+        guard let stored else { throw OrderStoreError(.storage, "insert subscription: not stored") }
+        return stored
+    }
+
+    public func subscription(id: String) async throws(OrderStoreError) -> Subscription? {
+        try await read("read subscription") { connection throws(SQLError) -> Subscription? in
+            try self.loadSubscriptions(connection, "id = \(bind: id)", limit: 1).first
+        }
+    }
+
+    public func subscriptions(_ filter: SubscriptionFilter) async throws(OrderStoreError) -> [Subscription] {
+        var condition: SQLQuery = "1 = 1"
+        if let statuses = filter.statuses {
+            condition.append(" AND status \(raw: SQLDialect.inList(statuses.map(\.rawValue)))")
+        }
+        if let token = filter.merchantTokenIdentifier {
+            condition.append(" AND merchant_token_identifier = \(bind: token)")
+        }
+        if let checkout = filter.checkoutID { condition.append(" AND checkout_id = \(bind: checkout)") }
+        if let due = filter.dueBy {
+            condition.append(" AND next_charge_at IS NOT NULL AND next_charge_at <= \(bind: due.unixMilliseconds)")
+        }
+        let chosen = condition
+        return try await read("list subscriptions") { connection throws(SQLError) -> [Subscription] in
+            try self.loadSubscriptions(connection, chosen, limit: filter.limit)
+        }
+    }
+
+    public func updateSubscription(_ updated: Subscription, expectedVersion: Int, charge: SubscriptionCharge?)
+        async throws(OrderStoreError) -> Subscription?
+    {
+        var next = updated
+        next.version = expectedVersion + 1
+        next.updatedAt = clock()
+        let n = next
+        return try await write("update subscription") { connection throws(SQLError) -> Subscription? in
+            // Waits for a concurrent writer's row lock, then sees its version: only one of them changes the row.
+            let changed = try connection.run(
+                """
+                UPDATE subscriptions SET order_id = \(bind: n.orderID),
+                    merchant_token_identifier = \(bind: n.merchantTokenIdentifier),
+                    payment_method_reference = \(bind: n.paymentMethodReference), network = \(bind: n.network),
+                    card_suffix = \(bind: n.cardSuffix), card_expiration = \(bind: n.cardExpiration),
+                    card_art_url = \(bind: n.cardArtURL), status = \(bind: n.status.rawValue),
+                    status_reason = \(bind: n.statusReason), cycle = \(bind: n.cycle), attempt = \(bind: n.attempt),
+                    next_charge_at = \(bind: n.nextChargeAt.map(\.unixMilliseconds)),
+                    updated_at = \(bind: n.updatedAt.unixMilliseconds), version = \(bind: n.version)
+                WHERE id = \(bind: n.id) AND version = \(bind: expectedVersion)
+                """)
+            guard changed == 1 else { return nil }
+            if let charge {
+                try connection.run(
+                    """
+                    INSERT INTO subscription_charges (idempotency_key, subscription_id, cycle, attempt, amount_minor,
+                        currency, status, processor_reference, decline_code, due_at, charged_at)
+                    VALUES (\(bind: charge.idempotencyKey), \(bind: charge.subscriptionID), \(bind: charge.cycle), \
+                    \(bind: charge.attempt), \(bind: charge.amount), \(bind: charge.currencyCode), \
+                    \(bind: charge.status), \(bind: charge.processorReference), \(bind: charge.declineCode), \
+                    \(bind: charge.dueAt.unixMilliseconds), \(bind: charge.chargedAt.unixMilliseconds))
+                    """)
+            }
+            return n
+        }
+    }
+
+    public func subscriptionCharges(subscriptionID: String) async throws(OrderStoreError) -> [SubscriptionCharge] {
+        try await read("list subscription charges") { connection throws(SQLError) -> [SubscriptionCharge] in
+            var charges: [SubscriptionCharge] = []
+            for row in try connection.query(
+                """
+                SELECT idempotency_key, subscription_id, cycle, attempt, amount_minor, currency, status,
+                    processor_reference, decline_code, due_at, charged_at
+                FROM subscription_charges WHERE subscription_id = \(bind: subscriptionID)
+                ORDER BY charged_at, cycle, attempt
+                """)
+            {
+                charges.append(
+                    SubscriptionCharge(
+                        subscriptionID: try row.string("subscription_id"), cycle: Int(try row.int64("cycle")),
+                        attempt: Int(try row.int64("attempt")), idempotencyKey: try row.string("idempotency_key"),
+                        amount: try row.int64("amount_minor"), currencyCode: try row.string("currency"),
+                        status: try row.string("status"),
+                        processorReference: try row.optionalString("processor_reference"),
+                        declineCode: try row.optionalString("decline_code"),
+                        dueAt: Date(unixMilliseconds: try row.int64("due_at")),
+                        chargedAt: Date(unixMilliseconds: try row.int64("charged_at"))))
+            }
+            return charges
+        }
+    }
+
+    public func recordTokenEvent(eventID: String, eventType: String, merchantTokenIdentifier: String)
+        async throws(OrderStoreError) -> Bool
+    {
+        try await write("record token event") { connection throws(SQLError) -> Bool in
+            try connection.run(
+                """
+                INSERT INTO merchant_token_events (event_id, event_type, merchant_token_identifier, applied_at)
+                VALUES (\(bind: eventID), \(bind: eventType), \(bind: merchantTokenIdentifier), \
+                \(bind: self.clock().unixMilliseconds))
+                \(raw: connection.dialect.onConflictDoNothing("event_id"))
+                """) == 1
+        }
+    }
+
+    // MARK: Rows
+
+    private func loadSubscriptions(_ connection: Connection, _ condition: SQLQuery, limit: Int) throws(SQLError)
+        -> [Subscription]
+    {
+        var subscriptions: [Subscription] = []
+        for row in try connection.query(
+            "SELECT * FROM subscriptions WHERE \(condition) ORDER BY created_at, id LIMIT \(bind: max(1, limit))")
+        {
+            guard let status = SubscriptionStatus(rawValue: try row.string("status")) else {
+                throw SQLError(.typeMismatch, "unreadable subscription row (status)")
+            }
+            subscriptions.append(
+                Subscription(
+                    id: try row.string("id"), secret: try row.string("secret"),
+                    checkoutID: try row.string("checkout_id"), orderID: try row.optionalString("order_id"),
+                    sku: try row.string("sku"), productName: try row.string("product_name"),
+                    plan: try decodeStored(BillingPlan.self, try row.string("plan_json")),
+                    amount: try row.int64("amount_minor"), currencyCode: try row.string("currency"),
+                    merchantTokenIdentifier: try row.optionalString("merchant_token_identifier"),
+                    paymentMethodReference: try row.string("payment_method_reference"),
+                    network: try row.optionalString("network"), cardSuffix: try row.optionalString("card_suffix"),
+                    cardExpiration: try row.optionalString("card_expiration"),
+                    cardArtURL: try row.optionalString("card_art_url"), status: status,
+                    statusReason: try row.optionalString("status_reason"), cycle: Int(try row.int64("cycle")),
+                    attempt: Int(try row.int64("attempt")), anchor: Date(unixMilliseconds: try row.int64("anchor")),
+                    nextChargeAt: try row.optionalInt64("next_charge_at").map(Date.init(unixMilliseconds:)),
+                    createdAt: Date(unixMilliseconds: try row.int64("created_at")),
+                    updatedAt: Date(unixMilliseconds: try row.int64("updated_at")),
+                    version: Int(try row.int64("version"))))
+        }
+        return subscriptions
+    }
+}

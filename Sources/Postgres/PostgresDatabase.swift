@@ -1,0 +1,80 @@
+import SQLCore
+
+/// A PostgreSQL database as an ``SQLDatabase``: a ``ConnectionPool`` (each connection on a thread of its own), and
+/// transactions run again when running them again is safe.
+///
+/// A write is one transaction at READ COMMITTED. A lost race (serialization failure, deadlock) is run again, up to
+/// five attempts; so is a connection that failed before `BEGIN` went through (nothing of it reached the database).
+/// A connection lost inside a write is not retried: the server rolled the transaction back and the caller gets
+/// `connectionFailure`. A read is also retried on a new connection when its connection is lost midway.
+public final class PostgresDatabase: SQLDatabase {
+    /// The connections, each owned by a thread of the pool.
+    public let pool: ConnectionPool
+    public var dialect: SQLDialect { .postgres }
+
+    /// A pool of `poolSize` connections to `uri` (opened when first needed).
+    public init(uri: String, poolSize: Int) {
+        pool = ConnectionPool(uri: uri, size: poolSize)
+    }
+
+    deinit { pool.close() }
+
+    /// Lets the pool finish the work queued and close its connections.
+    public func close() { pool.close() }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> T)
+        async throws(SQLError) -> T
+    {
+        try await transaction(retryingLostConnections: true, body)
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> T)
+        async throws(SQLError) -> T
+    {
+        try await transaction(retryingLostConnections: false, body)
+    }
+
+    /// What one attempt at a transaction gave: its value, or its error and whether `BEGIN` had gone through.
+    private enum Attempt<T: Sendable>: Sendable {
+        case value(T)
+        case failure(SQLError, started: Bool)
+    }
+
+    /// Runs `body` in a transaction on a pool connection, again after a lost race or a connection lost before the
+    /// transaction began; with `retryingLostConnections` (reads), also after one lost in the middle.
+    private func transaction<T: Sendable>(
+        retryingLostConnections: Bool, _ body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> T
+    ) async throws(SQLError) -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let result: Attempt<T>
+            do {
+                result = try await pool.withConnection { connection -> Attempt<T> in
+                    var started = false
+                    do {
+                        return .value(
+                            try connection.transaction { connection in
+                                started = true
+                                return try body(connection)
+                            })
+                    } catch {
+                        return .failure(SQLError(any: error), started: started)
+                    }
+                }
+            } catch {
+                result = .failure(SQLError(any: error), started: false)  // no connection could be opened
+            }
+            switch result {
+            case .value(let value): return value
+            case .failure(let error, let started):
+                guard attempt < 5 else { throw error }
+                let lostRace = error.code == .serializationFailure
+                let lostConnection =
+                    error.code == .connectionFailure && (!started || retryingLostConnections) && attempt < 3
+                guard lostRace || lostConnection else { throw error }
+                try? await Task.sleep(for: .milliseconds(lostConnection ? 50 * attempt : Int.random(in: 1...10)))
+            }
+        }
+    }
+}
