@@ -100,7 +100,7 @@ let package = Package(
             // The web pages as files (Web/Assets/), compiled into the binary: nothing is read at run time.
             resources: [
                 .embedInCode("Web/Assets/checkout.html"), .embedInCode("Web/Assets/checkout.css"),
-                .embedInCode("Web/Assets/checkout.js"),
+                .embedInCode("Web/Assets/checkout.js"), .embedInCode("Web/Assets/subscription.html"),
             ]),
         // The composition root: configuration, credentials, start-up and shutdown; plug-ins (sandbox mode).
         .target(

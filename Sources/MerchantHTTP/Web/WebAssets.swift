@@ -10,4 +10,6 @@ enum WebAssets {
     static let checkoutCSS = Data(PackageResources.checkout_css)
     /// `checkout.js`, served at `/checkout.js`.
     static let checkoutJS = Data(PackageResources.checkout_js)
+    /// `subscription.html`: the subscription management page, a `PageTemplate`.
+    static let subscriptionHTML = String(decoding: PackageResources.subscription_html, as: UTF8.self)
 }

@@ -58,7 +58,7 @@ public struct WebCheckout: Sendable {
         headers["X-Frame-Options"] = "DENY"
         let sdkTag =
             settings.loadsApplePayJSSDK
-            ? "<script src=\"\(Self.sdkURL)\" crossorigin=\"anonymous\" defer></script>" : ""
+            ? "<script src=\"\(PageTemplate.escape(Self.sdkURL))\" crossorigin=\"anonymous\" defer></script>" : ""
         let html = WebAssets.checkoutHTML.replacingOccurrences(of: "<!--SDK-->", with: sdkTag)
         return [
             StaticResource(
