@@ -101,6 +101,11 @@ let package = Package(
             dependencies: [
                 "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPServer",
                 "JSONCoding", "WalletOrders", "Foundations",
+            ],
+            // The web pages as files (Web/Assets/), compiled into the binary: nothing is read at run time.
+            resources: [
+                .embedInCode("Web/Assets/checkout.html"), .embedInCode("Web/Assets/checkout.css"),
+                .embedInCode("Web/Assets/checkout.js"), .embedInCode("Web/Assets/subscription.html"),
             ]),
         // The composition root: configuration, credentials, start-up and shutdown; plug-ins (sandbox mode).
         .target(

@@ -2,32 +2,33 @@ import ApplePay
 import Foundation
 import MerchantCore
 
-/// The management page: plan, next charge, past charges and a cancel button (a form posting to `.../cancel`).
+/// The management page: plan, next charge, past charges and a cancel button (a form posting to `.../cancel`), from
+/// the template `Web/Assets/subscription.html`.
 enum ManagementPage {
+    // The template is compiled into the binary and checked by the tests: it cannot fail to parse at run time.
+    static let template = try! PageTemplate(WebAssets.subscriptionHTML)
+
     static func html(_ s: Subscription, charges: [SubscriptionCharge]) -> String {
-        func escape(_ text: String) -> String {
-            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-        }
         let iso = ISO8601DateFormatter()
-        let amount = Money(minorUnits: s.amount, currency: Currency(code: s.currencyCode) ?? .usDollar).amountString
-        let rows = charges.map { charge in
-            let value = Money(minorUnits: charge.amount, currency: Currency(code: charge.currencyCode) ?? .usDollar)
-            return "<tr><td>\(iso.string(from: charge.chargedAt))</td><td>\(value.amountString) "
-                + "\(escape(charge.currencyCode))</td><td>\(escape(charge.status))"
-                + "\(charge.declineCode.map { " (\(escape($0)))" } ?? "")</td></tr>"
-        }.joined()
-        let cancel =
-            s.isLive
-            ? "<form method=\"post\" action=\"/v1/subscriptions/\(escape(s.id))/cancel?secret=\(escape(s.secret))\">"
-                + "<button type=\"submit\">Cancel</button></form>" : ""
-        return """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(escape(s.productName))</title></head>
-            <body><h1>\(escape(s.productName))</h1>
-            <p>Plan: \(escape(s.plan.kind)), \(amount) \(escape(s.currencyCode)). Status: \(escape(s.status.rawValue)).</p>
-            <p>Next charge: \(s.nextChargeAt.map { iso.string(from: $0) } ?? "none")</p>
-            <p>Card: \(escape(s.network ?? "")) …\(escape(s.cardSuffix ?? ""))</p>
-            <table><tr><th>Date</th><th>Amount</th><th>Result</th></tr>\(rows)</table>\(cancel)</body></html>
-            """
+        func amount(_ minorUnits: Int64, _ code: String) -> String {
+            Money(minorUnits: minorUnits, currency: Currency(code: code) ?? .usDollar).amountString
+        }
+        let rows: [PageTemplate.Context] = charges.map { charge in
+            [
+                "chargedAt": .text(iso.string(from: charge.chargedAt)),
+                "amount": .text(amount(charge.amount, charge.currencyCode)),
+                "currencyCode": .text(charge.currencyCode), "status": .text(charge.status),
+                "declined": .list(charge.declineCode.map { [["declineCode": .text($0)]] } ?? []),
+            ]
+        }
+        return template.render([
+            "productName": .text(s.productName), "planKind": .text(s.plan.kind),
+            "amount": .text(amount(s.amount, s.currencyCode)), "currencyCode": .text(s.currencyCode),
+            "status": .text(s.status.rawValue),
+            "nextCharge": .text(s.nextChargeAt.map { iso.string(from: $0) } ?? "none"),
+            "network": .text(s.network ?? ""), "cardSuffix": .text(s.cardSuffix ?? ""),
+            "charges": .list(rows),
+            "cancel": .list(s.isLive ? [["id": .text(s.id), "secret": .text(s.secret)]] : []),
+        ])
     }
 }

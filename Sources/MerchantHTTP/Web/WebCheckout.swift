@@ -2,9 +2,9 @@ import Foundation
 import HTTPServer
 import MerchantCore
 
-/// The checkout page at `/`: plain HTML, CSS and JavaScript kept in this module as string constants (so the binary
-/// carries them wherever it is copied), served with a strict Content-Security-Policy that allows only this server
-/// (and, when a merchant turns it on, Apple's Apple Pay JS SDK host).
+/// The checkout page at `/`: plain HTML, CSS and JavaScript files in `Web/Assets/`, compiled into the binary (so it
+/// carries them wherever it is copied; see `WebAssets`), served with a strict Content-Security-Policy that allows only
+/// this server (and, when a merchant turns it on, Apple's Apple Pay JS SDK host).
 ///
 /// The page runs Apple Pay JS where `window.ApplePaySession` exists; in sandbox mode it draws a sandbox sheet
 /// otherwise, which calls the same endpoints in the same order. `GET /v1/web/config` tells the page which.
@@ -49,7 +49,8 @@ public struct WebCheckout: Sendable {
         ].joined(separator: "; ")
     }
 
-    /// The page, its style sheet and its script.
+    /// The page, its style sheet and its script: built once, when the router is set up (the server's only
+    /// substitution: Apple's SDK tag for `<!--SDK-->`; everything else the page reads from `GET /v1/web/config`).
     public var resources: [StaticResource] {
         var headers = HTTPHeaders()
         headers["Content-Security-Policy"] = contentSecurityPolicy
@@ -57,16 +58,16 @@ public struct WebCheckout: Sendable {
         headers["X-Frame-Options"] = "DENY"
         let sdkTag =
             settings.loadsApplePayJSSDK
-            ? "<script src=\"\(Self.sdkURL)\" crossorigin=\"anonymous\" defer></script>" : ""
-        let html = Self.pageHTML.replacingOccurrences(of: "<!--SDK-->", with: sdkTag)
+            ? "<script src=\"\(PageTemplate.escape(Self.sdkURL))\" crossorigin=\"anonymous\" defer></script>" : ""
+        let html = WebAssets.checkoutHTML.replacingOccurrences(of: "<!--SDK-->", with: sdkTag)
         return [
             StaticResource(
                 path: "/", contentType: "text/html; charset=utf-8", body: Data(html.utf8), headers: headers),
             StaticResource(
-                path: "/checkout.css", contentType: "text/css; charset=utf-8", body: Data(Self.styleSheet.utf8),
+                path: "/checkout.css", contentType: "text/css; charset=utf-8", body: WebAssets.checkoutCSS,
                 cacheControl: "public, max-age=300", headers: headers),
             StaticResource(
-                path: "/checkout.js", contentType: "text/javascript; charset=utf-8", body: Data(Self.script.utf8),
+                path: "/checkout.js", contentType: "text/javascript; charset=utf-8", body: WebAssets.checkoutJS,
                 cacheControl: "public, max-age=300", headers: headers),
         ]
     }
