@@ -32,8 +32,13 @@ public struct RequestContext: Sendable {
     /// The route pattern that matched (`/v1/checkouts/{id}/payment`), or the pattern whose path matched with
     /// another method (405); `nil` when no route matched (404).
     public let route: String?
-    /// Values taken from the path, e.g. `["id": "abc"]` for `/v1/checkouts/{id}/payment`.
+    /// Values taken from the path, e.g. `["id": "abc"]` for `/v1/checkouts/{id}/payment`; read them with
+    /// ``parameter(_:)``, which throws `400 missingParameter` for a name the route does not have.
     public let parameters: [String: String]
+    /// Who or what the request was authenticated as (an order whose token it carries), set by an authentication
+    /// middleware of the route's group for the middleware and handler inside it; `nil` until then. Read it with
+    /// ``identity(as:)``.
+    public var identity: (any Sendable)?
 
     public init(requestID: String = RequestContext.newRequestID(), route: String?, parameters: [String: String] = [:]) {
         self.requestID = requestID
@@ -60,8 +65,10 @@ public protocol HTTPResponseError: Error {
     var response: HTTPResponse { get }
 }
 
-/// Code that runs around every routed request, including those answered 404, 405 and 413: logging, metrics,
-/// headers. Middleware may change the request or the response, or answer by itself.
+/// Code that runs around requests. Added to the ``Router``, it runs around every request, including those answered
+/// 404, 405 and 413: logging, metrics, headers. Given to a ``RouterGroup``, it runs around the group's routes only:
+/// authentication, content-type rules. Middleware may change the request, the context (its ``RequestContext/identity``)
+/// or the response, or answer by itself.
 public protocol Middleware: Sendable {
     /// The rest of the chain: the next middleware, and last the route's handler.
     typealias Next = @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse

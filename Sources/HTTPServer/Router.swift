@@ -1,22 +1,71 @@
 /// Routes requests by method and path pattern and runs them through middleware. Patterns are literal segments
 /// and `{name}` parameters, e.g. `/v1/checkouts/{id}/payment`. A request is resolved once into a
-/// ``RequestContext``; then the middleware run, outermost first, and last the handler. A path no pattern matches
-/// is `404 notFound`, a path some pattern matches with another method `405 methodNotAllowed` with an `Allow`
-/// header, a body over the server's limit `413 payloadTooLarge`: all three are thrown through the middleware
-/// like any handler error. A thrown ``HTTPResponseError`` is answered with its response, anything else with
-/// `500 internalError`.
+/// ``RequestContext``; then the router's middleware run, outermost first, then the middleware of the route's groups
+/// (``RouterGroup``), and last the handler. Each route's chain is composed when it is added (and again when router
+/// middleware is added), never per request. A path no pattern matches is `404 notFound`, a path some pattern matches
+/// with another method `405 methodNotAllowed` with an `Allow` header, a body over the server's limit
+/// `413 payloadTooLarge`: all three are thrown through the router's middleware like any handler error (a 413 on a
+/// route also through its groups' middleware). A thrown ``HTTPResponseError`` is answered with its response,
+/// anything else with `500 internalError`.
 public struct Router: Responder {
     /// A route handler.
     public typealias Handler = @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
 
-    private struct Route: Sendable {
+    /// A route with its groups' middleware already around its handler.
+    struct Route: Sendable {
         var method: HTTPMethod
+        /// The full pattern, every group's prefix included.
         var pattern: String
         var segments: [Segment]
-        var handler: Handler
+        /// The groups' middleware around the handler.
+        var grouped: Middleware.Next
+        /// The router's middleware around ``grouped``: what a request to this route runs.
+        var chain: Middleware.Next
+
+        /// A route running `handler` after the body limit check (the innermost link, as for unrouted requests).
+        init(method: HTTPMethod, pattern: String, handler: @escaping Handler) {
+            self.method = method
+            self.pattern = pattern
+            self.segments = Route.segments(of: pattern)
+            let leaf: Middleware.Next = { request, context in
+                if let limit = request.bodyLimitExceeded { throw HTTPError.payloadTooLarge(limit: limit) }
+                return try await handler(request, context)
+            }
+            self.grouped = leaf
+            self.chain = leaf
+        }
+
+        /// This route under `prefix`, inside `middleware` (the first outermost).
+        func grouped(under prefix: String, in middleware: [any Middleware]) -> Route {
+            var route = self
+            if !prefix.isEmpty {
+                route.pattern = Route.join(prefix, pattern)
+                route.segments = Route.segments(of: route.pattern)
+            }
+            route.grouped = Router.compose(middleware, around: grouped)
+            route.chain = route.grouped
+            return route
+        }
+
+        static func segments(of pattern: String) -> [Segment] {
+            Router.split(pattern).map { part -> Segment in
+                if part.hasPrefix("{") && part.hasSuffix("}") && part.count > 2 {
+                    return .parameter(String(part.dropFirst().dropLast()))
+                }
+                return .literal(String(part))
+            }
+        }
+
+        /// `/admin/v1` and `/orders/{id}` make `/admin/v1/orders/{id}`; an empty or `/` pattern is the prefix itself.
+        static func join(_ prefix: String, _ pattern: String) -> String {
+            let head = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
+            let tail = pattern.hasPrefix("/") ? String(pattern.dropFirst()) : pattern
+            if tail.isEmpty { return head.isEmpty ? "/" : head }
+            return head + "/" + tail
+        }
     }
 
-    private enum Segment: Sendable, Equatable {
+    enum Segment: Sendable, Equatable {
         case literal(String)
         case parameter(String)
     }
@@ -28,21 +77,47 @@ public struct Router: Responder {
 
     /// Adds a route. A later route with the same method and pattern never wins over the first.
     public mutating func add(_ method: HTTPMethod, _ pattern: String, handler: @escaping Handler) {
-        let segments = Self.split(pattern).map { part -> Segment in
-            if part.hasPrefix("{") && part.hasSuffix("}") && part.count > 2 {
-                return .parameter(String(part.dropFirst().dropLast()))
-            }
-            return .literal(String(part))
-        }
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        append(Route(method: method, pattern: pattern, handler: handler))
     }
 
-    /// Adds middleware around every request; the first added is the outermost.
+    /// Adds a group's routes, their patterns and middleware as the group composed them.
+    public mutating func add(_ group: RouterGroup) {
+        for route in group.routes { append(route) }
+    }
+
+    /// Adds the routes of a group at `prefix` whose `middleware` (the first outermost) run, inside the router's,
+    /// for its routes only: `router.group("/admin/v1", middleware: [auth]) { $0.add(.get, "/orders") { ... } }`.
+    public mutating func group(
+        _ prefix: String, middleware: [any Middleware] = [], _ body: (inout RouterGroup) throws -> Void
+    ) rethrows {
+        var group = RouterGroup(prefix, middleware: middleware)
+        try body(&group)
+        add(group)
+    }
+
+    /// Adds a collection's routes at the root, with no middleware but the router's.
+    public mutating func add(_ collection: some RouteCollection) {
+        var group = RouterGroup()
+        collection.register(on: &group)
+        add(group)
+    }
+
+    private mutating func append(_ route: Route) {
+        var route = route
+        route.chain = Self.compose(middleware, around: route.grouped)
+        routes.append(route)
+    }
+
+    /// Adds middleware around every request, routed or not (404, 405 and 413 included); the first added is the
+    /// outermost. It wraps the routes added before too.
     public mutating func add(middleware: any Middleware) {
         self.middleware.append(middleware)
+        for index in routes.indices {
+            routes[index].chain = Self.compose(self.middleware, around: routes[index].grouped)
+        }
     }
 
-    /// Every route pattern, in the order added (used to label metrics).
+    /// Every route pattern in full (group prefixes included), in the order added (used to label metrics).
     public var patterns: [String] { routes.map(\.pattern) }
 
     /// What a request resolves to, without running anything.
@@ -58,14 +133,14 @@ public struct Router: Responder {
         resolveRoute(method: method, path: path).resolution
     }
 
-    private func resolveRoute(method: HTTPMethod, path: String) -> (resolution: Resolution, handler: Handler?) {
+    private func resolveRoute(method: HTTPMethod, path: String) -> (resolution: Resolution, route: Route?) {
         let parts = Self.split(path)
         var allowed: [HTTPMethod] = []
         var allowedPattern: String?
         for route in routes {
             guard let parameters = Self.match(route.segments, parts) else { continue }
             if route.method == method || (method == .head && route.method == .get) {
-                return (.matched(pattern: route.pattern, parameters: parameters), route.handler)
+                return (.matched(pattern: route.pattern, parameters: parameters), route)
             }
             if !allowed.contains(route.method) { allowed.append(route.method) }
             allowedPattern = allowedPattern ?? route.pattern
@@ -78,40 +153,48 @@ public struct Router: Responder {
     public var answersOversizedRequests: Bool { true }
 
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let (resolution, handler) = resolveRoute(method: request.method, path: request.path)
+        let (resolution, route) = resolveRoute(method: request.method, path: request.path)
         let context: RequestContext
+        let chain: Middleware.Next
         switch resolution {
-        case .matched(let pattern, let parameters): context = RequestContext(route: pattern, parameters: parameters)
-        case .methodNotAllowed(let pattern, _): context = RequestContext(route: pattern)
-        case .notFound: context = RequestContext(route: nil)
-        }
-        var next: Middleware.Next = { request, context in
-            if let limit = request.bodyLimitExceeded { throw HTTPError.payloadTooLarge(limit: limit) }
-            switch resolution {
-            case .matched:
-                guard let handler else { throw HTTPError.internalError() }
-                return try await handler(request, context)
-            case .methodNotAllowed(_, let allowed):
+        case .matched(let pattern, let parameters):
+            context = RequestContext(route: pattern, parameters: parameters)
+            guard let route else { return HTTPError.internalError().response }
+            chain = route.chain
+        case .methodNotAllowed(let pattern, let allowed):
+            context = RequestContext(route: pattern)
+            chain = Self.compose(middleware) { request, _ in
+                if let limit = request.bodyLimitExceeded { throw HTTPError.payloadTooLarge(limit: limit) }
                 let list = allowed.map(\.rawValue).joined(separator: ", ")
                 var error = HTTPError.methodNotAllowed(
                     "\(request.method) is not allowed on \(request.path); use \(list).")
                 error.headers["Allow"] = list
                 throw error
-            case .notFound:
+            }
+        case .notFound:
+            context = RequestContext(route: nil)
+            chain = Self.compose(middleware) { request, _ in
+                if let limit = request.bodyLimitExceeded { throw HTTPError.payloadTooLarge(limit: limit) }
                 throw HTTPError.notFound("No route for \(request.method) \(request.path).")
             }
         }
-        for layer in middleware.reversed() {
-            let inner = next
-            next = { request, context in try await layer.handle(request, context: context, next: inner) }
-        }
         do {
-            return try await next(request, context)
+            return try await chain(request, context)
         } catch let error as any HTTPResponseError {
             return error.response
         } catch {
             return HTTPError.internalError().response
         }
+    }
+
+    /// `middleware` (the first outermost) around `next`.
+    static func compose(_ middleware: [any Middleware], around next: @escaping Middleware.Next) -> Middleware.Next {
+        var next = next
+        for layer in middleware.reversed() {
+            let inner = next
+            next = { request, context in try await layer.handle(request, context: context, next: inner) }
+        }
+        return next
     }
 
     private static func split(_ path: String) -> [Substring] {

@@ -19,9 +19,9 @@ public struct SandboxTokens: MerchantAPIPlugin {
 
     public var standsInForApple: Bool { true }
 
-    public func register(on router: inout Router, services: MerchantAPIServices) {
-        router.add(.get, "/v1/sandbox/wallet") { _, _ in wallet() }
-        router.add(.post, "/v1/sandbox/tokens") { request, _ in try await mint(request, services: services) }
+    public func register(on group: inout RouterGroup, services: MerchantAPIServices) {
+        group.add(.get, "/v1/sandbox/wallet") { _, _ in wallet() }
+        group.add(.post, "/v1/sandbox/tokens") { request, _ in try await mint(request, services: services) }
     }
 
     /// A card in the sandbox wallet, as the sheet shows it.

@@ -46,7 +46,7 @@ final class ProcessorRoutes: Sendable {
         }
         router.add(.get, "/v1/charges/by-idempotency-key/{key}") { _, context in
             self.answer { () throws(HTTPError) in
-                let key = context.parameters["key"] ?? ""
+                let key = try context.parameter("key")
                 guard let charge = try self.ledger.charge(idempotencyKey: key) else {
                     throw HTTPError(
                         status: 404, code: "chargeNotFound", message: "No charge with that idempotency key.")
@@ -56,13 +56,13 @@ final class ProcessorRoutes: Sendable {
         }
         router.add(.post, "/v1/charges/{reference}/void") { _, context in
             self.answer { () throws(HTTPError) in
-                let reference = context.parameters["reference"] ?? ""
+                let reference = try context.parameter("reference")
                 return try Self.json(ChargeEnvelope(charge: try self.ledger.void(reference: reference)))
             }
         }
         router.add(.post, "/v1/charges/{reference}/refunds") { request, context in
             self.answer { () throws(HTTPError) in
-                try self.createRefund(request, reference: context.parameters["reference"] ?? "")
+                try self.createRefund(request, reference: try context.parameter("reference"))
             }
         }
         router.add(.post, "/v1/payment-methods") { request, _ in
@@ -70,7 +70,7 @@ final class ProcessorRoutes: Sendable {
         }
         router.add(.post, "/v1/payment-methods/{reference}/charges") { request, context in
             await self.answerAsync { () async throws(HTTPError) in
-                try await self.chargeKeptMethod(request, reference: context.parameters["reference"] ?? "")
+                try await self.chargeKeptMethod(request, reference: try context.parameter("reference"))
             }
         }
         router.add(.post, "/v1/faults") { request, _ in

@@ -85,11 +85,10 @@ public final class SandboxGateway: Sendable {
         router.add(.get, "/paymentservices/v1/merchantId/{merchantId}/merchantToken/event/{eventId}") {
             request, context in
             state.merchantTokenEvent(
-                request, merchantID: context.parameters["merchantId"] ?? "",
-                eventID: context.parameters["eventId"] ?? "")
+                request, merchantID: try context.parameter("merchantId"), eventID: try context.parameter("eventId"))
         }
         router.add(.post, "/paymentservices/v1/merchantId/{merchantId}/merchantToken/unlink") { request, context in
-            state.unlinkMerchantToken(request, merchantID: context.parameters["merchantId"] ?? "")
+            state.unlinkMerchantToken(request, merchantID: try context.parameter("merchantId"))
         }
         router.add(.get, "/sandbox/v1/activity") { _, _ in
             let activity = state.activity.withLock { $0 }

@@ -1,8 +1,8 @@
 import HTTPServer
 import MerchantCore
 
-/// The one table from domain errors to HTTP errors: every route collection answers a store or checkout error the
-/// same way.
+/// The one table from domain errors to HTTP errors: every route collection answers a store, checkout or subscription
+/// error the same way.
 extension HTTPError {
     /// A checkout error: 400 for what the client sent, 422 for what the catalog cannot price.
     package init(_ error: CheckoutError) {
@@ -11,6 +11,19 @@ extension HTTPError {
             self.init(status: 400, code: error.code.rawValue, message: error.message)
         default:
             self.init(status: 422, code: error.code.rawValue, message: error.message)
+        }
+    }
+
+    /// A subscription service's refusal: `404` for an unknown one, `409` for the rest.
+    init(_ refusal: SubscriptionService.Refusal) {
+        switch refusal {
+        case .notFound: self = .notFound("No such subscription.")
+        case .notLive(let status):
+            self.init(status: 409, code: "subscriptionNotLive", message: "The subscription is \(status.rawValue).")
+        case .notAutomaticReload:
+            self.init(status: 409, code: "notAutomaticReload", message: "Not an automatic-reload subscription.")
+        case .conflict:
+            self.init(status: 409, code: "conflict", message: "The subscription changed meanwhile; try again.")
         }
     }
 

@@ -8,8 +8,9 @@ public protocol MerchantAPIPlugin: Sendable {
     /// Whether the plug-in plays Apple: the checkout page then draws the sandbox sheet, and the subscription
     /// scheduler's clock may be moved from the admin API.
     var standsInForApple: Bool { get }
-    /// Adds the plug-in's routes.
-    func register(on router: inout Router, services: MerchantAPIServices)
+    /// Adds the plug-in's routes to `group`: the JSON API's root group (a `POST` must carry
+    /// `Content-Type: application/json`), inside the API's security headers and request logging.
+    func register(on group: inout RouterGroup, services: MerchantAPIServices)
 }
 
 /// What a ``MerchantAPIPlugin``'s routes may use.

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import HTTPServer
 import MerchantCore
 import Synchronization
@@ -45,6 +46,29 @@ public struct RequireJSONContentType: Middleware {
         guard let value else { return false }
         let mediaType = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
+    }
+}
+
+/// Middleware that refuses a request without `Authorization: Bearer <token>` carrying `token` (compared in constant
+/// time) with `401 unauthorized` and `WWW-Authenticate: Bearer`: the admin group's one check. An empty `token`
+/// refuses every request.
+public struct BearerAuthentication: Middleware {
+    private let token: String
+
+    /// - Parameter token: the bearer token a request must carry (the admin token).
+    public init(token: String) { self.token = token }
+
+    public func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
+        let header = request.headers["Authorization"] ?? ""
+        let prefix = "Bearer "
+        let presented = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""
+        guard !token.isEmpty, constantTimeEqual(presented, token) else {
+            var error = HTTPError(
+                status: 401, code: "unauthorized", message: "The admin API needs Authorization: Bearer <admin token>.")
+            error.headers["WWW-Authenticate"] = "Bearer"
+            throw error
+        }
+        return try await next(request, context)
     }
 }
 

@@ -158,6 +158,35 @@ struct SubscriptionTests {
     }
 
     @Test(
+        "the management page's Cancel form (a url-encoded POST with the secret) cancels: no JSON content-type rule",
+        arguments: [false, true])
+    func cancelFromThePage(live: Bool) async throws {
+        try await ServerHarness.with(processor: SandboxProcessor(), live: live) { harness in
+            let paid = try await Self.subscribe(harness, sku: "TASTING-SEAT")
+            let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
+            let secret = try (paid["subscriptionSecret"] as? String).orThrow("no secret")
+            let page = try await harness.get("/v1/subscriptions/\(id)/manage?secret=\(secret)")
+            #expect(page.status == 200)
+            // The form as the browser submits it: its action, a url-encoded body (a button without a name: empty).
+            let start = try page.text.range(of: #"action=""#).orThrow("no form on the page")
+            let action = String(page.text[start.upperBound...].prefix { $0 != "\"" })
+            #expect(action == "/v1/subscriptions/\(id)/cancel?secret=\(secret)")
+            let form = [(name: "Content-Type", value: "application/x-www-form-urlencoded")]
+            let wrong = try await harness.send(
+                "POST", "/v1/subscriptions/\(id)/cancel?secret=nope", headers: form, body: Data())
+            #expect(wrong.status == 404)
+            let cancelled = try await harness.send("POST", action, headers: form, body: Data())
+            #expect(cancelled.status == 200, "\(cancelled.text)")
+            #expect(cancelled.json["status"] as? String == "cancelled")
+            let stored = try await harness.application.api.subscriptions?.store.subscription(id: id)
+            #expect(stored?.status == .cancelled)
+            // The JSON API keeps its rule: the same form posted to a JSON route is refused.
+            let checkout = try await harness.send("POST", "/v1/checkouts", headers: form, body: Data("items=1".utf8))
+            #expect(checkout.status == 415 && checkout.errorCode == "unsupportedMediaType")
+        }
+    }
+
+    @Test(
         "deferred: nothing charged at checkout, charged once on the billing date; a cancelled one never",
         arguments: StoreBackend.available)
     func deferred(_ backend: StoreBackend) async throws {

@@ -7,7 +7,19 @@ import PaymentToken
 
 /// `POST /v1/checkouts/{id}/payment`: the body is decoded once as ApplePay's `Payment`, ``CheckoutPayments``
 /// decides, and this file maps its result to a status and an Apple Pay JS `ApplePayPaymentAuthorizationResult`.
-extension Endpoints {
+struct PaymentRoutes: RouteCollection {
+    let payments: CheckoutPayments
+    let metrics: Metrics
+    let logger: RequestLogger
+    /// Where the subscription management links point (the configuration's `publicBaseURL`).
+    let publicBaseURL: String
+    /// Wallet orders, for the answer's `orderDetails`; nil: off.
+    let walletOrders: WalletOrdersService?
+
+    func register(on group: inout RouterGroup) {
+        group.add(.post, "/v1/checkouts/{id}/payment") { request, context in try await pay(request, context) }
+    }
+
     /// The answer: Apple Pay JS `ApplePayPaymentAuthorizationResult` fields plus the API's error object.
     struct PaymentAnswer: Encodable {
         struct ErrorObject: Encodable {
@@ -44,8 +56,8 @@ extension Endpoints {
         }
         let token = request.body.subdata(
             in: (request.body.startIndex + tokenRange.lowerBound)..<(request.body.startIndex + tokenRange.upperBound))
-        let checkoutID = context.parameters["id"] ?? ""
-        let result = try await storing { () async throws(OrderStoreError) in
+        let checkoutID = try context.parameter("id")
+        let result = try await storing(logger: logger) { () async throws(OrderStoreError) in
             try await payments.pay(
                 checkoutID: checkoutID, tokenJSON: token, billingContact: contacts.billingContact,
                 shippingContact: contacts.shippingContact)
@@ -57,7 +69,7 @@ extension Endpoints {
             metrics.recordPayment(outcome: "approved")
             var response = answer(
                 status: 200, code: nil, outcome: "approved",
-                PaymentAnswer(status: "success", subscription: subscription, publicBaseURL: configuration.publicBaseURL)
+                PaymentAnswer(status: "success", subscription: subscription, publicBaseURL: publicBaseURL)
             )
             response.logFields["subscriptionId"] = subscription.id
             return response
@@ -88,7 +100,7 @@ extension Endpoints {
                     status: "failure", errors: errors.isEmpty ? nil : errors,
                     error: .init(code: refusal.code, message: refusal.message)))
         case .pricingFailed(let error):
-            return Self.httpError(error).response
+            return HTTPError(error).response
         case .tokenRefused:
             return failure(status: 400, code: refusal.code, message: refusal.message, outcome: "refused")
         case .plansUnavailable:
@@ -133,7 +145,7 @@ extension Endpoints {
                 orderDetails: walletOrders?.orderDetails(for: order, host: host))
             if let subscription = result.subscription {
                 body = PaymentAnswer(
-                    status: "success", subscription: subscription, publicBaseURL: configuration.publicBaseURL)
+                    status: "success", subscription: subscription, publicBaseURL: publicBaseURL)
                 body.orderId = order.id
                 body.orderSecret = order.viewSecret
             }
@@ -190,7 +202,7 @@ extension Endpoints {
     }
 }
 
-extension Endpoints.PaymentAnswer {
+extension PaymentRoutes.PaymentAnswer {
     /// The success answer of a plan checkout.
     init(status: String, subscription: Subscription, publicBaseURL: String) {
         self.init(

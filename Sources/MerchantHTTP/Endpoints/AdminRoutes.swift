@@ -1,15 +1,13 @@
 import ApplePay
 import Foundation
-import Foundations
 import HTTPServer
 import MerchantCore
 import MerchantWallet
 
-/// The admin API under `/admin/v1/`: orders with their contacts, refunds, voids and reconciliation. Every request
-/// must carry `Authorization: Bearer <token>` with the configured admin token (compared in constant time); the
-/// routes do not exist when no token is configured.
-struct AdminEndpoints: Sendable {
-    let token: String
+/// The admin API's orders, in the admin group under `/admin/v1` (behind ``BearerAuthentication`` with the admin
+/// token; the group does not exist when no token is configured): orders with their contacts, refunds, voids,
+/// fulfilment steps and reconciliation.
+struct AdminRoutes: RouteCollection {
     let store: any OrderStore
     let processor: any PaymentProcessor
     let reconciler: Reconciler
@@ -18,44 +16,15 @@ struct AdminEndpoints: Sendable {
     /// Wallet orders: fulfilment steps and refunds push to registered devices; nil: no fulfilment route.
     let walletOrders: WalletOrdersService?
 
-    /// Adds the admin routes to `router`.
-    func register(on router: inout Router) {
-        let admin = self
-        func add(
-            _ method: HTTPMethod, _ pattern: String,
-            _ handler: @escaping @Sendable (AdminEndpoints, HTTPRequest, RequestContext) async throws -> HTTPResponse
-        ) {
-            router.add(method, pattern) { request, context in
-                try admin.authorize(request)
-                return try await handler(admin, request, context)
-            }
+    func register(on group: inout RouterGroup) {
+        group.add(.get, "/orders") { request, _ in try await listOrders(request) }
+        group.add(.get, "/orders/{id}") { _, context in try await showOrder(context) }
+        group.add(.post, "/orders/{id}/refunds") { request, context in try await refund(request, context) }
+        group.add(.post, "/orders/{id}/void") { _, context in try await void(context) }
+        group.add(.post, "/orders/{id}/fulfillments") { request, context in
+            try await recordFulfillment(request, context)
         }
-        add(.get, "/admin/v1/orders") { admin, request, _ in try await admin.listOrders(request) }
-        add(.get, "/admin/v1/orders/{id}") { admin, _, context in try await admin.showOrder(context) }
-        add(.post, "/admin/v1/orders/{id}/refunds") { admin, request, context in
-            try await admin.refund(request, context)
-        }
-        add(.post, "/admin/v1/orders/{id}/void") { admin, _, context in try await admin.void(context) }
-        add(.post, "/admin/v1/orders/{id}/fulfillments") { admin, request, context in
-            try await admin.recordFulfillment(request, context)
-        }
-        add(.post, "/admin/v1/reconcile") { admin, request, _ in try await admin.reconcile(request) }
-    }
-
-    /// `401 unauthorized` unless the request carries the admin token.
-    func authorize(_ request: HTTPRequest) throws(HTTPError) { try Self.authorize(request, token: token) }
-
-    /// `401 unauthorized` unless the request carries `token` as its bearer token (compared in constant time).
-    static func authorize(_ request: HTTPRequest, token: String) throws(HTTPError) {
-        let header = request.headers["Authorization"] ?? ""
-        let prefix = "Bearer "
-        let presented = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""
-        guard constantTimeEqual(presented, token) else {
-            var error = HTTPError(
-                status: 401, code: "unauthorized", message: "The admin API needs Authorization: Bearer <admin token>.")
-            error.headers["WWW-Authenticate"] = "Bearer"
-            throw error
-        }
+        group.add(.post, "/reconcile") { request, _ in try await reconcile(request) }
     }
 
     func listOrders(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
@@ -205,7 +174,7 @@ struct AdminEndpoints: Sendable {
         if status == .shipped, body.carrier == nil || body.trackingNumber == nil {
             throw .invalidRequest("A shipped step needs carrier and trackingNumber.")
         }
-        let id = context.parameters["id"] ?? ""
+        let id = try context.parameter("id")
         let order = try await storing { () async throws(OrderStoreError) in
             try await store.recordFulfillment(
                 orderID: id,
@@ -301,7 +270,7 @@ struct AdminEndpoints: Sendable {
     // MARK: Helpers
 
     private func loadOrder(_ context: RequestContext) async throws(HTTPError) -> Order {
-        let id = context.parameters["id"] ?? ""
+        let id = try context.parameter("id")
         let order = try await storing { () async throws(OrderStoreError) in try await store.order(id: id) }
         guard let order else { throw .orderNotFound(id) }
         return order

@@ -5,7 +5,7 @@ import MerchantCore
 import MerchantWallet
 import WalletOrders
 
-/// The orders web service under `webServiceURL` (`/wallet/v1/...`), as Wallet calls it:
+/// The orders web service under `webServiceURL` (the group at `/wallet/v1`), as Wallet calls it:
 /// - `GET v1/devices/{deviceIdentifier}/registrations/{orderTypeIdentifier}?ordersModifiedSince=`: the device's
 ///   orders changed since then, `{orderIdentifiers, lastModified}` (204 when none);
 /// - `POST`/`DELETE v1/devices/{deviceIdentifier}/registrations/{orderTypeIdentifier}/{orderIdentifier}` with
@@ -13,63 +13,24 @@ import WalletOrders
 /// - `GET v1/orders/{orderTypeIdentifier}/{orderIdentifier}`: the signed package, `Last-Modified`, and 304 for
 ///   `If-Modified-Since` at or after the order's last change;
 /// - `POST v1/log`: `{logs: [...]}` written to the server's log.
-/// Per-order calls need `Authorization: AppleOrder <authenticationToken>` (compared in constant time): 401 when it
-/// is missing or wrong, 404 for an unknown order or another order type. The device listing carries no token in
+/// Per-order calls are in a group behind ``AppleOrderAuthentication``. The device listing carries no token in
 /// Apple's protocol; it shows only order identifiers the device registered itself.
-struct WalletOrdersEndpoints: Sendable {
+struct WalletRoutes: RouteCollection {
     let service: WalletOrdersService
     let store: any OrderStore
     let configuration: StoreConfiguration
     let logger: RequestLogger
     let clock: @Sendable () -> Date
 
-    static let prefix = "/wallet"
-
-    func register(on router: inout Router) {
-        let endpoints = self
-        func add(
-            _ method: HTTPMethod, _ pattern: String,
-            _ handler:
-                @escaping @Sendable (WalletOrdersEndpoints, HTTPRequest, RequestContext) async throws
-                -> HTTPResponse
-        ) {
-            router.add(method, Self.prefix + pattern) { request, context in
-                try await handler(endpoints, request, context)
-            }
+    func register(on group: inout RouterGroup) {
+        group.add(.get, "/devices/{device}/registrations/{type}") { try await listRegistrations($0, $1) }
+        group.group("", middleware: [AppleOrderAuthentication(service: service, store: store)]) { orders in
+            let registration = "/devices/{device}/registrations/{type}/{order}"
+            orders.add(.post, registration) { try await register($0, $1) }
+            orders.add(.delete, registration) { try await unregister($0, $1) }
+            orders.add(.get, "/orders/{type}/{order}") { try await latestOrder($0, $1) }
         }
-        let registration = "/v1/devices/{device}/registrations/{type}/{order}"
-        add(.get, "/v1/devices/{device}/registrations/{type}") { try await $0.listRegistrations($1, $2) }
-        add(.post, registration) { try await $0.register($1, $2) }
-        add(.delete, registration) { try await $0.unregister($1, $2) }
-        add(.get, "/v1/orders/{type}/{order}") { try await $0.latestOrder($1, $2) }
-        add(.post, "/v1/log") { endpoints, request, _ in try await endpoints.log(request) }
-    }
-
-    /// The order named by the path, once the request's `AppleOrder` token matches it.
-    private func authorizedOrder(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> Order {
-        let header = request.headers["Authorization"] ?? ""
-        let prefix = "AppleOrder "
-        guard header.hasPrefix(prefix) else { throw Self.unauthorized() }
-        let presented = String(header.dropFirst(prefix.count))
-        let id = context.parameters["order"] ?? ""
-        guard context.parameters["type"] == service.orderTypeIdentifier else { throw .orderNotFound(id) }
-        let order: Order?
-        do {
-            order = try await store.order(id: id)
-        } catch {
-            throw .storeUnavailable()
-        }
-        guard let order else { throw .orderNotFound(id) }
-        guard constantTimeEqual(presented, service.authenticationToken(for: order)) else { throw Self.unauthorized() }
-        return order
-    }
-
-    static func unauthorized() -> HTTPError {
-        var error = HTTPError(
-            status: 401, code: "unauthorized",
-            message: "This call needs Authorization: AppleOrder <authenticationToken>.")
-        error.headers["WWW-Authenticate"] = "AppleOrder"
-        return error
+        group.add(.post, "/log") { request, _ in try await log(request) }
     }
 
     func listRegistrations(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
@@ -77,8 +38,8 @@ struct WalletOrdersEndpoints: Sendable {
             var orderIdentifiers: [String]
             var lastModified: String
         }
-        let device = context.parameters["device"] ?? ""
-        let type = context.parameters["type"] ?? ""
+        let device = try context.parameter("device")
+        let type = try context.parameter("type")
         let since = request.query["ordersModifiedSince"].flatMap { Int64($0) }
         var identifiers: [String] = []
         var latest: Int64 = since ?? 0
@@ -102,9 +63,9 @@ struct WalletOrdersEndpoints: Sendable {
 
     func register(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var pushToken: String }
-        let order = try await authorizedOrder(request, context)
+        let order = try context.identity(as: Order.self)
         let body = try JSONBody.decode(Body.self, from: request)
-        let device = context.parameters["device"] ?? ""
+        let device = try context.parameter("device")
         guard !device.isEmpty, device.count <= 128, !body.pushToken.isEmpty, body.pushToken.count <= 256 else {
             throw .invalidRequest("deviceIdentifier and pushToken must be 1 to 128 and 1 to 256 characters.")
         }
@@ -123,12 +84,12 @@ struct WalletOrdersEndpoints: Sendable {
     }
 
     func unregister(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
-        let order = try await authorizedOrder(request, context)
+        let order = try context.identity(as: Order.self)
+        let device = try context.parameter("device")
         let removed: Bool
         do {
             removed = try await store.unregisterDevice(
-                deviceIdentifier: context.parameters["device"] ?? "", orderTypeIdentifier: service.orderTypeIdentifier,
-                orderID: order.id)
+                deviceIdentifier: device, orderTypeIdentifier: service.orderTypeIdentifier, orderID: order.id)
         } catch {
             throw .storeUnavailable()
         }
@@ -137,7 +98,7 @@ struct WalletOrdersEndpoints: Sendable {
     }
 
     func latestOrder(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
-        let order = try await authorizedOrder(request, context)
+        let order = try context.identity(as: Order.self)
         let modified = Date(timeIntervalSince1970: order.updatedAt.timeIntervalSince1970.rounded(.down))
         var response: HTTPResponse
         if let since = request.headers["If-Modified-Since"].flatMap(HTTPDate.parse), modified <= since {
@@ -172,6 +133,48 @@ struct WalletOrdersEndpoints: Sendable {
             logger.log("info", "wallet device log", ["message": String(line.prefix(1000))])
         }
         return HTTPResponse(status: 200)
+    }
+}
+
+/// Middleware of the Wallet group's per-order calls: the path's `{type}` and `{order}` name an order of this
+/// server's order type, and the request carries `Authorization: AppleOrder <authenticationToken>` of that order
+/// (compared in constant time): `401 unauthorized` when it is missing or wrong, `404` for an unknown order or
+/// another order type. The order becomes the context's ``RequestContext/identity`` for the handler.
+struct AppleOrderAuthentication: Middleware {
+    let service: WalletOrdersService
+    let store: any OrderStore
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
+        var context = context
+        context.identity = try await authorizedOrder(request, context)
+        return try await next(request, context)
+    }
+
+    /// The order named by the path, once the request's `AppleOrder` token matches it.
+    private func authorizedOrder(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> Order {
+        let header = request.headers["Authorization"] ?? ""
+        let prefix = "AppleOrder "
+        guard header.hasPrefix(prefix) else { throw Self.unauthorized() }
+        let presented = String(header.dropFirst(prefix.count))
+        let id = try context.parameter("order")
+        guard try context.parameter("type") == service.orderTypeIdentifier else { throw .orderNotFound(id) }
+        let order: Order?
+        do {
+            order = try await store.order(id: id)
+        } catch {
+            throw .storeUnavailable()
+        }
+        guard let order else { throw .orderNotFound(id) }
+        guard constantTimeEqual(presented, service.authenticationToken(for: order)) else { throw Self.unauthorized() }
+        return order
+    }
+
+    static func unauthorized() -> HTTPError {
+        var error = HTTPError(
+            status: 401, code: "unauthorized",
+            message: "This call needs Authorization: AppleOrder <authenticationToken>.")
+        error.headers["WWW-Authenticate"] = "AppleOrder"
+        return error
     }
 }
 

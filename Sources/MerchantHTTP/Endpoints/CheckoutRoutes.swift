@@ -1,0 +1,136 @@
+import ApplePay
+import Foundation
+import HTTPServer
+import MerchantCore
+
+/// The catalog and checkouts: `GET /v1/products`, `POST /v1/checkouts`, `GET /v1/checkouts/{id}` and the sheet's
+/// updates (`POST /v1/checkouts/{id}/shipping-contact`, `shipping-method`, `payment-method`, `coupon`).
+struct CheckoutRoutes: RouteCollection {
+    let configuration: StoreConfiguration
+    let pricing: CheckoutPricing
+    let store: any OrderStore
+    let logger: RequestLogger
+    let clock: @Sendable () -> Date
+    /// How long a checkout takes sheet updates (`410 checkoutExpired` after); `nil`: forever.
+    let checkoutLifetime: Duration?
+
+    func register(on group: inout RouterGroup) {
+        // The catalog is fixed for the server's life: encoded once, not per request.
+        let catalog = products()
+        group.add(.get, "/v1/products") { _, _ in catalog }
+        group.add(.post, "/v1/checkouts") { request, _ in try await createCheckout(request) }
+        group.add(.get, "/v1/checkouts/{id}") { _, context in try await showCheckout(context) }
+        group.add(.post, "/v1/checkouts/{id}/shipping-contact") { try await shippingContact($0, $1) }
+        group.add(.post, "/v1/checkouts/{id}/shipping-method") { try await shippingMethod($0, $1) }
+        group.add(.post, "/v1/checkouts/{id}/payment-method") { try await paymentMethod($0, $1) }
+        group.add(.post, "/v1/checkouts/{id}/coupon") { try await coupon($0, $1) }
+    }
+
+    /// `GET /v1/products`: the catalog.
+    func products() -> HTTPResponse {
+        struct Answer: Encodable { var products: [Product] }
+        return .encoding(Answer(products: configuration.products))
+    }
+
+    func createCheckout(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable { var items: [CheckoutItem] }
+        struct Answer: Encodable {
+            var id: String
+            var paymentRequest: PaymentRequest
+        }
+        let body = try JSONBody.decode(Body.self, from: request)
+        let checkout: Checkout
+        let paymentRequest: PaymentRequest
+        do {
+            checkout = try Checkout.create(items: body.items, configuration: configuration, now: clock())
+            paymentRequest = try pricing.paymentRequest(for: checkout)
+        } catch {
+            throw HTTPError(error)
+        }
+        try await storing { () async throws(OrderStoreError) in try await store.insertCheckout(checkout) }
+        var response = HTTPResponse.encoding(Answer(id: checkout.id, paymentRequest: paymentRequest), status: 201)
+        response.logFields["checkoutId"] = checkout.id
+        return response
+    }
+
+    func showCheckout(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        struct Answer: Encodable {
+            var id: String
+            var paymentRequest: PaymentRequest
+        }
+        let checkout = try await loadCheckout(context)
+        do {
+            return .encoding(Answer(id: checkout.id, paymentRequest: try pricing.paymentRequest(for: checkout)))
+        } catch {
+            throw HTTPError(error)
+        }
+    }
+
+    func shippingContact(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        let address = try JSONBody.decode(ShippingAddress.self, from: request)
+        let checkout = try await loadCheckout(context, forUpdate: true)
+        return try await update(
+            checkout.selectingShippingContact(address, configuration: configuration), after: .shippingContact)
+    }
+
+    func shippingMethod(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable { var identifier: String }
+        let body = try JSONBody.decode(Body.self, from: request)
+        let checkout = try await loadCheckout(context, forUpdate: true)
+        let updated: Checkout
+        do {
+            updated = try checkout.selectingShippingMethod(body.identifier, configuration: configuration)
+        } catch {
+            throw HTTPError(error)
+        }
+        return try await update(updated, after: .shippingMethod)
+    }
+
+    func paymentMethod(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable {
+            var type: String?
+            var network: String?
+        }
+        let body = try JSONBody.decode(Body.self, from: request)
+        let checkout = try await loadCheckout(context, forUpdate: true)
+        return try await update(
+            checkout.selectingPaymentMethod(type: body.type, network: body.network), after: .paymentMethod)
+    }
+
+    func coupon(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+        struct Body: Decodable { var couponCode: String? }
+        let body = try JSONBody.decode(Body.self, from: request)
+        let checkout = try await loadCheckout(context, forUpdate: true)
+        return try await update(checkout.applyingCoupon(body.couponCode), after: .couponCode)
+    }
+
+    private func update(_ checkout: Checkout, after event: SheetEvent) async throws(HTTPError) -> HTTPResponse {
+        let answer: SheetUpdate
+        do {
+            answer = try pricing.update(for: checkout, after: event)
+        } catch {
+            throw HTTPError(error)
+        }
+        try await storing { () async throws(OrderStoreError) in try await store.updateCheckout(checkout) }
+        return .encoding(answer)
+    }
+
+    /// The checkout of the path's `{id}`; for a sheet update (`forUpdate`), one past its lifetime is
+    /// `410 checkoutExpired`.
+    private func loadCheckout(_ context: RequestContext, forUpdate: Bool = false) async throws(HTTPError) -> Checkout {
+        let id = try context.parameter("id")
+        let checkout = try await storing { () async throws(OrderStoreError) in try await store.checkout(id: id) }
+        guard let checkout else { throw .checkoutNotFound(id) }
+        if forUpdate, let lifetime = checkoutLifetime,
+            checkout.createdAt.addingTimeInterval(Double(lifetime.components.seconds)) < clock()
+        {
+            throw HTTPError(
+                status: 410, code: "checkoutExpired", message: "Checkout \(id) has expired; create a new one.")
+        }
+        return checkout
+    }
+
+    private func storing<T>(_ body: () async throws(OrderStoreError) -> T) async throws(HTTPError) -> T {
+        try await MerchantHTTP.storing(logger: logger, body)
+    }
+}
