@@ -120,6 +120,7 @@ let package = Package(
             name: "MerchantSandbox",
             dependencies: [
                 "MerchantServer", "MerchantHTTP", "MerchantCore", "Processors", "Sandbox", "ProcessorService",
+                "PaymentSheet",
                 "HTTPServer", "ApplePay", "Cryptography",
             ]),
 

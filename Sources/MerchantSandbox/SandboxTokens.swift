@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import MerchantCore
 import MerchantHTTP
+import PaymentSheet
 import Sandbox
 
 /// Sandbox mode only: what the page's sandbox sheet needs that a real wallet has. `GET /v1/sandbox/wallet` lists
@@ -103,7 +104,7 @@ public struct SandboxTokens: MerchantAPIPlugin {
             card: card, amount: amount, currencyCode: paymentRequest.currencyCode,
             applicationData: paymentRequest.applicationData.map { .base64($0) })
         let token: MintedToken
-        let merchantToken = Self.merchantTokenRequested(by: paymentRequest)
+        let merchantToken = TokenIssueRequest.merchantTokenRequest(for: paymentRequest)
         do {
             if let merchantToken {
                 // A recurring, automatic-reload or deferred request: Apple issues a merchant token (MPAN) and
@@ -126,26 +127,5 @@ public struct SandboxTokens: MerchantAPIPlugin {
         response.logFields["checkoutId"] = checkout.id
         response.logFields["merchantToken"] = merchantToken != nil ? "true" : "false"
         return response
-    }
-
-    /// What a merchant token is issued for.
-    struct MerchantTokenRequest: Equatable {
-        var tokenNotificationURL: String?
-    }
-
-    /// The merchant token a payment request asks for: one whenever it carries `recurringPaymentRequest`,
-    /// `automaticReloadPaymentRequest` or `deferredPaymentRequest` (as the headless sheet's
-    /// `TokenIssueRequest.merchantTokenRequest(for:)` decides), `nil` otherwise.
-    static func merchantTokenRequested(by request: PaymentRequest) -> MerchantTokenRequest? {
-        if let recurring = request.recurringPaymentRequest {
-            return MerchantTokenRequest(tokenNotificationURL: recurring.tokenNotificationURL)
-        }
-        if let reload = request.automaticReloadPaymentRequest {
-            return MerchantTokenRequest(tokenNotificationURL: reload.tokenNotificationURL)
-        }
-        if let deferred = request.deferredPaymentRequest {
-            return MerchantTokenRequest(tokenNotificationURL: deferred.tokenNotificationURL)
-        }
-        return nil
     }
 }

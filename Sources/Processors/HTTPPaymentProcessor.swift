@@ -145,17 +145,7 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
     /// The protocol's charge body for a request (the only place card data is written, and only to the wire).
     static func body(for request: ChargeRequest) -> CreateChargeBody {
         let token = request.token
-        var method = PaymentMethodBody(
-            network: token.network, primaryAccountNumber: token.primaryAccountNumber,
-            expirationDate: token.expirationDate)
-        switch token.authentication {
-        case .threeDSecure(let cryptogram, let eci):
-            method.cryptogram = cryptogram.base64EncodedString()
-            method.eciIndicator = eci
-        case .emv(let data, let pin):
-            method.emvData = data.base64EncodedString()
-            method.encryptedPINData = pin
-        }
+        let method = methodBody(for: token)
         return CreateChargeBody(
             idempotencyKey: request.idempotencyKey, amount: request.amount.minorUnits,
             currencyCode: request.amount.currency.code, paymentMethod: method, rootFingerprint: request.rootFingerprint,
