@@ -60,12 +60,14 @@ let package = Package(
         .target(name: "ApplePay", dependencies: ["Foundations"]),
         .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography", "Foundations"]),
         // Wallet orders: order.json, manifest, CMS signature, the .order ZIP; building and verifying packages.
-        .target(name: "WalletOrders", dependencies: ["Cryptography"]),
+        .target(name: "WalletOrders", dependencies: ["Cryptography", "Foundations"]),
         .target(
             name: "Sandbox",
             dependencies: ["ApplePay", "Cryptography", "WalletOrders", "HTTPClient", "HTTP2Server", "Foundations"]),
         // Apple's payment-session endpoint played by the sandbox, over HTTPS (`applepay sandbox gateway`).
-        .target(name: "SandboxGateway", dependencies: ["Sandbox", "Cryptography", "HTTPServer", "HTTPClient"]),
+        .target(
+            name: "SandboxGateway",
+            dependencies: ["Sandbox", "Cryptography", "HTTPServer", "HTTPClient", "Foundations"]),
         .target(
             name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient", "Foundations"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.

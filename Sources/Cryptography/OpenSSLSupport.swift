@@ -1,5 +1,6 @@
 internal import COpenSSL
 import Foundation
+import Foundations
 
 /// Small helpers shared by the wrapper types. Nothing here is public.
 enum OpenSSLSupport {
@@ -75,17 +76,8 @@ enum OpenSSLSupport {
 }
 
 extension Data {
-    /// Lowercase hexadecimal.
-    var lowercaseHex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(count * 2)
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    /// Lowercase hexadecimal (Foundations' one encoder).
+    var lowercaseHex: String { Foundations.lowercaseHex(self) }
 }
 
 /// A value behind a lock. `@unchecked Sendable`: every access to `value` goes through `withLock`.

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 
 /// Apple's object identifiers for Apple Pay certificates.
 public enum AppleOID {
@@ -54,14 +55,7 @@ public enum MerchantIdentifier {
 
 /// Hexadecimal text of bytes.
 func hex(_ data: Data, uppercase: Bool = false) -> String {
-    let digits = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
-    var out = [UInt8]()
-    out.reserveCapacity(data.count * 2)
-    for byte in data {
-        out.append(digits[Int(byte >> 4)])
-        out.append(digits[Int(byte & 0x0f)])
-    }
-    return String(decoding: out, as: UTF8.self)
+    uppercase ? lowercaseHex(data).uppercased() : lowercaseHex(data)
 }
 
 /// Bytes of a hexadecimal text (either case), or nil when it is not an even number of hex digits.

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import HTTP2Server
 
 /// A test APNs: HTTP/2 over TLS (ALPN h2) with a server certificate from the sandbox authority. It accepts
@@ -166,11 +167,7 @@ enum ProviderToken {
         return .valid
     }
 
-    static func base64URL(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
-    }
+    static func base64URL(_ text: Substring) -> Data? { Base64URL.decode(text) }
 }
 
 /// The pushes received, with a condition for long polls. `@unchecked Sendable`: all state is behind `condition`.

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import HTTPServer
 import Sandbox
 import Synchronization
@@ -250,4 +251,4 @@ enum JSONScalar: Encodable, Sendable {
     }
 }
 
-func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+func hex(_ data: Data) -> String { lowercaseHex(data) }

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 
 /// A Wallet order package (`.order`, MIME `application/vnd.apple.order`): `order.json`, optional images,
 /// `manifest.json` (each file's SHA-256 in hex) and `signature` (a detached CMS signature over `manifest.json` by
@@ -110,13 +111,4 @@ public enum OrderPackage {
 }
 
 /// Lowercase hexadecimal text of bytes.
-func hex(_ bytes: Data) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var text = [UInt8]()
-    text.reserveCapacity(bytes.count * 2)
-    for byte in bytes {
-        text.append(digits[Int(byte >> 4)])
-        text.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: text, as: UTF8.self)
-}
+func hex(_ bytes: Data) -> String { lowercaseHex(bytes) }
