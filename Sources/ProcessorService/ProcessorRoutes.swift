@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import HTTPServer
 import ProcessorAPI
 import Synchronization
@@ -333,19 +334,7 @@ final class ProcessorRoutes: Sendable {
         do { return try .json(value) } catch { throw HTTPError.internalError("The answer could not be encoded.") }
     }
 
-    static func newReference(_ prefix: String) -> String {
-        // Ten random bytes in lowercase hex, written directly (String(format:) per byte is Foundation's formatter).
-        var generator = SystemRandomNumberGenerator()
-        let digits = Array("0123456789abcdef".utf8)
-        var hex: [UInt8] = []
-        hex.reserveCapacity(20)
-        for _ in 0..<10 {
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            hex.append(digits[Int(byte >> 4)])
-            hex.append(digits[Int(byte & 0x0f)])
-        }
-        return prefix + String(decoding: hex, as: UTF8.self)
-    }
+    static func newReference(_ prefix: String) -> String { prefix + randomHex(bytes: 10) }
 
     /// Now in ISO 8601 with milliseconds, from a format style (an ISO8601DateFormatter is an ICU object built per
     /// call: this runs for every charge).
