@@ -164,6 +164,7 @@ let package = Package(
 
         // Tests.
         .target(name: "TestSupport", path: "Tests/Support"),
+        .testTarget(name: "FoundationsTests", dependencies: ["Foundations"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
         .testTarget(

@@ -1,0 +1,66 @@
+import Foundation
+import Foundations
+import Testing
+
+@Suite("Foundations: hex, base64url, constant-time comparison, Unix milliseconds, coded errors")
+struct EncodingsTests {
+    @Test("hex is lowercase, two digits a byte")
+    func hex() {
+        #expect(lowercaseHex([0x00, 0x0f, 0xa0, 0xff]) == "000fa0ff")
+        #expect(lowercaseHex([UInt8]()) == "")
+        #expect(randomHex(bytes: 16).count == 32)
+        #expect(randomHex(bytes: 16) != randomHex(bytes: 16))
+    }
+
+    @Test("base64url has no padding and the URL alphabet, and reads padded or unpadded text")
+    func base64URL() {
+        let bytes = Data([0xfb, 0xff, 0xfe, 0x01])
+        #expect(Base64URL.encode(bytes) == "-__-AQ")
+        #expect(Base64URL.decode("-__-AQ") == bytes)
+        #expect(Base64URL.decode("-__-AQ==") == bytes)
+        #expect(Base64URL.decode("not base64!") == nil)
+    }
+
+    @Test("constant-time comparison: equal strings only, never an empty expected value")
+    func constantTime() {
+        #expect(constantTimeEqual("secret-token", "secret-token"))
+        #expect(!constantTimeEqual("secret-tokem", "secret-token"))
+        #expect(!constantTimeEqual("secret", "secret-token"))
+        #expect(!constantTimeEqual("", ""))
+    }
+
+    @Test("Unix milliseconds round to the nearest and come back")
+    func milliseconds() {
+        let date = Date(timeIntervalSince1970: 1_900_000_000.1234)
+        #expect(date.unixMilliseconds == 1_900_000_000_123)
+        #expect(Date(unixMilliseconds: 1_900_000_000_123).unixMilliseconds == 1_900_000_000_123)
+        #expect(Date(unixMilliseconds: -1).unixMilliseconds == -1)
+    }
+
+    struct ExampleError: CodedError {
+        struct Code: ErrorCode {
+            typealias Owner = ExampleError
+            let rawValue: String
+            static let first = Code(rawValue: "first")
+            static let second = Code(rawValue: "second")
+        }
+        let code: Code
+        let message: String
+    }
+
+    @Test("coded errors: equal by code, described as code: message, caught by code")
+    func codedError() {
+        #expect(ExampleError(code: .first, message: "a") == ExampleError(code: .first, message: "b"))
+        #expect(ExampleError(code: .first, message: "a") != ExampleError(code: .second, message: "a"))
+        #expect("\(ExampleError(code: .second, message: "went wrong"))" == "second: went wrong")
+        do {
+            throw ExampleError(code: .second, message: "x")
+        } catch ExampleError.Code.first {
+            Issue.record("matched the wrong code")
+        } catch ExampleError.Code.second {
+            // expected
+        } catch {
+            Issue.record("no code matched")
+        }
+    }
+}
