@@ -42,6 +42,12 @@ public struct MerchantValidator: Sendable {
     /// In sandbox mode only: the sandbox gateway's base URL (`applepay sandbox gateway`), accepted beside Apple's
     /// hosts as a validation URL with the same scheme, host and port.
     public let sandboxGatewayURL: String?
+    /// The share of the server that calls to Apple's gateway may hold (docs/LIMITS.md): past it a session request
+    /// is answered `503 serviceBusy` with `Retry-After` at once, and nothing else waits for the gateway.
+    public let share: Bulkhead
+
+    /// The default share: 64 sessions in flight, 64 waiting at most 2 s.
+    public static let defaultShare = Bulkhead.Limits(maximumInFlight: 64, maximumQueued: 64, maximumWait: .seconds(2))
 
     /// - Parameters:
     ///   - identity: the Merchant Identity certificate and key (PEM, in memory).
@@ -50,9 +56,10 @@ public struct MerchantValidator: Sendable {
     public init(
         merchantIdentifier: String, displayName: String, domain: String?, gatewayBaseURL: String,
         identity: ClientIdentity?, trustedRootsPEM: Data? = nil, timeout: Duration = .seconds(15),
-        sandboxGatewayURL: String? = nil, proxy: String? = nil
+        sandboxGatewayURL: String? = nil, proxy: String? = nil, share: Bulkhead.Limits = MerchantValidator.defaultShare
     ) {
         self.sandboxGatewayURL = sandboxGatewayURL
+        self.share = Bulkhead(name: "merchantValidation", limits: share)
         self.merchantIdentifier = merchantIdentifier
         self.displayName = String(displayName.prefix(64))
         self.domain = domain
@@ -89,7 +96,8 @@ public struct MerchantValidator: Sendable {
     ///   - validationURL: from the page's `onvalidatemerchant` event, if it sent one.
     ///   - requestHost: the `Host` of the request, used as `initiativeContext` when no domain is configured.
     /// - Throws: `HTTPError` `validationURLNotAllowed` (400), `merchantValidationUnavailable` (503),
-    ///   `merchantValidationFailed` (502) or `merchantValidationTimeout` (504).
+    ///   `serviceBusy` (503 with `Retry-After`: the gateway's share is full), `merchantValidationFailed` (502) or
+    ///   `merchantValidationTimeout` (504).
     package func session(validationURL: String?, requestHost: String?) async throws(HTTPError) -> Data {
         let target: String
         if let validationURL {
@@ -129,6 +137,14 @@ public struct MerchantValidator: Sendable {
         } catch {
             throw HTTPError.internalError()
         }
+        guard await share.acquire() else {
+            var busy = HTTPError(
+                status: 503, code: "serviceBusy",
+                message: "Too many merchant sessions are being requested from Apple at once; try again shortly.")
+            busy.headers["Retry-After"] = "1"
+            throw busy
+        }
+        defer { share.release() }
         let response: HTTPClientResponse
         do {
             response = try await client.send(request)
