@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import PaymentToken
 
 /// Pays a checkout with an authorized Apple Pay payment: the whole decision behind
@@ -111,6 +112,14 @@ public struct CheckoutPayments: Sendable {
             return .refused(.checkoutExpired(checkout.id))
         }
 
+        // The processor's share: past it a new payment is refused before anything is written or charged. A retry
+        // of a payment already recorded needs no processor, so it is answered from the store as always.
+        let admitted = await service.share.acquire()
+        defer { if admitted { service.share.release() } }
+        if !admitted, try await store.order(transactionID: opened.transactionID) == nil {
+            return .refused(.processorBusy)
+        }
+
         let order = NewOrder(
             checkout: checkout, breakdown: breakdown, transactionID: opened.transactionID,
             token: opened.networkToken, shippingContact: shippingContact,
@@ -185,6 +194,9 @@ public enum PaymentRefusal: Sendable {
     case plansUnavailable
     /// The processor did not keep the payment method of a deferred plan.
     case paymentMethodNotKept(ProcessorError)
+    /// The payment processor's share of the server is full (``PaymentService/share``): refused before anything
+    /// was written or charged; the customer may try again at once.
+    case processorBusy
 
     /// A stable code (`checkoutNotFound`, `checkoutNotPayable`, `amountMismatch`, `signatureInvalid`, ...).
     public var code: String {
@@ -196,6 +208,7 @@ public enum PaymentRefusal: Sendable {
         case .tokenRefused(let error, _): error.code.rawValue
         case .plansUnavailable: "plansUnavailable"
         case .paymentMethodNotKept(let error): error.code.rawValue
+        case .processorBusy: "serviceBusy"
         }
     }
 
@@ -208,6 +221,7 @@ public enum PaymentRefusal: Sendable {
         case .pricingFailed(let error): error.message
         case .plansUnavailable: "This server does not sell billing plans."
         case .paymentMethodNotKept: "The card could not be kept for the later payment; nothing was charged."
+        case .processorBusy: "Too many payments are in progress; nothing was charged. Try again."
         case .tokenRefused(let error, let total):
             switch error.code {
             case .amountMismatch: "The token's amount is not the checkout's current total \(total)."

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import Synchronization
 
 /// Charges a token at most once per transaction id and records the order: the part of a payment after the token
@@ -43,14 +44,21 @@ public struct PaymentService: Sendable {
     /// How long a replay waits for a pending first attempt before answering ``Disposition/inProgress``.
     public let concurrentWait: Duration
     public let logger: RequestLogger
+    /// The payment processor's share of the server for payments (docs/LIMITS.md): ``CheckoutPayments`` takes a
+    /// place before anything is written, and refuses a new payment when none is free.
+    public let share: Bulkhead
+    /// The default share: 512 payments in flight, 512 waiting at most 1 s.
+    public static let defaultShare = Bulkhead.Limits(maximumInFlight: 512, maximumQueued: 512, maximumWait: .seconds(1))
     /// "Now", on the same clock as the store's `updatedAt` stamps.
     public let clock: @Sendable () -> Date
     private let completions = CompletionSignals()
 
     public init(
         store: any OrderStore, processor: any PaymentProcessor, timeout: Duration, concurrentWait: Duration? = nil,
-        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() }
+        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
+        share: Bulkhead.Limits = PaymentService.defaultShare
     ) {
+        self.share = Bulkhead(name: "processor", limits: share)
         self.store = store
         self.processor = processor
         self.timeout = timeout

@@ -37,6 +37,7 @@ public struct MerchantAPI: Responder {
     ///     `MerchantSandbox`); a production server has none.
     ///   - merchantTokenGateway: Apple's merchant-token API (events, unlink); `nil` keeps them local.
     ///   - rateLimits: per client address limits on checkouts and sheet updates; `nil` limits nothing.
+    ///   - processorShare: how many payments may hold the processor at once, and wait for it (docs/LIMITS.md).
     ///   - checkoutLifetime: how long a checkout takes sheet updates (`410 checkoutExpired` after; it is pruned
     ///     later if unpaid); `nil`: forever.
     public init(
@@ -45,6 +46,7 @@ public struct MerchantAPI: Responder {
         logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
         adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), rateLimits: RateLimits? = nil,
         checkoutLifetime: Duration? = nil, walletOrders: WalletOrdersService? = nil,
+        processorShare: Bulkhead.Limits = PaymentService.defaultShare,
         web: WebCheckout.Settings = .init(),
         plugins: [any MerchantAPIPlugin] = [], merchantTokenGateway: (any MerchantTokenGateway)? = nil
     ) {
@@ -62,7 +64,8 @@ public struct MerchantAPI: Responder {
         let payments = CheckoutPayments(
             configuration: configuration, pricing: pricing, store: store, tokenOpener: tokenOpener,
             service: PaymentService(
-                store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger),
+                store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger,
+                share: processorShare),
             subscriptions: subscriptions, checkoutLifetime: checkoutLifetime)
         let reconciler = Reconciler(
             store: store, processor: processor, settleAfter: reconcileAfter, timeout: configuration.processor.timeout,

@@ -107,6 +107,10 @@ struct PaymentRoutes: RouteCollection {
             return failure(status: 422, code: refusal.code, message: refusal.message, outcome: "refused")
         case .paymentMethodNotKept:
             return failure(status: 502, code: refusal.code, message: refusal.message, outcome: "refused")
+        case .processorBusy:
+            var response = failure(status: 503, code: refusal.code, message: refusal.message, outcome: "refused")
+            response.headers["Retry-After"] = "1"
+            return response
         }
     }
 

@@ -153,7 +153,8 @@ public final class MerchantApplication: Sendable {
                 merchantIdentifier: configuration.store.merchantIdentifier,
                 displayName: settings.displayName ?? configuration.store.storeName, domain: settings.domain,
                 gatewayBaseURL: sandboxGatewayURL ?? settings.gatewayBaseURL, identity: identity?.clientIdentity,
-                trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL, proxy: configuration.proxy)
+                trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL, proxy: configuration.proxy,
+                share: configuration.merchantValidationShare)
             let walletOrders = try configuration.walletOrders.map { settings throws(ServerStartError) in
                 try makeWalletOrders(settings, logger: logger)
             }
@@ -162,6 +163,7 @@ public final class MerchantApplication: Sendable {
                 validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
                 reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits,
                 checkoutLifetime: configuration.checkoutLifetime, walletOrders: walletOrders,
+                processorShare: configuration.processorShare,
                 web: WebCheckout.Settings(
                     sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
                     loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),

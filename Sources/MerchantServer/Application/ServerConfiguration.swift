@@ -4,6 +4,7 @@ import Foundations
 import HTTPClient
 import MerchantCore
 import MerchantHTTP
+import MerchantIntegrations
 import MerchantWallet
 
 /// A certificate file and its private key file (both PEM).
@@ -44,6 +45,10 @@ public struct MerchantServerConfiguration: Sendable {
     public var perClientConnectionLimit: Int = 64
     /// Checkouts and sheet updates a client address may make (`nil`: no limit).
     public var rateLimits: RateLimits? = RateLimits()
+    /// The payment processor's share of the server for payments (docs/LIMITS.md).
+    public var processorShare: Bulkhead.Limits = PaymentService.defaultShare
+    /// Apple's merchant-validation gateway's share (docs/LIMITS.md).
+    public var merchantValidationShare: Bulkhead.Limits = MerchantValidator.defaultShare
     /// How long an unpaid checkout lives; then it and its events are pruned.
     public var checkoutLifetime: Duration = .seconds(24 * 3600)
     /// How often expired checkouts are pruned (and once at start-up).

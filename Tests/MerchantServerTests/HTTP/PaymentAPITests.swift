@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import MerchantCore
 import MerchantSandbox
 import MerchantServer
@@ -258,6 +259,42 @@ struct PaymentAPITests {
             #expect(paid.status == 200)
             #expect(try server.statuses() == ["declined/declined", "paid/approved"])
         }
+    }
+
+    @Test("a full processor share refuses a new payment at once with 503 serviceBusy, nothing written or charged")
+    func processorShareFull() async throws {
+        try await ServerHarness.with(
+            configure: {
+                $0.store.processor.timeoutSeconds = 20
+                $0.processorShare = .init(maximumInFlight: 1, maximumQueued: 0, maximumWait: .seconds(1))
+            },
+            body: { server in
+                // The one place is held by a payment whose processor does not answer (the sandbox's 0054 card).
+                var first = try await server.createCheckout()
+                first.total = try await server.shipToCalifornia(first.id)
+                let hanging = try server.paymentBody(
+                    amount: first.total, applicationData: first.applicationData, card: try card(endingIn: "0054"))
+                let held = Task { try await server.post("/v1/checkouts/\(first.id)/payment", raw: hanging) }
+                while try server.statuses().isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+                var second = try await server.createCheckout()
+                second.total = try await server.shipToCalifornia(second.id)
+                let body = try server.paymentBody(amount: second.total, applicationData: second.applicationData)
+                let before = try server.counts()
+                let clock = ContinuousClock()
+                let start = clock.now
+                let refused = try await server.post("/v1/checkouts/\(second.id)/payment", raw: body)
+                #expect(clock.now - start < .seconds(15), "refused without waiting for the processor")
+                #expect(refused.status == 503)
+                #expect(refused.errorCode == "serviceBusy")
+                #expect(refused.headers["Retry-After"] == "1")
+                #expect(refused.text.contains("nothing was charged"))
+                let after = try server.counts()
+                #expect(after.orders == before.orders && after.payments == before.payments)
+                // Once the place is free, the same token pays.
+                _ = try await held.value
+                let paid = try await server.post("/v1/checkouts/\(second.id)/payment", raw: body)
+                #expect(paid.status == 200, "\(paid.text)")
+            })
     }
 
     @Test("a processor that does not answer in time leaves the outcome unknown, then the reconciler settles it")
