@@ -1,8 +1,9 @@
 import MerchantCore
-// The MerchantServer module: the merchant's side of Apple Pay, served over HTTP.
+// The MerchantServer module: the composition root of the merchant server.
 //
-// - Store/       the catalog, shipping zones, coupons and tax (`StoreConfiguration`), checkouts and their pricing.
-// - Orders/      the `OrderStore` protocol and its SQLite implementation (checkouts, orders, payments, events).
-// - Processing/  `PaymentProcessor`, the sandbox processor, and `PaymentService` (charge once per transaction id).
-// - HTTP/        the API (`MerchantAPI`, a `Responder`), token opening, merchant validation, logs and metrics,
-//                server configuration and key loading, and `MerchantApplication`, which starts it all.
+// - Configuration/  the configuration file decoded, every field checked with its path (`ConfigurationProblem`),
+//                   assembled into typed values: `OrderStoreLocation`, `ProcessorChoice`, the one `PublicURL`.
+// - Application/    `MerchantServerConfiguration`, credentials and key loading (`MerchantCredential`), token opener
+//                   assembly, `MerchantApplication` (start-up and shutdown), `MerchantServerPlugin`.
+// - Services/       `Service` and `ServiceGroup`: the HTTP server, the reconciler, the subscription scheduler and the
+//                   checkout pruner, started together and stopped together.

@@ -18,20 +18,22 @@ public struct WalletOrdersService: Sendable {
     public let orderTypeIdentifier: String
     /// Signs `manifest.json` with the Order Type ID certificate (and includes the Wallet intermediate).
     public let signer: CMSSigner
-    /// The web service's base URL given to Wallet; nil: `http://<Host of the payment request>/wallet`.
-    public let webServiceURL: String?
+    /// The server's one public base URL (no trailing slash): the web service given to Wallet is `PUBLIC/wallet`,
+    /// each order's `orderManagementURL` is `PUBLIC/v1/orders/ID`; nil: `http://<Host of the request>` (tests that
+    /// build the service without a server).
+    public let publicURL: String?
     /// Who tells devices about changes; nil: nobody is told (devices see changes on their next download).
     public let pusher: (any OrderUpdatePushing)?
 
     /// - Throws: `CryptographyError` when the key does not match the certificate.
     public init(
         orderTypeIdentifier: String, certificate: Certificate, privateKey: PrivateKey, intermediates: [Certificate],
-        webServiceURL: String? = nil, pusher: (any OrderUpdatePushing)? = nil
+        publicURL: String? = nil, pusher: (any OrderUpdatePushing)? = nil
     ) throws {
         self.orderTypeIdentifier = orderTypeIdentifier
         self.signer = try CMSSigner(
             certificate: certificate, privateKey: privateKey, additionalCertificates: intermediates)
-        self.webServiceURL = webServiceURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.pusher = pusher
     }
 
@@ -41,10 +43,11 @@ public struct WalletOrdersService: Sendable {
         lowercaseHex(Digest.sha256(Data("wallet-order-authentication-token:\(order.viewSecret)".utf8)))
     }
 
-    /// The web service URL for a request that arrived with `host`.
-    public func webServiceURL(host: String?) -> String {
-        webServiceURL ?? "http://\(host ?? "127.0.0.1")/wallet"
-    }
+    /// The public base URL for a request that arrived with `host`.
+    public func publicURL(host: String?) -> String { publicURL ?? "http://\(host ?? "127.0.0.1")" }
+
+    /// The web service URL for a request that arrived with `host`: `PUBLIC/wallet`.
+    public func webServiceURL(host: String?) -> String { publicURL(host: host) + "/wallet" }
 
     /// `orderDetails` for a paid order's `ApplePayPaymentAuthorizationResult`.
     public func orderDetails(for order: Order, host: String?) -> PaymentOrderDetails {
@@ -62,10 +65,7 @@ public struct WalletOrdersService: Sendable {
             WalletOrder.CurrencyAmount(
                 amount: Money(minorUnits: minor, currency: currency).amountString, currency: currency.code)
         }
-        let base = webServiceURL(host: host)
-        let origin =
-            URL(string: base).flatMap { url in url.host.map { "\(url.scheme ?? "https")://\($0)" } }
-            .map { origin in URL(string: base)?.port.map { "\(origin):\($0)" } ?? origin } ?? base
+        let base = publicURL(host: host)
         var summary = [WalletOrder.SummaryItem(label: "Subtotal", value: money(order.totals.subtotal))]
         if order.totals.discount > 0 {
             summary.append(.init(label: "Discount", value: money(-order.totals.discount)))
@@ -99,9 +99,9 @@ public struct WalletOrdersService: Sendable {
             orderNumber: String(order.id.uppercased().suffix(12)), status: status,
             merchant: WalletOrder.Merchant(
                 merchantIdentifier: configuration.merchantIdentifier, displayName: configuration.storeName,
-                url: origin),
+                url: base),
             createdAt: order.createdAt, updatedAt: order.updatedAt,
-            orderManagementURL: "\(origin)/v1/orders/\(order.id)",
+            orderManagementURL: "\(base)/v1/orders/\(order.id)",
             lineItems: order.lines.map {
                 WalletOrder.LineItem(title: $0.name, quantity: $0.quantity, price: money($0.unitPrice), sku: $0.sku)
             },

@@ -205,8 +205,9 @@ struct StoreMigrationTests {
 
         // Both stores served on loopback: the admin API answers the same, list and per status.
         let sqliteServer = try await ServerHarness.start(
-            live: true, configure: { $0.storeLocation = "sqlite:" + sqlitePath })
-        let postgresServer = try await ServerHarness.start(live: true, configure: { $0.storeLocation = postgres })
+            live: true, configure: { $0.storeLocation = .sqlite(path: sqlitePath) })
+        let postgresServer = try await ServerHarness.start(
+            live: true, configure: { $0.storeLocation = .postgres(uri: postgres) })
         var pages = ["/admin/v1/orders?limit=10000", "/admin/v1/subscriptions"]
         pages += OrderStatus.allCases.map { "/admin/v1/orders?limit=10000&status=\($0.rawValue)" }
         for page in pages {

@@ -30,14 +30,23 @@ extension CheckoutPricing {
             selectedShippingMethod: nil, appliedCoupon: nil, errors: [], pricedAt: clock(), plan: plan)
     }
 
+    /// The base of the URLs a plan checkout gives Apple: the public URL (``StoreConfiguration/publicBaseURL``), as
+    /// `https` when it is the server's own `http` address (no public URL configured: local and sandbox use). Apple
+    /// takes only https URLs; locally nothing follows these two (the sandbox gateway is told where to deliver
+    /// notifications, `--notify-url`).
+    public var applePayBaseURL: String {
+        let base = configuration.publicBaseURL
+        return base.hasPrefix("http://") ? "https://" + base.dropFirst("http://".count) : base
+    }
+
     /// Where the customer manages what a checkout starts: `PUBLIC/v1/subscriptions/manage?checkout=ID`, which
     /// redirects to the subscription once it exists (the page asks for its secret, given in the payment answer).
     public func managementURL(for checkout: Checkout) -> String {
-        "\(configuration.publicBaseURL)/v1/subscriptions/manage?checkout=\(checkout.id)"
+        "\(applePayBaseURL)/v1/subscriptions/manage?checkout=\(checkout.id)"
     }
 
     /// Apple's `tokenNotificationURL`: `PUBLIC/apple-pay`; Apple appends `/notification/merchantToken/{eventId}`.
-    public var tokenNotificationURL: String { "\(configuration.publicBaseURL)/apple-pay" }
+    public var tokenNotificationURL: String { "\(applePayBaseURL)/apple-pay" }
 
     /// The Apple Pay JS request for a plan checkout: the plan's special request (one per request), the total due
     /// now, no shipping and no contact fields beyond the store's billing fields.

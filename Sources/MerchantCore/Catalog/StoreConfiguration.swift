@@ -8,7 +8,7 @@ import Foundations
 /// currency; rates and percentages likewise (`"0.0825"`, `"10"`). Field names follow Apple Pay JS where one
 /// exists (`countryCode`, `supportedNetworks`, `merchantCapabilities`, `requiredShippingContactFields`).
 /// Load a file with ``load(from:)``; ``validate()`` runs on every load and reports the first problem with a
-/// stable code. ``demo`` is the built-in configuration used when `applepay serve` gets no file.
+/// stable code (``problems()`` lists them all). ``demo`` is the built-in configuration used when `applepay serve` gets no file.
 public struct StoreConfiguration: Codable, Sendable, Equatable {
     /// The business name: the label of the total line on the sheet and the merchant-validation display name.
     public var storeName: String
@@ -42,8 +42,11 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
     public var merchantValidation: MerchantValidationSettings
     /// How payments are sent to the processor.
     public var processor: ProcessorSettings
-    /// This server's public HTTPS base URL (no trailing slash): the `managementURL` and `tokenNotificationURL` of
-    /// plan checkouts are under it. Default `https://localhost:8080`; `applepay serve --public-url` overrides it.
+    /// This server's public base URL (no trailing slash): the `managementURL` and `tokenNotificationURL` of plan
+    /// checkouts are under it. Not part of the catalog's JSON: the server sets it from its one public URL
+    /// (MerchantServer's `publicURL`: `applepay serve --public-url`, the file's `server.publicURL`, by default the
+    /// server's own address), which also gives the Wallet web service its URL. Default `https://localhost:8080`
+    /// for a catalog used without a server (in-process tests).
     public var publicBaseURL: String
 
     /// Creates a configuration; see the property documentation for each field.
@@ -79,7 +82,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
         case storeName, merchantIdentifier, countryCode, currencyCode, supportedNetworks, merchantCapabilities
         case requiredShippingContactFields, requiredBillingContactFields, products, shippingZones, coupons
         case paymentMethodFees
-        case domainAssociation, merchantValidation, processor, publicBaseURL
+        case domainAssociation, merchantValidation, processor
     }
 
     public init(from decoder: any Decoder) throws {
@@ -104,7 +107,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
             try c.decodeIfPresent(MerchantValidationSettings.self, forKey: .merchantValidation)
             ?? MerchantValidationSettings()
         processor = try c.decodeIfPresent(ProcessorSettings.self, forKey: .processor) ?? ProcessorSettings()
-        publicBaseURL = try c.decodeIfPresent(String.self, forKey: .publicBaseURL) ?? "https://localhost:8080"
+        publicBaseURL = "https://localhost:8080"
     }
 
     /// Reads, decodes and validates a configuration file.
@@ -155,64 +158,69 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
 
     /// Checks the rules that JSON decoding cannot: one currency, amounts exact in its minor units, unique SKUs,
     /// zone and method identifiers and coupon codes, non-negative prices, rates between 0 and 1.
-    /// - Throws: ``StoreConfigurationError`` naming the first problem.
+    /// - Throws: ``StoreConfigurationError`` naming the first of ``problems()``.
     public func validate() throws(StoreConfigurationError) {
-        func fail(_ code: StoreConfigurationError.Code, _ field: String, _ message: String) -> StoreConfigurationError {
-            StoreConfigurationError(code, message, field: field)
+        if let first = problems().first { throw first }
+    }
+
+    /// Every rule ``validate()`` checks that this configuration breaks, in the order of the file, each with the
+    /// failing field's path (`products[1].price`); empty when the configuration is valid.
+    public func problems() -> [StoreConfigurationError] {
+        var found: [StoreConfigurationError] = []
+        func report(_ code: StoreConfigurationError.Code, _ field: String, _ message: String) {
+            found.append(StoreConfigurationError(code, message, field: field))
         }
         if storeName.trimmingCharacters(in: .whitespaces).isEmpty || storeName.count > 64 {
-            throw fail(
-                .invalidStoreName, "storeName", "storeName must be 1 to 64 characters (Apple's display-name limit)")
+            report(.invalidStoreName, "storeName", "storeName must be 1 to 64 characters (Apple's display-name limit)")
         }
         if merchantIdentifier.isEmpty {
-            throw fail(.invalidMerchantIdentifier, "merchantIdentifier", "merchantIdentifier is empty")
+            report(.invalidMerchantIdentifier, "merchantIdentifier", "merchantIdentifier is empty")
         }
         if !Country.isKnown(countryCode) {
-            throw fail(.invalidCountry, "countryCode", "countryCode must be an ISO 3166-1 alpha-2 code such as \"US\"")
+            report(.invalidCountry, "countryCode", "countryCode must be an ISO 3166-1 alpha-2 code such as \"US\"")
         }
         if !Currency.isKnown(currencyCode) {
-            throw fail(.invalidCurrency, "currencyCode", "currencyCode must be an ISO 4217 code such as \"USD\"")
+            report(.invalidCurrency, "currencyCode", "currencyCode must be an ISO 4217 code such as \"USD\"")
         }
         if supportedNetworks.isEmpty {
-            throw fail(.noNetworks, "supportedNetworks", "supportedNetworks must not be empty")
+            report(.noNetworks, "supportedNetworks", "supportedNetworks must not be empty")
         }
-        if products.isEmpty { throw fail(.emptyCatalog, "products", "the catalog has no products") }
+        if products.isEmpty { report(.emptyCatalog, "products", "the catalog has no products") }
         var skus = Set<String>()
         for (index, product) in products.enumerated() {
             let path = "products[\(index)]"
             if product.sku.isEmpty || !skus.insert(product.sku).inserted {
-                throw fail(.duplicateSKU, "\(path).sku", "product SKU \"\(product.sku)\" is empty or appears twice")
+                report(.duplicateSKU, "\(path).sku", "product SKU \"\(product.sku)\" is empty or appears twice")
             }
             if product.currencyCode != currencyCode {
-                throw fail(
+                report(
                     .currencyMismatch, "\(path).currencyCode",
                     "product \(product.sku) is priced in \(product.currencyCode), the store sells in \(currencyCode)")
             }
-            try checkAmount(product.price, "\(path).price", "price of product \(product.sku)")
-            if let plan = product.plan { try checkPlan(plan, product: product, path: "\(path).plan") }
+            checkAmount(product.price, "\(path).price", "price of product \(product.sku)", into: &found)
+            if let plan = product.plan { checkPlan(plan, product: product, path: "\(path).plan", into: &found) }
         }
         var zoneIDs = Set<String>()
         for (index, zone) in shippingZones.enumerated() {
             let path = "shippingZones[\(index)]"
             if zone.identifier.isEmpty || !zoneIDs.insert(zone.identifier).inserted {
-                throw fail(
+                report(
                     .duplicateIdentifier, "\(path).identifier",
                     "shipping zone identifier \"\(zone.identifier)\" is empty or appears twice")
             }
             if zone.countries.isEmpty {
-                throw fail(.invalidZone, "\(path).countries", "shipping zone \(zone.identifier) lists no countries")
+                report(.invalidZone, "\(path).countries", "shipping zone \(zone.identifier) lists no countries")
             }
-            if let unknown = zone.countries.firstIndex(where: { !Country.isKnown($0.uppercased()) }) {
-                throw fail(
+            for (unknown, country) in zone.countries.enumerated() where !Country.isKnown(country.uppercased()) {
+                report(
                     .invalidZone, "\(path).countries[\(unknown)]",
-                    "shipping zone \(zone.identifier): \"\(zone.countries[unknown])\" is not an ISO 3166-1 alpha-2 code"
-                )
+                    "shipping zone \(zone.identifier): \"\(country)\" is not an ISO 3166-1 alpha-2 code")
             }
             if zone.methods.isEmpty {
-                throw fail(.invalidZone, "\(path).methods", "shipping zone \(zone.identifier) has no methods")
+                report(.invalidZone, "\(path).methods", "shipping zone \(zone.identifier) has no methods")
             }
             if zone.taxRate < 0 || zone.taxRate > 1 {
-                throw fail(
+                report(
                     .invalidRate, "\(path).taxRate",
                     "taxRate of zone \(zone.identifier) must be between 0 and 1 (\"0.0825\" for 8.25%)")
             }
@@ -220,17 +228,17 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
             for (methodIndex, method) in zone.methods.enumerated() {
                 let methodPath = "\(path).methods[\(methodIndex)]"
                 if method.identifier.isEmpty || !methodIDs.insert(method.identifier).inserted {
-                    throw fail(
+                    report(
                         .duplicateIdentifier, "\(methodPath).identifier",
                         "method \"\(method.identifier)\" in zone \(zone.identifier) is empty or appears twice")
                 }
-                try checkAmount(
+                checkAmount(
                     method.amount, "\(methodPath).amount",
-                    "amount of method \(method.identifier) in zone \(zone.identifier)")
+                    "amount of method \(method.identifier) in zone \(zone.identifier)", into: &found)
                 if let estimate = method.deliveryEstimate,
                     estimate.minimumDays < 0 || estimate.maximumDays < estimate.minimumDays
                 {
-                    throw fail(
+                    report(
                         .invalidZone, "\(methodPath).deliveryEstimate",
                         "deliveryEstimate of method \(method.identifier) must have 0 ≤ minimumDays ≤ maximumDays")
                 }
@@ -240,102 +248,100 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
         for (index, coupon) in coupons.enumerated() {
             let path = "coupons[\(index)]"
             if coupon.code.isEmpty || !codes.insert(coupon.code.uppercased()).inserted {
-                throw fail(
-                    .duplicateIdentifier, "\(path).code", "coupon code \"\(coupon.code)\" is empty or appears twice")
+                report(.duplicateIdentifier, "\(path).code", "coupon code \"\(coupon.code)\" is empty or appears twice")
             }
             switch coupon.discount {
             case .percent(let percent):
                 if percent <= 0 || percent > 100 {
-                    throw fail(.invalidRate, "\(path).value", "coupon \(coupon.code): percent must be in (0, 100]")
+                    report(.invalidRate, "\(path).value", "coupon \(coupon.code): percent must be in (0, 100]")
                 }
             case .fixed(let amount):
-                try checkAmount(amount, "\(path).value", "amount of coupon \(coupon.code)")
+                checkAmount(amount, "\(path).value", "amount of coupon \(coupon.code)", into: &found)
             }
             if let minimum = coupon.minimumTotal {
-                try checkAmount(minimum, "\(path).minimumTotal", "minimumTotal of coupon \(coupon.code)")
+                checkAmount(minimum, "\(path).minimumTotal", "minimumTotal of coupon \(coupon.code)", into: &found)
             }
         }
         var feeTypes = Set<String>()
         for (index, fee) in paymentMethodFees.enumerated() {
             let path = "paymentMethodFees[\(index)]"
-            guard PaymentMethodFee.types.contains(fee.type), feeTypes.insert(fee.type).inserted else {
-                throw fail(
+            if !PaymentMethodFee.types.contains(fee.type) || !feeTypes.insert(fee.type).inserted {
+                report(
                     .duplicateIdentifier, "\(path).type",
                     "payment method fee type \"\(fee.type)\" must be one of \(PaymentMethodFee.types.sorted()) and appear once"
                 )
             }
             if fee.percent <= 0 || fee.percent > 10 {
-                throw fail(
+                report(
                     .invalidRate, "\(path).percent", "payment method fee for \(fee.type): percent must be in (0, 10]")
             }
         }
-        guard ProcessorSettings.kinds.contains(processor.kind) else {
-            throw fail(
-                .invalidProcessor, "processor.kind",
-                "processor.kind \"\(processor.kind.prefix(40))\" is not one of \(ProcessorSettings.kinds.sorted())")
-        }
-        let base = URLComponents(string: publicBaseURL)
-        guard base?.scheme == "https", base?.host?.isEmpty == false, !publicBaseURL.hasSuffix("/") else {
-            throw fail(
-                .invalidPublicURL, "publicBaseURL",
-                "publicBaseURL must be an https URL without a trailing slash (Apple requires https)")
-        }
-        // Written so that NaN fails too.
-        if !(processor.timeoutSeconds > 0 && processor.timeoutSeconds <= 30) {
-            throw fail(
-                .invalidProcessor, "processor.timeoutSeconds",
-                "processor.timeoutSeconds must be in (0, 30]: the sheet gives up after 30 s")
-        }
+        found += processor.problems(at: "processor")
+        return found
     }
 
-    private func checkPlan(_ plan: BillingPlan, product: Product, path: String) throws(StoreConfigurationError) {
-        func fail(_ field: String, _ message: String) -> StoreConfigurationError {
-            StoreConfigurationError(.invalidPlan, "product \(product.sku): \(message)", field: "\(path).\(field)")
+    private func checkPlan(
+        _ plan: BillingPlan, product: Product, path: String, into found: inout [StoreConfigurationError]
+    ) {
+        func report(_ field: String, _ message: String) {
+            found.append(
+                StoreConfigurationError(.invalidPlan, "product \(product.sku): \(message)", field: "\(path).\(field)"))
         }
-        if product.price <= 0 { throw fail("kind", "a product with a plan needs a price above zero") }
+        if product.price <= 0 { report("kind", "a product with a plan needs a price above zero") }
         switch plan {
         case .recurring(let recurring):
             let units: [RecurringIntervalUnit] = [.year, .month, .day, .hour, .minute]
-            guard units.contains(recurring.intervalUnit) else {
-                throw fail("intervalUnit", "intervalUnit must be year, month, day, hour or minute")
+            if !units.contains(recurring.intervalUnit) {
+                report("intervalUnit", "intervalUnit must be year, month, day, hour or minute")
             }
-            guard (1...1000).contains(recurring.intervalCount) else {
-                throw fail("intervalCount", "intervalCount must be 1 to 1000")
+            if !(1...1000).contains(recurring.intervalCount) {
+                report("intervalCount", "intervalCount must be 1 to 1000")
             }
             if let trial = recurring.trial {
-                guard units.contains(trial.intervalUnit), (1...1000).contains(trial.intervalCount) else {
-                    throw fail("trial", "the trial needs an intervalUnit and an intervalCount of 1 to 1000")
+                if !units.contains(trial.intervalUnit) || !(1...1000).contains(trial.intervalCount) {
+                    report("trial", "the trial needs an intervalUnit and an intervalCount of 1 to 1000")
                 }
-                guard trial.price > 0 else {
-                    throw fail("trial.price", "the trial price must be above zero (it is charged at checkout)")
+                if trial.price > 0 {
+                    checkAmount(
+                        trial.price, "\(path).trial.price", "trial price of product \(product.sku)", into: &found)
+                } else {
+                    report("trial.price", "the trial price must be above zero (it is charged at checkout)")
                 }
-                try checkAmount(trial.price, "\(path).trial.price", "trial price of product \(product.sku)")
             }
         case .automaticReload(let reload):
-            guard reload.thresholdAmount >= 0 else { throw fail("thresholdAmount", "thresholdAmount is negative") }
-            try checkAmount(reload.thresholdAmount, "\(path).thresholdAmount", "threshold of product \(product.sku)")
+            if reload.thresholdAmount < 0 {
+                report("thresholdAmount", "thresholdAmount is negative")
+            } else {
+                checkAmount(
+                    reload.thresholdAmount, "\(path).thresholdAmount", "threshold of product \(product.sku)",
+                    into: &found)
+            }
         case .deferred(let deferred):
             switch (deferred.freeCancellationDate, deferred.freeCancellationTimeZone) {
             case (nil, nil): break
             case (let date?, let zone):
                 if let zone, TimeZone(identifier: zone) == nil {
-                    throw fail("freeCancellationTimeZone", "\"\(zone.prefix(40))\" is not an IANA time zone")
+                    report("freeCancellationTimeZone", "\"\(zone.prefix(40))\" is not an IANA time zone")
                 }
                 if date > deferred.billingDate {
-                    throw fail("freeCancellationDate", "the free cancellation date is after the billing date")
+                    report("freeCancellationDate", "the free cancellation date is after the billing date")
                 }
             case (nil, _?):
-                throw fail("freeCancellationDate", "freeCancellationTimeZone is set without freeCancellationDate")
+                report("freeCancellationDate", "freeCancellationTimeZone is set without freeCancellationDate")
             }
         }
     }
 
-    private func checkAmount(_ amount: Decimal, _ field: String, _ what: String) throws(StoreConfigurationError) {
-        if amount < 0 { throw StoreConfigurationError(.invalidAmount, "\(what) is negative", field: field) }
-        if (try? Money(exactly: amount, currency: currency)) == nil {
-            throw StoreConfigurationError(
-                .invalidAmount, "\(what) (\(amount)) has more than \(currency.minorUnits) decimals for \(currency)",
-                field: field)
+    private func checkAmount(
+        _ amount: Decimal, _ field: String, _ what: String, into found: inout [StoreConfigurationError]
+    ) {
+        if amount < 0 {
+            found.append(StoreConfigurationError(.invalidAmount, "\(what) is negative", field: field))
+        } else if (try? Money(exactly: amount, currency: currency)) == nil {
+            found.append(
+                StoreConfigurationError(
+                    .invalidAmount, "\(what) (\(amount)) has more than \(currency.minorUnits) decimals for \(currency)",
+                    field: field))
         }
     }
 }
@@ -669,10 +675,13 @@ public struct MerchantValidationSettings: Codable, Sendable, Equatable {
     }
 }
 
-/// Which processor receives payments, and how long a call may take.
+/// Which kind of processor receives payments, and how long a call may take: the `"processor"` section of the
+/// configuration file. The server (MerchantServer's `ProcessorChoice`) reads the rest of the section, such as the
+/// `url` of an `http` processor.
 public struct ProcessorSettings: Codable, Sendable, Equatable {
-    /// The processor kinds the server can run: `sandbox` (the built-in ``SandboxProcessor``) is the only one so far.
-    public static let kinds: Set<String> = ["sandbox"]
+    /// The processor kinds the server can run: `sandbox` (the sandbox processor, which only sandbox mode runs) and
+    /// `http` (a service speaking docs/PROCESSOR-PROTOCOL.md at the section's `url`).
+    public static let kinds: Set<String> = ["sandbox", "http"]
 
     /// One of ``kinds``; validation refuses any other, so that a payment never goes to the sandbox by mistake.
     public var kind: String
@@ -690,6 +699,25 @@ public struct ProcessorSettings: Codable, Sendable, Equatable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         kind = try c.decodeIfPresent(String.self, forKey: .kind) ?? "sandbox"
         timeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .timeoutSeconds) ?? 10
+    }
+
+    /// The rules the settings break, with their paths under `path` (`processor.kind`); empty when valid.
+    public func problems(at path: String) -> [StoreConfigurationError] {
+        var found: [StoreConfigurationError] = []
+        if !Self.kinds.contains(kind) {
+            found.append(
+                StoreConfigurationError(
+                    .invalidProcessor, "\(path).kind \"\(kind.prefix(40))\" is not one of \(Self.kinds.sorted())",
+                    field: "\(path).kind"))
+        }
+        // Written so that NaN fails too.
+        if !(timeoutSeconds > 0 && timeoutSeconds <= 30) {
+            found.append(
+                StoreConfigurationError(
+                    .invalidProcessor, "\(path).timeoutSeconds must be in (0, 30]: the sheet gives up after 30 s",
+                    field: "\(path).timeoutSeconds"))
+        }
+        return found
     }
 
     /// ``timeoutSeconds`` as a `Duration` (zero when it is not a positive number; at most a day, so that an
@@ -725,7 +753,6 @@ public struct StoreConfigurationError: CodedError {
         public static let invalidRate = Code("invalidRate")
         public static let invalidProcessor = Code("invalidProcessor")
         public static let invalidPlan = Code("invalidPlan")
-        public static let invalidPublicURL = Code("invalidPublicURL")
     }
 
     public let code: Code

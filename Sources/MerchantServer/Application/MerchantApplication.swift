@@ -8,21 +8,23 @@ import MerchantIntegrations
 import MerchantStore
 import MerchantWallet
 import Processors
+import Synchronization
 
-/// The running merchant server: configuration checked and keys loaded once, the SQLite store open, the API
-/// served over HTTP. `applepay serve`, `applepay demo` and the tests start it the same way.
+/// The running merchant server: configuration checked and keys loaded once, the store open, the API served over
+/// HTTP, and the background work (reconciler, subscription scheduler, checkout pruner) running beside it as
+/// services started and stopped together. `applepay serve`, `applepay demo` and the tests start it the same way.
 public final class MerchantApplication: Sendable {
     public let configuration: MerchantServerConfiguration
     public let api: MerchantAPI
     public let store: any OrderStore
     public let processor: any PaymentProcessor
+    /// The base URL every published URL is under: the configured one, or the server's own address.
+    public let publicURL: PublicURL
     private let server: HTTPServer
+    /// The HTTP server, the reconciler, the subscription scheduler and the checkout pruner.
+    private let services: ServiceGroup
     /// What the plug-ins stop when the server stops.
     private let stopPlugins: @Sendable () async -> Void
-    /// The reconciler's loop.
-    private let reconciling: Task<Void, Never>
-    /// The loop that prunes expired unpaid checkouts.
-    private let pruning: Task<Void, Never>
 
     /// The base URL, e.g. `http://127.0.0.1:8080`.
     public var url: String {
@@ -35,17 +37,17 @@ public final class MerchantApplication: Sendable {
 
     private init(
         configuration: MerchantServerConfiguration, api: MerchantAPI, store: any OrderStore,
-        processor: any PaymentProcessor, server: HTTPServer, stopPlugins: @escaping @Sendable () async -> Void,
-        reconciling: Task<Void, Never>, pruning: Task<Void, Never>
+        processor: any PaymentProcessor, publicURL: PublicURL, server: HTTPServer, services: ServiceGroup,
+        stopPlugins: @escaping @Sendable () async -> Void
     ) {
         self.configuration = configuration
         self.api = api
         self.store = store
         self.processor = processor
+        self.publicURL = publicURL
         self.server = server
+        self.services = services
         self.stopPlugins = stopPlugins
-        self.reconciling = reconciling
-        self.pruning = pruning
     }
 
     /// Checks the configuration, loads the keys, opens the store and starts listening.
@@ -86,7 +88,7 @@ public final class MerchantApplication: Sendable {
             try MerchantCredential.readFile(path, role: "gateway trusted roots")
         }
         var installations: [PluginInstallation] = []
-        let needsProcessor = processor == nil && configuration.processorURL == nil
+        let needsProcessor = processor == nil && configuration.processor == .sandbox
         for plugin in plugins {
             do {
                 installations.append(try await plugin.install(configuration, needsProcessor: needsProcessor))
@@ -133,19 +135,15 @@ public final class MerchantApplication: Sendable {
                     credentials: processing, trustedRoot: trustedRoot, clock: clock)
             }
 
-            let location: OrderStoreLocation
+            let location = configuration.storeLocation
             let store: any OrderStore
             do {
-                location = try OrderStoreLocation(parsing: configuration.storeLocation)
                 if case .sqlite(let path) = location { try makePrivateFolder(for: path, logger: logger) }
                 store = try await location.open(poolSize: configuration.storePoolSize)
             } catch let error as ServerStartError {
                 throw error
             } catch {
-                throw ServerStartError(
-                    .invalidStore,
-                    "cannot open the store \((try? OrderStoreLocation(parsing: configuration.storeLocation))?.redacted ?? ""): \(error)"
-                )
+                throw ServerStartError(.invalidStore, "cannot open the store \(location.redacted): \(error)")
             }
             let chosenProcessor = try choosePayments(configuration, override: processor ?? pluginProcessor)
             let settings = configuration.store.merchantValidation
@@ -155,8 +153,35 @@ public final class MerchantApplication: Sendable {
                 gatewayBaseURL: sandboxGatewayURL ?? settings.gatewayBaseURL, identity: identity?.clientIdentity,
                 trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL, proxy: configuration.proxy,
                 share: configuration.merchantValidationShare)
-            let walletOrders = try configuration.walletOrders.map { settings throws(ServerStartError) in
-                try makeWalletOrders(settings, logger: logger)
+            let wallet = try configuration.walletOrders.map { settings throws(ServerStartError) in
+                try WalletCredentials.load(settings, logger: logger)
+            }
+            // Bound before the API exists: without a configured public URL, the published URLs are under the port
+            // the server got. The API answers once assembled, a moment later (503 until then).
+            let responder = LateResponder()
+            let server: HTTPServer
+            do {
+                server = try HTTPServer.start(
+                    configuration: .init(
+                        host: configuration.host, port: configuration.port, threads: configuration.threads,
+                        maximumBodySize: configuration.maximumBodySize,
+                        connectionTimeout: configuration.connectionTimeout,
+                        perClientConnectionLimit: configuration.perClientConnectionLimit,
+                        requestTimeout: configuration.requestTimeout,
+                        // The API never blocks a thread: stores, processors and Apple are awaited on their own threads.
+                        answersOnPollingThreads: true),
+                    responder: responder)
+            } catch {
+                throw ServerStartError(.cannotListen, "\(error)")
+            }
+            let publicURL = configuration.publicURL ?? PublicURL(serverHost: configuration.host, port: server.port)
+            configuration.store.publicBaseURL = publicURL.text
+            let walletOrders: WalletOrdersService?
+            do throws(ServerStartError) {
+                walletOrders = try wallet?.service(publicURL: publicURL)
+            } catch {
+                await server.shutdown()
+                throw error
             }
             let api = MerchantAPI(
                 configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
@@ -174,45 +199,29 @@ public final class MerchantApplication: Sendable {
                         merchantIdentifier: configuration.store.merchantIdentifier, identity: $0.clientIdentity,
                         trustedRootsPEM: gatewayRoots)
                 })
-            let server: HTTPServer
-            do {
-                server = try HTTPServer.start(
-                    configuration: .init(
-                        host: configuration.host, port: configuration.port, threads: configuration.threads,
-                        maximumBodySize: configuration.maximumBodySize,
-                        connectionTimeout: configuration.connectionTimeout,
-                        perClientConnectionLimit: configuration.perClientConnectionLimit,
-                        requestTimeout: configuration.requestTimeout,
-                        // The API never blocks a thread: stores, processors and Apple are awaited on their own threads.
-                        answersOnPollingThreads: true),
-                    responder: api)
-            } catch {
-                throw ServerStartError(.cannotListen, "\(error)")
-            }
-            let reconciler = api.reconciler
-            let interval = configuration.reconcileInterval
-            let subscriptions = api.subscriptions
-            // The reconciler and the subscription scheduler, on the same interval; cancelled together at shutdown.
-            let reconciling = Task.detached {
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask { await reconciler.run(every: interval) }
-                    if let subscriptions { group.addTask { await subscriptions.run(every: interval) } }
-                }
-            }
-            let (lifetime, pruneInterval) = (configuration.checkoutLifetime, configuration.pruneInterval)
-            // Unpaid checkouts expire and are pruned (either store; several instances on one PostgreSQL database prune
-            // disjoint batches: `FOR UPDATE SKIP LOCKED`; see docs/LIMITS.md).
-            let pruning = Task.detached { [store] in
-                await prune(store, lifetime: lifetime, every: pruneInterval, logger: logger, clock: clock)
+            responder.answer(with: api)
+            // Started together; stopped together by shutdown().
+            var services: [any Service] = [
+                HTTPServerService(server: server),
+                ReconcilerService(reconciler: api.reconciler, interval: configuration.reconcileInterval),
+                CheckoutPruner(
+                    store: store, lifetime: configuration.checkoutLifetime, interval: configuration.pruneInterval,
+                    logger: logger, clock: clock),
+            ]
+            if let subscriptions = api.subscriptions {
+                // On the reconciler's interval.
+                services.append(
+                    SubscriptionSchedulerService(
+                        subscriptions: subscriptions, interval: configuration.reconcileInterval))
             }
             let application = MerchantApplication(
-                configuration: configuration, api: api, store: store, processor: chosenProcessor, server: server,
-                stopPlugins: stopPlugins, reconciling: reconciling, pruning: pruning)
+                configuration: configuration, api: api, store: store, processor: chosenProcessor,
+                publicURL: publicURL, server: server, services: ServiceGroup(services), stopPlugins: stopPlugins)
             logger.log(
                 "info", "listening",
                 [
-                    "url": application.url, "merchantIdentifier": configuration.store.merchantIdentifier,
-                    "store": location.redacted,
+                    "url": application.url, "publicURL": publicURL.text,
+                    "merchantIdentifier": configuration.store.merchantIdentifier, "store": location.redacted,
                 ])
             return application
         } catch {
@@ -221,22 +230,44 @@ public final class MerchantApplication: Sendable {
         }
     }
 
-    /// Stops accepting connections, finishes the requests in flight and closes.
+    /// Stops the services together (the HTTP server stops accepting connections and finishes the requests in flight;
+    /// the background loops return), then the plug-ins, and closes.
     public func shutdown() async {
-        reconciling.cancel()
-        pruning.cancel()
-        await server.shutdown()
-        await reconciling.value
-        await pruning.value
+        await services.shutdown()
         await stopPlugins()
         api.logger.log("info", "stopped")
         api.logger.flush()
     }
 
-    /// Wallet orders from their settings: the Order Type ID credential (checked like the other keys), its
-    /// intermediate, and the APNs pusher when configured.
-    static func makeWalletOrders(_ settings: WalletOrdersSettings, logger: RequestLogger) throws(ServerStartError)
-        -> WalletOrdersService
+    /// Wallet orders' keys, loaded and checked before the server binds: the Order Type ID credential (checked like
+    /// the other keys), its intermediate, and the APNs pusher when configured.
+    struct WalletCredentials {
+        let orderTypeIdentifier: String
+        let credential: MerchantCredential
+        let intermediates: [Certificate]
+        let pusher: APNsPusher?
+
+        static func load(_ settings: WalletOrdersSettings, logger: RequestLogger) throws(ServerStartError)
+            -> WalletCredentials
+        {
+            try MerchantApplication.loadWalletCredentials(settings, logger: logger)
+        }
+
+        /// The service, its web service at `PUBLIC/wallet`.
+        func service(publicURL: PublicURL) throws(ServerStartError) -> WalletOrdersService {
+            do {
+                return try WalletOrdersService(
+                    orderTypeIdentifier: orderTypeIdentifier, certificate: credential.certificate,
+                    privateKey: credential.privateKey, intermediates: intermediates, publicURL: publicURL.text,
+                    pusher: pusher)
+            } catch {
+                throw ServerStartError(.keyMismatch, "the Order Type ID key does not match its certificate")
+            }
+        }
+    }
+
+    private static func loadWalletCredentials(_ settings: WalletOrdersSettings, logger: RequestLogger)
+        throws(ServerStartError) -> WalletCredentials
     {
         let credential = try MerchantCredential.load(settings.orderTypeID, role: "Order Type ID")
         let data = try MerchantCredential.readFile(settings.intermediatePath, role: "Wallet intermediate certificate")
@@ -256,14 +287,9 @@ public final class MerchantApplication: Sendable {
         let pusher = try settings.apns.map { apns throws(ServerStartError) in
             try makeAPNsPusher(apns, topic: orderTypeIdentifier, logger: logger)
         }
-        do {
-            return try WalletOrdersService(
-                orderTypeIdentifier: orderTypeIdentifier, certificate: credential.certificate,
-                privateKey: credential.privateKey, intermediates: intermediates,
-                webServiceURL: settings.webServiceURL, pusher: pusher)
-        } catch {
-            throw ServerStartError(.keyMismatch, "the Order Type ID key does not match its certificate")
-        }
+        return WalletCredentials(
+            orderTypeIdentifier: orderTypeIdentifier, credential: credential, intermediates: intermediates,
+            pusher: pusher)
     }
 
     /// The APNs pusher with its key loaded (owner-only, EC P-256) and its trusted roots.
@@ -310,35 +336,35 @@ public final class MerchantApplication: Sendable {
         }
     }
 
-    /// Prunes unpaid checkouts older than `lifetime` now and every `interval` until cancelled.
-    private static func prune(
-        _ store: any OrderStore, lifetime: Duration, every interval: Duration, logger: RequestLogger,
-        clock: @Sendable () -> Date
-    ) async {
-        while !Task.isCancelled {
-            let cutoff = clock().addingTimeInterval(-Double(lifetime.components.seconds))
-            do {
-                let pruned = try await store.pruneExpiredCheckouts(createdBefore: cutoff, batch: 500)
-                if pruned > 0 { logger.log("info", "pruned expired checkouts", ["count": pruned]) }
-            } catch {
-                logger.log("error", "pruning failed", ["code": error.code.rawValue])
-            }
-            try? await Task.sleep(for: interval)
-        }
-    }
-
     /// The processor: the caller's or a plug-in's (sandbox mode runs the sandbox processor service in process),
-    /// else `--processor URL`. There is no default: a server with real keys must never "approve" payments that no
+    /// else the configured one. There is no default: a server with real keys must never "approve" payments that no
     /// processor captured.
     private static func choosePayments(
         _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?
     ) throws(ServerStartError) -> any PaymentProcessor {
         if let override { return override }
-        let text = configuration.processorURL ?? ""
-        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
-            throw ServerStartError(.invalidConfiguration, "--processor must be an http(s) URL (got '\(text)')")
+        switch configuration.processor {
+        case .http(let url):
+            return HTTPPaymentProcessor(
+                baseURL: url, timeout: configuration.store.processor.timeout, proxy: configuration.proxy)
+        case .sandbox:
+            throw ServerStartError(.noProcessor, "no payment processor: pass --processor URL")
         }
-        return HTTPPaymentProcessor(
-            baseURL: url, timeout: configuration.store.processor.timeout, proxy: configuration.proxy)
     }
+}
+
+/// The merchant API once assembled; until then (the moment between binding and assembly) a 503.
+private final class LateResponder: Responder {
+    private let target = Mutex<MerchantAPI?>(nil)
+
+    func answer(with api: MerchantAPI) { target.withLock { $0 = api } }
+
+    func respond(to request: HTTPRequest) async -> HTTPResponse {
+        guard let api = target.withLock({ $0 }) else {
+            return HTTPResponse(status: 503, headers: ["Retry-After": "1"])
+        }
+        return await api.respond(to: request)
+    }
+
+    var answersOversizedRequests: Bool { true }
 }

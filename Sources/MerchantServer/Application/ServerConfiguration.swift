@@ -5,6 +5,7 @@ import HTTPClient
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
+import MerchantStore
 import MerchantWallet
 
 /// A certificate file and its private key file (both PEM).
@@ -18,22 +19,15 @@ public struct CertificateKeyPaths: Codable, Sendable, Equatable {
     }
 }
 
-/// Everything `applepay serve` needs: where to listen, the store, the merchant's keys and whom to trust.
-///
-/// The JSON configuration file is a `StoreConfiguration` with an optional `"server"` object (a file holding only
-/// `"server"` serves the demo store):
-/// `{"host", "port", "store": "sqlite:PATH" | "postgresql://...", "storePoolSize", "maximumBodySize",
-/// "connectionTimeout", "requestTimeout", "perClientConnectionLimit", "rateLimits": {"checkouts": {"perMinute",
-/// "burst"}, "updates": {...}}, "checkoutLifetimeSeconds", "pruneIntervalSeconds", "proxy", "threads",
-/// "paymentProcessing": [{"certificate", "key"}], "merchantIdentity": {"certificate", "key"}, "trustedRoot": PATH,
-/// "gatewayTrustedRoots": PATH, "applePayJSSDK": BOOL}` (docs/LIMITS.md explains the limits).
+/// Everything `applepay serve` needs: where to listen, the store, the processor, the public URL, the merchant's keys
+/// and whom to trust. Typed: each value is parsed once where its text enters (a flag, or the file through
+/// ``load(file:)``, which reports every problem with its path; see `ConfigurationFile.swift` for the file's shape).
 /// Flags override the file; `--sandbox DIR` fills in the sandbox's certificates and root.
 public struct MerchantServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     public var port: UInt16 = 8080
-    /// `sqlite:PATH` (or `sqlite::memory:`) or a PostgreSQL URI (`postgres://`, `postgresql://`, see
-    /// ``OrderStoreLocation``); default `sqlite:applepay-orders.sqlite`.
-    public var storeLocation: String = "sqlite:applepay-orders.sqlite"
+    /// Where orders live (`--store`, the file's `server.store`); default `sqlite:applepay-orders.sqlite`.
+    public var storeLocation: OrderStoreLocation = .sqlite(path: "applepay-orders.sqlite")
     /// How many connections a PostgreSQL store keeps (file: `server.storePoolSize`); unused for SQLite.
     public var storePoolSize: Int = 4
     public var maximumBodySize: Int = 64 * 1024
@@ -57,7 +51,15 @@ public struct MerchantServerConfiguration: Sendable {
     /// `https_proxy`/`ALL_PROXY` say.
     public var proxy: String?
     public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+    /// The catalog (the demo catalog when the file has none) and the processor's time limit.
     public var store: StoreConfiguration = .demo
+    /// The payment processor (`--processor URL`, the file's `processor` section). `.sandbox`, the default, starts
+    /// only in sandbox mode, whose plug-in runs the sandbox processor service in process, its ledger in
+    /// ``sandboxLedgerPath``.
+    public var processor: ProcessorChoice = .sandbox
+    /// The one base URL every published URL is under (`--public-url`, the file's `server.publicURL`); `nil`: the
+    /// server's own address once bound, `http://HOST:PORT` (see ``PublicURL``).
+    public var publicURL: PublicURL?
     /// Payment Processing certificates and keys; tokens are decrypted with the one whose public key hash matches.
     public var paymentProcessing: [CertificateKeyPaths] = []
     /// The Merchant Identity certificate and key for merchant validation; defaults to the store configuration's
@@ -67,14 +69,11 @@ public struct MerchantServerConfiguration: Sendable {
     public var trustedRootPath: String?
     /// Roots trusted for the gateway's TLS certificate instead of the system's (tests).
     public var gatewayTrustedRootsPath: String?
-    /// Wallet orders: `orderDetails` in payment answers, the orders web service, pushes; nil: off. `--sandbox`
-    /// turns them on with the sandbox's Order Type ID certificate.
+    /// Wallet orders: `orderDetails` in payment answers, the orders web service (at ``publicURL``'s `/wallet`),
+    /// pushes; nil: off. `--sandbox` turns them on with the sandbox's Order Type ID certificate.
     public var walletOrders: WalletOrdersSettings?
     /// The sandbox folder, when serving in sandbox mode.
     public var sandboxFolder: String?
-    /// The payment processor's base URL (a service speaking docs/PROCESSOR-PROTOCOL.md). Without it, only sandbox
-    /// mode may start: it runs the sandbox processor service in process, its ledger in ``sandboxLedgerPath``.
-    public var processorURL: String?
     /// The sandbox processor's ledger when it runs in process; default: `sandbox-processor-ledger.sqlite` beside
     /// the store (in memory for an in-memory store).
     public var sandboxLedgerPath: String?
@@ -96,181 +95,17 @@ public struct MerchantServerConfiguration: Sendable {
     /// The sandbox ledger path in effect (see ``sandboxLedgerPath``).
     package func effectiveSandboxLedgerPath() throws(ServerStartError) -> String {
         if let sandboxLedgerPath { return sandboxLedgerPath }
-        guard storeLocation.hasPrefix("sqlite:") else {
+        switch storeLocation {
+        case .postgres:
             // A shared (PostgreSQL) store has no folder: the ledger goes to the sandbox's, never the current folder.
             let folder = URL(fileURLWithPath: sandboxFolder ?? FileManager.default.temporaryDirectory.path)
             return folder.appendingPathComponent("sandbox-processor-ledger.sqlite").path
+        case .sqlite(let path):
+            if path == ":memory:" { return ":memory:" }
+            return URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(
+                "sandbox-processor-ledger.sqlite"
+            ).path
         }
-        let store = try sqlitePath()
-        if store == ":memory:" { return ":memory:" }
-        return URL(fileURLWithPath: store).deletingLastPathComponent().appendingPathComponent(
-            "sandbox-processor-ledger.sqlite"
-        ).path
-    }
-
-    /// The `"server"` object of the configuration file.
-    struct FileSection: Decodable {
-        var host: String?
-        var port: UInt16?
-        var store: String?
-        var storePoolSize: Int?
-        var maximumBodySize: Int?
-        var connectionTimeout: Int?
-        var requestTimeout: Int?
-        var perClientConnectionLimit: Int?
-        var rateLimits: RateLimitsSection?
-        var checkoutLifetimeSeconds: Int?
-        var pruneIntervalSeconds: Int?
-        var proxy: String?
-        var threads: Int?
-        var paymentProcessing: [CertificateKeyPaths]?
-        var merchantIdentity: CertificateKeyPaths?
-        var trustedRoot: String?
-        var gatewayTrustedRoots: String?
-        var processor: String?
-        var adminToken: String?
-        var reconcileIntervalSeconds: Int?
-        var reconcileAfterSeconds: Int?
-        var applePayJSSDK: Bool?
-    }
-
-    /// `"rateLimits"`: either limit may be given alone; `"off"` instead of the object turns both off.
-    struct RateLimitsSection: Decodable {
-        var checkouts: RateLimit?
-        var updates: RateLimit?
-        var off = false
-
-        init(from decoder: any Decoder) throws {
-            if let text = try? decoder.singleValueContainer().decode(String.self), text == "off" {
-                off = true
-                return
-            }
-            struct Fields: Decodable {
-                var checkouts: RateLimit?
-                var updates: RateLimit?
-            }
-            let fields = try Fields(from: decoder)
-            checkouts = fields.checkouts
-            updates = fields.updates
-        }
-    }
-
-    /// Reads a configuration file: the store, and the `"server"` section when present.
-    /// Relative paths in the `"server"` section are relative to the file's folder.
-    /// - Throws: `ServerStartError` `invalidConfiguration`.
-    public static func load(file: String) throws(ServerStartError) -> MerchantServerConfiguration {
-        let url = URL(fileURLWithPath: file)
-        guard let data = try? Data(contentsOf: url) else {
-            throw ServerStartError(.invalidConfiguration, "cannot read the configuration file \(file)")
-        }
-        var configuration = MerchantServerConfiguration()
-        // A file with nothing but a "server" section keeps the demo store.
-        let keys = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]).map { Set($0.keys) }
-        do {
-            if keys != ["server"] { configuration.store = try StoreConfiguration.decode(data) }
-        } catch {
-            throw ServerStartError(.invalidConfiguration, "\(file): \(error.message) (\(error.code))")
-        }
-        struct Envelope: Decodable { var server: FileSection? }
-        let section: FileSection?
-        do {
-            section = try JSONDecoder().decode(Envelope.self, from: data).server
-        } catch {
-            throw ServerStartError(
-                .invalidConfiguration, "\(file): the \"server\" section does not have the expected shape")
-        }
-        let base = url.deletingLastPathComponent()
-        func resolve(_ path: String) -> String {
-            path.hasPrefix("/") ? path : base.appendingPathComponent(path).standardizedFileURL.path
-        }
-        if let section {
-            if let host = section.host { configuration.host = host }
-            if let port = section.port { configuration.port = port }
-            if let store = section.store {
-                configuration.storeLocation =
-                    store.hasPrefix("sqlite:") && !store.hasPrefix("sqlite::") && !store.hasPrefix("sqlite:/")
-                    ? "sqlite:" + resolve(String(store.dropFirst("sqlite:".count))) : store
-            }
-            if let size = section.storePoolSize {
-                guard (1...100).contains(size) else {
-                    throw ServerStartError(.invalidConfiguration, "\(file): server.storePoolSize must be 1 to 100")
-                }
-                configuration.storePoolSize = size
-            }
-            if let size = section.maximumBodySize { configuration.maximumBodySize = size }
-            if let threads = section.threads { configuration.threads = threads }
-            if let timeout = section.connectionTimeout { configuration.connectionTimeout = timeout }
-            if let timeout = section.requestTimeout {
-                guard timeout > 0 else {
-                    throw ServerStartError(.invalidConfiguration, "\(file): server.requestTimeout must be > 0")
-                }
-                configuration.requestTimeout = timeout
-            }
-            if let limit = section.perClientConnectionLimit {
-                guard limit >= 0 else {
-                    throw ServerStartError(
-                        .invalidConfiguration, "\(file): server.perClientConnectionLimit must be >= 0 (0: no limit)")
-                }
-                configuration.perClientConnectionLimit = limit
-            }
-            if let limits = section.rateLimits {
-                if limits.off {
-                    configuration.rateLimits = nil
-                } else {
-                    var chosen = RateLimits()
-                    if let checkouts = limits.checkouts { chosen.checkouts = checkouts }
-                    if let updates = limits.updates { chosen.updates = updates }
-                    for (name, limit) in [("checkouts", chosen.checkouts), ("updates", chosen.updates)]
-                    where limit.perMinute < 1 || limit.burst < 1 {
-                        throw ServerStartError(
-                            .invalidConfiguration,
-                            "\(file): server.rateLimits.\(name) needs perMinute >= 1 and burst >= 1")
-                    }
-                    configuration.rateLimits = chosen
-                }
-            }
-            if let seconds = section.checkoutLifetimeSeconds {
-                guard seconds >= 60 else {
-                    throw ServerStartError(
-                        .invalidConfiguration, "\(file): server.checkoutLifetimeSeconds must be at least 60")
-                }
-                configuration.checkoutLifetime = .seconds(seconds)
-            }
-            if let seconds = section.pruneIntervalSeconds {
-                guard seconds > 0 else {
-                    throw ServerStartError(.invalidConfiguration, "\(file): server.pruneIntervalSeconds must be > 0")
-                }
-                configuration.pruneInterval = .seconds(seconds)
-            }
-            configuration.proxy = section.proxy
-            configuration.paymentProcessing = (section.paymentProcessing ?? []).map {
-                CertificateKeyPaths(certificate: resolve($0.certificate), key: resolve($0.key))
-            }
-            configuration.merchantIdentity = section.merchantIdentity.map {
-                CertificateKeyPaths(certificate: resolve($0.certificate), key: resolve($0.key))
-            }
-            configuration.trustedRootPath = section.trustedRoot.map(resolve)
-            configuration.gatewayTrustedRootsPath = section.gatewayTrustedRoots.map(resolve)
-            configuration.processorURL = section.processor
-            configuration.adminToken = section.adminToken
-            configuration.loadsApplePayJSSDK = section.applePayJSSDK ?? false
-            if let seconds = section.reconcileIntervalSeconds {
-                guard seconds > 0 else {
-                    throw ServerStartError(
-                        .invalidConfiguration, "\(file): server.reconcileIntervalSeconds must be > 0")
-                }
-                configuration.reconcileInterval = .seconds(seconds)
-            }
-            if let seconds = section.reconcileAfterSeconds {
-                guard seconds > 30 else {
-                    throw ServerStartError(
-                        .invalidConfiguration,
-                        "\(file): server.reconcileAfterSeconds must be more than 30 (the longest processor time limit)")
-                }
-                configuration.reconcileAfter = .seconds(seconds)
-            }
-        }
-        return configuration
     }
 
     /// Uses a sandbox folder: its root as the token trust anchor, its Payment Processing (EC and RSA) and Merchant
@@ -305,15 +140,6 @@ public struct MerchantServerConfiguration: Sendable {
         }
         return nil
     }
-
-    /// The SQLite path of `storeLocation`.
-    /// - Throws: `ServerStartError` `invalidStore` for anything but `sqlite:PATH`.
-    public func sqlitePath() throws(ServerStartError) -> String {
-        guard storeLocation.hasPrefix("sqlite:"), storeLocation.count > "sqlite:".count else {
-            throw ServerStartError(.invalidStore, "the store must be sqlite:PATH (got '\(storeLocation)')")
-        }
-        return String(storeLocation.dropFirst("sqlite:".count))
-    }
 }
 
 /// Why the server refused to start, with a stable code and a message naming the file or setting to fix.
@@ -342,10 +168,13 @@ public struct ServerStartError: CodedError {
 
     public let code: Code
     public let message: String
+    /// For `invalidConfiguration` from a file: every problem found, each with its path.
+    public let problems: [ConfigurationProblem]
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, problems: [ConfigurationProblem] = []) {
         self.code = code
         self.message = message
+        self.problems = problems
     }
 
     public var description: String { message }
@@ -411,24 +240,19 @@ public struct MerchantCredential: Sendable {
     }
 }
 
-/// Where the Wallet orders credentials are and how the web service is reached.
+/// Where the Wallet orders credentials are. The web service is at the server's one public URL
+/// (``MerchantServerConfiguration/publicURL``), under `/wallet`.
 public struct WalletOrdersSettings: Sendable {
     /// The Order Type ID certificate (its subject UID is the order type identifier) and key.
     public var orderTypeID: CertificateKeyPaths
     /// The Wallet (WWDR) intermediate certificate(s), PEM, included in every package signature.
     public var intermediatePath: String
-    /// The web service's public base URL (https in production); nil: `http://<Host>/wallet` from each request.
-    public var webServiceURL: String?
     /// APNs for update pushes; nil: no pushes.
     public var apns: APNsSettings?
 
-    public init(
-        orderTypeID: CertificateKeyPaths, intermediatePath: String, webServiceURL: String? = nil,
-        apns: APNsSettings? = nil
-    ) {
+    public init(orderTypeID: CertificateKeyPaths, intermediatePath: String, apns: APNsSettings? = nil) {
         self.orderTypeID = orderTypeID
         self.intermediatePath = intermediatePath
-        self.webServiceURL = webServiceURL
         self.apns = apns
     }
 }

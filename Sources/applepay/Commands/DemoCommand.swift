@@ -2,6 +2,7 @@ import Foundation
 import MerchantCore
 import MerchantSandbox
 import MerchantServer
+import MerchantStore
 import PaymentSheet
 import Sandbox
 import Synchronization
@@ -69,7 +70,7 @@ struct DemoCommand: Command {
         var configuration = MerchantServerConfiguration()
         configuration.port = 0
         configuration.useSandbox(folder: sandbox.folder.path)
-        configuration.storeLocation = "sqlite:" + work.appendingPathComponent("orders.sqlite").path
+        configuration.storeLocation = .sqlite(path: work.appendingPathComponent("orders.sqlite").path)
         // Order ids come from the server's own request log.
         let orders = Mutex<[String]>([])
         let logger = RequestLogger { line in

@@ -15,7 +15,8 @@ struct ServeCommand: Command {
                 "Run the merchant server: checkout API, merchant validation, payments and orders on SQLite or PostgreSQL.",
             usage: [
                 "(--sandbox DIR [--sandbox-gateway URL] | --processor URL) [--config FILE] "
-                    + "[--store sqlite:PATH|postgresql://...] [--host ADDRESS] [--port N] [--apple-pay-sdk]"
+                    + "[--store sqlite:PATH|postgresql://...] [--host ADDRESS] [--port N] [--public-url URL] "
+                    + "[--apple-pay-sdk]"
             ],
             options: [
                 ("--sandbox DIR", "Trust the sandbox's root and use its merchant certificates and keys."),
@@ -26,7 +27,8 @@ struct ServeCommand: Command {
                 ("--apple-pay-sdk", "The checkout page also loads Apple's Apple Pay JS SDK (CSP allows its host)."),
                 (
                     "--config FILE",
-                    "A store configuration (JSON) with an optional \"server\" section; default: the demo store."
+                    "A configuration (JSON): the catalog, a \"processor\" and a \"server\" section, each optional "
+                        + "(no catalog: the demo store)."
                 ),
                 (
                     "--processor URL",
@@ -40,11 +42,17 @@ struct ServeCommand: Command {
                 ),
                 ("--host ADDRESS", "The address to listen on (default 127.0.0.1)."),
                 ("--port N", "The port to listen on; 0 picks a free one (default 8080)."),
+                (
+                    "--public-url URL",
+                    "The https base URL the server is reached at; every published URL (subscription management, "
+                        + "token notifications, the Wallet web service and order pages) is under it. Default: the "
+                        + "server's own address, http://HOST:PORT (local use: Apple refuses http URLs)."
+                ),
                 ("--apns-url URL", "Push Wallet order updates to this APNs (e.g. `applepay sandbox apns`)."),
                 ("--apns-key FILE.p8", "The APNs authentication key (ES256); its id from AuthKey_<ID>.p8."),
                 ("--apns-key-id ID", "The key id, when the file is not named AuthKey_<ID>.p8."),
                 ("--apns-team-id ID", "The team id (the JWT issuer; default SANDBOX001)."),
-                ("--wallet-url URL", "The orders web service's public base URL (default http://<Host>/wallet)."),
+                ("--wallet-url URL", "Old name: --public-url PUBLIC is the same as --wallet-url PUBLIC/wallet."),
             ],
             discussion: """
                 Serves the checkout page at / (in sandbox mode with a sandbox payment sheet in every browser).
@@ -75,12 +83,37 @@ struct ServeCommand: Command {
         var apnsKeyID = try arguments.option("--apns-key-id")
         let apnsTeamID = try arguments.option("--apns-team-id") ?? "SANDBOX001"
         let walletURL = try arguments.option("--wallet-url")
-        if let store {
-            do {
-                _ = try OrderStoreLocation(parsing: store)
+        let publicURLText = try arguments.option("--public-url")
+        // Each value parsed once, here where its text enters.
+        let storeLocation = try store.map { text throws(UsageError) in
+            do throws(OrderStoreError) {
+                return try OrderStoreLocation(parsing: text)
             } catch {
                 throw UsageError(error.message)
             }
+        }
+        let processorChoice = try processor.map { text throws(UsageError) in
+            guard let choice = ProcessorChoice.http(parsing: text) else {
+                throw UsageError("--processor must be an http(s) URL with a host (got '\(text)')")
+            }
+            return choice
+        }
+        if publicURLText != nil, walletURL != nil { throw UsageError("give --public-url or its old name --wallet-url") }
+        let publicURL = try (publicURLText ?? walletURL).map { text throws(UsageError) in
+            let flag = publicURLText != nil ? "--public-url" : "--wallet-url"
+            var base = text
+            if publicURLText == nil {
+                guard text.hasSuffix("/wallet") else {
+                    throw UsageError(
+                        "--wallet-url must end in /wallet (it is --public-url URL/wallet; use --public-url)")
+                }
+                base = String(text.dropLast("/wallet".count))
+            }
+            guard let url = PublicURL(base) else {
+                throw UsageError(
+                    "\(flag) must be an https URL with a host and no query, fragment or trailing slash (got '\(text)')")
+            }
+            return url
         }
         var configuration = MerchantServerConfiguration()
         if let configFile {
@@ -91,13 +124,13 @@ struct ServeCommand: Command {
             }
         }
         if let sandbox { configuration.useSandbox(folder: sandbox) }
-        if let store { configuration.storeLocation = store }
+        if let storeLocation { configuration.storeLocation = storeLocation }
         if let host { configuration.host = host }
         if let port { configuration.port = port }
-        if let processor { configuration.processorURL = processor }
+        if let processorChoice { configuration.processor = processorChoice }
+        if let publicURL { configuration.publicURL = publicURL }
         if let sandboxGateway { configuration.sandboxGatewayURL = sandboxGateway }
         if applePaySDK { configuration.loadsApplePayJSSDK = true }
-        if let walletURL { configuration.walletOrders?.webServiceURL = walletURL }
         if let apnsURL {
             guard configuration.walletOrders != nil else {
                 throw UsageError("--apns-url needs Wallet orders (--sandbox DIR)")

@@ -6,6 +6,7 @@ import MerchantCore
 import MerchantHTTP
 import MerchantSandbox
 import MerchantServer
+import MerchantStore
 import SQLite
 import Sandbox
 import Synchronization
@@ -68,7 +69,7 @@ struct ServerHarness {
         configuration.threads = 2
         configuration.useSandbox(folder: sandbox.folder.path)
         let databasePath = directory.path("orders.sqlite")
-        configuration.storeLocation = "sqlite:" + databasePath
+        configuration.storeLocation = .sqlite(path: databasePath)
         configuration.store.processor.timeoutSeconds = 10
         configuration.adminToken = ServerHarness.adminToken
         configure(&configuration)

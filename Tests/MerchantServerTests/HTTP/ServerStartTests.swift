@@ -3,6 +3,7 @@ import MerchantCore
 import MerchantHTTP
 import MerchantSandbox
 import MerchantServer
+import MerchantStore
 import Sandbox
 import TestSupport
 import Testing
@@ -21,7 +22,7 @@ struct ServerStartTests {
         var configuration = MerchantServerConfiguration()
         configuration.port = 0
         configuration.useSandbox(folder: folder)
-        configuration.storeLocation = "sqlite:" + directory.path("orders.sqlite")
+        configuration.storeLocation = .sqlite(path: directory.path("orders.sqlite"))
         let application = try await MerchantApplication.start(configuration, plugins: [SandboxMode()], logger: .silent)
         await application.shutdown()
     }
@@ -34,7 +35,7 @@ struct ServerStartTests {
         configuration.port = 0
         configuration.useSandbox(folder: try await copyOfSandbox(directory))
         configuration.sandboxFolder = nil  // real keys, as a production server has
-        configuration.storeLocation = "sqlite:" + directory.path("orders.sqlite")
+        configuration.storeLocation = .sqlite(path: directory.path("orders.sqlite"))
         do {
             let application = try await MerchantApplication.start(
                 configuration, plugins: [SandboxMode()], logger: .silent)
@@ -44,7 +45,7 @@ struct ServerStartTests {
             #expect(error.code == .noProcessor)
             #expect(error.message.contains("--processor URL"))
         }
-        configuration.processorURL = "http://127.0.0.1:9"
+        configuration.processor = .http(url: URL(string: "http://127.0.0.1:9")!)
         let application = try await MerchantApplication.start(configuration, plugins: [SandboxMode()], logger: .silent)
         #expect(application.processor.name == "http")
         await application.shutdown()
@@ -108,7 +109,7 @@ struct ServerStartTests {
         let configuration = try MerchantServerConfiguration.load(file: file)
         #expect(configuration.port == 9191)
         #expect(configuration.maximumBodySize == 1000)
-        #expect(configuration.storeLocation == "sqlite:" + directory.path("data/orders.sqlite"))
+        #expect(configuration.storeLocation == .sqlite(path: directory.path("data/orders.sqlite")))
         #expect(configuration.paymentProcessing.first?.key == directory.path("keys/pp.key.pem"))
         #expect(configuration.store.storeName == StoreConfiguration.demo.storeName)
 

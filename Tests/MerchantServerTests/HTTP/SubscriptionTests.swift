@@ -221,7 +221,7 @@ struct ServerStoreLocation: Sendable {
     var postgres: String?
 
     func apply(_ configuration: inout MerchantServerConfiguration) {
-        if let postgres { configuration.storeLocation = postgres }
+        if let postgres { configuration.storeLocation = .postgres(uri: postgres) }
     }
 
     /// The same store opened again, as another instance (or a restarted process) would.

@@ -1,0 +1,440 @@
+import ApplePay
+import Foundation
+import MerchantCore
+import MerchantHTTP
+import MerchantStore
+
+/// The configuration file in three steps: ``decode(_:)`` reads each section that is there (every section is
+/// optional), ``MerchantServerConfiguration/apply(_:folder:)`` checks every field and assembles the typed
+/// configuration, and `load(file:)` throws once with every problem found, each with its path.
+///
+/// ```
+/// {
+///   "storeName": …, "products": […], …        the catalog (StoreConfiguration); absent: the demo catalog
+///   "processor": {"kind": "sandbox" | "http", "url": "https://…", "timeoutSeconds": 10},
+///   "server": {"host", "port", "publicURL", "store", "storePoolSize", "maximumBodySize", "connectionTimeout",
+///              "requestTimeout", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
+///              "pruneIntervalSeconds", "proxy", "threads", "paymentProcessing", "merchantIdentity", "trustedRoot",
+///              "gatewayTrustedRoots", "adminToken", "reconcileIntervalSeconds", "reconcileAfterSeconds",
+///              "applePayJSSDK"}
+/// }
+/// ```
+/// Old keys still read, as aliases: the top-level `publicBaseURL` (now `server.publicURL`) and `server.processor`
+/// (a URL; now `processor: {"kind": "http", "url": …}`). A key and its alias together are a `conflict`.
+struct ConfigurationFile {
+    /// The catalog, when the file has one (any top-level key besides the sections below).
+    var catalog: StoreConfiguration?
+    var server: ServerSection?
+    var processor: ProcessorSection?
+    /// The old top-level `publicBaseURL`.
+    var publicBaseURL: String?
+    /// What decoding found wrong.
+    var problems: [ConfigurationProblem] = []
+
+    /// The top-level keys that are not the catalog's.
+    static let sectionKeys: Set<String> = ["server", "processor", "publicBaseURL"]
+
+    /// Decodes every section that is present; a section that cannot be decoded is reported and left out.
+    static func decode(_ data: Data) -> ConfigurationFile {
+        var file = ConfigurationFile()
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            file.problems.append(.init(path: "", code: .malformed, message: "the file is not a JSON object"))
+            return file
+        }
+        if !Set(object.keys).subtracting(sectionKeys).isEmpty {
+            do {
+                file.catalog = try StoreConfiguration.decode(data)
+            } catch  where error.code == .malformed {
+                file.problems.append(.init(path: error.field ?? "", code: .malformed, message: error.message))
+            } catch {
+                // Decoded, but invalid: report every rule it breaks, not only the first.
+                let catalog = try? JSONDecoder().decode(StoreConfiguration.self, from: data)
+                for problem in catalog?.problems() ?? [error] {
+                    file.problems.append(
+                        .init(
+                            path: problem.field ?? "", code: .init(rawValue: problem.code.rawValue),
+                            message: problem.message))
+                }
+            }
+        }
+        struct Sections: Decodable {
+            var server: ServerSection?
+            var processor: ProcessorSection?
+            var publicBaseURL: String?
+        }
+        do {
+            let sections = try JSONDecoder().decode(Sections.self, from: data)
+            file.server = sections.server
+            file.processor = sections.processor
+            file.publicBaseURL = sections.publicBaseURL
+            file.problems += (sections.server?.problems ?? []) + (sections.processor?.problems ?? [])
+        } catch {
+            file.problems.append(problem(error))
+        }
+        return file
+    }
+
+    /// A decoding error as a problem at its coding path.
+    static func problem(_ error: any Error) -> ConfigurationProblem {
+        switch error {
+        case DecodingError.typeMismatch(let type, let context):
+            return .init(
+                path: FieldPath.text(context.codingPath), code: .malformed,
+                message: "\(FieldPath.text(context.codingPath)) must be \(describe(type))")
+        case DecodingError.valueNotFound(_, let context):
+            return .init(
+                path: FieldPath.text(context.codingPath), code: .malformed,
+                message: "\(FieldPath.text(context.codingPath)) is null")
+        case DecodingError.keyNotFound(let key, let context):
+            let path = FieldPath.text(context.codingPath + [key])
+            return .init(path: path, code: .malformed, message: "\(path) is missing")
+        case DecodingError.dataCorrupted(let context):
+            return .init(
+                path: FieldPath.text(context.codingPath), code: .malformed,
+                message: "\(FieldPath.text(context.codingPath)): \(context.debugDescription)")
+        default:
+            return .init(path: "", code: .malformed, message: "the file does not have the expected shape")
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Double.Type: "a number"
+        case is [Any].Type: "an array"
+        default: "an object of the documented shape"
+        }
+    }
+}
+
+/// Reads one field at a time, so that a field of the wrong type is reported with its path and the others are
+/// still read.
+struct FieldReader<Key: CodingKey> {
+    let container: KeyedDecodingContainer<Key>
+    var problems: [ConfigurationProblem] = []
+
+    init(_ decoder: any Decoder, keys: Key.Type) throws {
+        container = try decoder.container(keyedBy: Key.self)
+    }
+
+    mutating func read<T: Decodable>(_ key: Key, as type: T.Type = T.self) -> T? {
+        do {
+            return try container.decodeIfPresent(T.self, forKey: key)
+        } catch {
+            problems.append(ConfigurationFile.problem(error))
+            return nil
+        }
+    }
+}
+
+/// The `"server"` section: where to listen, the store, limits, keys and whom to trust.
+struct ServerSection: Decodable {
+    var host: String?
+    var port: Int?
+    var publicURL: String?
+    var store: String?
+    var storePoolSize: Int?
+    var maximumBodySize: Int?
+    var connectionTimeout: Int?
+    var requestTimeout: Int?
+    var perClientConnectionLimit: Int?
+    var rateLimits: RateLimitsSection?
+    var checkoutLifetimeSeconds: Int?
+    var pruneIntervalSeconds: Int?
+    var proxy: String?
+    var threads: Int?
+    var paymentProcessing: [CertificateKeyPaths]?
+    var merchantIdentity: CertificateKeyPaths?
+    var trustedRoot: String?
+    var gatewayTrustedRoots: String?
+    /// The old `server.processor` URL: an alias of `processor: {"kind": "http", "url": …}`.
+    var processor: String?
+    var adminToken: String?
+    var reconcileIntervalSeconds: Int?
+    var reconcileAfterSeconds: Int?
+    var applePayJSSDK: Bool?
+    /// Fields of the wrong type.
+    var problems: [ConfigurationProblem] = []
+
+    enum CodingKeys: String, CodingKey {
+        case host, port, publicURL, store, storePoolSize, maximumBodySize, connectionTimeout, requestTimeout
+        case perClientConnectionLimit, rateLimits, checkoutLifetimeSeconds, pruneIntervalSeconds, proxy, threads
+        case paymentProcessing, merchantIdentity, trustedRoot, gatewayTrustedRoots, processor, adminToken
+        case reconcileIntervalSeconds, reconcileAfterSeconds, applePayJSSDK
+    }
+
+    init(from decoder: any Decoder) throws {
+        var reader = try FieldReader(decoder, keys: CodingKeys.self)
+        host = reader.read(.host)
+        port = reader.read(.port)
+        publicURL = reader.read(.publicURL)
+        store = reader.read(.store)
+        storePoolSize = reader.read(.storePoolSize)
+        maximumBodySize = reader.read(.maximumBodySize)
+        connectionTimeout = reader.read(.connectionTimeout)
+        requestTimeout = reader.read(.requestTimeout)
+        perClientConnectionLimit = reader.read(.perClientConnectionLimit)
+        rateLimits = reader.read(.rateLimits)
+        checkoutLifetimeSeconds = reader.read(.checkoutLifetimeSeconds)
+        pruneIntervalSeconds = reader.read(.pruneIntervalSeconds)
+        proxy = reader.read(.proxy)
+        threads = reader.read(.threads)
+        paymentProcessing = reader.read(.paymentProcessing)
+        merchantIdentity = reader.read(.merchantIdentity)
+        trustedRoot = reader.read(.trustedRoot)
+        gatewayTrustedRoots = reader.read(.gatewayTrustedRoots)
+        processor = reader.read(.processor)
+        adminToken = reader.read(.adminToken)
+        reconcileIntervalSeconds = reader.read(.reconcileIntervalSeconds)
+        reconcileAfterSeconds = reader.read(.reconcileAfterSeconds)
+        applePayJSSDK = reader.read(.applePayJSSDK)
+        problems = reader.problems
+    }
+}
+
+/// `"rateLimits"`: either limit may be given alone; `"off"` instead of the object turns both off.
+struct RateLimitsSection: Decodable {
+    var checkouts: RateLimit?
+    var updates: RateLimit?
+    var off = false
+
+    init(from decoder: any Decoder) throws {
+        if let text = try? decoder.singleValueContainer().decode(String.self) {
+            guard text == "off" else {
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: decoder.codingPath, debugDescription: "must be \"off\" or an object"))
+            }
+            off = true
+            return
+        }
+        struct Fields: Decodable {
+            var checkouts: RateLimit?
+            var updates: RateLimit?
+        }
+        let fields = try Fields(from: decoder)
+        checkouts = fields.checkouts
+        updates = fields.updates
+    }
+}
+
+/// The `"processor"` section: `kind` (default `http` when a `url` is given, else `sandbox`), the `url` of an `http`
+/// processor, and `timeoutSeconds` (the catalog's ``MerchantCore/ProcessorSettings``).
+struct ProcessorSection: Decodable {
+    var kind: String?
+    var url: String?
+    var timeoutSeconds: Double?
+    var problems: [ConfigurationProblem] = []
+
+    enum CodingKeys: String, CodingKey { case kind, url, timeoutSeconds }
+
+    init(from decoder: any Decoder) throws {
+        var reader = try FieldReader(decoder, keys: CodingKeys.self)
+        kind = reader.read(.kind)
+        url = reader.read(.url)
+        timeoutSeconds = reader.read(.timeoutSeconds)
+        problems = reader.problems
+    }
+}
+
+extension MerchantServerConfiguration {
+    /// Reads a configuration file: the catalog, the `processor` section and the `server` section, each optional
+    /// (a file holding only a `server` or only a `processor` section serves the demo catalog). Relative paths in
+    /// the `server` section are relative to the file's folder.
+    /// - Throws: `ServerStartError` `invalidConfiguration` listing every problem, each with its path
+    ///   (``ServerStartError/problems``).
+    public static func load(file: String) throws(ServerStartError) -> MerchantServerConfiguration {
+        let url = URL(fileURLWithPath: file)
+        guard let data = try? Data(contentsOf: url) else {
+            throw ServerStartError(.invalidConfiguration, "cannot read the configuration file \(file)")
+        }
+        var configuration = MerchantServerConfiguration()
+        let problems = configuration.apply(ConfigurationFile.decode(data), folder: url.deletingLastPathComponent())
+        guard problems.isEmpty else {
+            let lines = problems.map { "  \($0)" }.joined(separator: "\n")
+            throw ServerStartError(
+                .invalidConfiguration,
+                "\(file) has \(problems.count) problem\(problems.count == 1 ? "" : "s"):\n\(lines)",
+                problems: problems)
+        }
+        return configuration
+    }
+
+    /// Checks every field of a decoded file and sets what it configures.
+    /// - Returns: every problem found (decoding's and the rules'), each once, in the order of the file's sections.
+    mutating func apply(_ file: ConfigurationFile, folder: URL) -> [ConfigurationProblem] {
+        var problems = file.problems
+        func report(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) {
+            problems.append(ConfigurationProblem(path: path, code: code, message: message))
+        }
+        func resolve(_ path: String) -> String {
+            path.hasPrefix("/") ? path : folder.appendingPathComponent(path).standardizedFileURL.path
+        }
+        if let catalog = file.catalog { store = catalog }
+
+        // The processor: the section, or the old server.processor URL.
+        let section = file.processor
+        let alias = file.server?.processor
+        if alias != nil, section?.url != nil {
+            report(
+                "server.processor", .conflict,
+                "give the processor's URL once: processor.url (server.processor is its old name)")
+        }
+        let url = section?.url ?? alias
+        let kind = section?.kind ?? (url == nil ? "sandbox" : "http")
+        let settings = ProcessorSettings(
+            kind: kind, timeoutSeconds: section?.timeoutSeconds ?? store.processor.timeoutSeconds)
+        if file.catalog == nil {
+            // With a catalog, its validation has reported these already.
+            for problem in settings.problems(at: "processor") {
+                report(problem.field ?? "processor", .invalidProcessor, problem.message)
+            }
+        }
+        store.processor = settings
+        switch kind {
+        case "http":
+            if let url {
+                if let choice = ProcessorChoice.http(parsing: url) {
+                    processor = choice
+                } else {
+                    report(
+                        section?.url != nil ? "processor.url" : "server.processor", .invalidURL,
+                        "the processor's URL must be an http(s) URL with a host (got '\(url.prefix(80))')")
+                }
+            } else {
+                report("processor.url", .invalidProcessor, "a processor of kind http needs a url")
+            }
+        case "sandbox":
+            processor = .sandbox
+            if url != nil {
+                report(
+                    section?.url != nil ? "processor.url" : "server.processor", .invalidProcessor,
+                    "only a processor of kind http has a url (this one is of kind sandbox)")
+            }
+        default:
+            break  // reported by ProcessorSettings
+        }
+
+        // The one public URL.
+        if file.publicBaseURL != nil, file.server?.publicURL != nil {
+            report(
+                "publicBaseURL", .conflict, "give the public URL once: server.publicURL (publicBaseURL is its old name)"
+            )
+        }
+        if let text = file.server?.publicURL ?? file.publicBaseURL {
+            let path = file.server?.publicURL != nil ? "server.publicURL" : "publicBaseURL"
+            if let url = PublicURL(text) {
+                publicURL = url
+            } else {
+                report(path, .invalidURL, "\(path) \(PublicURL.rule) (got '\(text.prefix(80))')")
+            }
+        }
+
+        guard let server = file.server else { return Self.once(problems) }
+        func check(_ value: Int?, _ key: String, _ range: ClosedRange<Int>, _ rule: String, set: (Int) -> Void) {
+            guard let value else { return }
+            if range.contains(value) {
+                set(value)
+            } else {
+                report("server.\(key)", .outOfRange, "server.\(key) \(rule) (got \(value))")
+            }
+        }
+        if let host = server.host {
+            if host.isEmpty { report("server.host", .malformed, "server.host is empty") } else { self.host = host }
+        }
+        check(server.port, "port", 0...65_535, "must be 0 to 65535 (0 picks a free port)") { port = UInt16($0) }
+        if let text = server.store {
+            do {
+                var location = try OrderStoreLocation(parsing: text)
+                if case .sqlite(let path) = location, !path.hasPrefix(":") { location = .sqlite(path: resolve(path)) }
+                storeLocation = location
+            } catch {
+                report("server.store", .invalidStore, "server.store: \(error.message)")
+            }
+        }
+        check(server.storePoolSize, "storePoolSize", 1...100, "must be 1 to 100") { storePoolSize = $0 }
+        check(server.maximumBodySize, "maximumBodySize", 1...(1 << 30), "must be 1 to 2^30 bytes") {
+            maximumBodySize = $0
+        }
+        check(server.connectionTimeout, "connectionTimeout", 0...86_400, "must be 0 to 86400 seconds (0: none)") {
+            connectionTimeout = $0
+        }
+        check(server.requestTimeout, "requestTimeout", 1...86_400, "must be > 0") { requestTimeout = $0 }
+        check(server.perClientConnectionLimit, "perClientConnectionLimit", 0...Int.max, "must be >= 0 (0: no limit)") {
+            perClientConnectionLimit = $0
+        }
+        if let limits = server.rateLimits {
+            if limits.off {
+                rateLimits = nil
+            } else {
+                var chosen = RateLimits()
+                if let checkouts = limits.checkouts { chosen.checkouts = checkouts }
+                if let updates = limits.updates { chosen.updates = updates }
+                for (name, limit) in [("checkouts", chosen.checkouts), ("updates", chosen.updates)]
+                where limit.perMinute < 1 || limit.burst < 1 {
+                    report(
+                        "server.rateLimits.\(name)", .outOfRange,
+                        "server.rateLimits.\(name) needs perMinute >= 1 and burst >= 1")
+                }
+                rateLimits = chosen
+            }
+        }
+        check(server.checkoutLifetimeSeconds, "checkoutLifetimeSeconds", 60...Int.max, "must be at least 60") {
+            checkoutLifetime = .seconds($0)
+        }
+        check(server.pruneIntervalSeconds, "pruneIntervalSeconds", 1...Int.max, "must be > 0") {
+            pruneInterval = .seconds($0)
+        }
+        if let proxy = server.proxy {
+            if proxy.isEmpty { report("server.proxy", .invalidURL, "server.proxy is empty (leave it out for none)") }
+            self.proxy = proxy
+        }
+        check(server.threads, "threads", 1...1024, "must be 1 to 1024") { threads = $0 }
+        var keyPaths: [(String, CertificateKeyPaths)] = []
+        for (index, paths) in (server.paymentProcessing ?? []).enumerated() {
+            keyPaths.append(("server.paymentProcessing[\(index)]", paths))
+        }
+        if let identity = server.merchantIdentity { keyPaths.append(("server.merchantIdentity", identity)) }
+        for (path, paths) in keyPaths {
+            if paths.certificate.isEmpty { report("\(path).certificate", .malformed, "\(path).certificate is empty") }
+            if paths.key.isEmpty { report("\(path).key", .malformed, "\(path).key is empty") }
+        }
+        let resolvePaths = { (paths: CertificateKeyPaths) in
+            CertificateKeyPaths(certificate: resolve(paths.certificate), key: resolve(paths.key))
+        }
+        if let paymentProcessing = server.paymentProcessing {
+            self.paymentProcessing = paymentProcessing.map(resolvePaths)
+        }
+        if let identity = server.merchantIdentity { merchantIdentity = resolvePaths(identity) }
+        for (key, value) in [("trustedRoot", server.trustedRoot), ("gatewayTrustedRoots", server.gatewayTrustedRoots)]
+        where value?.isEmpty == true {
+            report("server.\(key)", .malformed, "server.\(key) is empty")
+        }
+        if let root = server.trustedRoot { trustedRootPath = resolve(root) }
+        if let roots = server.gatewayTrustedRoots { gatewayTrustedRootsPath = resolve(roots) }
+        if let token = server.adminToken {
+            if token.isEmpty {
+                report(
+                    "server.adminToken", .malformed,
+                    "server.adminToken is empty (leave it out to turn the admin API off)")
+            } else {
+                adminToken = token
+            }
+        }
+        check(server.reconcileIntervalSeconds, "reconcileIntervalSeconds", 1...Int.max, "must be > 0") {
+            reconcileInterval = .seconds($0)
+        }
+        check(
+            server.reconcileAfterSeconds, "reconcileAfterSeconds", 31...Int.max,
+            "must be more than 30 (the longest processor time limit)"
+        ) { reconcileAfter = .seconds($0) }
+        if let sdk = server.applePayJSSDK { loadsApplePayJSSDK = sdk }
+        return Self.once(problems)
+    }
+
+    /// Each problem once (a field the catalog and a section both decode reports once).
+    private static func once(_ problems: [ConfigurationProblem]) -> [ConfigurationProblem] {
+        var seen = Set<String>()
+        return problems.filter { seen.insert("\($0.path)|\($0.code.rawValue)").inserted }
+    }
+}
