@@ -8,38 +8,6 @@ import Sandbox
 import TestSupport
 import Testing
 
-/// A listening socket on 127.0.0.1 that never accepts: connections complete in the kernel's backlog and then
-/// hear nothing, as from a gateway that has stopped answering.
-final class BlackHole: Sendable {
-    let port: UInt16
-    private let descriptor: Int32
-
-    init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(descriptor, 128) == 0 else {
-            close(descriptor)
-            throw HarnessError("cannot listen")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        self.descriptor = descriptor
-        port = UInt16(bigEndian: address.sin_port)
-    }
-
-    deinit { close(descriptor) }
-}
-
 @Suite("Merchant validation holds a bounded share of the server")
 struct MerchantValidationShareTests {
     @Test("a full share answers 503 serviceBusy with Retry-After at once, and frees its place when a call ends")
