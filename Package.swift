@@ -41,7 +41,7 @@ let package = Package(
             providers: [.apt(["libnghttp2-dev", "libssl-dev"]), .brew(["nghttp2", "openssl@3"])]),
 
         // Shared primitives: the JSON grammar and encoder every layer uses.
-        .target(name: "JSONCoding"),
+        .target(name: "JSONCoding", dependencies: ["Foundations"]),
         // Hex, base64url, constant-time comparison, Unix milliseconds: one home each.
         .target(name: "Foundations"),
 
@@ -162,6 +162,7 @@ let package = Package(
         // Tests.
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
+        .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding", "Foundations", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
         .testTarget(
             name: "PaymentTokenTests", dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport"]),
