@@ -58,7 +58,7 @@ let package = Package(
 
         // The domain.
         .target(name: "ApplePay", dependencies: ["Foundations"]),
-        .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography", "Foundations"]),
+        .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography", "JSONCoding", "Foundations"]),
         // Wallet orders: order.json, manifest, CMS signature, the .order ZIP; building and verifying packages.
         .target(name: "WalletOrders", dependencies: ["Cryptography"]),
         .target(
