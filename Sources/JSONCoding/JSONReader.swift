@@ -161,7 +161,7 @@ public struct JSONReader {
 
     /// Reads the start of the next value (whitespace before it, and the `:` after a member name): a scalar whole,
     /// an object's `{` or an array's `[`.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func readValue() throws(JSONGrammarError) -> JSONToken {
         if nameRead {
             nameRead = false
@@ -201,7 +201,7 @@ public struct JSONReader {
     /// The next member's name (its value comes next, from ``readValue()``), or nil after the closing `}`. Called
     /// after each value, it also checks the member count and, with ``JSONLimits/rejectsDuplicateNames``, the name
     /// just read.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func nextMember(_ object: inout JSONObjectCursor) throws(JSONGrammarError) -> JSONString? {
         skipWhitespace()
         if object.members == 0 {
@@ -221,7 +221,7 @@ public struct JSONReader {
             case UInt8(ascii: "}"):
                 position += 1
                 openContainers -= 1
-                if limits.rejectsDuplicateNames { names.removeSubrange(object.firstName...) }
+                if limits.rejectsDuplicateNames { names.removeLast(names.count - object.firstName) }
                 return nil
             default:
                 throw fail(.expectedCommaOrBrace)
@@ -238,7 +238,7 @@ public struct JSONReader {
     }
 
     /// Whether an element follows (read it with ``readValue()``); false after the closing `]`.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func nextElement(_ array: inout JSONArrayCursor) throws(JSONGrammarError) -> Bool {
         skipWhitespace()
         if array.elements == 0 {
@@ -318,7 +318,7 @@ public struct JSONReader {
     @usableFromInline
     func fail(_ code: JSONGrammarError.Code) -> JSONGrammarError { JSONGrammarError(code, offset: position) }
 
-    @inlinable
+    @inlinable @inline(__always)
     mutating func skipWhitespace() {
         while position < bytes.count {
             let byte = bytes[position]
@@ -366,7 +366,7 @@ public struct JSONReader {
     }
 
     /// Reads a string whose opening quote is at `position`.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func readString() throws(JSONGrammarError) -> JSONString {
         position += 1
         let start = position
@@ -380,28 +380,52 @@ public struct JSONReader {
 
     /// The index of the first quote, backslash or control byte at or after `start` (and, validating UTF-8, of the
     /// first byte past ASCII), or `bytes.count`: the end of a run that needs no more than copying.
-    @inlinable
+    @inlinable @inline(__always)
     func plainEnd(from start: Int) -> Int {
+        limits.validatesUTF8 ? asciiEnd(from: start) : plainBytesEnd(from: start)
+    }
+
+    /// `plainEnd(from:)` when bytes past ASCII pass through. Sixteen bytes at a time: it stops at the first block
+    /// holding a byte to look at. (Two functions rather than a parameter: each loop stays as tight as it can be.)
+    @inlinable
+    func plainBytesEnd(from start: Int) -> Int {
         var cursor = start
-        let validates = limits.validatesUTF8
-        // Sixteen bytes at a time: stop at the first block holding a byte to look at.
         if let base = bytes.baseAddress {
             let quote = SIMD16<UInt8>(repeating: 0x22)
             let backslash = SIMD16<UInt8>(repeating: 0x5c)
             let space = SIMD16<UInt8>(repeating: 0x20)
-            // Past 0x7f when validating UTF-8; otherwise nothing is past the highest byte.
-            let highest = SIMD16<UInt8>(repeating: validates ? 0x7f : 0xff)
             while cursor + 16 <= bytes.count {
                 let block = (base + cursor).loadUnaligned(as: SIMD16<UInt8>.self)
-                if any((block .== quote) .| (block .== backslash) .| (block .< space) .| (block .> highest)) { break }
+                if any((block .== quote) .| (block .== backslash) .| (block .< space)) { break }
                 cursor += 16
             }
         }
         while cursor < bytes.count {
             let byte = bytes[cursor]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || (validates && byte >= 0x80) {
-                break
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            cursor += 1
+        }
+        return cursor
+    }
+
+    /// `plainEnd(from:)` when UTF-8 is checked: it also stops at bytes past ASCII.
+    @inlinable
+    func asciiEnd(from start: Int) -> Int {
+        var cursor = start
+        if let base = bytes.baseAddress {
+            let quote = SIMD16<UInt8>(repeating: 0x22)
+            let backslash = SIMD16<UInt8>(repeating: 0x5c)
+            let space = SIMD16<UInt8>(repeating: 0x20)
+            let ascii = SIMD16<UInt8>(repeating: 0x7f)
+            while cursor + 16 <= bytes.count {
+                let block = (base + cursor).loadUnaligned(as: SIMD16<UInt8>.self)
+                if any((block .== quote) .| (block .== backslash) .| (block .< space) .| (block .> ascii)) { break }
+                cursor += 16
             }
+        }
+        while cursor < bytes.count {
+            let byte = bytes[cursor]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
             cursor += 1
         }
         return cursor
@@ -585,22 +609,28 @@ public struct JSONReader {
     }
 
     /// Checks the member name just read against the others of its object, then adds it.
-    @usableFromInline
+    @inlinable
     mutating func record(_ name: JSONString, from first: Int) throws(JSONGrammarError) {
         let owned = name.hasEscapes ? unescapedBytes(name) : nil
-        let fingerprint =
-            owned.map { $0.withUnsafeBytes(JSONReader.fingerprint) } ?? JSONReader.fingerprint(bytes(in: name.range))
+        let fingerprint: UInt64
+        if let owned {
+            fingerprint = owned.withUnsafeBytes(JSONReader.fingerprint)
+        } else {
+            fingerprint = JSONReader.fingerprint(bytes(in: name.range))
+        }
         let new = MemberName(fingerprint: fingerprint, range: name.range, unescaped: owned)
         var index = first
         while index < names.count {
-            if names[index].fingerprint == fingerprint, same(names[index], new) {
-                let text = withBytes(of: new) { String(decoding: $0.prefix(40), as: UTF8.self) }
-                throw JSONGrammarError(
-                    .duplicateMemberName, offset: position, message: "member \"\(text)\" appears twice")
-            }
+            if names[index].fingerprint == fingerprint, same(names[index], new) { throw duplicate(new) }
             index += 1
         }
         names.append(new)
+    }
+
+    @usableFromInline
+    func duplicate(_ name: MemberName) -> JSONGrammarError {
+        let text = withBytes(of: name) { String(decoding: $0.prefix(40), as: UTF8.self) }
+        return JSONGrammarError(.duplicateMemberName, offset: position, message: "member \"\(text)\" appears twice")
     }
 
     @usableFromInline
