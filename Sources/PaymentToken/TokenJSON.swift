@@ -19,14 +19,25 @@ enum TokenJSON: Sendable {
         let message: String
     }
 
-    /// Tokens and payloads: 32 levels, 512 members an object (tokens have a handful; this bounds the duplicate-name
-    /// check), no name twice, numbers of at most 64 bytes. String bytes are passed through: a string's UTF-8 is
-    /// checked where it is read as text (`validatedString`), so a name or a value that is not UTF-8 is refused by
-    /// the field that needs it, not by the grammar.
+    /// The most members an object may have (tokens have a handful; this bounds the duplicate-name check).
+    static let maximumMembers = 512
+
+    /// Tokens and payloads: 32 levels, 512 members an object, no name twice, numbers of at most 64 bytes. String
+    /// bytes are passed through: a string's UTF-8 is checked where it is read as text (`validatedString`), so a
+    /// name or a value that is not UTF-8 is refused by the field that needs it, not by the grammar.
     static var limits: JSONLimits {
         JSONLimits(
-            maximumDepth: 32, maximumMembers: 512, maximumNumberLength: 64, validatesUTF8: false,
+            maximumDepth: 32, maximumMembers: maximumMembers, maximumNumberLength: 64, validatesUTF8: false,
             rejectsDuplicateNames: true)
+    }
+
+    /// The tree checks members' count and names itself, in the index it builds anyway (in the order and with the
+    /// errors of the reader's own checks), so that its reader keeps no second list of names.
+    private static var treeLimits: JSONLimits {
+        var limits = limits
+        limits.maximumMembers = .max
+        limits.rejectsDuplicateNames = false
+        return limits
     }
 
     /// An object's members in document order; looked up by a 64-bit fingerprint of the key and a linear scan,
@@ -61,11 +72,16 @@ enum TokenJSON: Sendable {
             return nil
         }
 
-        /// Adds a member (the reader has refused a name given twice).
-        mutating func append(key: ArraySlice<UInt8>, value: TokenJSON) {
-            let fingerprint = key.withUnsafeBufferPointer(JSONObject.fingerprint)
+        /// Adds a member; false when the key is already present.
+        mutating func append(key: ArraySlice<UInt8>, value: TokenJSON) -> Bool {
+            let found = key.withUnsafeBufferPointer { bytes -> (Int?, UInt64) in
+                let fingerprint = JSONObject.fingerprint(bytes)
+                return (index(of: bytes, fingerprint: fingerprint), fingerprint)
+            }
+            guard found.0 == nil else { return false }
             if storage.isEmpty { storage.reserveCapacity(8) }
-            storage.append(Member(key: key, value: value, fingerprint: fingerprint))
+            storage.append(Member(key: key, value: value, fingerprint: found.1))
+            return true
         }
 
         subscript(key: StaticString) -> TokenJSON? {
@@ -91,7 +107,7 @@ enum TokenJSON: Sendable {
     static func parse(_ bytes: [UInt8]) throws(ParseError) -> TokenJSON {
         let result = bytes.withUnsafeBytes { raw -> Result<TokenJSON, JSONGrammarError> in
             Result { () throws(JSONGrammarError) -> TokenJSON in
-                var parser = Parser(bytes: bytes, reader: try JSONReader(raw, limits: TokenJSON.limits))
+                var parser = Parser(bytes: bytes, reader: try JSONReader(raw, limits: TokenJSON.treeLimits))
                 let value = try parser.value()
                 try parser.reader.finish()
                 return value
@@ -164,7 +180,15 @@ enum TokenJSON: Sendable {
                 var members = JSONObject()
                 while let name = try reader.nextMember(&object) {
                     let key = slice(name)
-                    members.append(key: key, value: try value())
+                    let member = try value()
+                    guard members.count < TokenJSON.maximumMembers else {
+                        throw JSONGrammarError(.tooManyMembers, offset: reader.offset)
+                    }
+                    guard members.append(key: key, value: member) else {
+                        throw JSONGrammarError(
+                            .duplicateMemberName, offset: reader.offset,
+                            message: "member \"\(String(decoding: key.prefix(40), as: UTF8.self))\" appears twice")
+                    }
                 }
                 return .object(members)
             case .array(var array):

@@ -124,7 +124,7 @@ struct TokenScanner {
     private static let slotCount = scopeFields.reduce(0) { $0 + $1.count }
 
     /// The kept field a member name is in this scope: its slot in `found` and the scope an object value opens.
-    private func match(_ key: UnsafeBufferPointer<UInt8>, in scope: Scope) -> (slot: Int, opens: Scope)? {
+    private static func match(_ key: UnsafeBufferPointer<UInt8>, in scope: Scope) -> (slot: Int, opens: Scope)? {
         for (position, candidate) in TokenScanner.scopeFields[scope.rawValue].enumerated() {
             let matches = candidate.0.name.withUTF8Buffer { name in
                 name.count == key.count && name.elementsEqual(key)
@@ -141,7 +141,13 @@ struct TokenScanner {
         case .object(var object):
             if scope == .top { rootIsObject = true }
             while let name = try reader.nextMember(&object) {
-                let kept = withBytes(text(name)) { match($0, in: scope) }
+                // A static match over the name's bytes: a closure over `self` would copy the scanner.
+                let kept: (slot: Int, opens: Scope)?
+                if name.hasEscapes {
+                    kept = reader.unescaped(name).withUnsafeBufferPointer { TokenScanner.match($0, in: scope) }
+                } else {
+                    kept = TokenScanner.match(UnsafeBufferPointer(rebasing: bytes[name.range]), in: scope)
+                }
                 let member = try value(scope: kept?.opens ?? .none)
                 if let kept { found[kept.slot] = member }
             }
