@@ -41,7 +41,7 @@ let package = Package(
             providers: [.apt(["libnghttp2-dev", "libssl-dev"]), .brew(["nghttp2", "openssl@3"])]),
 
         // Shared primitives: the JSON grammar and encoder every layer uses.
-        .target(name: "JSONCoding"),
+        .target(name: "JSONCoding", dependencies: ["Foundations"]),
         // Hex, base64url, constant-time comparison, Unix milliseconds: one home each.
         .target(name: "Foundations"),
 
@@ -58,7 +58,7 @@ let package = Package(
 
         // The domain.
         .target(name: "ApplePay", dependencies: ["Foundations"]),
-        .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography", "Foundations"]),
+        .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography", "JSONCoding", "Foundations"]),
         // Wallet orders: order.json, manifest, CMS signature, the .order ZIP; building and verifying packages.
         .target(name: "WalletOrders", dependencies: ["Cryptography", "Foundations"]),
         .target(
@@ -166,6 +166,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "FoundationsTests", dependencies: ["Foundations"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
+        .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding", "Foundations", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
         .testTarget(
             name: "PaymentTokenTests", dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport"]),

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import JSONCoding
 
 /// An Apple Pay payment token as received: the `paymentData` fields decoded to bytes, and the surrounding
 /// PKPaymentToken fields when the whole token was given. Parsing checks shape and encodings only; nothing here is

@@ -1,8 +1,9 @@
 import ApplePay
 import Foundation
+import JSONCoding
 
-/// A small, strict JSON reader for tokens and payloads: no Foundation bridging, bounded depth, never traps.
-/// Numbers keep their text so that integers are read exactly.
+/// A small, strict JSON tree for tokens and payloads, read with JSONCoding's `JSONReader` within ``limits``: no
+/// Foundation bridging, never traps. Numbers keep their text so that integers are read exactly.
 enum TokenJSON: Sendable {
     case null
     case bool(Bool)
@@ -13,13 +14,31 @@ enum TokenJSON: Sendable {
     case array([TokenJSON])
     case object(JSONObject)
 
+    /// Why a document is not JSON: the grammar's message.
     struct ParseError: Error {
         let message: String
     }
 
-    static let maximumDepth = 32
-    /// The most members an object may have (tokens have a handful; this bounds the duplicate-key check).
+    /// The most members an object may have (tokens have a handful; this bounds the duplicate-name check).
     static let maximumMembers = 512
+
+    /// Tokens and payloads: 32 levels, 512 members an object, no name twice, numbers of at most 64 bytes. String
+    /// bytes are passed through: a string's UTF-8 is checked where it is read as text (`validatedString`), so a
+    /// name or a value that is not UTF-8 is refused by the field that needs it, not by the grammar.
+    static var limits: JSONLimits {
+        JSONLimits(
+            maximumDepth: 32, maximumMembers: maximumMembers, maximumNumberLength: 64, validatesUTF8: false,
+            rejectsDuplicateNames: true)
+    }
+
+    /// The tree checks members' count and names itself, in the index it builds anyway (in the order and with the
+    /// errors of the reader's own checks), so that its reader keeps no second list of names.
+    private static var treeLimits: JSONLimits {
+        var limits = limits
+        limits.maximumMembers = .max
+        limits.rejectsDuplicateNames = false
+        return limits
+    }
 
     /// An object's members in document order; looked up by a 64-bit fingerprint of the key and a linear scan,
     /// which beats hashing into a dictionary for the handful of members tokens and payloads have. One array of
@@ -37,9 +56,7 @@ enum TokenJSON: Sendable {
 
         /// FNV-1a over the key's bytes.
         static func fingerprint(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-            return hash
+            JSONReader.fingerprint(UnsafeRawBufferPointer(bytes))
         }
 
         func index(of key: UnsafeBufferPointer<UInt8>, fingerprint: UInt64) -> Int? {
@@ -88,12 +105,18 @@ enum TokenJSON: Sendable {
 
     /// Parses a whole document.
     static func parse(_ bytes: [UInt8]) throws(ParseError) -> TokenJSON {
-        var parser = Parser(bytes: bytes)
-        parser.skipSpace()
-        let value = try parser.value(depth: 0)
-        parser.skipSpace()
-        guard parser.index == bytes.count else { throw ParseError(message: "trailing characters after the JSON value") }
-        return value
+        let result = bytes.withUnsafeBytes { raw -> Result<TokenJSON, JSONGrammarError> in
+            Result { () throws(JSONGrammarError) -> TokenJSON in
+                var parser = Parser(bytes: bytes, reader: try JSONReader(raw, limits: TokenJSON.treeLimits))
+                let value = try parser.value()
+                try parser.reader.finish()
+                return value
+            }
+        }
+        switch result {
+        case .success(let value): return value
+        case .failure(let error): throw ParseError(message: error.message)
+        }
     }
 
     subscript(key: String) -> TokenJSON? {
@@ -146,251 +169,43 @@ enum TokenJSON: Sendable {
         }
     }
 
-    /// The index of the first quote, backslash or control byte at or after `start` (the end of a string without
-    /// escapes), or `buffer.count`.
-    static func scanPlainString(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
-        var cursor = start
-        // Sixteen bytes at a time: stop at the first block holding a quote, a backslash or a control byte.
-        if let base = buffer.baseAddress {
-            let quote = SIMD16<UInt8>(repeating: 0x22)
-            let backslash = SIMD16<UInt8>(repeating: 0x5c)
-            let space = SIMD16<UInt8>(repeating: 0x20)
-            while cursor + 16 <= buffer.count {
-                let block = UnsafeRawPointer(base + cursor).loadUnaligned(as: SIMD16<UInt8>.self)
-                if any((block .== quote) .| (block .== backslash) .| (block .< space)) { break }
-                cursor += 16
-            }
-        }
-        while cursor < buffer.count {
-            let byte = buffer[cursor]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
-            cursor += 1
-        }
-        return cursor
-    }
-
     private struct Parser {
+        /// The document (strings without escapes are slices of it) and the reader over it.
         let bytes: [UInt8]
-        var index = 0
+        var reader: JSONReader
 
-        mutating func skipSpace() {
-            while index < bytes.count,
-                bytes[index] == 0x20 || bytes[index] == 0x0a || bytes[index] == 0x0d || bytes[index] == 0x09
-            {
-                index += 1
-            }
-        }
-
-        mutating func value(depth: Int) throws(ParseError) -> TokenJSON {
-            guard depth < TokenJSON.maximumDepth else { throw ParseError(message: "JSON nested too deeply") }
-            guard index < bytes.count else { throw ParseError(message: "unexpected end of JSON") }
-            switch bytes[index] {
-            case UInt8(ascii: "{"):
-                index += 1
+        mutating func value() throws(JSONGrammarError) -> TokenJSON {
+            switch try reader.readValue() {
+            case .object(var object):
                 var members = JSONObject()
-                skipSpace()
-                if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-                    index += 1
-                    return .object(members)
-                }
-                while true {
-                    skipSpace()
-                    guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
-                        throw ParseError(message: "expected a member name")
-                    }
-                    let key = try string()
-                    skipSpace()
-                    guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
-                        throw ParseError(message: "expected ':'")
-                    }
-                    index += 1
-                    skipSpace()
-                    let member = try value(depth: depth + 1)
+                while let name = try reader.nextMember(&object) {
+                    let key = slice(name)
+                    let member = try value()
                     guard members.count < TokenJSON.maximumMembers else {
-                        throw ParseError(message: "a JSON object has too many members")
+                        throw JSONGrammarError(.tooManyMembers, offset: reader.offset)
                     }
                     guard members.append(key: key, value: member) else {
-                        throw ParseError(
+                        throw JSONGrammarError(
+                            .duplicateMemberName, offset: reader.offset,
                             message: "member \"\(String(decoding: key.prefix(40), as: UTF8.self))\" appears twice")
                     }
-                    skipSpace()
-                    guard index < bytes.count else { throw ParseError(message: "unexpected end of JSON") }
-                    if bytes[index] == UInt8(ascii: ",") {
-                        index += 1
-                        continue
-                    }
-                    guard bytes[index] == UInt8(ascii: "}") else { throw ParseError(message: "expected ',' or '}'") }
-                    index += 1
-                    return .object(members)
                 }
-            case UInt8(ascii: "["):
-                index += 1
+                return .object(members)
+            case .array(var array):
                 var elements: [TokenJSON] = []
-                skipSpace()
-                if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-                    index += 1
-                    return .array(elements)
-                }
-                while true {
-                    skipSpace()
-                    elements.append(try value(depth: depth + 1))
-                    skipSpace()
-                    guard index < bytes.count else { throw ParseError(message: "unexpected end of JSON") }
-                    if bytes[index] == UInt8(ascii: ",") {
-                        index += 1
-                        continue
-                    }
-                    guard bytes[index] == UInt8(ascii: "]") else { throw ParseError(message: "expected ',' or ']'") }
-                    index += 1
-                    return .array(elements)
-                }
-            case UInt8(ascii: "\""):
-                return .string(try string())
-            case UInt8(ascii: "t"):
-                try literal("true")
-                return .bool(true)
-            case UInt8(ascii: "f"):
-                try literal("false")
-                return .bool(false)
-            case UInt8(ascii: "n"):
-                try literal("null")
-                return .null
-            default:
-                return .number(try number())
+                while try reader.nextElement(&array) { elements.append(try value()) }
+                return .array(elements)
+            case .string(let string): return .string(slice(string))
+            case .number(let range): return .number(String(decoding: bytes[range], as: UTF8.self))
+            case .bool(let value): return .bool(value)
+            case .null: return .null
             }
         }
 
-        mutating func literal(_ word: StaticString) throws(ParseError) {
-            let count = word.utf8CodeUnitCount
-            guard index + count <= bytes.count else { throw ParseError(message: "unexpected end of JSON") }
-            let matches = word.withUTF8Buffer { expected in bytes[index..<(index + count)].elementsEqual(expected) }
-            guard matches else { throw ParseError(message: "invalid JSON literal") }
-            index += count
+        /// A string's bytes: a slice of the document when it has no escapes.
+        func slice(_ string: JSONString) -> ArraySlice<UInt8> {
+            string.hasEscapes ? reader.unescaped(string)[...] : bytes[string.range]
         }
-
-        mutating func number() throws(ParseError) -> String {
-            let start = index
-            var position = index
-            defer { index = position }
-            try bytes.withUnsafeBufferPointer { buffer throws(ParseError) in
-                try TokenJSON.scanNumber(buffer, &position)
-            }
-            return String(decoding: bytes[start..<position], as: UTF8.self)
-        }
-
-        mutating func string() throws(ParseError) -> ArraySlice<UInt8> {
-            index += 1  // opening quote
-            let start = index
-            var position = index
-            defer { index = position }
-            return try bytes.withUnsafeBufferPointer { buffer throws(ParseError) -> ArraySlice<UInt8> in
-                // Fast path: scan for the closing quote; no escapes, no control characters.
-                position = TokenJSON.scanPlainString(buffer, from: start)
-                if position < buffer.count, buffer[position] == UInt8(ascii: "\"") {
-                    position += 1
-                    return bytes[start..<(position - 1)]
-                }
-                return try TokenJSON.unescapedString(buffer, from: start, &position)[...]
-            }
-        }
-    }
-}
-
-// MARK: Lexing shared by both readers (this tree and `TokenScanner`)
-
-extension TokenJSON {
-    /// Reads a number at `index` (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, at most 64 bytes) and moves
-    /// `index` past it.
-    static func scanNumber(_ bytes: UnsafeBufferPointer<UInt8>, _ index: inout Int) throws(ParseError) {
-        func digits(_ index: inout Int) -> Int {
-            let begin = index
-            while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
-            return index - begin
-        }
-        let start = index
-        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
-        let integerDigits = digits(&index)
-        guard integerDigits > 0 else { throw ParseError(message: "invalid JSON value") }
-        if integerDigits > 1, bytes[index - integerDigits] == UInt8(ascii: "0") {
-            throw ParseError(message: "leading zero in a JSON number")
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard digits(&index) > 0 else { throw ParseError(message: "invalid JSON number") }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-                index += 1
-            }
-            guard digits(&index) > 0 else { throw ParseError(message: "invalid JSON number") }
-        }
-        guard index - start <= 64 else { throw ParseError(message: "JSON number too long") }
-    }
-
-    /// The rest of a string whose plain part (no escapes) runs from `start` to `index`: escapes resolved, up to and
-    /// past the closing quote, which `index` is moved beyond.
-    static func unescapedString(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, _ index: inout Int)
-        throws(ParseError) -> [UInt8]
-    {
-        func hex4(_ index: inout Int) throws(ParseError) -> UInt32 {
-            guard index + 4 <= bytes.count else { throw ParseError(message: "truncated \\u escape") }
-            var value: UInt32 = 0
-            for _ in 0..<4 {
-                guard let digit = HexCoding.nibble(bytes[index]) else {
-                    throw ParseError(message: "invalid \\u escape")
-                }
-                value = value << 4 | UInt32(digit)
-                index += 1
-            }
-            return value
-        }
-        var out = Array(bytes[start..<index])
-        while index < bytes.count {
-            let byte = bytes[index]
-            index += 1
-            switch byte {
-            case UInt8(ascii: "\""):
-                return out
-            case UInt8(ascii: "\\"):
-                guard index < bytes.count else { break }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0c)
-                case UInt8(ascii: "n"): out.append(0x0a)
-                case UInt8(ascii: "r"): out.append(0x0d)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try hex4(&index)
-                    if (0xd800..<0xdc00).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
-                            bytes[index + 1] == UInt8(ascii: "u")
-                        else {
-                            throw ParseError(message: "unpaired surrogate in a JSON string")
-                        }
-                        index += 2
-                        let low = try hex4(&index)
-                        guard (0xdc00..<0xe000).contains(low) else {
-                            throw ParseError(message: "unpaired surrogate in a JSON string")
-                        }
-                        scalar = 0x10000 + ((scalar - 0xd800) << 10) + (low - 0xdc00)
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else {
-                        throw ParseError(message: "invalid \\u escape")
-                    }
-                    out.append(contentsOf: Array(String(Character(unicode)).utf8))
-                default:
-                    throw ParseError(message: "invalid escape in a JSON string")
-                }
-            default:
-                guard byte >= 0x20 else { throw ParseError(message: "control character in a JSON string") }
-                out.append(byte)
-            }
-        }
-        throw ParseError(message: "unterminated JSON string")
     }
 }
 
