@@ -46,6 +46,9 @@ public final class HTTPServer: Sendable {
         /// no waiting costs no hand-off. Only for responders that never block a thread (they `await` instead):
         /// blocking or long work would hold every connection of that polling thread. Off by default.
         public var answersOnPollingThreads: Bool
+        /// The proxies whose forwarding header names the client (``HTTPRequest/clientAddress``); none by default:
+        /// every request is its TCP peer's.
+        public var trustedProxies: TrustedProxies
 
         /// HTTPS settings (libmicrohttpd's GnuTLS): the server's certificate and key, and optionally the CAs whose
         /// client certificates are asked for. A request then carries ``HTTPRequest/clientCertificate``.
@@ -69,7 +72,7 @@ public final class HTTPServer: Sendable {
             maximumBodySize: Int = 64 * 1024, connectionTimeout: Int = 30, connectionLimit: Int = 1024,
             perClientConnectionLimit: Int = 64, requestTimeout: Int = 30,
             responderThreads: Int = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount), tls: TLS? = nil,
-            answersOnPollingThreads: Bool = false
+            answersOnPollingThreads: Bool = false, trustedProxies: TrustedProxies = TrustedProxies()
         ) {
             self.host = host
             self.port = port
@@ -82,6 +85,7 @@ public final class HTTPServer: Sendable {
             self.responderThreads = responderThreads
             self.tls = tls
             self.answersOnPollingThreads = answersOnPollingThreads
+            self.trustedProxies = trustedProxies
         }
     }
 
@@ -137,7 +141,7 @@ public final class HTTPServer: Sendable {
             responder: responder, maximumBodySize: configuration.maximumBodySize,
             requestTimeout: .seconds(max(1, configuration.requestTimeout)),
             executor: ResponderExecutor(threads: configuration.responderThreads), tls: configuration.tls,
-            answersInline: configuration.answersOnPollingThreads)
+            answersInline: configuration.answersOnPollingThreads, trustedProxies: configuration.trustedProxies)
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
         #if os(Linux)
@@ -335,6 +339,7 @@ final class ServerCore: Sendable {
     let answersInline: Bool
     let maximumBodySize: Int
     let requestTimeout: Duration
+    let trustedProxies: TrustedProxies
     let connections = Mutex(Connections())
     let sweeping = Mutex<Bool>(false)
     let daemon = Mutex<DaemonHandle?>(nil)
@@ -356,9 +361,10 @@ final class ServerCore: Sendable {
 
     init(
         responder: any Responder, maximumBodySize: Int, requestTimeout: Duration, executor: ResponderExecutor,
-        tls: HTTPServer.Configuration.TLS?, answersInline: Bool
+        tls: HTTPServer.Configuration.TLS?, answersInline: Bool, trustedProxies: TrustedProxies
     ) {
         self.responder = responder
+        self.trustedProxies = trustedProxies
         self.answersInline = answersInline
         self.maximumBodySize = maximumBodySize
         self.requestTimeout = requestTimeout
@@ -526,7 +532,9 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         var request = HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? "GET"),
             path: url.map { String(cString: $0) } ?? "/", query: query, headers: headers)
-        request.clientAddress = clientAddress(of: connection)
+        let peer = clientAddress(of: connection)
+        request.peerAddress = peer
+        request.clientAddress = core.trustedProxies.client(peer: peer, headers: headers)
         if core.usesTLS { request.clientCertificate = peerCertificate(of: connection) }
         let state = RequestState(request: request)
         state.receivingSince = core.receivingSince(connection)
