@@ -72,25 +72,31 @@ public struct BearerAuthentication: Middleware {
     }
 
     public func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
-        let client = request.clientAddress.map(RateLimiter.clientKey)
-        if let failures, let client, let wait = failures.wait(for: client) {
+        let header = request.headers["Authorization"] ?? ""
+        let prefix = "Bearer "
+        let presented = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""
+        let authorized = { !token.isEmpty && constantTimeEqual(presented, token) }
+        let outcome: RateLimiter.Outcome
+        if let failures, let client = request.clientAddress {
+            outcome = failures.attempt(RateLimiter.clientKey(client), authorized)
+        } else {
+            outcome = authorized() ? .succeeded : .failed
+        }
+        switch outcome {
+        case .succeeded:
+            return try await next(request, context)
+        case .failed:
+            var error = HTTPError(
+                status: 401, code: "unauthorized", message: "The admin API needs Authorization: Bearer <admin token>.")
+            error.headers["WWW-Authenticate"] = "Bearer"
+            throw error
+        case .refused(let wait):
             var error = HTTPError(
                 status: 429, code: "rateLimited",
                 message: "Too many failed admin API attempts from this address; try again in \(wait) s.")
             error.headers["Retry-After"] = String(wait)
             throw error
         }
-        let header = request.headers["Authorization"] ?? ""
-        let prefix = "Bearer "
-        let presented = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""
-        guard !token.isEmpty, constantTimeEqual(presented, token) else {
-            if let failures, let client { _ = failures.acquire(client) }
-            var error = HTTPError(
-                status: 401, code: "unauthorized", message: "The admin API needs Authorization: Bearer <admin token>.")
-            error.headers["WWW-Authenticate"] = "Bearer"
-            throw error
-        }
-        return try await next(request, context)
     }
 }
 
@@ -141,35 +147,47 @@ public final class RateLimiter: Sendable {
         Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
-    /// Seconds until `key` has a token, without taking one: `nil` when it has one now (or was never seen).
-    public func wait(for key: String, now: ContinuousClock.Instant = .now) -> Int? {
+    /// What ``attempt(_:now:_:)`` did.
+    public enum Outcome: Sendable, Equatable {
+        /// The attempt was made and succeeded: no token taken.
+        case succeeded
+        /// The attempt was made and failed: a token taken.
+        case failed
+        /// `key` had no token left: the attempt was not made; the seconds until a token is available.
+        case refused(retryAfter: Int)
+    }
+
+    /// Makes `attempt` for `key` unless `key` has no token left, taking a token only when it fails: a limit on
+    /// failures. Checked, made and counted under one lock, so concurrent attempts cannot all pass the check before
+    /// any failure is counted (`attempt` must be quick: a comparison).
+    public func attempt(_ key: String, now: ContinuousClock.Instant = .now, _ attempt: () -> Bool) -> Outcome {
         let rate = self.rate
         let capacity = self.capacity
-        return buckets.withLock { buckets -> Int? in
-            guard let bucket = buckets[key] else { return nil }
-            let tokens = min(capacity, bucket.tokens + max(0, Self.seconds(now - bucket.updated)) * rate)
-            return tokens >= 1 ? nil : max(1, Int(((1 - tokens) / rate).rounded(.up)))
+        let maximumKeys = self.maximumKeys
+        return buckets.withLock { buckets -> Outcome in
+            var bucket = buckets[key] ?? Bucket(tokens: capacity, updated: now)
+            bucket.tokens = min(capacity, bucket.tokens + max(0, Self.seconds(now - bucket.updated)) * rate)
+            bucket.updated = now
+            guard bucket.tokens >= 1 else {
+                buckets[key] = bucket
+                return .refused(retryAfter: max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))))
+            }
+            // A success changes nothing: the bucket as stored refills to the same level.
+            if attempt() { return .succeeded }
+            bucket.tokens -= 1
+            if buckets[key] == nil && buckets.count >= maximumKeys {
+                Self.evict(&buckets, now: now, rate: rate, capacity: capacity, keep: maximumKeys)
+            }
+            buckets[key] = bucket
+            return .failed
         }
     }
 
     /// Takes a token for `key`: `nil` when allowed, else the seconds until a token is available.
     public func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
-        let rate = self.rate
-        let capacity = self.capacity
-        return buckets.withLock { buckets -> Int? in
-            var bucket = buckets[key] ?? Bucket(tokens: capacity, updated: now)
-            bucket.tokens = min(capacity, bucket.tokens + max(0, Self.seconds(now - bucket.updated)) * rate)
-            bucket.updated = now
-            if buckets[key] == nil && buckets.count >= maximumKeys {
-                Self.evict(&buckets, now: now, rate: rate, capacity: capacity, keep: maximumKeys)
-            }
-            if bucket.tokens >= 1 {
-                bucket.tokens -= 1
-                buckets[key] = bucket
-                return nil
-            }
-            buckets[key] = bucket
-            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+        switch attempt(key, now: now, { false }) {
+        case .refused(let wait): wait
+        case .succeeded, .failed: nil
         }
     }
 

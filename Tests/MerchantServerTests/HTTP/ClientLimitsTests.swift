@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import MerchantHTTP
 import MerchantServer
+import Synchronization
 import Testing
 
 /// Per-client limits behind a load balancer (issue 22): the client is the one a trusted proxy names, IPv6 clients
@@ -121,6 +122,30 @@ struct ClientLimitsTests {
                 #expect(try await admin(right, from: "203.0.113.2").status == 200)
                 #expect(try await admin("", from: "203.0.113.2").status == 401)
             })
+    }
+
+    @Test("a limit on failures: successes take nothing; concurrent failures are counted exactly, never all let through")
+    func failureLimiter() {
+        let limiter = RateLimiter(limit: RateLimit(perMinute: 1, burst: 5))
+        for _ in 0..<1_000 { #expect(limiter.attempt("a") { true } == .succeeded) }
+        #expect(limiter.trackedKeys == 0)
+        let outcomes = Mutex<[RateLimiter.Outcome]>([])
+        DispatchQueue.concurrentPerform(iterations: 200) { _ in
+            let outcome = limiter.attempt("a") { false }
+            outcomes.withLock { $0.append(outcome) }
+        }
+        let all = outcomes.withLock { $0 }
+        #expect(all.filter { $0 == .failed }.count == 5)
+        #expect(all.filter { if case .refused = $0 { true } else { false } }.count == 195)
+        // Refused, the attempt is not even made.
+        let made = Mutex(false)
+        #expect(
+            limiter.attempt("a") {
+                made.withLock { $0 = true }
+                return true
+            } != .succeeded)
+        #expect(!made.withLock { $0 })
+        #expect(limiter.attempt("b") { true } == .succeeded)
     }
 
     @Test("an admin token shorter than 32 characters is refused at start-up with weakAdminToken")
