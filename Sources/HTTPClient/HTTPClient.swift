@@ -120,11 +120,11 @@ public struct HTTPClientError: CodedError {
 /// One client may be used from many threads and tasks at once.
 ///
 /// `send(_:) async` hands the request to the client's event loop (`TransferLoop.swift`): one thread, started when
-/// the client is first used and ended once it has been idle for ``idleConnectionLifetime``, that drives every
+/// the client is first used and ended once it has been idle for ``Configuration/idleConnectionLifetime``, that drives every
 /// transfer of the client on one libcurl multi handle with epoll. A transfer holds no thread, so thousands may be in
 /// flight at once; connections are kept in the multi handle's cache and reused by later requests (keep-alive, HTTP/2
 /// streams multiplexed on one connection when ``Configuration/http2`` is set), and TLS sessions are resumed on new
-/// connections. A connection idle for ``idleConnectionLifetime`` is not reused, and the loop closes them all when it
+/// connections. A connection idle for longer than that is not reused, and the loop closes them all when it
 /// ends. Cancelling the calling task removes the transfer from the loop at once, closing its connection.
 ///
 /// `send(_:) throws` runs the transfer on the calling thread instead, with handles (and their connections) kept
@@ -148,13 +148,23 @@ public final class HTTPClient: Sendable {
         /// `https_proxy` and `ALL_PROXY` are ignored, so a variable cannot route client certificates and payments
         /// through someone else's machine.
         public var proxy: String?
+        /// How long a kept connection may stay unused before it is closed (and, for `send(_:) async`, how long the
+        /// event loop's thread stays up with nothing in flight). Whole seconds, at least one.
+        public var idleConnectionLifetime: Duration
+        /// The most connections `send(_:) async` opens to one host at once (`CURLMOPT_MAX_HOST_CONNECTIONS`);
+        /// further transfers wait inside the loop for one to free up, their deadlines running. `nil`: no limit.
+        public var maximumConnectionsPerHost: Int?
 
         public init(
             timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
             clientIdentity: ClientIdentity? = nil,
-            trustedRootsPEM: Data? = nil, maximumResponseSize: Int = 8 * 1024 * 1024, proxy: String? = nil
+            trustedRootsPEM: Data? = nil, maximumResponseSize: Int = 8 * 1024 * 1024, proxy: String? = nil,
+            idleConnectionLifetime: Duration = HTTPClient.defaultIdleConnectionLifetime,
+            maximumConnectionsPerHost: Int? = nil
         ) {
             self.proxy = proxy
+            self.idleConnectionLifetime = idleConnectionLifetime
+            self.maximumConnectionsPerHost = maximumConnectionsPerHost
             self.timeout = timeout
             self.connectTimeout = connectTimeout
             self.clientIdentity = clientIdentity
@@ -169,8 +179,8 @@ public final class HTTPClient: Sendable {
     /// libcurl handles between synchronous requests, most recently used last, each with the connections it keeps.
     private let idle = Mutex<IdleHandles>(IdleHandles())
 
-    /// How long a connection may stay unused before it is closed.
-    public static let idleConnectionLifetime: Duration = .seconds(2)
+    /// How long a connection may stay unused before it is closed, unless the configuration says otherwise.
+    public static let defaultIdleConnectionLifetime: Duration = .seconds(30)
     /// Beyond this many idle handles, a finished one is closed instead of kept.
     static let maximumIdleHandles = 32
 
@@ -273,9 +283,9 @@ public final class HTTPClient: Sendable {
         if scheduleSweep { scheduleIdleSweep() }
     }
 
-    /// Closes the handles idle for longer than ``idleConnectionLifetime``, then looks again while any are left.
+    /// Closes the handles idle for longer than the idle connection lifetime, then looks again while any are left.
     private func scheduleIdleSweep() {
-        let lifetime = Self.idleConnectionLifetime
+        let lifetime = configuration.idleConnectionLifetime
         let delay = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
         DispatchQueue.global().asyncAfter(deadline: .now() + delay / 2) { [weak self] in
             guard let self else { return }
@@ -361,7 +371,7 @@ final class TransferOptions {
             CCurl_setopt_long(
                 handle, CURLOPT_CONNECTTIMEOUT_MS, HTTPClient.milliseconds(configuration.connectTimeout)))
         // A kept connection unused for longer is not reused (and is closed when libcurl next prunes its cache).
-        let lifetime = Int(HTTPClient.idleConnectionLifetime.components.seconds)
+        let lifetime = Int(configuration.idleConnectionLifetime.components.seconds)
         set(CCurl_setopt_long(handle, CURLOPT_MAXAGE_CONN, max(1, lifetime)))
         set(CCurl_setopt_long(handle, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2))
         set(CCurl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))

@@ -51,7 +51,7 @@ final class Transfer: Sendable {
 /// libcurl's next timeout and an `eventfd` that callers write to after queueing a command.
 ///
 /// The thread starts with the first command and ends once no transfer has been in flight for
-/// ``HTTPClient/idleConnectionLifetime``, closing the multi handle and with it every kept connection; the next
+/// ``HTTPClient/Configuration/idleConnectionLifetime``, closing the multi handle and with it every kept connection; the next
 /// command starts a new thread with a new multi handle. Easy handles, the multi handle, the share handle (TLS
 /// sessions, so that a new connection to a known server resumes its session) and epoll are created, used and freed
 /// by that thread only; callers touch nothing but the command queue.
@@ -127,7 +127,7 @@ final class TransferLoop: Sendable {
         let driver = MultiDriver(loop: self, wakeDescriptor: wakeDescriptor)
         defer { driver.close() }
         var idleSince: ContinuousClock.Instant? = nil
-        let lifetime = HTTPClient.idleConnectionLifetime
+        let lifetime = configuration.idleConnectionLifetime
         // The command that started the thread came without a wake-up.
         var woken = true
         while true {
@@ -239,6 +239,9 @@ private final class MultiDriver {
         _ = CCurl_multi_setopt_timer_function(multi, timerCallback)
         _ = CCurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
         _ = CCurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        if let limit = loop.configuration.maximumConnectionsPerHost, limit > 0 {
+            _ = CCurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limit)
+        }
     }
 
     /// Frees everything; called once, by the thread, as it ends.

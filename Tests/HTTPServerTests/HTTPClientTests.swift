@@ -26,7 +26,9 @@ struct HTTPClientTests {
             return .text("ok")
         }
         try await HTTPServer.withServer(configuration: .init(port: 0), responder: responder) { server in
-            let client = HTTPClient(configuration: .init(timeout: .milliseconds(1500)))
+            let lifetime = Duration.seconds(1)
+            let client = HTTPClient(
+                configuration: .init(timeout: .milliseconds(1500), idleConnectionLifetime: lifetime))
             let url = "http://127.0.0.1:\(server.port)"
             var reused: [Bool] = []
             for _ in 0..<5 {
@@ -48,7 +50,7 @@ struct HTTPClientTests {
             #expect(after.status == 200 && !after.reusedConnection)
             // Idle past its lifetime, the kept connection is closed by the client.
             let clock = ContinuousClock()
-            let deadline = clock.now + HTTPClient.idleConnectionLifetime + .seconds(10)
+            let deadline = clock.now + lifetime + .seconds(10)
             while server.openConnections > 0 && clock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -172,31 +174,6 @@ struct HTTPClientTests {
             #expect(!calls.isOpen)
         }
     }
-
-    @Test("more concurrent requests than transfer threads all complete, on no more than that many threads")
-    func manyConcurrentRequests() async throws {
-        let responder = ClosureResponder { _ in
-            let answered = Latch()
-            answered.open(after: .milliseconds(200))
-            await answered.wait()
-            return .text("ok")
-        }
-        // Every transfer comes from 127.0.0.1, more at once than the server's default per-client limit allows.
-        try await HTTPServer.withServer(
-            configuration: .init(port: 0, perClientConnectionLimit: 0), responder: responder
-        ) { server in
-            let client = HTTPClient(configuration: .init(timeout: .seconds(60)))
-            let url = "http://127.0.0.1:\(server.port)/"
-            let count = HTTPClient.transferThreadCount + 32
-            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<count { group.addTask { try await client.send(HTTPClientRequest(url: url)).status } }
-                return try await group.reduce(into: [Int]()) { $0.append($1) }
-            }
-            #expect(statuses == Array(repeating: 200, count: count))
-            let threads = try transferThreadCount()
-            #expect(threads >= 1 && threads <= HTTPClient.transferThreadCount, "\(threads) transfer threads")
-        }
-    }
 }
 
 /// A TCP connection's state as Linux shows it in `/proc/net/tcp` (hexadecimal codes).
@@ -222,7 +199,7 @@ func serverConnectionStates(port: UInt16) -> [TCPState] {
     }
 }
 
-/// How many of `HTTPClient`'s transfer threads (named `HTTPClient.<n>`) this process has, from
+/// How many of `HTTPClient`'s threads (event loops, named `HTTPClient.loop`) this process has, from
 /// `/proc/self/task/*/comm`.
 func transferThreadCount() throws -> Int {
     let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
