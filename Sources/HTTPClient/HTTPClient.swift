@@ -201,6 +201,9 @@ public final class HTTPClient: Sendable {
     /// client in use has one event-loop thread, however many of its transfers are in flight.
     public static let transferThreadCount = 128
 
+    /// The threads this client runs for `send(_:) async` now: one while it is in use, none once idle.
+    package var eventLoopThreads: Int { loop.threads }
+
     /// The `send(_:) async` calls of this client under way: handed to its event loop and not yet answered.
     public var transfersInFlight: Int { loop.inFlight }
 

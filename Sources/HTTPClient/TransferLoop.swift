@@ -72,6 +72,10 @@ final class TransferLoop: Sendable {
     /// Written by callers to wake the loop; read by the loop thread. Lives as long as the loop.
     private let wakeDescriptor: Int32
     private let transfersInFlight = Atomic(0)
+    private let runningThreads = Atomic(0)
+
+    /// The loop's threads running now: 0 or 1 (a thread that is ending and its successor may overlap briefly).
+    var threads: Int { runningThreads.load(ordering: .relaxed) }
 
     /// Transfers handed to the loop and not yet finished.
     var inFlight: Int { transfersInFlight.load(ordering: .relaxed) }
@@ -99,7 +103,9 @@ final class TransferLoop: Sendable {
                     // The system's name for the thread (debuggers, `top -H`, /proc/self/task/*/comm); at most 15 bytes.
                     try? "HTTPClient.loop".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
                 #endif
+                runningThreads.add(1, ordering: .relaxed)
                 run()
+                runningThreads.subtract(1, ordering: .relaxed)
             }
             thread.name = "HTTPClient.loop"
             thread.start()

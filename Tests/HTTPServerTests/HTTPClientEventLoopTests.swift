@@ -45,9 +45,8 @@ struct HTTPClientEventLoopTests {
                 threads: samples.map(\.threads).max() ?? 0, clientThreads: samples.map(\.clientThreads).max() ?? 0,
                 inFlight: samples.map(\.inFlight).max() ?? 0
             )
-            // One event-loop thread per client in use: this one, and those of the dozen tests running beside it
-            // (each with a client of its own); a thread per transfer would have shown 128.
-            #expect(seen.clientThreads <= 16, "\(seen.clientThreads) HTTPClient threads at the peak")
+            // The client's one event-loop thread carries every transfer.
+            #expect(seen.clientThreads == 1, "\(seen.clientThreads) threads of this client at the peak")
             // The whole process, other suites included (they start threads of their own meanwhile); a thread per
             // transfer would have added hundreds.
             #expect(seen.threads - threadsBefore < 200, "threads: \(threadsBefore) before, \(seen.threads) at the peak")
@@ -86,7 +85,9 @@ struct HTTPClientEventLoopTests {
             _ = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(hole.port)/"))
         }
         let elapsed = clock.now - start
-        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(10), "took \(elapsed)")
+        // Without its deadline the request would wait forever; a busy machine may keep the awaiting task off the
+        // cooperative pool for a few seconds.
+        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(30), "took \(elapsed)")
         // Many at once, each with its own deadline, none holding a thread.
         let url = "http://127.0.0.1:\(hole.port)/"
         let codes = await withTaskGroup(of: String.self) { group in
