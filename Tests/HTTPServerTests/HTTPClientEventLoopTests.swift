@@ -162,4 +162,3 @@ final class Sampler<Sample: Sendable>: Sendable {
         return samples.withLock { $0 }
     }
 }
-
