@@ -127,6 +127,39 @@ struct ServeCommandTests {
         #expect(served != nil)
     }
 
+    @Test("the file's trustedProxies reach the server: clients behind the loopback proxy get buckets of their own")
+    func trustedProxiesFromFile() async throws {
+        let folder = try TemporaryDirectory(prefix: "serve")
+        defer { folder.remove() }
+        let sandbox = try await makeSandbox(folder)
+        let file = folder.path("server.json")
+        let settings = #"""
+            {"server": {"trustedProxies": ["127.0.0.1", "::1"],
+                        "rateLimits": {"checkouts": {"perMinute": 1, "burst": 1}}}}
+            """#
+        try Data(settings.utf8).write(to: URL(fileURLWithPath: file))
+        let arguments = [
+            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
+            "--config", file,
+        ]
+        let statuses = try await RunningServer.with(arguments: arguments) { server -> [String] in
+            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+            var statuses: [String] = []
+            for client in ["203.0.113.1", "203.0.113.1", "203.0.113.2"] {
+                let curl = try await Subprocess.run(
+                    "curl",
+                    [
+                        "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "-H",
+                        "Content-Type: application/json", "-H", "X-Forwarded-For: \(client)", "-d",
+                        #"{"items": [{"sku": "MUG-01", "quantity": 1}]}"#, url + "/v1/checkouts",
+                    ])
+                statuses.append(curl.standardOutput)
+            }
+            return statuses
+        }
+        #expect(statuses == ["201", "429", "201"])
+    }
+
     @Test("a store that is neither sqlite:PATH nor a PostgreSQL URI is a usage error")
     func usage() async throws {
         let result = try await CommandLineTool.run(["serve", "--store", "mysql://x"])
