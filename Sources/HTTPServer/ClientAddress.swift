@@ -25,19 +25,43 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         if string.utf8.contains(UInt8(ascii: ":")) {
             var raw = in6_addr()
             guard inet_pton(AF_INET6, string, &raw) == 1 else { return nil }
-            let bytes = withUnsafeBytes(of: &raw) { Array($0) }
-            let high = bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            let low = bytes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            if high == 0, low >> 32 == 0xFFFF {
-                self.init(isIPv4: true, high: 0, low: low)
-            } else {
-                self.init(isIPv4: false, high: high, low: low)
-            }
+            self.init(ipv6: raw)
         } else {
             var raw = in_addr()
             guard inet_pton(AF_INET, string, &raw) == 1 else { return nil }
-            let value = withUnsafeBytes(of: &raw) { $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
-            self.init(isIPv4: true, high: 0, low: value)
+            self.init(ipv4: raw)
+        }
+    }
+
+    /// The address of a socket (`sockaddr_in` or `sockaddr_in6` of `length` bytes); `nil` for another family.
+    init?(socketAddress address: UnsafePointer<sockaddr>, length: Int) {
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET where length >= MemoryLayout<sockaddr_in>.size:
+            let raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in.self).sin_addr
+            self.init(ipv4: raw)
+        case AF_INET6 where length >= MemoryLayout<sockaddr_in6>.size:
+            let raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in6.self).sin6_addr
+            self.init(ipv6: raw)
+        default:
+            return nil
+        }
+    }
+
+    private init(ipv4 raw: in_addr) {
+        var raw = raw
+        let value = withUnsafeBytes(of: &raw) { $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        self.init(isIPv4: true, high: 0, low: value)
+    }
+
+    private init(ipv6 raw: in6_addr) {
+        var raw = raw
+        let bytes = withUnsafeBytes(of: &raw) { Array($0) }
+        let high = bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let low = bytes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        if high == 0, low >> 32 == 0xFFFF {
+            self.init(isIPv4: true, high: 0, low: low)
+        } else {
+            self.init(isIPv4: false, high: high, low: low)
         }
     }
 

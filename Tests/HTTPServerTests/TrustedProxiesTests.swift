@@ -186,13 +186,15 @@ struct TrustedProxiesTests {
         }
     }
 
+    /// Answers with the request's client and peer addresses.
+    struct Echo: Responder {
+        func respond(to request: HTTPRequest) async -> HTTPResponse {
+            .text("\(request.clientAddress ?? "-") \(request.peerAddress ?? "-")")
+        }
+    }
+
     @Test("over loopback: a trusted peer's X-Forwarded-For names the client; an untrusted peer's is ignored")
     func overLoopback() async throws {
-        struct Echo: Responder {
-            func respond(to request: HTTPRequest) async -> HTTPResponse {
-                .text("\(request.clientAddress ?? "-") \(request.peerAddress ?? "-")")
-            }
-        }
         let proxies = try Self.proxies(["127.0.0.1"])
         try await HTTPServer.withServer(configuration: .init(port: 0, trustedProxies: proxies), responder: Echo()) {
             server in
@@ -208,6 +210,48 @@ struct TrustedProxiesTests {
                 return answers
             }
             #expect(answers == ["203.0.113.7 127.0.0.1", "127.0.0.2 127.0.0.2"])
+        }
+    }
+
+    @Test("the per-client connection limit spares trusted proxies and still holds for every other peer")
+    func connectionLimit() async throws {
+        let configuration = HTTPServer.Configuration(
+            port: 0, perClientConnectionLimit: 2, trustedProxies: try Self.proxies(["127.0.0.1"]))
+        try await HTTPServer.withServer(configuration: configuration, responder: Echo()) { server in
+            let port = server.port
+            let (proxyAnswers, thirdClosed, fourthAnswer) = try await offPool {
+                () throws -> ([String], Bool, String?) in
+                let request = "GET / HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 203.0.113.7\r\n\r\n"
+                // The proxy: more connections than the limit, all answered.
+                let proxy = try (0..<5).map { _ in try RawConnection(port: port) }
+                for connection in proxy { try connection.send(request) }
+                let proxyAnswers = try proxy.map {
+                    try $0.readResponse().map { String(decoding: $0.body, as: UTF8.self) } ?? "closed"
+                }
+                // Another peer: two, then the third is closed on accept.
+                let first = try RawConnection(port: port, from: "127.0.0.2")
+                let second = try RawConnection(port: port, from: "127.0.0.2")
+                try first.send(request)
+                try second.send(request)
+                _ = try first.readResponse()
+                _ = try second.readResponse()
+                let third = try RawConnection(port: port, from: "127.0.0.2")
+                let thirdClosed = try third.isClosedByPeer()
+                // Once one closes, it may connect again.
+                first.shutdownWrite()
+                _ = try first.isClosedByPeer()
+                var fourthAnswer: String?
+                for _ in 0..<50 where fourthAnswer == nil {
+                    let fourth = try RawConnection(port: port, from: "127.0.0.2")
+                    try? fourth.send(request)
+                    fourthAnswer = try? fourth.readResponse().map { String(decoding: $0.body, as: UTF8.self) }
+                    if fourthAnswer == nil { usleep(20_000) }
+                }
+                return (proxyAnswers, thirdClosed, fourthAnswer)
+            }
+            #expect(proxyAnswers == Array(repeating: "203.0.113.7 127.0.0.1", count: 5))
+            #expect(thirdClosed)
+            #expect(fourthAnswer == "127.0.0.2 127.0.0.2")
         }
     }
 }
