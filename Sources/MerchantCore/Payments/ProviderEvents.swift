@@ -118,7 +118,8 @@ public protocol ProviderEventStore: Sendable {
 }
 
 /// The use case behind the webhook endpoints: applies a provider event whose signature was verified, and logs what
-/// it did (references and outcome only).
+/// it did (references and outcome only). A plan checkout's payment it settles as paid starts its subscription, as
+/// the reconciler's settlement does.
 public struct ProviderEvents: Sendable {
     public let store: any ProviderEventStore
     /// How long a payment may stay `pending` while its charge is in flight (the processor time limit and a margin):
@@ -126,15 +127,18 @@ public struct ProviderEvents: Sendable {
     public let inFlightLimit: Duration
     public let logger: RequestLogger
     public let clock: @Sendable () -> Date
+    /// Starts the subscription of a plan checkout whose payment an event settles as paid; `nil`: no plans.
+    public let plans: PlanSubscriptions?
 
     public init(
         store: any ProviderEventStore, inFlightLimit: Duration, logger: RequestLogger = .standardError,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() }, plans: PlanSubscriptions? = nil
     ) {
         self.store = store
         self.inFlightLimit = inFlightLimit
         self.logger = logger
         self.clock = clock
+        self.plans = plans
     }
 
     /// Applies one verified event.
@@ -151,6 +155,24 @@ public struct ProviderEvents: Sendable {
         fields["reference"] = event.reference
         let level = result.outcome == .mismatch ? "warn" : "info"
         logger.log(level, "provider event", fields)
+        if event.kind == .paymentSucceeded, result.outcome == .applied, let orderID = result.orderID, let plans {
+            await startSubscription(orderID: orderID, plans)
+        }
         return result
+    }
+
+    /// The subscription of a plan payment just settled; a failure is logged (the payment stays settled).
+    private func startSubscription(orderID: String, _ plans: PlanSubscriptions) async {
+        do {
+            guard let order = try await plans.store.order(id: orderID),
+                let subscription = try await plans.startIfPlan(order: order)
+            else { return }
+            logger.log(
+                "info", "subscription of a settled payment", ["orderId": orderID, "subscriptionId": subscription.id])
+        } catch {
+            logger.log(
+                "error", "settled a plan payment but could not start its subscription",
+                ["orderId": orderID, "code": error.code.rawValue])
+        }
     }
 }

@@ -71,12 +71,12 @@ public struct MerchantAPI: Responder {
                 store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger,
                 share: processorShare),
             subscriptions: subscriptions, checkoutLifetime: checkoutLifetime)
+        let plans = subscriptions.map {
+            PlanSubscriptions(service: $0, pricing: pricing, configuration: configuration, store: store)
+        }
         let reconciler = Reconciler(
             store: store, processor: processor, settleAfter: reconcileAfter, timeout: configuration.processor.timeout,
-            logger: logger, clock: clock,
-            plans: subscriptions.map {
-                PlanSubscriptions(service: $0, pricing: pricing, configuration: configuration, store: store)
-            })
+            logger: logger, clock: clock, plans: plans)
         self.reconciler = reconciler
         let sandboxMode = plugins.contains { $0.standsInForApple }
         let page = WebCheckout(
@@ -129,7 +129,7 @@ public struct MerchantAPI: Responder {
         if !webhooks.isEmpty, let eventStore = store as? any ProviderEventStore {
             let events = ProviderEvents(
                 store: eventStore, inFlightLimit: configuration.processor.timeout + .seconds(2), logger: logger,
-                clock: clock)
+                clock: clock, plans: plans)
             router.add(WebhookRoutes(endpoints: webhooks, events: events, metrics: metrics, clock: clock))
         }
         // What a browser loads, and the form it posts: no JSON rule.

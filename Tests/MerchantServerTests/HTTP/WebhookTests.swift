@@ -5,6 +5,8 @@ import Foundations
 import MerchantCore
 import MerchantServer
 import MerchantStore
+import ProcessorAPI
+import ProcessorService
 import ProviderWebhooks
 import SQLite
 import TestSupport
@@ -19,7 +21,9 @@ struct WebhookTests {
     static let adyenKey = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 
     /// A server whose processor never answers (every payment ends `unknown`), taking all three providers' webhooks.
-    static func withServer(_ body: (ServerHarness) async throws -> Void) async throws {
+    static func withServer(
+        processor: any PaymentProcessor = ThrowingProcessor(), _ body: (ServerHarness) async throws -> Void
+    ) async throws {
         let secrets = try TemporaryDirectory(prefix: "webhook-secrets")
         defer { secrets.remove() }
         var files: [WebhookProvider: String] = [:]
@@ -32,7 +36,7 @@ struct WebhookTests {
             files[provider] = path
         }
         try await ServerHarness.with(
-            processor: ThrowingProcessor(), live: true, configure: { $0.webhookSecretFiles = files }, body: body)
+            processor: processor, live: true, configure: { $0.webhookSecretFiles = files }, body: body)
     }
 
     /// Pays a new checkout: the processor is unreachable, so the order is `unknown`. Returns the order id, the
@@ -189,6 +193,41 @@ struct WebhookTests {
             #expect(try disputes.first?.string("reference") == "dp_3Dispute")
             #expect(try disputes.first?.optionalString("reason") == "fraudulent")
         }
+    }
+
+    @Test("Stripe: a plan payment whose answer was lost starts its subscription when a signed event settles it")
+    func planPaymentSettledByWebhook() async throws {
+        let ledger = try ProcessorHarness.start()
+        defer { Task { await ledger.stop() } }
+        try ledger.service.arm(FaultBody(kind: .dropAfterCommit, count: 1))
+        try await Self.withServer(processor: ledger.processor(timeout: .seconds(10))) { server in
+            let checkout = try await server.createCheckout([["sku": "BEANS-MONTHLY", "quantity": 1]])
+            let body = try server.paymentBody(
+                amount: checkout.total, applicationData: checkout.applicationData, merchantToken: true)
+            let lost = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            #expect(lost.status == 202, "\(lost.text)")
+            let orderID = try (lost.json["orderId"] as? String).orThrow("orderId")
+            let key = try await FailureTests.transactionID(of: orderID, server)
+            try await ledger.waitForCharge(key)
+            let amount = try Decimal(string: checkout.total).orThrow("total")
+            let settle = try await Self.postStripe(
+                server,
+                Self.stripeEvent(
+                    "evt_plan_1", "payment_intent.succeeded",
+                    [
+                        "id": "pi_3Plan", "object": "payment_intent",
+                        "amount": NSDecimalNumber(decimal: amount * 100).int64Value, "currency": "usd",
+                        "metadata": ["transaction_id": key],
+                    ]))
+            #expect(settle.status == 200, "\(settle.text)")
+            #expect(try server.statuses() == ["paid/approved"])
+            let list = try await server.admin("GET", "/admin/v1/subscriptions")
+            let subscriptions = list.json["subscriptions"] as? [[String: Any]] ?? []
+            #expect(subscriptions.count == 1, "\(list.text)")
+            #expect(subscriptions.first?["orderId"] as? String == orderID)
+            #expect(server.log.text.contains("subscription of a settled payment"))
+        }
+        ledger.service.disarm()
     }
 
     @Test("Adyen: a signed AUTHORISATION is answered [accepted] and settles; a forged item changes nothing")
