@@ -54,9 +54,10 @@ public enum ProviderEventReader {
             case "failed", "canceled": kind = .refundFailed
             default: return []  // pending, requires_action: the final event follows
             }
+            // A refund of a charge made without a PaymentIntent names only the charge.
             return make(
-                kind, payment: object["payment_intent"]?.stringValue, own: objectID, amount: object["amount"],
-                reason: object["failure_reason"]?.stringValue)
+                kind, payment: object["payment_intent"]?.stringValue ?? object["charge"]?.stringValue, own: objectID,
+                amount: object["amount"], reason: object["failure_reason"]?.stringValue)
         case "charge.dispute.created":
             return make(
                 .disputeOpened, payment: object["payment_intent"]?.stringValue, own: objectID,
@@ -142,8 +143,14 @@ public enum ProviderEventReader {
         }
     }
 
-    /// An amount in minor units (a JSON integer, or its text as Adyen sometimes sends it).
+    /// An amount in minor units (a JSON integer, or its text as Adyen sometimes sends it); `nil` when it is not a
+    /// whole number from 0 to `Int64.max`.
     static func minorUnits(_ value: JSONValue?) -> Int64? {
+        guard let minor = wholeNumber(value), minor >= 0 else { return nil }
+        return minor
+    }
+
+    private static func wholeNumber(_ value: JSONValue?) -> Int64? {
         switch value {
         case .number(let number):
             var rounded = number

@@ -46,6 +46,8 @@ struct ProviderEventReaderTests {
         #expect(refund.first?.reference == "re_1NnmX5GPxmnHQRkJzG1txqB9")
         #expect(refund.first?.amount == 100)
         #expect(refund.first?.currencyCode == "USD")
+        // Stripe's fixture refunds a charge without a PaymentIntent: the charge is the payment's reference.
+        #expect(refund.first?.paymentReference == "ch_1NnlpSGPxmnHQRkJcYsK19E8")
         let succeeded = Data(
             #"""
             {"id":"evt_2","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1","object":"payment_intent",
@@ -85,5 +87,11 @@ struct ProviderEventReaderTests {
             .checkout, body: body("payment_declined", #"{"id":"pay_2","response_summary":"Card 4242 declined"}"#))
         #expect(declined?.first?.kind == .paymentFailed)
         #expect(declined?.first?.reason == nil)
+        let negative = ProviderEventReader.events(
+            .checkout, body: body("payment_refunded", #"{"id":"pay_1","action_id":"act_8","amount":-200}"#))
+        #expect(negative?.first?.amount == nil)
+        #expect(ProviderEventReader.minorUnits(.string("1130")) == 1130)
+        #expect(ProviderEventReader.minorUnits(.number(Decimal(string: "10.5")!)) == nil)
+        #expect(ProviderEventReader.minorUnits(.number(Decimal(string: "1e30")!)) == nil)
     }
 }
