@@ -85,7 +85,9 @@ let package = Package(
         // Payment processors behind MerchantCore's protocol: today the protocol of docs/PROCESSOR-PROTOCOL.md.
         .target(name: "Processors", dependencies: ["MerchantCore", "ApplePay", "HTTPClient", "ProcessorAPI"]),
         // The providers' webhooks: signature checks (Stripe, Adyen, Checkout.com) and their events read for MerchantCore.
-        .target(name: "ProviderWebhooks", dependencies: ["MerchantCore", "ApplePay", "Cryptography", "Foundations"]),
+        .target(
+            name: "ProviderWebhooks",
+            dependencies: ["MerchantCore", "ApplePay", "Cryptography", "JSONCoding", "Foundations"]),
         // Apple and the device's side: token opening, merchant validation, the merchant-token API, APNs.
         .target(
             name: "MerchantIntegrations",

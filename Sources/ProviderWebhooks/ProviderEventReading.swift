@@ -11,8 +11,8 @@ public enum ProviderEventReader {
     /// The events of one body. - Returns: `nil` when the body is not the provider's JSON shape.
     public static func events(_ provider: WebhookProvider, body: Data) -> [ProviderEvent]? {
         switch provider {
-        case .stripe: return (try? JSONValue(parsing: body)).flatMap(stripe)
-        case .checkout: return (try? JSONValue(parsing: body)).flatMap(checkout)
+        case .stripe: return WebhookJSON.parse(body).flatMap(stripe)
+        case .checkout: return WebhookJSON.parse(body).flatMap(checkout)
         case .adyen: return AdyenSignature.items(ofNotification: body).map { $0.compactMap(adyen) }
         }
     }

@@ -2,6 +2,7 @@ import ApplePay
 import Cryptography
 import Foundation
 import Foundations
+import JSONCoding
 
 /// A payment service provider whose webhooks the server takes.
 public enum WebhookProvider: String, Sendable, CaseIterable {
@@ -45,6 +46,29 @@ public struct WebhookSecret: Sendable, CustomStringConvertible, CustomDebugStrin
 
     /// HMAC-SHA256 of `message` under this secret; `nil` only if OpenSSL fails (then nothing verifies).
     func mac(_ message: some DataProtocol) -> Data? { try? HMAC.sha256(key: bytes, message: message) }
+}
+
+/// A webhook body read as JSON: first checked by JSONCoding's one grammar within ``limits`` (Adyen's body is read
+/// before its items' signatures can be checked, so this is what an unsigned sender reaches).
+enum WebhookJSON {
+    /// Deep enough for any provider's event, no name twice (the fields signed are the fields acted on), numbers
+    /// of at most 64 bytes, at most 1 MiB.
+    static let limits = JSONLimits(
+        maximumDepth: 64, maximumMembers: 4096, maximumNumberLength: 64, maximumBytes: 1 << 20,
+        rejectsDuplicateNames: true)
+
+    /// The body's JSON value, or `nil` when it is not JSON within ``limits``.
+    static func parse(_ body: Data) -> JSONValue? {
+        let valid = body.withUnsafeBytes { bytes -> Bool in
+            do {
+                try JSONReader.validate(bytes, limits: limits)
+                return true
+            } catch {
+                return false
+            }
+        }
+        return valid ? try? JSONValue(parsing: body) : nil
+    }
 }
 
 /// Whether a webhook's signature holds, and if not why: an expected failure, returned as a value.
@@ -157,7 +181,7 @@ public enum AdyenSignature {
     /// The items of a notification body: `{"live": …, "notificationItems": [{"NotificationRequestItem": {…}}]}`,
     /// or one bare item. `nil` when the body is neither.
     public static func items(ofNotification body: Data) -> [JSONValue]? {
-        guard let value = try? JSONValue(parsing: body), case .object = value else { return nil }
+        guard let value = WebhookJSON.parse(body), case .object = value else { return nil }
         guard let list = value["notificationItems"] else { return [value] }
         guard let wrapped = list.arrayValue, !wrapped.isEmpty else { return nil }
         let items = wrapped.compactMap { $0["NotificationRequestItem"] }

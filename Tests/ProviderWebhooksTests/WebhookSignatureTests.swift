@@ -93,6 +93,12 @@ struct WebhookSignatureTests {
         #expect(AdyenSignature.verify(notification: try body([]), key: key).reason == .malformedPayload)
         #expect(AdyenSignature.verify(notification: Data("[accepted]".utf8), key: key).reason == .malformedPayload)
         #expect(WebhookSecret(hex: "not hex") == nil)
+        // Read by the one JSON grammar within limits before any signature: too deep, or a name twice, is no
+        // notification.
+        let deep = Data((String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)).utf8)
+        #expect(AdyenSignature.verify(notification: deep, key: key).reason == .malformedPayload)
+        let twice = Data(#"{"pspReference":"A","pspReference":"B","eventCode":"AUTHORISATION"}"#.utf8)
+        #expect(AdyenSignature.verify(notification: twice, key: key).reason == .malformedPayload)
     }
 
     @Test("a secret file open to group or others is refused; an owner-only one is read")
