@@ -19,6 +19,13 @@ public enum Repository {
 
     /// `scenarios/`: example payment-sheet scenarios.
     public static let scenarios = root.appendingPathComponent("scenarios")
+
+    /// The payment providers' published specs, examples and webhook vectors: `PSP_VECTORS`, else
+    /// `../shared/vectors/psp` beside the repository.
+    public static let pspVectors: URL = {
+        if let folder = ProcessInfo.processInfo.environment["PSP_VECTORS"] { return URL(fileURLWithPath: folder) }
+        return root.deletingLastPathComponent().appendingPathComponent("shared/vectors/psp")
+    }()
 }
 
 /// A folder that exists for the life of the value's scope; removed by `remove()` or at process exit.

@@ -8,6 +8,7 @@ import MerchantHTTP
 import MerchantIntegrations
 import MerchantStore
 import MerchantWallet
+import ProviderWebhooks
 
 /// A certificate file and its private key file (both PEM).
 public struct CertificateKeyPaths: Codable, Sendable, Equatable {
@@ -87,6 +88,10 @@ public struct MerchantServerConfiguration: Sendable {
     /// The admin API's bearer token (`APPLEPAY_ADMIN_TOKEN` or the file's `adminToken`); `nil` turns it off. At
     /// least ``minimumAdminTokenLength`` characters, or the server does not start (`weakAdminToken`).
     public var adminToken: String?
+    /// The providers whose webhooks are taken (`POST /webhooks/<provider>`) and the file holding each one's signing
+    /// secret (the file's `processor.webhookSecretFile` or, for Adyen, `processor.webhookHMACKeyFile`); read at
+    /// start-up with ``KeyFile``'s checks (refused unless a file of this user's, not open to group or others).
+    public var webhookSecretFiles: [WebhookProvider: String] = [:]
     /// Failed admin API attempts one client may make (then `429`; docs/LIMITS.md); `nil`: no limit.
     public var adminFailureLimit: RateLimit? = BearerAuthentication.defaultFailureLimit
     /// The load balancers whose forwarding header names the client (the file's `server.trustedProxies` and
@@ -200,6 +205,15 @@ public struct ServerStartError: CodedError {
     }
 
     public var description: String { message }
+
+    /// A refused key or secret file (``KeyFile``): `missingFile`, `unreadableFile` or `insecureKeyFile`.
+    init(keyFile error: KeyFile.Failure) {
+        switch error.code {
+        case .missing: self.init(.missingFile, error.message)
+        case .unreadable: self.init(.unreadableFile, error.message)
+        default: self.init(.insecureKeyFile, error.message)
+        }
+    }
 }
 
 /// A certificate with its private key, loaded once, checked to belong together.
@@ -226,11 +240,7 @@ public struct MerchantCredential: Sendable {
         do {
             keyData = try KeyFile.read(paths.key, description: "the \(role) private key")
         } catch {
-            switch error.code {
-            case .missing: throw ServerStartError(.missingFile, error.message)
-            case .unreadable: throw ServerStartError(.unreadableFile, error.message)
-            default: throw ServerStartError(.insecureKeyFile, error.message)
-            }
+            throw ServerStartError(keyFile: error)
         }
         let key: PrivateKey
         do {
