@@ -13,7 +13,7 @@ import MerchantStore
 ///   "storeName": …, "products": […], …        the catalog (StoreConfiguration); absent: the demo catalog
 ///   "processor": {"kind": "sandbox" | "http", "url": "https://…", "timeoutSeconds": 10},
 ///   "server": {"host", "port", "publicURL", "store", "storePoolSize", "maximumBodySize", "connectionTimeout",
-///              "requestTimeout", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
+///              "requestTimeout", "connectionLimit", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
 ///              "pruneIntervalSeconds", "proxy", "threads", "paymentProcessing", "merchantIdentity", "trustedRoot",
 ///              "gatewayTrustedRoots", "adminToken", "reconcileIntervalSeconds", "reconcileAfterSeconds",
 ///              "applePayJSSDK"}
@@ -138,6 +138,7 @@ struct ServerSection: Decodable {
     var maximumBodySize: Int?
     var connectionTimeout: Int?
     var requestTimeout: Int?
+    var connectionLimit: Int?
     var perClientConnectionLimit: Int?
     var rateLimits: RateLimitsSection?
     var checkoutLifetimeSeconds: Int?
@@ -159,7 +160,8 @@ struct ServerSection: Decodable {
 
     enum CodingKeys: String, CodingKey {
         case host, port, publicURL, store, storePoolSize, maximumBodySize, connectionTimeout, requestTimeout
-        case perClientConnectionLimit, rateLimits, checkoutLifetimeSeconds, pruneIntervalSeconds, proxy, threads
+        case connectionLimit, perClientConnectionLimit, rateLimits, checkoutLifetimeSeconds, pruneIntervalSeconds,
+            proxy, threads
         case paymentProcessing, merchantIdentity, trustedRoot, gatewayTrustedRoots, processor, adminToken
         case reconcileIntervalSeconds, reconcileAfterSeconds, applePayJSSDK
     }
@@ -174,6 +176,7 @@ struct ServerSection: Decodable {
         maximumBodySize = reader.read(.maximumBodySize)
         connectionTimeout = reader.read(.connectionTimeout)
         requestTimeout = reader.read(.requestTimeout)
+        connectionLimit = reader.read(.connectionLimit)
         perClientConnectionLimit = reader.read(.perClientConnectionLimit)
         rateLimits = reader.read(.rateLimits)
         checkoutLifetimeSeconds = reader.read(.checkoutLifetimeSeconds)
@@ -360,6 +363,7 @@ extension MerchantServerConfiguration {
             connectionTimeout = $0
         }
         check(server.requestTimeout, "requestTimeout", 1...86_400, "must be > 0") { requestTimeout = $0 }
+        check(server.connectionLimit, "connectionLimit", 1...1_000_000, "must be 1 to 1000000") { connectionLimit = $0 }
         check(server.perClientConnectionLimit, "perClientConnectionLimit", 0...Int.max, "must be >= 0 (0: no limit)") {
             perClientConnectionLimit = $0
         }
