@@ -143,12 +143,13 @@ def main():
     if soak:
         rss, fds = soak["rssKB"], soak["descriptors"]
         out += ["| minutes | requests/s | payments | replays | errors | RSS first third max | RSS last third max | "
-                "RSS max | RSS slope | descriptors before / after | verdict |",
-                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+                "RSS max | RSS slope | descriptors before / after | threads first / last third max | verdict |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
                 f"| {soak['minutes']} | {soak['requestsPerSecond']} | {soak['payments']} | {soak['replays']} | "
                 f"{soak['errors']} | {rss['firstThirdMax'] / 1024:.1f} MB | {rss['lastThirdMax'] / 1024:.1f} MB | "
                 f"{rss['max'] / 1024:.1f} MB | {rss.get('slopeKBPerMinute', 0) / 1024:+.2f} MB/min | "
                 f"{fds['before']} / {fds['after']} | "
+                f"{soak.get('threads', {}).get('firstThirdMax', '—')} / {soak.get('threads', {}).get('lastThirdMax', '—')} | "
                 f"{'flat, passed' if soak['passed'] else 'FAILED'} |", "",
                 f"Load average at the end of the soak: {soak['loadAverage']}."]
     else:
