@@ -124,6 +124,29 @@ public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
     }
 }
 
+/// A test's helper script (`python3 SCRIPT ARGUMENTS...`) that serves on 127.0.0.1 and prints its port as its
+/// first line. `launch` blocks until that line: call it on a thread of its own (`blocking`).
+public enum PortPrintingScript {
+    /// Starts the script and reads its port; `nil` (the process terminated) when the first line is not a port.
+    public static func launch(_ script: String, _ arguments: [String]) throws -> (process: Process, port: UInt16)? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line.append(byte)
+        }
+        guard let port = UInt16(String(decoding: line, as: UTF8.self)) else {
+            process.terminate()
+            return nil
+        }
+        return (process, port)
+    }
+}
+
 /// Sets the calling thread's nice value to 10 (Linux schedules each thread on its own; new threads and child
 /// processes inherit it). Raising one's own nice value needs no privilege.
 private func lowerThreadPriority() {

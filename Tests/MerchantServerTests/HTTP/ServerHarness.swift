@@ -202,6 +202,20 @@ struct ServerHarness {
         return total
     }
 
+    /// The `ApplePayPayment` body for `token`, shipped to Cupertino for the person named, billed to 95014.
+    static func paymentJSON(token: Any, givenName: String, familyName: String) throws -> Data {
+        try JSONSerialization.data(withJSONObject: [
+            "token": token,
+            "shippingContact": [
+                "givenName": givenName, "familyName": familyName,
+                "emailAddress": "\(givenName.lowercased())@example.com", "phoneNumber": "+1 408 555 0100",
+                "addressLines": ["1 Infinite Loop"], "locality": "Cupertino", "administrativeArea": "CA",
+                "postalCode": "95014", "countryCode": "US",
+            ],
+            "billingContact": ["postalCode": "95014", "countryCode": "US"],
+        ])
+    }
+
     /// A sandbox token for `amount` bound to `applicationData`, as the `ApplePayPayment` body.
     func paymentBody(
         amount: String, applicationData: String?, card: SandboxCard? = nil, version: TokenVersion = .ecV1,
@@ -221,16 +235,7 @@ struct ServerHarness {
             : try sandbox.mint(request, version: version)
         var tokenObject = try (JSONSerialization.jsonObject(with: token.jsonData()) as? [String: Any]).orThrow("token")
         tamper?(&tokenObject)
-        let body: [String: Any] = [
-            "token": tokenObject,
-            "shippingContact": [
-                "givenName": "Ada", "familyName": "Lovelace", "emailAddress": "ada@example.com",
-                "phoneNumber": "+1 408 555 0100", "addressLines": ["1 Infinite Loop"], "locality": "Cupertino",
-                "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US",
-            ],
-            "billingContact": ["postalCode": "95014", "countryCode": "US"],
-        ]
-        return try JSONSerialization.data(withJSONObject: body)
+        return try Self.paymentJSON(token: tokenObject, givenName: "Ada", familyName: "Lovelace")
     }
 
     // MARK: The database, read directly
