@@ -46,6 +46,16 @@ final class CapturedLog: Sendable {
 }
 
 /// A real merchant server on 127.0.0.1:0 with the shared sandbox's keys and a fresh SQLite file.
+/// A server clock a test moves: `now` runs the offset given to ``move(ahead:)`` (none at first) ahead of the time.
+final class MovableClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+
+    var now: @Sendable () -> Date { { Date().addingTimeInterval(self.offset.withLock { $0 }) } }
+
+    /// From now on the clock runs `seconds` ahead.
+    func move(ahead seconds: TimeInterval) { offset.withLock { $0 = seconds } }
+}
+
 struct ServerHarness {
     let application: MerchantApplication
     let sandbox: Sandbox
@@ -189,6 +199,18 @@ struct ServerHarness {
             let applicationData = request["applicationData"] as? String
         else { throw HarnessError("checkout not created: \(reply.status) \(reply.text)") }
         return (id, total, applicationData)
+    }
+
+    /// A new checkout shipped to California (its total updated), with the payment body for that total.
+    func shippedCheckout(_ items: [[String: Any]] = [["sku": "MUG-01", "quantity": 2]], version: TokenVersion = .ecV1)
+        async throws -> (checkout: (id: String, total: String, applicationData: String), body: Data)
+    {
+        var checkout = try await createCheckout(items)
+        checkout.total = try await shipToCalifornia(checkout.id)
+        return (
+            checkout,
+            try paymentBody(amount: checkout.total, applicationData: checkout.applicationData, version: version)
+        )
     }
 
     /// Sets a Californian shipping address and returns the new total.
