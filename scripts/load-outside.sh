@@ -15,9 +15,6 @@
 # Environment: as scripts/load-test.sh (STORE, SCRATCH, APPLEPAY), DELAY_MS, FLOOD_CONNECTIONS.
 set -euo pipefail
 SCENARIO=${1:-}
-STORE=${STORE:-sqlite}
-SCRATCH=${SCRATCH:-.build}
-CORES=$(nproc)
 DURATION=10
 NAME=load-outside
 cd "$(dirname "$0")/.."

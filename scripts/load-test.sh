@@ -29,9 +29,6 @@ set -euo pipefail
 DURATION=${1:-10}
 CONNECTIONS=${2:-16}
 PAYMENTS=${3:-2000}
-STORE=${STORE:-sqlite}
-SCRATCH=${SCRATCH:-.build}
-CORES=$(nproc)
 NAME=load-test
 cd "$(dirname "$0")/.."
 

@@ -1,10 +1,14 @@
-# Shared by scripts/load-test.sh and scripts/soak-test.sh (sourced, from the repository's root, with NAME, STORE,
-# SCRATCH and CORES set; optionally a before_server function and a SERVE_ARGS array): installs the tools, builds,
-# makes WORK (removed on exit), starts `applepay serve` with a
-# sandbox, the admin API and no per-client limits on SQLite or a private PostgreSQL cluster, and sets BASE,
-# SERVER_PID and FDS_BEFORE. Also: fail, loadavg, descriptors, rss_kb, store_payments, stop_server.
+# Shared by scripts/load-test.sh, scripts/soak-test.sh and scripts/load-outside.sh (sourced, from the repository's
+# root, with NAME set; optionally a before_server function and a SERVE_ARGS array): takes STORE (default sqlite) and
+# SCRATCH (default .build) from the environment and sets CORES, installs the tools, builds, makes WORK (removed on
+# exit), starts `applepay serve` with a sandbox, the admin API and no per-client limits on SQLite or a private
+# PostgreSQL cluster, and sets BASE, SERVER_PID and FDS_BEFORE. Also: fail, loadavg, descriptors, rss_kb,
+# store_payments, stop_server; EXTRA_PIDS are ended on exit.
 # shellcheck shell=bash
 ROOT=$PWD
+STORE=${STORE:-sqlite}
+SCRATCH=${SCRATCH:-.build}
+CORES=$(nproc)
 # The load generator and the JSON tool are this script's own, not build or test dependencies: installed only here.
 missing=""
 for tool in wrk jq curl sqlite3; do
