@@ -26,7 +26,7 @@ import threading
 import time
 from decimal import Decimal
 
-ADMIN_TOKEN = "crash-test-admin-token"
+ADMIN_TOKEN = "crash-test-admin-token-0123456789abcdef"
 SHIPPING_REGION = {"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"}
 SHIPPING_CONTACT = dict(
     SHIPPING_REGION, givenName="Ada", familyName="Lovelace", emailAddress="ada@example.com",

@@ -12,7 +12,7 @@
 
 /* Starts a daemon bound to `address` (an IPv4 or IPv6 sockaddr) with the options HTTPServer uses.
    `thread_pool_size` 0 or 1 means no pool; `per_ip_connection_limit` 0 means none. `notify` (may be NULL) is told
-   when each connection opens and closes. With `tls_key_pem` and `tls_certificate_pem` (NUL-terminated PEM, not
+   when each connection opens and closes; `accept_policy` (may be NULL) is asked before each is accepted. With `tls_key_pem` and `tls_certificate_pem` (NUL-terminated PEM, not
    NULL) the daemon speaks HTTPS (pass MHD_USE_TLS in `flags`); with `tls_client_trust_pem` too it asks clients for
    a certificate (GnuTLS's CERT_REQUEST: checking it is the caller's job, see CGnuTLS). Returns NULL when the daemon
    cannot start. */
@@ -22,6 +22,7 @@ static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
     size_t connection_memory_limit, MHD_AccessHandlerCallback handler, void *handler_context,
     MHD_RequestCompletedCallback completed, void *completed_context,
     MHD_NotifyConnectionCallback notify, void *notify_context,
+    MHD_AcceptPolicyCallback accept_policy, void *accept_policy_context,
     const char *tls_key_pem, const char *tls_certificate_pem, const char *tls_client_trust_pem) {
     struct MHD_OptionItem tls[] = {
         { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)tls_key_pem },
@@ -36,7 +37,7 @@ static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
     } else if (address->sa_family == AF_INET6) {
         port = ntohs(((const struct sockaddr_in6 *)address)->sin6_port);
     }
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_context,
+    return MHD_start_daemon(flags, port, accept_policy, accept_policy_context, handler, handler_context,
         MHD_OPTION_SOCK_ADDR, address,
         MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size > 1 ? thread_pool_size : 0,
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,

@@ -6,7 +6,9 @@
 // - `http`: bytes → an HTTP request (line 1 the method, line 2 the path with its query, header lines, a blank line,
 //   the body) → `MerchantAPI.respond(to:)` in process (in-memory SQLite store, sandbox processor, a token opener
 //   that refuses every token, no Merchant Identity): every answer is a status 100-499, or a documented 503
-//   (`storeUnavailable`, `merchantValidationUnavailable`), and a JSON answer parses.
+//   (`storeUnavailable`, `merchantValidationUnavailable`), and a JSON answer parses. The request comes from a
+//   trusted proxy, so its `X-Forwarded-For` (even input lengths) or `Forwarded` (odd) header names the client, which
+//   must be the proxy, an address or an obfuscated identifier.
 // Built two ways, like FuzzPaymentToken: `scripts/fuzz-merchant.sh` with `-sanitize=fuzzer,address -DFUZZING`, and
 // a plain build that replays files: `FuzzMerchant TARGET FILE...` (exit 1 on a finding).
 import ApplePay
@@ -127,13 +129,20 @@ enum FuzzMerchantHarness {
         var request = HTTPRequest(
             method: HTTPMethod(rawValue: method), path: String(parts.first ?? "/"), query: query, headers: headers,
             body: body)
-        request.clientAddress = "192.0.2.1"
+        request.peerAddress = proxy
+        request.clientAddress = TrustedProxies(
+            [IPNetwork("192.0.2.0/24")!, IPNetwork("2001:db8::/32")!],
+            header: data.count % 2 == 0 ? .xForwardedFor : .forwarded
+        ).client(peer: proxy, headers: headers)
         if body.count > 64 * 1024 {
             request.body = Data()
             request.bodyLimitExceeded = 64 * 1024
         }
         return request
     }
+
+    /// The peer of every `http` input: a trusted proxy.
+    static let proxy = "192.0.2.1"
 
     static func http(_ data: Data) -> String? {
         let api = api.withLock { state -> MerchantAPI in
@@ -146,6 +155,10 @@ enum FuzzMerchantHarness {
             return api
         }
         let request = request(from: data)
+        if let client = request.clientAddress, client != proxy, IPAddress(client) == nil, !client.hasPrefix("_") {
+            return
+                "the forwarding header named a client that is neither an address nor obfuscated: \(client.prefix(80))"
+        }
         let answer = Mutex<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {

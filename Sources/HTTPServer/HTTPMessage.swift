@@ -95,8 +95,13 @@ public struct HTTPRequest: Sendable {
             self.isTrusted = isTrusted
         }
     }
-    /// The client's IP address as the server saw it (`127.0.0.1`, `::1`); `nil` for a request made in process.
+    /// The client's IP address (`127.0.0.1`, `::1`): the TCP peer's, or, when the peer is one of the server's
+    /// ``TrustedProxies``, the one its forwarding header names (an obfuscated identifier such as `_hidden` when the
+    /// proxy gives no address). Per-client decisions (rate limits) and log lines use this one. `nil` for a request
+    /// made in process.
     public var clientAddress: String?
+    /// The TCP peer's IP address as the server saw it (a proxy's, behind one); `nil` for a request made in process.
+    public var peerAddress: String?
 
     public init(
         method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
@@ -110,6 +115,7 @@ public struct HTTPRequest: Sendable {
         self.bodyLimitExceeded = nil
         self.clientCertificate = nil
         self.clientAddress = nil
+        self.peerAddress = nil
     }
 }
 

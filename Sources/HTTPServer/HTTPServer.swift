@@ -29,7 +29,8 @@ public final class HTTPServer: Sendable {
         /// The most connections open at once.
         public var connectionLimit: Int
         /// The most connections open at once from one client address (0: no limit). Further connections from that
-        /// address are closed as soon as they are accepted.
+        /// address are closed as soon as they are accepted. ``trustedProxies`` are not limited: their connections
+        /// carry many clients.
         public var perClientConnectionLimit: Int
         /// Seconds a client has to send a whole request, head and body, counted from the moment its connection
         /// opened or its previous answer was queued; past it the connection is closed. Unlike `connectionTimeout`
@@ -46,6 +47,9 @@ public final class HTTPServer: Sendable {
         /// no waiting costs no hand-off. Only for responders that never block a thread (they `await` instead):
         /// blocking or long work would hold every connection of that polling thread. Off by default.
         public var answersOnPollingThreads: Bool
+        /// The proxies whose forwarding header names the client (``HTTPRequest/clientAddress``); none by default:
+        /// every request is its TCP peer's.
+        public var trustedProxies: TrustedProxies
 
         /// HTTPS settings (libmicrohttpd's GnuTLS): the server's certificate and key, and optionally the CAs whose
         /// client certificates are asked for. A request then carries ``HTTPRequest/clientCertificate``.
@@ -69,7 +73,7 @@ public final class HTTPServer: Sendable {
             maximumBodySize: Int = 64 * 1024, connectionTimeout: Int = 30, connectionLimit: Int = 1024,
             perClientConnectionLimit: Int = 64, requestTimeout: Int = 30,
             responderThreads: Int = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount), tls: TLS? = nil,
-            answersOnPollingThreads: Bool = false
+            answersOnPollingThreads: Bool = false, trustedProxies: TrustedProxies = TrustedProxies()
         ) {
             self.host = host
             self.port = port
@@ -82,6 +86,7 @@ public final class HTTPServer: Sendable {
             self.responderThreads = responderThreads
             self.tls = tls
             self.answersOnPollingThreads = answersOnPollingThreads
+            self.trustedProxies = trustedProxies
         }
     }
 
@@ -137,7 +142,9 @@ public final class HTTPServer: Sendable {
             responder: responder, maximumBodySize: configuration.maximumBodySize,
             requestTimeout: .seconds(max(1, configuration.requestTimeout)),
             executor: ResponderExecutor(threads: configuration.responderThreads), tls: configuration.tls,
-            answersInline: configuration.answersOnPollingThreads)
+            answersInline: configuration.answersOnPollingThreads, trustedProxies: configuration.trustedProxies,
+            perClientConnectionLimit: configuration.trustedProxies.networks.isEmpty
+                ? 0 : configuration.perClientConnectionLimit)
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue) | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
         #if os(Linux)
@@ -275,10 +282,14 @@ public final class HTTPServer: Sendable {
         flags: UInt32, address: UnsafePointer<sockaddr>, configuration: Configuration, core: ServerCore
     ) -> OpaquePointer? {
         let context = Unmanaged.passUnretained(core).toOpaque()
+        // With trusted proxies the server counts connections per address itself, sparing the proxies; else MHD does.
+        let limitsItself = core.perClientConnectionLimit > 0
         return CMicroHTTPD_start_daemon(
             flags, address, UInt32(max(1, configuration.threads)), UInt32(max(1, configuration.connectionTimeout)),
-            UInt32(max(1, configuration.connectionLimit)), UInt32(max(0, configuration.perClientConnectionLimit)),
+            UInt32(max(1, configuration.connectionLimit)),
+            limitsItself ? 0 : UInt32(max(0, configuration.perClientConnectionLimit)),
             32 * 1024, accessHandler, context, completedHandler, context, connectionNotifier, context,
+            limitsItself ? acceptPolicy : nil, context,
             core.tlsStrings.key, core.tlsStrings.certificate, core.tlsStrings.trust)
     }
 
@@ -325,6 +336,8 @@ final class ServerCore: Sendable {
             var socket: Int32
             var receivingSince: ContinuousClock.Instant?
             var shut = false
+            /// The peer, when the server limits connections per address itself (``perClientConnectionLimit``).
+            var peer: IPAddress?
         }
         var open: [UInt: Entry] = [:]
         var timedOut = 0
@@ -335,6 +348,10 @@ final class ServerCore: Sendable {
     let answersInline: Bool
     let maximumBodySize: Int
     let requestTimeout: Duration
+    let trustedProxies: TrustedProxies
+    /// With trusted proxies, the per-address connection limit the server keeps itself, sparing them (0: MHD's, or
+    /// none).
+    let perClientConnectionLimit: Int
     let connections = Mutex(Connections())
     let sweeping = Mutex<Bool>(false)
     let daemon = Mutex<DaemonHandle?>(nil)
@@ -356,9 +373,12 @@ final class ServerCore: Sendable {
 
     init(
         responder: any Responder, maximumBodySize: Int, requestTimeout: Duration, executor: ResponderExecutor,
-        tls: HTTPServer.Configuration.TLS?, answersInline: Bool
+        tls: HTTPServer.Configuration.TLS?, answersInline: Bool, trustedProxies: TrustedProxies,
+        perClientConnectionLimit: Int
     ) {
         self.responder = responder
+        self.trustedProxies = trustedProxies
+        self.perClientConnectionLimit = max(0, perClientConnectionLimit)
         self.answersInline = answersInline
         self.maximumBodySize = maximumBodySize
         self.requestTimeout = requestTimeout
@@ -526,7 +546,9 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         var request = HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? "GET"),
             path: url.map { String(cString: $0) } ?? "/", query: query, headers: headers)
-        request.clientAddress = clientAddress(of: connection)
+        let peer = clientAddress(of: connection)
+        request.peerAddress = peer
+        request.clientAddress = core.trustedProxies.client(peer: peer, headers: headers)
         if core.usesTLS { request.clientCertificate = peerCertificate(of: connection) }
         let state = RequestState(request: request)
         state.receivingSince = core.receivingSince(connection)
@@ -694,12 +716,28 @@ private let connectionNotifier: MHD_NotifyConnectionCallback = { context, connec
     let key = UInt(bitPattern: connection)
     if event.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED (1 is _CLOSED)
         let socket = CMicroHTTPD_connection_fd(connection)
+        let peer = core.perClientConnectionLimit > 0 ? clientAddress(of: connection).flatMap { IPAddress($0) } : nil
         core.connections.withLock {
-            $0.open[key] = ServerCore.Connections.Entry(socket: socket, receivingSince: .now)
+            $0.open[key] = ServerCore.Connections.Entry(socket: socket, receivingSince: .now, peer: peer)
         }
     } else {
         core.connections.withLock { _ = $0.open.removeValue(forKey: key) }
     }
+}
+
+/// Whether a connection from `address` may be accepted, when the server limits connections per address itself:
+/// a trusted proxy always; another peer while it has fewer than the limit open (counted at their opening, so
+/// connections accepted at the same moment on other polling threads may pass it by one each).
+private let acceptPolicy: MHD_AcceptPolicyCallback = { context, address, length in
+    guard let context, let address, let peer = IPAddress(socketAddress: address, length: Int(length)) else {
+        return .YES
+    }
+    let core = Unmanaged<ServerCore>.fromOpaque(context).takeUnretainedValue()
+    if core.trustedProxies.trusts(peer) { return .YES }
+    let open = core.connections.withLock { connections in
+        connections.open.values.reduce(0) { $0 + ($1.peer == peer ? 1 : 0) }
+    }
+    return open < core.perClientConnectionLimit ? .YES : .NO
 }
 
 /// The client's address as text (`127.0.0.1`, `::1`), or `nil` when MHD does not know it.

@@ -73,6 +73,93 @@ struct ServeCommandTests {
         #expect(result.standardError.contains("insecureKeyFile"))
     }
 
+    @Test("refuses an admin token shorter than 32 characters, from APPLEPAY_ADMIN_TOKEN or the file, never printing it")
+    func refusesShortAdminToken() async throws {
+        let folder = try TemporaryDirectory(prefix: "serve")
+        defer { folder.remove() }
+        let sandbox = try await makeSandbox(folder)
+        let arguments = [
+            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
+        ]
+        let short = "short-admin-token-0123456789"  // 28 characters
+        let fromEnvironment = try await CommandLineTool.run(
+            arguments, environment: ["APPLEPAY_ADMIN_TOKEN": short], timeout: 30)
+        #expect(fromEnvironment.status == 1)
+        #expect(fromEnvironment.standardError.contains("weakAdminToken"), "\(fromEnvironment.standardError)")
+        #expect(fromEnvironment.standardError.contains("at least 32"))
+        #expect(!fromEnvironment.standardError.contains(short))
+        let file = folder.path("server.json")
+        try Data(#"{"server": {"adminToken": "\#(short)"}}"#.utf8).write(to: URL(fileURLWithPath: file))
+        chmod(file, 0o600)
+        let fromFile = try await CommandLineTool.run(
+            arguments + ["--config", file], environment: ["APPLEPAY_ADMIN_TOKEN": ""], timeout: 30)
+        #expect(fromFile.status == 64)
+        #expect(fromFile.standardError.contains("server.adminToken"), "\(fromFile.standardError)")
+        #expect(fromFile.standardError.contains("tooShort"))
+        #expect(!fromFile.standardError.contains(short))
+    }
+
+    @Test("refuses a configuration file holding an admin token that other users may read")
+    func refusesReadableConfigurationWithToken() async throws {
+        let folder = try TemporaryDirectory(prefix: "serve")
+        defer { folder.remove() }
+        let sandbox = try await makeSandbox(folder)
+        let file = folder.path("server.json")
+        let token = String(repeating: "0123456789abcdef", count: 3)
+        try Data(#"{"server": {"adminToken": "\#(token)"}}"#.utf8).write(to: URL(fileURLWithPath: file))
+        chmod(file, 0o644)
+        let arguments = [
+            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
+            "--config", file,
+        ]
+        let result = try await CommandLineTool.run(arguments, timeout: 30)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("insecureConfigurationFile"), "\(result.standardError)")
+        #expect(result.standardError.contains("server.json is readable by other users"))
+        #expect(!result.standardError.contains(token))
+        // Private, it serves.
+        chmod(file, 0o600)
+        let served = try await RunningServer.with(arguments: arguments) { server in
+            let url = server.baseURL
+            await server.stop()
+            return url
+        }
+        #expect(served != nil)
+    }
+
+    @Test("the file's trustedProxies reach the server: clients behind the loopback proxy get buckets of their own")
+    func trustedProxiesFromFile() async throws {
+        let folder = try TemporaryDirectory(prefix: "serve")
+        defer { folder.remove() }
+        let sandbox = try await makeSandbox(folder)
+        let file = folder.path("server.json")
+        let settings = #"""
+            {"server": {"trustedProxies": ["127.0.0.1", "::1"],
+                        "rateLimits": {"checkouts": {"perMinute": 1, "burst": 1}}}}
+            """#
+        try Data(settings.utf8).write(to: URL(fileURLWithPath: file))
+        let arguments = [
+            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
+            "--config", file,
+        ]
+        let statuses = try await RunningServer.with(arguments: arguments) { server -> [String] in
+            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+            var statuses: [String] = []
+            for client in ["203.0.113.1", "203.0.113.1", "203.0.113.2"] {
+                let curl = try await Subprocess.run(
+                    "curl",
+                    [
+                        "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "-H",
+                        "Content-Type: application/json", "-H", "X-Forwarded-For: \(client)", "-d",
+                        #"{"items": [{"sku": "MUG-01", "quantity": 1}]}"#, url + "/v1/checkouts",
+                    ])
+                statuses.append(curl.standardOutput)
+            }
+            return statuses
+        }
+        #expect(statuses == ["201", "429", "201"])
+    }
+
     @Test("a store that is neither sqlite:PATH nor a PostgreSQL URI is a usage error")
     func usage() async throws {
         let result = try await CommandLineTool.run(["serve", "--store", "mysql://x"])

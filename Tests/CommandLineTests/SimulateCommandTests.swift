@@ -233,7 +233,7 @@ final class RunningServer: Sendable {
 
     /// Starts `applepay` with `arguments` and waits (at most 20 seconds) for it to print its URL.
     /// The admin API token every server started here gets (`APPLEPAY_ADMIN_TOKEN`).
-    static let adminToken = "test-admin-token-0123456789"
+    static let adminToken = "test-admin-token-0123456789abcdef0123"
 
     static func start(arguments: [String]) async throws -> RunningServer {
         let process = Process()

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import HTTPServer
 import MerchantCore
 import MerchantServer
 import MerchantStore
@@ -199,6 +200,65 @@ struct ServerConfigurationTests {
             let subscribed = try await SubscriptionTests.subscribe(server, sku: "BEANS-MONTHLY")
             let management = try (subscribed["managementURL"] as? String).orThrow("managementURL")
             #expect(management.hasPrefix(server.base + "/v1/subscriptions/"), "\(management)")
+        }
+    }
+    @Test("trusted proxies: addresses and networks of both families; each bad entry reported with its path")
+    func trustedProxies() throws {
+        let configuration = try Self.load([
+            "server": ["trustedProxies": ["10.0.0.0/8", "::1", "2001:db8::/32"], "forwardedHeader": "forwarded"]
+        ])
+        #expect(configuration.trustedProxies.networks.map(\.description) == ["10.0.0.0/8", "::1/128", "2001:db8::/32"])
+        #expect(configuration.trustedProxies.header == .forwarded)
+        #expect(try Self.load([:]).trustedProxies == TrustedProxies())
+        #expect(try Self.load(["server": ["trustedProxies": ["192.0.2.1"]]]).trustedProxies.header == .xForwardedFor)
+        let problems = Self.problems([
+            "server": [
+                "trustedProxies": ["10.0.0.0/8", "10.0.0.1/8", "garbage", "::/129", ""], "forwardedHeader": "X-Real-IP",
+            ]
+        ])
+        #expect(
+            problems.map(\.path) == [
+                "server.trustedProxies[1]", "server.trustedProxies[2]", "server.trustedProxies[3]",
+                "server.trustedProxies[4]", "server.forwardedHeader",
+            ], "\(problems)")
+        #expect(problems.dropLast().allSatisfy { $0.code == .invalidAddress })
+        #expect(problems.last?.code == .invalidChoice)
+        #expect(Self.problems(["server": ["trustedProxies": "10.0.0.0/8"]]).map(\.path) == ["server.trustedProxies"])
+    }
+
+    /// Writes `object` as a file of mode `mode` and loads it.
+    static func load(_ object: [String: Any], mode: mode_t) throws -> MerchantServerConfiguration {
+        let directory = try TemporaryDirectory(prefix: "server-config")
+        defer { directory.remove() }
+        let file = directory.path("config.json")
+        try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: file))
+        chmod(file, mode)
+        return try MerchantServerConfiguration.load(file: file)
+    }
+
+    @Test("server.adminToken: at least 32 characters, in a file only its owner may read")
+    func adminToken() throws {
+        let token = String(repeating: "t", count: 32)
+        #expect(try Self.load(["server": ["adminToken": token]], mode: 0o600).adminToken == token)
+        for mode: mode_t in [0o644, 0o640, 0o604, 0o620] {
+            do {
+                _ = try Self.load(["server": ["adminToken": token]], mode: mode)
+                Issue.record("a file of mode \(String(mode, radix: 8)) holding the admin token was accepted")
+            } catch let error as ServerStartError {
+                #expect(error.code == .insecureConfigurationFile)
+                #expect(error.message.contains("chmod 600"))
+                #expect(!error.message.contains(token))
+            }
+        }
+        // Without a token, a file may be read by others.
+        #expect(try Self.load(["server": ["port": 9000]], mode: 0o644).port == 9000)
+        do {
+            _ = try Self.load(["server": ["adminToken": String(token.dropLast())]], mode: 0o600)
+            Issue.record("a 31-character admin token was accepted")
+        } catch let error as ServerStartError {
+            #expect(error.problems.map(\.path) == ["server.adminToken"])
+            #expect(error.problems.map(\.code) == [.tooShort])
+            #expect(!error.message.contains(String(token.dropLast())))
         }
     }
 }

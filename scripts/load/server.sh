@@ -78,7 +78,7 @@ if grep -q -a perClientConnectionLimit "$APPLEPAY"; then
     echo '{"server": {"perClientConnectionLimit": 0, "rateLimits": "off"}}' >"$WORK/server.json"
     CONFIG=(--config "$WORK/server.json")
 fi
-export APPLEPAY_ADMIN_TOKEN="$NAME-admin-token"
+export APPLEPAY_ADMIN_TOKEN="$NAME-admin-token-0123456789abcdef0123456789"
 : >"$WORK/server.out" # before the server's shell opens it: the loop below reads it at once
 # Started in WORK: with a PostgreSQL store the in-process sandbox processor keeps its ledger in the current folder.
 (cd "$WORK" && exec "$APPLEPAY" serve --sandbox "$WORK/sandbox" "${CONFIG[@]}" ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} \

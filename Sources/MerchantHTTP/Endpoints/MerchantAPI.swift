@@ -31,6 +31,7 @@ public struct MerchantAPI: Responder {
     ///   - validator: obtains merchant sessions from Apple.
     ///   - clock: "now" for pricing and token times.
     ///   - adminToken: the bearer token of the admin API under `/admin/v1/`; `nil` leaves it off.
+    ///   - adminFailureLimit: failed admin API attempts a client may make (``BearerAuthentication``); `nil`: no limit.
     ///   - reconcileAfter: how old an unsettled payment must be before the reconciler looks it up.
     ///   - walletOrders: Wallet orders (`orderDetails`, the orders web service under `/wallet`); nil: off.
     ///   - web: the checkout page's settings (sandbox sheet, Apple's SDK).
@@ -52,7 +53,8 @@ public struct MerchantAPI: Responder {
         processorShare: Bulkhead.Limits = PaymentService.defaultShare,
         web: WebCheckout.Settings = .init(),
         plugins: [any MerchantAPIPlugin] = [], merchantTokenGateway: (any MerchantTokenGateway)? = nil,
-        webhooks: [WebhookEndpoint] = []
+        webhooks: [WebhookEndpoint] = [],
+        adminFailureLimit: RateLimit? = BearerAuthentication.defaultFailureLimit
     ) {
         self.configuration = configuration
         self.store = store
@@ -106,7 +108,10 @@ public struct MerchantAPI: Responder {
             api.add(OperationsRoutes(store: store, metrics: metrics))
             if let subscriptions { api.add(SubscriptionRoutes(service: subscriptions)) }
             if let adminToken, !adminToken.isEmpty {
-                api.group("/admin/v1", middleware: [BearerAuthentication(token: adminToken)]) { admin in
+                api.group(
+                    "/admin/v1", middleware: [BearerAuthentication(token: adminToken, failureLimit: adminFailureLimit)]
+                ) {
+                    admin in
                     admin.add(
                         AdminRoutes(
                             store: store, processor: processor, reconciler: reconciler,

@@ -51,24 +51,52 @@ public struct RequireJSONContentType: Middleware {
 
 /// Middleware that refuses a request without `Authorization: Bearer <token>` carrying `token` (compared in constant
 /// time) with `401 unauthorized` and `WWW-Authenticate: Bearer`: the admin group's one check. An empty `token`
-/// refuses every request.
+/// refuses every request. Failed attempts are counted per client (``RateLimiter/clientKey(_:)``): past
+/// `failureLimit`, that client is answered `429 rateLimited` with `Retry-After` before its token is looked at, the
+/// right one included (else the difference between 429 and an answer would still tell a guess right). A client
+/// under the limit is never slowed. Requests made in process (no client address) are not counted.
 public struct BearerAuthentication: Middleware {
     private let token: String
+    /// Failed attempts per client; `nil`: not limited.
+    public let failures: RateLimiter?
 
-    /// - Parameter token: the bearer token a request must carry (the admin token).
-    public init(token: String) { self.token = token }
+    /// Ten wrong tokens at once, then one every ten seconds.
+    public static let defaultFailureLimit = RateLimit(perMinute: 6, burst: 10)
+
+    /// - Parameters:
+    ///   - token: the bearer token a request must carry (the admin token).
+    ///   - failureLimit: failed attempts a client may make; `nil`: no limit.
+    public init(token: String, failureLimit: RateLimit? = BearerAuthentication.defaultFailureLimit) {
+        self.token = token
+        self.failures = failureLimit.map { RateLimiter(limit: $0) }
+    }
 
     public func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
         let header = request.headers["Authorization"] ?? ""
         let prefix = "Bearer "
         let presented = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""
-        guard !token.isEmpty, constantTimeEqual(presented, token) else {
+        let authorized = { !token.isEmpty && constantTimeEqual(presented, token) }
+        let outcome: RateLimiter.Outcome
+        if let failures, let client = request.clientAddress {
+            outcome = failures.attempt(RateLimiter.clientKey(client), authorized)
+        } else {
+            outcome = authorized() ? .succeeded : .failed
+        }
+        switch outcome {
+        case .succeeded:
+            return try await next(request, context)
+        case .failed:
             var error = HTTPError(
                 status: 401, code: "unauthorized", message: "The admin API needs Authorization: Bearer <admin token>.")
             error.headers["WWW-Authenticate"] = "Bearer"
             throw error
+        case .refused(let wait):
+            var error = HTTPError(
+                status: 429, code: "rateLimited",
+                message: "Too many failed admin API attempts from this address; try again in \(wait) s.")
+            error.headers["Retry-After"] = String(wait)
+            throw error
         }
-        return try await next(request, context)
     }
 }
 
@@ -102,26 +130,64 @@ public final class RateLimiter: Sendable {
         self.maximumKeys = max(1, maximumKeys)
     }
 
-    /// Takes a token for `key`: `nil` when allowed, else the seconds until a token is available.
-    public func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
-        let rate = Double(max(1, limit.perMinute)) / 60
-        let capacity = Double(max(1, limit.burst))
-        return buckets.withLock { buckets -> Int? in
+    /// The key per-client limits count under, for a client address (``HTTPServer/HTTPRequest/clientAddress``): an
+    /// IPv4 address itself (an IPv4-mapped IPv6 address as the IPv4 one), an IPv6 address's /64 (the allocation of
+    /// one customer: addresses rotated inside it are one client), anything else (a proxy's obfuscated identifier)
+    /// as it is.
+    public static func clientKey(_ address: String) -> String {
+        guard let parsed = IPAddress(address) else { return address }
+        if parsed.isIPv4 { return parsed.description }
+        return IPNetwork(containing: parsed, prefixLength: 64).description
+    }
+
+    private var rate: Double { Double(max(1, limit.perMinute)) / 60 }
+    private var capacity: Double { Double(max(1, limit.burst)) }
+
+    private static func seconds(_ elapsed: Duration) -> Double {
+        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// What ``attempt(_:now:_:)`` did.
+    public enum Outcome: Sendable, Equatable {
+        /// The attempt was made and succeeded: no token taken.
+        case succeeded
+        /// The attempt was made and failed: a token taken.
+        case failed
+        /// `key` had no token left: the attempt was not made; the seconds until a token is available.
+        case refused(retryAfter: Int)
+    }
+
+    /// Makes `attempt` for `key` unless `key` has no token left, taking a token only when it fails: a limit on
+    /// failures. Checked, made and counted under one lock, so concurrent attempts cannot all pass the check before
+    /// any failure is counted (`attempt` must be quick: a comparison).
+    public func attempt(_ key: String, now: ContinuousClock.Instant = .now, _ attempt: () -> Bool) -> Outcome {
+        let rate = self.rate
+        let capacity = self.capacity
+        let maximumKeys = self.maximumKeys
+        return buckets.withLock { buckets -> Outcome in
             var bucket = buckets[key] ?? Bucket(tokens: capacity, updated: now)
-            let elapsed = now - bucket.updated
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            bucket.tokens = min(capacity, bucket.tokens + max(0, seconds) * rate)
+            bucket.tokens = min(capacity, bucket.tokens + max(0, Self.seconds(now - bucket.updated)) * rate)
             bucket.updated = now
+            guard bucket.tokens >= 1 else {
+                buckets[key] = bucket
+                return .refused(retryAfter: max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))))
+            }
+            // A success changes nothing: the bucket as stored refills to the same level.
+            if attempt() { return .succeeded }
+            bucket.tokens -= 1
             if buckets[key] == nil && buckets.count >= maximumKeys {
                 Self.evict(&buckets, now: now, rate: rate, capacity: capacity, keep: maximumKeys)
             }
-            if bucket.tokens >= 1 {
-                bucket.tokens -= 1
-                buckets[key] = bucket
-                return nil
-            }
             buckets[key] = bucket
-            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+            return .failed
+        }
+    }
+
+    /// Takes a token for `key`: `nil` when allowed, else the seconds until a token is available.
+    public func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
+        switch attempt(key, now: now, { false }) {
+        case .refused(let wait): wait
+        case .succeeded, .failed: nil
         }
     }
 
@@ -131,11 +197,7 @@ public final class RateLimiter: Sendable {
     private static func evict(
         _ buckets: inout [String: Bucket], now: ContinuousClock.Instant, rate: Double, capacity: Double, keep: Int
     ) {
-        buckets = buckets.filter { _, bucket in
-            let elapsed = now - bucket.updated
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            return bucket.tokens + seconds * rate < capacity
-        }
+        buckets = buckets.filter { _, bucket in bucket.tokens + seconds(now - bucket.updated) * rate < capacity }
         guard buckets.count >= keep else { return }
         // Every client is still active: drop the least recently used tenth.
         let oldest = buckets.sorted { $0.value.updated < $1.value.updated }.prefix(max(1, buckets.count / 10))
@@ -143,9 +205,10 @@ public final class RateLimiter: Sendable {
     }
 }
 
-/// Middleware that limits, per client address, the creation of checkouts and the sheet updates (shipping contact,
-/// shipping method, payment method, coupon), answering `429 rateLimited` with `Retry-After`. Requests without a
-/// client address (made in process) are not limited.
+/// Middleware that limits, per client (``RateLimiter/clientKey(_:)`` of the request's client address: the
+/// address behind a trusted proxy, an IPv6 client's /64), the creation of checkouts and the sheet updates (shipping
+/// contact, shipping method, payment method, coupon), answering `429 rateLimited` with `Retry-After`. Requests
+/// without a client address (made in process) are not limited.
 public struct RateLimiting: Middleware {
     public let checkouts: RateLimiter
     public let updates: RateLimiter
@@ -172,7 +235,7 @@ public struct RateLimiting: Middleware {
         } else {
             limiter = nil
         }
-        if let limiter, let wait = limiter.acquire(address) {
+        if let limiter, let wait = limiter.acquire(RateLimiter.clientKey(address)) {
             var error = HTTPError(
                 status: 429, code: "rateLimited",
                 message: "Too many requests from this address; try again in \(wait) s.")

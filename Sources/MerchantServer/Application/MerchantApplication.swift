@@ -67,6 +67,10 @@ public final class MerchantApplication: Sendable {
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws(ServerStartError) -> MerchantApplication {
         var configuration = configuration
+        if let token = configuration.adminToken, let problem = MerchantServerConfiguration.adminTokenProblem(token) {
+            throw ServerStartError(
+                .weakAdminToken, "\(problem): set APPLEPAY_ADMIN_TOKEN (or server.adminToken) to a longer one")
+        }
         // Keys: loaded once, checked against their certificates, never read again.
         var processing: [MerchantCredential] = []
         for paths in configuration.paymentProcessing {
@@ -181,7 +185,7 @@ public final class MerchantApplication: Sendable {
                         perClientConnectionLimit: configuration.perClientConnectionLimit,
                         requestTimeout: configuration.requestTimeout,
                         // The API never blocks a thread: stores, processors and Apple are awaited on their own threads.
-                        answersOnPollingThreads: true),
+                        answersOnPollingThreads: true, trustedProxies: configuration.trustedProxies),
                     responder: responder)
             } catch {
                 throw ServerStartError(.cannotListen, "\(error)")
@@ -210,7 +214,7 @@ public final class MerchantApplication: Sendable {
                         baseURL: sandboxGatewayURL ?? settings.gatewayBaseURL,
                         merchantIdentifier: configuration.store.merchantIdentifier, identity: $0.clientIdentity,
                         trustedRootsPEM: gatewayRoots)
-                }, webhooks: webhooks)
+                }, webhooks: webhooks, adminFailureLimit: configuration.adminFailureLimit)
             responder.answer(with: api)
             // Started together; stopped together by shutdown().
             var services: [any Service] = [

@@ -2,6 +2,7 @@ import Cryptography
 import Foundation
 import Foundations
 import HTTPClient
+import HTTPServer
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
@@ -87,12 +88,28 @@ public struct MerchantServerConfiguration: Sendable {
     /// Whether the checkout page loads Apple's Apple Pay JS SDK (for browsers other than Safari); the page's
     /// Content-Security-Policy then allows that one host.
     public var loadsApplePayJSSDK = false
-    /// The admin API's bearer token (`APPLEPAY_ADMIN_TOKEN` or the file's `adminToken`); `nil` turns it off.
+    /// The admin API's bearer token (`APPLEPAY_ADMIN_TOKEN` or the file's `adminToken`); `nil` turns it off. At
+    /// least ``minimumAdminTokenLength`` characters, or the server does not start (`weakAdminToken`).
     public var adminToken: String?
     /// The providers whose webhooks are taken (`POST /webhooks/<provider>`) and the file holding each one's signing
     /// secret (the file's `processor.webhookSecretFile` or, for Adyen, `processor.webhookHMACKeyFile`); read at
     /// start-up with ``KeyFile``'s checks (refused unless a file of this user's, not open to group or others).
     public var webhookSecretFiles: [WebhookProvider: String] = [:]
+    /// Failed admin API attempts one client may make (then `429`; docs/LIMITS.md); `nil`: no limit.
+    public var adminFailureLimit: RateLimit? = BearerAuthentication.defaultFailureLimit
+    /// The load balancers whose forwarding header names the client (the file's `server.trustedProxies` and
+    /// `server.forwardedHeader`); none: every request is its TCP peer's (docs/DEPLOYMENT.md).
+    public var trustedProxies = TrustedProxies()
+
+    /// The shortest admin token accepted: 32 characters (`openssl rand -hex 32` makes 64).
+    public static let minimumAdminTokenLength = 32
+
+    /// What is wrong with `token` as the admin token, or `nil` when it will do. Never shows the token.
+    static func adminTokenProblem(_ token: String) -> String? {
+        guard token.count < minimumAdminTokenLength else { return nil }
+        return "the admin token is \(token.count) characters long; it must have at least \(minimumAdminTokenLength) "
+            + "(make one with `openssl rand -hex 32`)"
+    }
     /// How often the reconciler runs (and it runs once at start-up).
     public var reconcileInterval: Duration = .seconds(30)
     /// How old an unsettled payment must be before the reconciler looks it up; longer than the processor limit.
@@ -165,6 +182,11 @@ public struct ServerStartError: CodedError {
         public static let unreadableFile = Code("unreadableFile")
         /// A private key file is a symbolic link, not a regular file, another user's, or open to group or others.
         public static let insecureKeyFile = Code("insecureKeyFile")
+        /// A configuration file that holds the admin token is a symbolic link, not a regular file, another user's,
+        /// or open to group or others.
+        public static let insecureConfigurationFile = Code("insecureConfigurationFile")
+        /// The admin token is shorter than ``MerchantServerConfiguration/minimumAdminTokenLength``.
+        public static let weakAdminToken = Code("weakAdminToken")
         /// A private key is not the one of its certificate.
         public static let keyMismatch = Code("keyMismatch")
         /// No Payment Processing certificate was configured.

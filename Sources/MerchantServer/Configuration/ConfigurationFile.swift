@@ -1,5 +1,7 @@
 import ApplePay
+import Cryptography
 import Foundation
+import HTTPServer
 import MerchantCore
 import MerchantHTTP
 import MerchantStore
@@ -18,7 +20,7 @@ import ProviderWebhooks
 ///              "requestTimeout", "connectionLimit", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
 ///              "pruneIntervalSeconds", "proxy", "threads", "paymentProcessing", "merchantIdentity", "trustedRoot",
 ///              "gatewayTrustedRoots", "adminToken", "reconcileIntervalSeconds", "reconcileAfterSeconds",
-///              "applePayJSSDK"}
+///              "applePayJSSDK", "trustedProxies", "forwardedHeader"}
 /// }
 /// ```
 /// Old keys still read, as aliases: the top-level `publicBaseURL` (now `server.publicURL`) and `server.processor`
@@ -157,6 +159,10 @@ struct ServerSection: Decodable {
     var reconcileIntervalSeconds: Int?
     var reconcileAfterSeconds: Int?
     var applePayJSSDK: Bool?
+    /// Addresses and networks of the load balancers whose forwarding header is believed.
+    var trustedProxies: [String]?
+    /// `X-Forwarded-For` (default) or `Forwarded`: the header they write.
+    var forwardedHeader: String?
     /// Fields of the wrong type.
     var problems: [ConfigurationProblem] = []
 
@@ -166,6 +172,7 @@ struct ServerSection: Decodable {
             proxy, threads
         case paymentProcessing, merchantIdentity, trustedRoot, gatewayTrustedRoots, processor, adminToken
         case reconcileIntervalSeconds, reconcileAfterSeconds, applePayJSSDK
+        case trustedProxies, forwardedHeader
     }
 
     init(from decoder: any Decoder) throws {
@@ -194,6 +201,8 @@ struct ServerSection: Decodable {
         reconcileIntervalSeconds = reader.read(.reconcileIntervalSeconds)
         reconcileAfterSeconds = reader.read(.reconcileAfterSeconds)
         applePayJSSDK = reader.read(.applePayJSSDK)
+        trustedProxies = reader.read(.trustedProxies)
+        forwardedHeader = reader.read(.forwardedHeader)
         problems = reader.problems
     }
 }
@@ -253,15 +262,31 @@ extension MerchantServerConfiguration {
     /// Reads a configuration file: the catalog, the `processor` section and the `server` section, each optional
     /// (a file holding only a `server` or only a `processor` section serves the demo catalog). Relative paths in
     /// the `server` section are relative to the file's folder.
+    /// A file that holds `server.adminToken` is a secret: it is read again the way key files are (``KeyFile``: no
+    /// symbolic link, a regular file of this user's, not open to group or others), and those bytes are used.
     /// - Throws: `ServerStartError` `invalidConfiguration` listing every problem, each with its path
-    ///   (``ServerStartError/problems``).
+    ///   (``ServerStartError/problems``); `insecureConfigurationFile` for a file with an admin token that others
+    ///   may read.
     public static func load(file: String) throws(ServerStartError) -> MerchantServerConfiguration {
         let url = URL(fileURLWithPath: file)
-        guard let data = try? Data(contentsOf: url) else {
+        guard var data = try? Data(contentsOf: url) else {
             throw ServerStartError(.invalidConfiguration, "cannot read the configuration file \(file)")
         }
+        var decoded = ConfigurationFile.decode(data)
+        if let token = decoded.server?.adminToken, !token.isEmpty {
+            do {
+                data = try KeyFile.read(file, description: "the configuration file holding server.adminToken")
+            } catch {
+                switch error.code {
+                case .missing: throw ServerStartError(.missingFile, error.message)
+                case .unreadable: throw ServerStartError(.unreadableFile, error.message)
+                default: throw ServerStartError(.insecureConfigurationFile, error.message)
+                }
+            }
+            decoded = ConfigurationFile.decode(data)
+        }
         var configuration = MerchantServerConfiguration()
-        let problems = configuration.apply(ConfigurationFile.decode(data), folder: url.deletingLastPathComponent())
+        let problems = configuration.apply(decoded, folder: url.deletingLastPathComponent())
         guard problems.isEmpty else {
             let lines = problems.map { "  \($0)" }.joined(separator: "\n")
             throw ServerStartError(
@@ -450,8 +475,31 @@ extension MerchantServerConfiguration {
                 report(
                     "server.adminToken", .malformed,
                     "server.adminToken is empty (leave it out to turn the admin API off)")
+            } else if let problem = Self.adminTokenProblem(token) {
+                report("server.adminToken", .tooShort, "server.adminToken: \(problem)")
             } else {
                 adminToken = token
+            }
+        }
+        var networks: [IPNetwork] = []
+        for (index, text) in (server.trustedProxies ?? []).enumerated() {
+            if let network = IPNetwork(text) {
+                networks.append(network)
+            } else {
+                report(
+                    "server.trustedProxies[\(index)]", .invalidAddress,
+                    "server.trustedProxies[\(index)] must be an IPv4 or IPv6 address or network such as 10.0.0.0/8 "
+                        + "or 2001:db8::/32, with no bit set past the prefix (got '\(text.prefix(80))')")
+            }
+        }
+        if server.trustedProxies != nil { trustedProxies.networks = networks }
+        if let name = server.forwardedHeader {
+            if let header = ForwardingHeader.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) {
+                trustedProxies.header = header
+            } else {
+                report(
+                    "server.forwardedHeader", .invalidChoice,
+                    "server.forwardedHeader must be X-Forwarded-For or Forwarded (got '\(name.prefix(80))')")
             }
         }
         check(server.reconcileIntervalSeconds, "reconcileIntervalSeconds", 1...Int.max, "must be > 0") {

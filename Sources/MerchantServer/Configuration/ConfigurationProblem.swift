@@ -35,5 +35,11 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         public static let invalidProcessor: Code = "invalidProcessor"
         /// The same setting given twice (a key and its old alias).
         public static let conflict: Code = "conflict"
+        /// Not an IP address or network (`server.trustedProxies`).
+        public static let invalidAddress: Code = "invalidAddress"
+        /// Not one of the setting's documented values.
+        public static let invalidChoice: Code = "invalidChoice"
+        /// A secret shorter than its minimum (`server.adminToken`).
+        public static let tooShort: Code = "tooShort"
     }
 }

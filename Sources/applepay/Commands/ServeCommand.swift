@@ -59,7 +59,8 @@ struct ServeCommand: Command {
                 Prints the URL once listening, then one JSON log line per request on standard error. Refuses to start
                 when a key is missing, unreadable, readable by others, or not the key of its certificate, and without
                 --sandbox when no --processor is given. The admin API under /admin/v1/ is on when APPLEPAY_ADMIN_TOKEN
-                (or the file's server.adminToken) is set. A reconciler settles payments whose outcome was not seen,
+                (or the file's server.adminToken, the file then 0600) is set to a token of at least 32 characters;
+                failed attempts are limited per client (429). A reconciler settles payments whose outcome was not seen,
                 at start-up and every 30 s. With --sandbox, Wallet orders are on: payment answers carry
                 orderDetails and the orders web service answers under /wallet. SIGINT or SIGTERM stop accepting connections, finish the requests in
                 flight, and exit 0.
@@ -119,8 +120,11 @@ struct ServeCommand: Command {
         if let configFile {
             do {
                 configuration = try MerchantServerConfiguration.load(file: configFile)
-            } catch {
+            } catch  where error.code == .invalidConfiguration {
                 throw UsageError(error.message)
+            } catch {
+                // A file that cannot be trusted (an admin token others may read): refused like a key file.
+                throw ServerStartError(error.code, "cannot start the server: \(error.message) [\(error.code)]")
             }
         }
         if let sandbox { configuration.useSandbox(folder: sandbox) }

@@ -159,7 +159,7 @@ def main():
         gateway, gateway_url = start([applepay, "sandbox", "gateway", "--port", "0", sandbox],
                                      os.path.join(work, "gateway.log"), r"gateway on (https://\S+)")
         children.append(gateway)
-        admin_token = "browser-test-admin-token"
+        admin_token = "browser-test-admin-token-0123456789abcdef"
         environment = dict(os.environ, APPLEPAY_ADMIN_TOKEN=admin_token)
         server = subprocess.Popen(
             [applepay, "serve", "--sandbox", sandbox, "--sandbox-gateway", gateway_url,

@@ -84,10 +84,17 @@ struct ServerHarness {
         configuration.adminToken = ServerHarness.adminToken
         configure(&configuration)
         let log = CapturedLog()
-        let application = try await MerchantApplication.start(
-            configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(30)),
-            plugins: [SandboxMode()], logger: log.logger,
-            clock: clock)
+        let application: MerchantApplication
+        do {
+            application = try await MerchantApplication.start(
+                configuration, processor: processor ?? SandboxProcessor(hangDuration: .seconds(30)),
+                plugins: [SandboxMode()], logger: log.logger,
+                clock: clock)
+        } catch {
+            // A server that refused to start (tests of start-up errors) leaves no folder behind.
+            directory.remove()
+            throw error
+        }
         return ServerHarness(
             application: application, sandbox: sandbox, directory: directory, log: log, databasePath: databasePath,
             live: live)
