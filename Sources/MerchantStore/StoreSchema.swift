@@ -13,6 +13,7 @@ public enum StoreSchema {
         SQLMigration("002-prune-expired-checkouts", sql: pruningSchema),
         SQLMigration("003-wallet-orders-fulfillments-registrations", sql: walletOrdersSchema),
         SQLMigration("004-subscriptions-merchant-tokens", sql: subscriptionsSchema),
+        SQLMigration("005-card-metadata-refunds-skipped-cycles", sql: cardMetadataSchema),
     ]
 
     /// Applies ``migrations`` (and carries a legacy SQLite history forward).
@@ -235,6 +236,21 @@ public enum StoreSchema {
                 applied_at \(bigint) NOT NULL
             );
             ALTER TABLE payments ADD COLUMN merchant_token \(merchantToken);
+            """
+    }
+
+    /// 005: Apple's whole `CardMetadata` on a subscription (`card_suffix` holds its `fpanSuffix`), the cycles the
+    /// catch-up rule passed over, and the automatic refund of an approved charge whose subscription was cancelled
+    /// while it was in flight.
+    @Sendable static func cardMetadataSchema(_ d: SQLDialect) -> String {
+        let (text, bigint, integer) = (d.textType, d.bigintType, d.integerType)
+        return """
+            ALTER TABLE subscriptions ADD COLUMN card_country \(text);
+            ALTER TABLE subscriptions ADD COLUMN card_short_description \(text);
+            ALTER TABLE subscriptions ADD COLUMN card_long_description \(text);
+            ALTER TABLE subscriptions ADD COLUMN skipped_cycles \(integer) NOT NULL DEFAULT 0;
+            ALTER TABLE subscription_charges ADD COLUMN refund_reference \(text);
+            ALTER TABLE subscription_charges ADD COLUMN refunded_at \(bigint);
             """
     }
 }

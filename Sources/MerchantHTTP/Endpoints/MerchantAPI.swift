@@ -38,6 +38,8 @@ public struct MerchantAPI: Responder {
     ///   - merchantTokenGateway: Apple's merchant-token API (events, unlink); `nil` keeps them local.
     ///   - rateLimits: per client address limits on checkouts and sheet updates; `nil` limits nothing.
     ///   - processorShare: how many payments may hold the processor at once, and wait for it (docs/LIMITS.md).
+    ///   - tokenNotificationTimeLimit: how long Apple's token notification waits for its event (then `500`).
+    ///   - tokenNotificationShare: how many merchant-token events are pulled from Apple at once, and wait.
     ///   - checkoutLifetime: how long a checkout takes sheet updates (`410 checkoutExpired` after; it is pruned
     ///     later if unpaid); `nil`: forever.
     public init(
@@ -47,6 +49,8 @@ public struct MerchantAPI: Responder {
         adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), rateLimits: RateLimits? = nil,
         checkoutLifetime: Duration? = nil, walletOrders: WalletOrdersService? = nil,
         processorShare: Bulkhead.Limits = PaymentService.defaultShare,
+        tokenNotificationTimeLimit: Duration = .seconds(5),
+        tokenNotificationShare: Bulkhead.Limits = TokenNotifications.defaultShare,
         web: WebCheckout.Settings = .init(),
         plugins: [any MerchantAPIPlugin] = [], merchantTokenGateway: (any MerchantTokenGateway)? = nil
     ) {
@@ -58,7 +62,8 @@ public struct MerchantAPI: Responder {
         let subscriptions = (store as? any SubscriptionStore).map {
             SubscriptionService(
                 store: $0, processor: processor, gateway: merchantTokenGateway,
-                timeout: configuration.processor.timeout, logger: logger, clock: clock)
+                timeout: configuration.processor.timeout, logger: logger, clock: clock,
+                notifications: TokenNotifications(share: tokenNotificationShare))
         }
         self.subscriptions = subscriptions
         let payments = CheckoutPayments(
@@ -100,7 +105,9 @@ public struct MerchantAPI: Responder {
             api.add(ApplePayRoutes(validator: validator, domainAssociation: configuration.domainAssociation))
             for plugin in plugins { plugin.register(on: &api, services: services) }
             api.add(OperationsRoutes(store: store, metrics: metrics))
-            if let subscriptions { api.add(SubscriptionRoutes(service: subscriptions)) }
+            if let subscriptions {
+                api.add(SubscriptionRoutes(service: subscriptions, notificationTimeLimit: tokenNotificationTimeLimit))
+            }
             if let adminToken, !adminToken.isEmpty {
                 api.group("/admin/v1", middleware: [BearerAuthentication(token: adminToken)]) { admin in
                     admin.add(
@@ -123,7 +130,12 @@ public struct MerchantAPI: Responder {
         }
         // What a browser loads, and the form it posts: no JSON rule.
         router.add(WebRoutes(page: page))
-        if let subscriptions { router.add(SubscriptionPages(service: subscriptions)) }
+        if let subscriptions {
+            router.add(
+                SubscriptionPages(
+                    service: subscriptions, orders: store, publicBaseURL: configuration.publicBaseURL,
+                    storeName: configuration.storeName))
+        }
         self.router = router
     }
 

@@ -1,5 +1,7 @@
+import ApplePay
 import Cryptography
 import Foundation
+import Foundations
 import HTTPClient
 import MerchantCore
 import MerchantHTTP
@@ -7,24 +9,16 @@ import MerchantSandbox
 import MerchantServer
 import Sandbox
 import SandboxGateway
+import TestSupport
 import Testing
 
 /// Apple's "tap and pull" through the sandbox gateway: `emit` records an event and calls the merchant's
-/// notification URL; the merchant answers 200 at once and pulls the event over mutual TLS.
+/// notification URL; the merchant pulls the event over mutual TLS, applies it, and only then answers 200.
 @Suite("Merchant token events through the sandbox gateway")
 struct MerchantTokenNotificationTests {
-    /// Waits (up to 10 s) until `condition` holds for the subscription.
-    static func eventually(
-        _ service: SubscriptionService, _ id: String, _ condition: (Subscription) -> Bool
-    ) async throws -> Subscription {
-        for _ in 0..<200 {
-            if let current = try await service.store.subscription(id: id), condition(current) { return current }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try #require(try await service.store.subscription(id: id))
-    }
-
-    @Test("UPDATED_METADATA, UPDATED_CARD_ART and UNLINK apply once; unknown events get 200; no certificate, no answer")
+    @Test(
+        "the card's fpanSuffix is shown; UPDATED_METADATA, UPDATED_CARD_ART and UNLINK apply once; unknown events get 200"
+    )
     func eventsThroughTheGateway() async throws {
         let sandbox = try await SharedSandbox.get()
         let gateway = try SandboxGateway.start(sandbox: sandbox)
@@ -35,29 +29,39 @@ struct MerchantTokenNotificationTests {
             processor: processor, live: true, configure: configure,
             body: { harness in
                 let checkout = try await harness.createCheckout([["sku": "BEANS-MONTHLY", "quantity": 1]])
+                // The card's own last four digits differ from the device account's and the merchant token's.
+                var card = try #require(SandboxCard.testCard(network: .visa))
+                card.displayLastFour = "8431"
                 let body = try harness.paymentBody(
-                    amount: checkout.total, applicationData: checkout.applicationData, merchantToken: true,
-                    tokenNotificationURL: harness.base + "/apple-pay")
+                    amount: checkout.total, applicationData: checkout.applicationData, card: card,
+                    merchantToken: true, tokenNotificationURL: harness.base + "/apple-pay")
                 let paid = try await harness.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
                 #expect(paid.status == 200, "\(paid.text)")
                 let id = try (paid.json["subscriptionId"] as? String).orThrow("no subscription")
                 let service = try #require(harness.application.api.subscriptions)
                 let start = try #require(try await service.store.subscription(id: id))
                 let token = try #require(start.merchantTokenIdentifier)
+                #expect(start.cardSuffix == "8431", "Apple's fpanSuffix, not the MPAN's last four digits")
+                #expect(start.cardCountry == "US" && start.cardDescription == "visa debit")
+                let secret = try (paid.json["subscriptionSecret"] as? String).orThrow("no secret")
+                let page = try await harness.get("/v1/subscriptions/\(id)/manage?secret=\(secret)")
+                #expect(page.text.contains("visa debit ending in 8431"), "\(page.text)")
                 let roots = Data(sandbox.rootCertificate.pemRepresentation.utf8)
 
                 let metadata = try await MerchantTokenEvents.emit(
                     "UPDATED_METADATA", sandbox: sandbox, merchantToken: token, trustedRootsPEM: roots)
                 #expect(metadata.status == 200)
                 let expected = sandbox.merchantTokens.event(metadata.eventId)?.merchantTokenMetadata?.cardMetadata
-                let updated = try await Self.eventually(service, id) { $0.cardSuffix == expected?.suffix }
-                #expect(updated.cardSuffix == expected?.suffix)
+                // Answered 200 only once applied: the subscription already shows the new card.
+                let updated = try #require(try await service.store.subscription(id: id))
+                #expect(updated.cardSuffix == expected?.fpanSuffix && expected?.fpanSuffix != nil)
                 #expect(updated.cardExpiration == expected?.expirationDate)
 
                 let art = try await MerchantTokenEvents.emit(
                     "UPDATED_CARD_ART", sandbox: sandbox, merchantToken: token, trustedRootsPEM: roots)
                 let artURL = sandbox.merchantTokens.event(art.eventId)?.merchantTokenMetadata?.cardArt?.first?.url
-                let withArt = try await Self.eventually(service, id) { $0.cardArtURL == artURL }
+                #expect(art.status == 200)
+                let withArt = try #require(try await service.store.subscription(id: id))
                 #expect(withArt.cardArtURL == artURL && artURL != nil)
 
                 // The same notification again changes nothing; an unknown event id is answered 200 too.
@@ -71,7 +75,7 @@ struct MerchantTokenNotificationTests {
                 let unlink = try await MerchantTokenEvents.emit(
                     "UNLINK", sandbox: sandbox, merchantToken: token, trustedRootsPEM: roots)
                 #expect(unlink.status == 200)
-                let unlinked = try await Self.eventually(service, id) { $0.status == .unlinked }
+                let unlinked = try #require(try await service.store.subscription(id: id))
                 #expect(unlinked.status == .unlinked)
                 #expect(unlinked.nextChargeAt == nil)
                 // The next charge does not happen.
@@ -92,12 +96,43 @@ struct MerchantTokenNotificationTests {
                             certificatePEM: Data(sandbox.merchantIdentity.certificate.pemRepresentation.utf8),
                             privateKeyPEM: Data(sandbox.merchantIdentity.privateKey.pemRepresentation.utf8)),
                         trustedRootsPEM: roots))
-                let noRequestID = try await identified.send(HTTPClientRequest(url: gateway.url + path))
+                let json = ("Content-Type", "application/json")
+                let noRequestID = try await identified.send(HTTPClientRequest(url: gateway.url + path, headers: [json]))
                 #expect(noRequestID.status == 400)
-                let answered = try await identified.send(
+                let noContentType = try await identified.send(
                     HTTPClientRequest(url: gateway.url + path, headers: [("x-request-id", "test")]))
+                #expect(noContentType.status == 400, "Apple requires Content-Type on the GET too")
+                let answered = try await identified.send(
+                    HTTPClientRequest(url: gateway.url + path, headers: [("x-request-id", "test"), json]))
                 #expect(answered.status == 200)
                 #expect(String(decoding: answered.body, as: UTF8.self).contains("\"eventType\":\"UNLINK\""))
+            })
+    }
+
+    @Test(
+        "a notification whose event cannot be pulled (the gateway a black hole) is answered 500 within the time limit; a repeat joins the pull in flight; a full share answers 503 at once"
+    )
+    func unreachableGateway() async throws {
+        let hole = try BlackHole()
+        let configure: (inout MerchantServerConfiguration) -> Void = {
+            $0.sandboxGatewayURL = "https://127.0.0.1:\(hole.port)"
+            $0.tokenNotificationTimeLimit = .seconds(2)
+            $0.tokenNotificationShare = .init(maximumInFlight: 1, maximumQueued: 0, maximumWait: .zero)
+        }
+        try await ServerHarness.with(
+            configure: configure,
+            body: { harness in
+                let service = try #require(harness.application.api.subscriptions)
+                async let first = harness.get("/apple-pay/notification/merchantToken/event0001")
+                // The first pull holds the one place; wait until it is in flight.
+                for _ in 0..<500 where service.notifications.count == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                #expect(service.notifications.count == 1)
+                let repeated = try await harness.get("/apple-pay/notification/merchantToken/event0001")
+                #expect(repeated.status == 500, "the same event joins the pull in flight, which does not finish")
+                #expect(service.notifications.count == 1, "one pull for the two notifications")
+                let other = try await harness.get("/apple-pay/notification/merchantToken/event0002")
+                #expect(other.status == 503, "no place for a second pull: refused at once so that Apple retries")
+                #expect(try await first.status == 500)
             })
     }
 
