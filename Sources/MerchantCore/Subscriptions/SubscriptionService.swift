@@ -490,16 +490,13 @@ public struct SubscriptionService: Sendable {
         guard gateway != nil else { return .noGateway }
         guard let pull = await notifications.pull(eventID, start: { await self.applyTokenEvent(eventID: eventID) })
         else { return .busy }
-        return await withTaskGroup(of: EventResult.self) { group in
-            group.addTask { await pull.value }
-            group.addTask {
-                try? await Task.sleep(for: timeLimit)
-                return .timedOut
-            }
-            let first = await group.next() ?? .timedOut
-            group.cancelAll()
-            return first
+        // The time limit abandons the wait, not the pull (awaiting a task's value does not cancel it).
+        let waited = await PaymentProcessing.withTimeLimit(timeLimit) {
+            () async throws(ProcessorError) -> EventResult in
+            await pull.value
         }
+        if case .success(let result) = waited { return result }
+        return .timedOut
     }
 }
 

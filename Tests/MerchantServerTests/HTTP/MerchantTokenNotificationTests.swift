@@ -134,6 +134,7 @@ struct MerchantTokenNotificationTests {
                 #expect(other.status == 503, "no place for a second pull: refused at once so that Apple retries")
                 #expect(try await first.status == 500)
             })
+        withExtendedLifetime(hole) {}  // listening (and never answering) until the end
     }
 
     @Test("a merchant-side cancellation unlinks the token at the gateway")

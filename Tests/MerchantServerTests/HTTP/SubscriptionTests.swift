@@ -172,9 +172,9 @@ struct SubscriptionTests {
             let action = String(page.text[start.upperBound...].prefix { $0 != "\"" })
             #expect(action == "/v1/subscriptions/\(id)/cancel?secret=\(secret)")
             // The page as a browser must treat it: a strict policy, nothing cached, the checkout page's style sheet.
-            #expect(page.headers["Content-Security-Policy"]?.contains("default-src 'none'") == true)
-            #expect(page.headers["Content-Security-Policy"]?.contains("form-action 'self'") == true)
-            #expect(page.headers["Cache-Control"] == "no-store")
+            #expect(page.header("Content-Security-Policy")?.contains("default-src 'none'") == true)
+            #expect(page.header("Content-Security-Policy")?.contains("form-action 'self'") == true)
+            #expect(page.header("Cache-Control") == "no-store")
             #expect(page.text.contains(#"<link rel="stylesheet" href="/checkout.css">"#))
             #expect(page.text.contains("Cancel subscription"))
             let origin = harness.base  // the server's own address is its public URL here
@@ -195,7 +195,7 @@ struct SubscriptionTests {
             // The page's own form: cancelled, and back to the page, which says so.
             let cancelled = try await harness.send("POST", action, headers: sameOrigin, body: Data())
             #expect(cancelled.status == 303, "\(cancelled.text)")
-            let location = try #require(cancelled.headers["Location"])
+            let location = try #require(cancelled.header("Location"))
             #expect(location == "/v1/subscriptions/\(id)/manage?secret=\(secret)")
             let stored = try await harness.application.api.subscriptions?.store.subscription(id: id)
             #expect(stored?.status == .cancelled)
@@ -263,5 +263,12 @@ extension StoreBackend {
         case .sqlite: ServerStoreLocation(postgres: nil)
         case .postgres: ServerStoreLocation(postgres: try await TestPostgres.freshSchema())
         }
+    }
+}
+
+extension ServerHarness.Reply {
+    /// A header of the answer, its name in any case (the socket's client gives them lowercased).
+    fileprivate func header(_ name: String) -> String? {
+        headers.first { $0.key.lowercased() == name.lowercased() }?.value
     }
 }
