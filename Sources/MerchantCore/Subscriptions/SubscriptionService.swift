@@ -329,6 +329,28 @@ public struct SubscriptionService: Sendable {
         case notAutomaticReload
         /// Another writer changed it meanwhile; try again.
         case conflict
+        /// Paid with a device token, or no merchant-token gateway configured: nothing to tell Apple.
+        case noMerchantToken
+        /// Apple's merchant-token gateway refused or did not answer.
+        case gatewayFailed
+    }
+
+    /// Apple's "Update Merchant Metadata": Apple sends the notifications of the subscription's merchant token to
+    /// `tokenNotificationURL` from now on (the public URL moved, say). Answers the subscription, unchanged.
+    public func updateTokenNotificationURL(id: String, to tokenNotificationURL: String) async throws -> Subscription {
+        guard let subscription = try await store.subscription(id: id) else { throw Refusal.notFound }
+        guard let gateway, let token = subscription.merchantTokenIdentifier else { throw Refusal.noMerchantToken }
+        do {
+            try await gateway.updateMerchantMetadata(
+                merchantTokenIdentifier: token, tokenNotificationURL: tokenNotificationURL)
+        } catch {
+            logger.log(
+                "warn", "cannot update the merchant token's notification URL at Apple",
+                ["subscriptionId": id, "error": String(describing: error)])
+            throw Refusal.gatewayFailed
+        }
+        logger.log("info", "merchant token notification URL updated at Apple", ["subscriptionId": id])
+        return subscription
     }
 
     /// Cancels a live subscription (`by`: `customer` or `merchant`) and unlinks its merchant token at Apple: no

@@ -115,7 +115,10 @@ public struct MerchantAPI: Responder {
                             store: store, processor: processor, reconciler: reconciler,
                             timeout: configuration.processor.timeout, logger: logger, walletOrders: walletOrders))
                     if let subscriptions {
-                        admin.add(SubscriptionAdminRoutes(service: subscriptions, movableClock: sandboxMode))
+                        admin.add(
+                            SubscriptionAdminRoutes(
+                                service: subscriptions, movableClock: sandboxMode,
+                                tokenNotificationURL: pricing.tokenNotificationURL))
                     }
                 }
             }

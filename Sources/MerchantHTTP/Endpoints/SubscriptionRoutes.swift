@@ -164,6 +164,9 @@ struct SubscriptionAdminRoutes: RouteCollection {
     let service: SubscriptionService
     /// Sandbox mode: `POST /admin/v1/subscriptions/charge-due` takes `{"now": ...}` (see ``chargeDueInstant(_:)``).
     var movableClock = false
+    /// The `tokenNotificationURL` plan checkouts give Apple now (``PlanPricing/tokenNotificationURL``, from the one
+    /// public URL): where `POST .../token-notification-url` points a token by default.
+    var tokenNotificationURL: String = ""
 
     func register(on group: inout RouterGroup) {
         let service = self.service
@@ -190,6 +193,30 @@ struct SubscriptionAdminRoutes: RouteCollection {
         }
         group.add(.post, "/subscriptions/{id}/cancel") { _, context in
             try await service.cancelAnswer(try context.parameter("id"), by: "merchant")
+        }
+        let currentNotificationURL = tokenNotificationURL
+        // Apple's Update Merchant Metadata: the token's notifications to the body's https `tokenNotificationURL`,
+        // or without a body to the server's current one (after the public URL changed).
+        group.add(.post, "/subscriptions/{id}/token-notification-url") { request, context in
+            struct Body: Decodable { var tokenNotificationURL: String? }
+            let body = request.body.isEmpty ? Body() : try JSONBody.decode(Body.self, from: request)
+            let url = body.tokenNotificationURL ?? currentNotificationURL
+            guard url.utf8.count <= 256, let components = URLComponents(string: url), components.scheme == "https",
+                components.host?.isEmpty == false
+            else {
+                throw HTTPError.invalidRequest("tokenNotificationURL must be an https URL of at most 256 characters.")
+            }
+            do {
+                let subscription = try await service.updateTokenNotificationURL(
+                    id: try context.parameter("id"), to: url)
+                struct Answer: Encodable {
+                    var subscriptionId: String
+                    var tokenNotificationURL: String
+                }
+                return .encoding(Answer(subscriptionId: subscription.id, tokenNotificationURL: url))
+            } catch let refusal as SubscriptionService.Refusal {
+                throw HTTPError(refusal)
+            }
         }
         group.add(.post, "/subscriptions/{id}/balance") { request, context in
             struct Body: Decodable { var balance: String }

@@ -155,4 +155,36 @@ struct MerchantTokenNotificationTests {
                 #expect(gateway.activity.merchantTokensUnlinked == 1)
             })
     }
+
+    @Test("the admin API points a token's notifications elsewhere through Apple's updateMerchantMetadata")
+    func updateMerchantMetadata() async throws {
+        let sandbox = try await SharedSandbox.get()
+        let gateway = try SandboxGateway.start(sandbox: sandbox)
+        defer { Task { await gateway.shutdown() } }
+        let configure: (inout MerchantServerConfiguration) -> Void = { $0.sandboxGatewayURL = gateway.url }
+        try await ServerHarness.with(
+            configure: configure,
+            body: { harness in
+                let paid = try await SubscriptionTests.subscribe(harness, sku: "BEANS-MONTHLY")
+                let id = try (paid["subscriptionId"] as? String).orThrow("no subscription")
+                let path = "/admin/v1/subscriptions/\(id)/token-notification-url"
+                let moved = try await harness.admin(
+                    "POST", path, json: ["tokenNotificationURL": "https://moved.example.com/apple-pay"])
+                #expect(moved.status == 200, "\(moved.text)")
+                let token = try #require(
+                    try await harness.application.api.subscriptions?.store.subscription(id: id)?.merchantTokenIdentifier
+                )
+                #expect(
+                    sandbox.merchantTokens.token(token)?.tokenNotificationURL == "https://moved.example.com/apple-pay")
+                // Without a URL: the server's own, from its public URL (https, as Apple takes only https).
+                let back = try await harness.admin("POST", path)
+                #expect(back.status == 200, "\(back.text)")
+                let current = try #require(back.json["tokenNotificationURL"] as? String)
+                #expect(current.hasPrefix("https://") && current.hasSuffix("/apple-pay"))
+                #expect(sandbox.merchantTokens.token(token)?.tokenNotificationURL == current)
+                let plain = try await harness.admin("POST", path, json: ["tokenNotificationURL": "http://x.example"])
+                #expect(plain.status == 400)
+                #expect(gateway.activity.merchantMetadataUpdates == 2)
+            })
+    }
 }
