@@ -79,7 +79,7 @@ final class HeldProcessor: PaymentProcessor {
 }
 
 /// The processor service on loopback with a ledger in a temporary folder.
-private struct LoopbackProcessor {
+struct LoopbackProcessor {
     let folder: TemporaryDirectory
     let server: ProcessorServer
     let client: HTTPPaymentProcessor
@@ -111,6 +111,29 @@ struct SubscriptionChargeRaceTests {
         return try await fixture.subscriptions.insertSubscription(subscription)
     }
 
+    /// Runs the scheduler for a new subscription whose kept method is at `loopback`, holds the processor's approval,
+    /// runs `meanwhile`, then releases it: the service, the subscription as it was, and what the scheduler recorded.
+    static func chargeHeld(
+        _ fixture: StoreFixture, _ loopback: LoopbackProcessor, index: Int,
+        meanwhile: (SubscriptionService, Subscription) async throws -> Void
+    ) async throws -> (SubscriptionService, Subscription, [SubscriptionCharge]) {
+        let held = HeldProcessor(loopback.client)
+        let service = SubscriptionService(
+            store: try fixture.subscriptions, processor: held, logger: .silent, clock: { fixedNow })
+        let subscription = try await subscribed(fixture, loopback.client, index: index)
+        let scheduler = Task { await service.chargeDue(now: fixedNow) }
+        try await held.waitForHeld(1)
+        do {
+            try await meanwhile(service, subscription)
+        } catch {
+            held.release()
+            _ = await scheduler.value
+            throw error
+        }
+        held.release()
+        return (service, subscription, await scheduler.value)
+    }
+
     @Test(
         "a cancel while the processor approves: the charge is recorded and voided, with an event; never a silent approval",
         arguments: StoreBackend.available)
@@ -118,17 +141,12 @@ struct SubscriptionChargeRaceTests {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let loopback = try LoopbackProcessor()
-        let held = HeldProcessor(loopback.client)
-        let service = SubscriptionService(
-            store: try fixture.subscriptions, processor: held, logger: .silent, clock: { fixedNow })
-        let subscription = try await Self.subscribed(fixture, loopback.client, index: 1)
-        let scheduler = Task { await service.chargeDue(now: fixedNow) }
-        try await held.waitForHeld(1)
-        // The processor has approved; the scheduler does not know yet. The customer cancels now.
-        let cancelled = try await service.cancel(id: subscription.id, by: "customer")
-        #expect(cancelled.status == .cancelled)
-        held.release()
-        let recorded = await scheduler.value
+        let (service, subscription, recorded) = try await Self.chargeHeld(fixture, loopback, index: 1) {
+            service, subscription in
+            // The processor has approved; the scheduler does not know yet. The customer cancels now.
+            let cancelled = try await service.cancel(id: subscription.id, by: "customer")
+            #expect(cancelled.status == .cancelled)
+        }
         #expect(recorded.map(\.status) == ["approved"], "the approval is recorded")
         let charges = try await fixture.subscriptions.subscriptionCharges(subscriptionID: subscription.id)
         #expect(charges.count == 1)
@@ -155,18 +173,14 @@ struct SubscriptionChargeRaceTests {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let loopback = try LoopbackProcessor()
-        let held = HeldProcessor(loopback.client)
         let store = try fixture.subscriptions
-        let service = SubscriptionService(store: store, processor: held, logger: .silent, clock: { fixedNow })
-        let subscription = try await Self.subscribed(fixture, loopback.client, index: 2)
-        let scheduler = Task { await service.chargeDue(now: fixedNow) }
-        try await held.waitForHeld(1)
-        var updated = subscription
-        updated.cardSuffix = "7777"
-        _ = try #require(
-            try await store.updateSubscription(updated, expectedVersion: subscription.version, charge: nil))
-        held.release()
-        #expect(await scheduler.value.map(\.status) == ["approved"])
+        let (_, subscription, recorded) = try await Self.chargeHeld(fixture, loopback, index: 2) { _, subscription in
+            var updated = subscription
+            updated.cardSuffix = "7777"
+            _ = try #require(
+                try await store.updateSubscription(updated, expectedVersion: subscription.version, charge: nil))
+        }
+        #expect(recorded.map(\.status) == ["approved"])
         let after = try #require(try await store.subscription(id: subscription.id))
         #expect(after.cycle == 2 && after.status == .active && after.cardSuffix == "7777")
         let charges = try await store.subscriptionCharges(subscriptionID: subscription.id)

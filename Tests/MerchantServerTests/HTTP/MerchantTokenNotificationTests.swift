@@ -137,8 +137,11 @@ struct MerchantTokenNotificationTests {
         withExtendedLifetime(hole) {}  // listening (and never answering) until the end
     }
 
-    @Test("a merchant-side cancellation unlinks the token at the gateway")
-    func cancellationUnlinks() async throws {
+    /// A server pulling from a sandbox gateway, with a subscription to the monthly plan: `body` gets them and the
+    /// subscription's id.
+    static func withSubscription(
+        _ body: (ServerHarness, Sandbox, SandboxGateway, String) async throws -> Void
+    ) async throws {
         let sandbox = try await SharedSandbox.get()
         let gateway = try SandboxGateway.start(sandbox: sandbox)
         defer { Task { await gateway.shutdown() } }
@@ -147,44 +150,42 @@ struct MerchantTokenNotificationTests {
             configure: configure,
             body: { harness in
                 let paid = try await SubscriptionTests.subscribe(harness, sku: "BEANS-MONTHLY")
-                let id = try (paid["subscriptionId"] as? String).orThrow("no subscription")
-                let cancelled = try await harness.admin("POST", "/admin/v1/subscriptions/\(id)/cancel")
-                #expect(cancelled.status == 200 && cancelled.json["status"] as? String == "cancelled")
-                let token = try (cancelled.json["merchantTokenIdentifier"] as? String).orThrow("no token")
-                #expect(sandbox.merchantTokens.token(token)?.unlinkedAt != nil)
-                #expect(gateway.activity.merchantTokensUnlinked == 1)
+                try await body(harness, sandbox, gateway, try (paid["subscriptionId"] as? String).orThrow("no id"))
             })
+    }
+
+    @Test("a merchant-side cancellation unlinks the token at the gateway")
+    func cancellationUnlinks() async throws {
+        try await Self.withSubscription { harness, sandbox, gateway, id in
+            let cancelled = try await harness.admin("POST", "/admin/v1/subscriptions/\(id)/cancel")
+            #expect(cancelled.status == 200 && cancelled.json["status"] as? String == "cancelled")
+            let token = try (cancelled.json["merchantTokenIdentifier"] as? String).orThrow("no token")
+            #expect(sandbox.merchantTokens.token(token)?.unlinkedAt != nil)
+            #expect(gateway.activity.merchantTokensUnlinked == 1)
+        }
     }
 
     @Test("the admin API points a token's notifications elsewhere through Apple's updateMerchantMetadata")
     func updateMerchantMetadata() async throws {
-        let sandbox = try await SharedSandbox.get()
-        let gateway = try SandboxGateway.start(sandbox: sandbox)
-        defer { Task { await gateway.shutdown() } }
-        let configure: (inout MerchantServerConfiguration) -> Void = { $0.sandboxGatewayURL = gateway.url }
-        try await ServerHarness.with(
-            configure: configure,
-            body: { harness in
-                let paid = try await SubscriptionTests.subscribe(harness, sku: "BEANS-MONTHLY")
-                let id = try (paid["subscriptionId"] as? String).orThrow("no subscription")
-                let path = "/admin/v1/subscriptions/\(id)/token-notification-url"
-                let moved = try await harness.admin(
-                    "POST", path, json: ["tokenNotificationURL": "https://moved.example.com/apple-pay"])
-                #expect(moved.status == 200, "\(moved.text)")
-                let token = try #require(
-                    try await harness.application.api.subscriptions?.store.subscription(id: id)?.merchantTokenIdentifier
-                )
-                #expect(
-                    sandbox.merchantTokens.token(token)?.tokenNotificationURL == "https://moved.example.com/apple-pay")
-                // Without a URL: the server's own, from its public URL (https, as Apple takes only https).
-                let back = try await harness.admin("POST", path)
-                #expect(back.status == 200, "\(back.text)")
-                let current = try #require(back.json["tokenNotificationURL"] as? String)
-                #expect(current.hasPrefix("https://") && current.hasSuffix("/apple-pay"))
-                #expect(sandbox.merchantTokens.token(token)?.tokenNotificationURL == current)
-                let plain = try await harness.admin("POST", path, json: ["tokenNotificationURL": "http://x.example"])
-                #expect(plain.status == 400)
-                #expect(gateway.activity.merchantMetadataUpdates == 2)
-            })
+        try await Self.withSubscription { harness, sandbox, gateway, id in
+            let path = "/admin/v1/subscriptions/\(id)/token-notification-url"
+            let moved = try await harness.admin(
+                "POST", path, json: ["tokenNotificationURL": "https://moved.example.com/apple-pay"])
+            #expect(moved.status == 200, "\(moved.text)")
+            let token = try #require(
+                try await harness.application.api.subscriptions?.store.subscription(id: id)?.merchantTokenIdentifier
+            )
+            #expect(
+                sandbox.merchantTokens.token(token)?.tokenNotificationURL == "https://moved.example.com/apple-pay")
+            // Without a URL: the server's own, from its public URL (https, as Apple takes only https).
+            let back = try await harness.admin("POST", path)
+            #expect(back.status == 200, "\(back.text)")
+            let current = try #require(back.json["tokenNotificationURL"] as? String)
+            #expect(current.hasPrefix("https://") && current.hasSuffix("/apple-pay"))
+            #expect(sandbox.merchantTokens.token(token)?.tokenNotificationURL == current)
+            let plain = try await harness.admin("POST", path, json: ["tokenNotificationURL": "http://x.example"])
+            #expect(plain.status == 400)
+            #expect(gateway.activity.merchantMetadataUpdates == 2)
+        }
     }
 }
