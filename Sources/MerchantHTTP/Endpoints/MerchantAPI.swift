@@ -88,6 +88,14 @@ public struct MerchantAPI: Responder {
         var router = Router()
         router.add(middleware: SecurityHeaders())
         router.add(middleware: RequestLogging(logger: logger, metrics: metrics))
+        // The customer's subscription pages and the form they post (no JSON rule), before the JSON API's
+        // `/v1/subscriptions/{id}`, which would otherwise take `/v1/subscriptions/manage`.
+        if let subscriptions {
+            router.add(
+                SubscriptionPages(
+                    service: subscriptions, orders: store, publicBaseURL: configuration.publicBaseURL,
+                    storeName: configuration.storeName))
+        }
         // The JSON API: a POST must say it carries JSON (a browser sends another site's form without a preflight).
         router.group("", middleware: [RequireJSONContentType()]) { api in
             let limits = rateLimits.map { [RateLimiting(checkouts: $0.checkouts, updates: $0.updates)] } ?? []
@@ -131,14 +139,8 @@ public struct MerchantAPI: Responder {
                 }
             }
         }
-        // What a browser loads, and the form it posts: no JSON rule.
+        // What a browser loads: no JSON rule.
         router.add(WebRoutes(page: page))
-        if let subscriptions {
-            router.add(
-                SubscriptionPages(
-                    service: subscriptions, orders: store, publicBaseURL: configuration.publicBaseURL,
-                    storeName: configuration.storeName))
-        }
         self.router = router
     }
 
