@@ -46,6 +46,14 @@ struct MerchantTokenNotificationTests {
                 let secret = try (paid.json["subscriptionSecret"] as? String).orThrow("no secret")
                 let page = try await harness.get("/v1/subscriptions/\(id)/manage?secret=\(secret)")
                 #expect(page.text.contains("visa debit ending in 8431"), "\(page.text)")
+                // The managementURL the payment request gave Apple opens the same page.
+                let shown = try await harness.get("/v1/checkouts/\(checkout.id)")
+                let special =
+                    (shown.json["paymentRequest"] as? [String: Any])?["recurringPaymentRequest"] as? [String: Any]
+                let link = try (special?["managementURL"] as? String).orThrow("no managementURL: \(shown.text)")
+                let pagePath = try link.range(of: "/v1/subscriptions/manage?").orThrow(link)
+                let fromApple = try await harness.get(String(link[pagePath.lowerBound...]))
+                #expect(fromApple.status == 200 && fromApple.text.contains("visa debit ending in 8431"))
                 let roots = Data(sandbox.rootCertificate.pemRepresentation.utf8)
 
                 let metadata = try await MerchantTokenEvents.emit(
