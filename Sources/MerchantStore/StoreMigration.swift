@@ -96,6 +96,7 @@ public enum StoreMigration {
             columns: [
                 "idempotency_key", "subscription_id", "cycle", "attempt", "amount_minor", "currency", "status",
                 "processor_reference", "decline_code", "due_at", "charged_at", "refund_reference", "refunded_at",
+                "refund_owed",
             ], key: ["idempotency_key"]),
         Table(
             name: "merchant_token_events",

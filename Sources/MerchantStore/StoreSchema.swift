@@ -241,7 +241,7 @@ public enum StoreSchema {
 
     /// 005: Apple's whole `CardMetadata` on a subscription (`card_suffix` holds its `fpanSuffix`), the cycles the
     /// catch-up rule passed over, and the automatic refund of an approved charge whose subscription was cancelled
-    /// while it was in flight.
+    /// while it was in flight (`refund_owed` until the processor gave it back).
     @Sendable static func cardMetadataSchema(_ d: SQLDialect) -> String {
         let (text, bigint, integer) = (d.textType, d.bigintType, d.integerType)
         return """
@@ -251,6 +251,9 @@ public enum StoreSchema {
             ALTER TABLE subscriptions ADD COLUMN skipped_cycles \(integer) NOT NULL DEFAULT 0;
             ALTER TABLE subscription_charges ADD COLUMN refund_reference \(text);
             ALTER TABLE subscription_charges ADD COLUMN refunded_at \(bigint);
+            ALTER TABLE subscription_charges ADD COLUMN refund_owed \(integer) NOT NULL DEFAULT 0
+                CHECK (refund_owed IN (0, 1));
+            CREATE INDEX subscription_charges_refund_owed ON subscription_charges(refund_owed) WHERE refund_owed = 1;
             """
     }
 }

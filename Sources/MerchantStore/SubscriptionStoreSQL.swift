@@ -93,11 +93,12 @@ extension SQLStore: SubscriptionStore {
                 try connection.run(
                     """
                     INSERT INTO subscription_charges (idempotency_key, subscription_id, cycle, attempt, amount_minor,
-                        currency, status, processor_reference, decline_code, due_at, charged_at)
+                        currency, status, processor_reference, decline_code, due_at, charged_at, refund_owed)
                     VALUES (\(bind: charge.idempotencyKey), \(bind: charge.subscriptionID), \(bind: charge.cycle), \
                     \(bind: charge.attempt), \(bind: charge.amount), \(bind: charge.currencyCode), \
                     \(bind: charge.status), \(bind: charge.processorReference), \(bind: charge.declineCode), \
-                    \(bind: charge.dueAt.unixMilliseconds), \(bind: charge.chargedAt.unixMilliseconds))
+                    \(bind: charge.dueAt.unixMilliseconds), \(bind: charge.chargedAt.unixMilliseconds), \
+                    \(bind: charge.refundOwed ? 1 : 0))
                     """)
             }
             return n
@@ -169,7 +170,7 @@ extension SQLStore: SubscriptionStore {
                 try connection.run(
                     """
                     UPDATE subscription_charges SET refund_reference = \(bind: reference), \
-                    refunded_at = \(bind: at.unixMilliseconds)
+                    refunded_at = \(bind: at.unixMilliseconds), refund_owed = 0
                     WHERE idempotency_key = \(bind: charge.idempotencyKey) AND status = 'approved'
                         AND refunded_at IS NULL
                     """) == 1
@@ -188,30 +189,43 @@ extension SQLStore: SubscriptionStore {
 
     public func subscriptionCharges(subscriptionID: String) async throws(OrderStoreError) -> [SubscriptionCharge] {
         try await read("list subscription charges") { connection throws(SQLError) -> [SubscriptionCharge] in
-            var charges: [SubscriptionCharge] = []
-            for row in try connection.query(
-                """
-                SELECT idempotency_key, subscription_id, cycle, attempt, amount_minor, currency, status,
-                    processor_reference, decline_code, due_at, charged_at, refund_reference, refunded_at
-                FROM subscription_charges WHERE subscription_id = \(bind: subscriptionID)
-                ORDER BY charged_at, cycle, attempt
-                """)
-            {
-                charges.append(
-                    SubscriptionCharge(
-                        subscriptionID: try row.string("subscription_id"), cycle: Int(try row.int64("cycle")),
-                        attempt: Int(try row.int64("attempt")), idempotencyKey: try row.string("idempotency_key"),
-                        amount: try row.int64("amount_minor"), currencyCode: try row.string("currency"),
-                        status: try row.string("status"),
-                        processorReference: try row.optionalString("processor_reference"),
-                        declineCode: try row.optionalString("decline_code"),
-                        dueAt: Date(unixMilliseconds: try row.int64("due_at")),
-                        chargedAt: Date(unixMilliseconds: try row.int64("charged_at")),
-                        refundReference: try row.optionalString("refund_reference"),
-                        refundedAt: try row.optionalInt64("refunded_at").map(Date.init(unixMilliseconds:))))
-            }
-            return charges
+            try self.loadCharges(connection, "subscription_id = \(bind: subscriptionID)", limit: 100_000)
         }
+    }
+
+    public func chargesOwingRefund(limit: Int) async throws(OrderStoreError) -> [SubscriptionCharge] {
+        try await read("list charges owing a refund") { connection throws(SQLError) -> [SubscriptionCharge] in
+            try self.loadCharges(connection, "refund_owed = 1", limit: limit)
+        }
+    }
+
+    private func loadCharges(_ connection: Connection, _ condition: SQLQuery, limit: Int) throws(SQLError)
+        -> [SubscriptionCharge]
+    {
+        var charges: [SubscriptionCharge] = []
+        for row in try connection.query(
+            """
+            SELECT idempotency_key, subscription_id, cycle, attempt, amount_minor, currency, status,
+                processor_reference, decline_code, due_at, charged_at, refund_reference, refunded_at, refund_owed
+            FROM subscription_charges WHERE \(condition)
+            ORDER BY charged_at, cycle, attempt LIMIT \(bind: max(1, limit))
+            """)
+        {
+            charges.append(
+                SubscriptionCharge(
+                    subscriptionID: try row.string("subscription_id"), cycle: Int(try row.int64("cycle")),
+                    attempt: Int(try row.int64("attempt")), idempotencyKey: try row.string("idempotency_key"),
+                    amount: try row.int64("amount_minor"), currencyCode: try row.string("currency"),
+                    status: try row.string("status"),
+                    processorReference: try row.optionalString("processor_reference"),
+                    declineCode: try row.optionalString("decline_code"),
+                    dueAt: Date(unixMilliseconds: try row.int64("due_at")),
+                    chargedAt: Date(unixMilliseconds: try row.int64("charged_at")),
+                    refundReference: try row.optionalString("refund_reference"),
+                    refundedAt: try row.optionalInt64("refunded_at").map(Date.init(unixMilliseconds:)),
+                    refundOwed: try row.int64("refund_owed") == 1))
+        }
+        return charges
     }
 
     public func recordTokenEvent(eventID: String, eventType: String, merchantTokenIdentifier: String)

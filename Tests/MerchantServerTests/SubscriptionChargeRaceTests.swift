@@ -15,6 +15,8 @@ import Testing
 final class HeldProcessor: PaymentProcessor {
     let inner: any PaymentProcessor
     private let gate = Mutex<(open: Bool, arrived: Int, waiters: [CheckedContinuation<Void, Never>])>((false, 0, []))
+    /// Voids and refunds that time out (the processor's answer lost) before they are sent on.
+    let lostGiveBacks = Mutex(0)
 
     init(_ inner: any PaymentProcessor) { self.inner = inner }
 
@@ -64,12 +66,22 @@ final class HeldProcessor: PaymentProcessor {
         try await inner.charge(idempotencyKey: idempotencyKey)
     }
     func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
-        try await inner.void(reference: reference)
+        try loseGiveBack()
+        return try await inner.void(reference: reference)
     }
     func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
         -> ProcessorRefund
     {
-        try await inner.refund(reference: reference, amount: amount, idempotencyKey: idempotencyKey)
+        try loseGiveBack()
+        return try await inner.refund(reference: reference, amount: amount, idempotencyKey: idempotencyKey)
+    }
+    private func loseGiveBack() throws(ProcessorError) {
+        let lose = lostGiveBacks.withLock { count -> Bool in
+            guard count > 0 else { return false }
+            count -= 1
+            return true
+        }
+        if lose { throw ProcessorError(.timeout, "the answer was lost") }
     }
     func storePaymentMethod(_ token: NetworkToken, idempotencyKey: String, rootFingerprint: String?)
         async throws(ProcessorError) -> String
@@ -114,10 +126,11 @@ struct SubscriptionChargeRaceTests {
     /// Runs the scheduler for a new subscription whose kept method is at `loopback`, holds the processor's approval,
     /// runs `meanwhile`, then releases it: the service, the subscription as it was, and what the scheduler recorded.
     static func chargeHeld(
-        _ fixture: StoreFixture, _ loopback: LoopbackProcessor, index: Int,
+        _ fixture: StoreFixture, _ loopback: LoopbackProcessor, index: Int, lostGiveBacks: Int = 0,
         meanwhile: (SubscriptionService, Subscription) async throws -> Void
     ) async throws -> (SubscriptionService, Subscription, [SubscriptionCharge]) {
         let held = HeldProcessor(loopback.client)
+        held.lostGiveBacks.withLock { $0 = lostGiveBacks }
         let service = SubscriptionService(
             store: try fixture.subscriptions, processor: held, logger: .silent, clock: { fixedNow })
         let subscription = try await subscribed(fixture, loopback.client, index: index)
@@ -163,6 +176,32 @@ struct SubscriptionChargeRaceTests {
         #expect(kinds == ["subscriptionChargeRefunded"])
         // Nothing more is charged.
         #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(40 * 86_400)).isEmpty)
+        await loopback.stop()
+    }
+
+    @Test(
+        "a cancel during a charge whose void and refund answers are lost: the refund stays owed and the next pass gives it back",
+        arguments: StoreBackend.available)
+    func refundOwedAcrossPasses(_ backend: StoreBackend) async throws {
+        let fixture = try await StoreFixture(backend)
+        defer { fixture.folder.remove() }
+        let loopback = try LoopbackProcessor()
+        let store = try fixture.subscriptions
+        let (service, subscription, recorded) = try await Self.chargeHeld(
+            fixture, loopback, index: 4, lostGiveBacks: 2
+        ) { service, subscription in
+            _ = try await service.cancel(id: subscription.id, by: "customer")
+        }
+        #expect(recorded.map(\.status) == ["approved"])
+        let owed = try await store.chargesOwingRefund(limit: 10)
+        #expect(owed.map(\.subscriptionID) == [subscription.id] && owed[0].refundedAt == nil)
+        // The next scheduler pass (nothing due) gives it back.
+        #expect(await service.chargeDue(now: fixedNow).isEmpty)
+        #expect(try await store.chargesOwingRefund(limit: 10).isEmpty)
+        let charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
+        #expect(charge.refundedAt != nil && !charge.refundOwed)
+        let ledger = try await loopback.client.charge(idempotencyKey: charge.idempotencyKey)
+        #expect(ledger?.status == .voided || ledger?.status == .refunded)
         await loopback.stop()
     }
 

@@ -171,12 +171,15 @@ public struct SubscriptionCharge: Sendable, Equatable, Encodable {
     /// refund (or void) reference, and when.
     public var refundReference: String?
     public var refundedAt: Date?
+    /// Approved after its subscription ended and not given back yet: the scheduler tries again.
+    public var refundOwed: Bool
 
     public init(
         subscriptionID: String, cycle: Int, attempt: Int, idempotencyKey: String, amount: Int64, currencyCode: String,
         status: String, processorReference: String?, declineCode: String?, dueAt: Date, chargedAt: Date,
-        refundReference: String? = nil, refundedAt: Date? = nil
+        refundReference: String? = nil, refundedAt: Date? = nil, refundOwed: Bool = false
     ) {
+        self.refundOwed = refundOwed
         self.refundReference = refundReference
         self.refundedAt = refundedAt
         self.subscriptionID = subscriptionID
@@ -273,10 +276,12 @@ public protocol SubscriptionStore: Sendable {
         change: @escaping @Sendable (Subscription) -> Subscription?
     ) async throws(OrderStoreError) -> Int?
     /// Records that the approved charge `idempotencyKey` was given back (refund or void `reference`), with an
-    /// event; false when it was recorded before.
+    /// event, and owes nothing more; false when it was recorded before.
     func recordChargeRefund(
         _ charge: SubscriptionCharge, of subscription: Subscription, reference: String, at: Date
     ) async throws(OrderStoreError) -> Bool
+    /// Approved charges recorded as owing a refund (``SubscriptionCharge/refundOwed``), oldest first.
+    func chargesOwingRefund(limit: Int) async throws(OrderStoreError) -> [SubscriptionCharge]
 }
 
 extension SubscriptionStore {

@@ -100,6 +100,7 @@ public struct SubscriptionService: Sendable {
     /// keeps its billing date as ``Subscription/nextChargeAt``; every other cancellation clears it.
     public func chargeDue(now: Date? = nil) async -> [SubscriptionCharge] {
         let now = now ?? clock()
+        await giveBackOwedCharges()
         var recorded: [SubscriptionCharge] = []
         for _ in 0..<1000 {
             let due: [Subscription]
@@ -207,8 +208,9 @@ public struct SubscriptionService: Sendable {
     /// outcome moves it on from there; cancelled or unlinked meanwhile, the charge is recorded without reviving it
     /// and an approved one is given back (``giveBack(_:of:)``). Nothing is recorded twice: the charge row is UNIQUE
     /// by its key, so when another instance recorded the same attempt this one stops.
-    private func record(_ charge: SubscriptionCharge, charging read: Subscription) async -> SubscriptionCharge? {
+    private func record(_ decided: SubscriptionCharge, charging read: Subscription) async -> SubscriptionCharge? {
         var current = read
+        var charge = decided
         for _ in 0..<8 {
             let sameAttempt = current.cycle == read.cycle && current.attempt == read.attempt
             // A cancelled deferred plan that still owes its charge (nextChargeAt kept) is charged as due.
@@ -222,10 +224,12 @@ public struct SubscriptionService: Sendable {
                     : SubscriptionBilling.afterDecline(current, dueAt: charge.dueAt)
                 givesBack = false
             } else {
-                // Ended while the charge was in flight (or, oddly, moved past this attempt): record, do not revive.
+                // Ended while the charge was in flight (or, oddly, moved past this attempt): record, do not revive,
+                // and owe the refund until the processor has given the charge back.
                 next = current
                 givesBack = charge.status == "approved"
             }
+            charge.refundOwed = givesBack
             let stored: Subscription?
             do {
                 stored = try await store.updateSubscription(next, expectedVersion: current.version, charge: charge)
@@ -276,7 +280,8 @@ public struct SubscriptionService: Sendable {
 
     /// Gives back an approved charge of a subscription that ended while it was in flight: voided, or refunded in
     /// full when the processor cannot void it, and recorded with an event (`subscriptionChargeRefunded`). Answers
-    /// whether it is given back; a processor that does not decide leaves it owed, logged as an error.
+    /// whether it is given back; a processor that does not decide leaves it owed (``SubscriptionCharge/refundOwed``),
+    /// for the next scheduler pass (``giveBackOwedCharges()``).
     @discardableResult
     func giveBack(_ charge: SubscriptionCharge, of subscription: Subscription) async -> Bool {
         guard let reference = charge.processorReference else { return false }
@@ -315,6 +320,21 @@ public struct SubscriptionService: Sendable {
                 "error", "subscription charge given back but not recorded",
                 ["subscriptionId": subscription.id, "idempotencyKey": charge.idempotencyKey, "reference": given])
             return false
+        }
+    }
+
+    /// Tries again to give back the approved charges still owing a refund (the processor did not decide before).
+    func giveBackOwedCharges() async {
+        let owed: [SubscriptionCharge]
+        do {
+            owed = try await store.chargesOwingRefund(limit: 100)
+        } catch {
+            logger.log("error", "cannot list charges owing a refund", ["code": error.code.rawValue])
+            return
+        }
+        for charge in owed {
+            guard let subscription = try? await store.subscription(id: charge.subscriptionID) else { continue }
+            await giveBack(charge, of: subscription)
         }
     }
 
