@@ -188,7 +188,9 @@ let package = Package(
             name: "PaymentSheetTests", dependencies: ["PaymentSheet", "InProcessMerchant", "Sandbox", "TestSupport"]),
         .testTarget(
             name: "SandboxGatewayTests",
-            dependencies: ["SandboxGateway", "Sandbox", "Cryptography", "HTTPClient", "HTTPServer", "TestSupport"]),
+            dependencies: [
+                "SandboxGateway", "Sandbox", "ApplePay", "Cryptography", "HTTPClient", "HTTPServer", "TestSupport",
+            ]),
         .testTarget(name: "SQLCoreTests", dependencies: ["SQLCore", "SQLite", "Postgres", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "SQLCore", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),

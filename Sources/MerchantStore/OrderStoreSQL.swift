@@ -64,7 +64,8 @@ extension SQLStore: OrderStore {
         if !found { throw OrderStoreError(.notFound, "no checkout \(checkout.id)") }
     }
 
-    /// Deletes checkouts created before `cutoff` that never got an order, with their events, `batch` at a time (one
+    /// Deletes checkouts created before `cutoff` that never got an order nor started a subscription (a deferred plan
+    /// starts one without an order), with their events, `batch` at a time (one
     /// transaction each, rows other instances hold passed over). The event log's trigger lets a DELETE through only
     /// for events of a checkout that is gone and never had an order. Returns how many checkouts were deleted.
     public func pruneExpiredCheckouts(createdBefore cutoff: Date, batch: Int) async throws(OrderStoreError) -> Int {
@@ -77,6 +78,7 @@ extension SQLStore: OrderStore {
                     """
                     SELECT id FROM checkouts c WHERE c.created_at < \(bind: cutoff.unixMilliseconds)
                         AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.checkout_id = c.id)
+                        AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.checkout_id = c.id)
                     ORDER BY c.created_at LIMIT \(bind: size)\(raw: connection.dialect.forUpdateSkipLocked)
                     """)
                 {

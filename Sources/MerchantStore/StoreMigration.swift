@@ -88,13 +88,15 @@ public enum StoreMigration {
                 "id", "secret", "checkout_id", "order_id", "sku", "product_name", "plan_json", "amount_minor",
                 "currency", "merchant_token_identifier", "payment_method_reference", "network", "card_suffix",
                 "card_expiration", "card_art_url", "status", "status_reason", "cycle", "attempt", "anchor",
-                "next_charge_at", "created_at", "updated_at", "version",
+                "next_charge_at", "created_at", "updated_at", "version", "card_country", "card_short_description",
+                "card_long_description", "skipped_cycles",
             ], key: ["id"]),
         Table(
             name: "subscription_charges",
             columns: [
                 "idempotency_key", "subscription_id", "cycle", "attempt", "amount_minor", "currency", "status",
-                "processor_reference", "decline_code", "due_at", "charged_at",
+                "processor_reference", "decline_code", "due_at", "charged_at", "refund_reference", "refunded_at",
+                "refund_owed",
             ], key: ["idempotency_key"]),
         Table(
             name: "merchant_token_events",

@@ -14,6 +14,7 @@ public enum StoreSchema {
         SQLMigration("003-wallet-orders-fulfillments-registrations", sql: walletOrdersSchema),
         SQLMigration("004-subscriptions-merchant-tokens", sql: subscriptionsSchema),
         SQLMigration("005-provider-events-disputes", sql: providerEventsSchema),
+        SQLMigration("006-card-metadata-refunds-skipped-cycles", sql: cardMetadataSchema),
     ]
 
     /// Applies ``migrations`` (and carries a legacy SQLite history forward).
@@ -267,6 +268,24 @@ public enum StoreSchema {
             CREATE INDEX disputes_by_order ON disputes(order_id);
             CREATE INDEX refunds_by_processor_reference ON refunds(processor_reference);
             CREATE INDEX payments_by_processor_reference ON payments(processor_reference);
+            """
+    }
+
+    /// 006: Apple's whole `CardMetadata` on a subscription (`card_suffix` holds its `fpanSuffix`), the cycles the
+    /// catch-up rule passed over, and the automatic refund of an approved charge whose subscription was cancelled
+    /// while it was in flight (`refund_owed` until the processor gave it back).
+    @Sendable static func cardMetadataSchema(_ d: SQLDialect) -> String {
+        let (text, bigint, integer) = (d.textType, d.bigintType, d.integerType)
+        return """
+            ALTER TABLE subscriptions ADD COLUMN card_country \(text);
+            ALTER TABLE subscriptions ADD COLUMN card_short_description \(text);
+            ALTER TABLE subscriptions ADD COLUMN card_long_description \(text);
+            ALTER TABLE subscriptions ADD COLUMN skipped_cycles \(integer) NOT NULL DEFAULT 0;
+            ALTER TABLE subscription_charges ADD COLUMN refund_reference \(text);
+            ALTER TABLE subscription_charges ADD COLUMN refunded_at \(bigint);
+            ALTER TABLE subscription_charges ADD COLUMN refund_owed \(integer) NOT NULL DEFAULT 0
+                CHECK (refund_owed IN (0, 1));
+            CREATE INDEX subscription_charges_refund_owed ON subscription_charges(refund_owed) WHERE refund_owed = 1;
             """
     }
 }

@@ -26,14 +26,16 @@ extension SQLStore: SubscriptionStore {
                 INSERT INTO subscriptions (id, secret, checkout_id, order_id, sku, product_name, plan_json,
                     amount_minor, currency, merchant_token_identifier, payment_method_reference, network,
                     card_suffix, card_expiration, card_art_url, status, status_reason, cycle, attempt, anchor,
-                    next_charge_at, created_at, updated_at, version)
+                    next_charge_at, created_at, updated_at, version, card_country, card_short_description,
+                    card_long_description, skipped_cycles)
                 VALUES (\(bind: s.id), \(bind: s.secret), \(bind: s.checkoutID), \(bind: s.orderID), \(bind: s.sku), \
                 \(bind: s.productName), \(bind: plan), \(bind: s.amount), \(bind: s.currencyCode), \
                 \(bind: s.merchantTokenIdentifier), \(bind: s.paymentMethodReference), \(bind: s.network), \
                 \(bind: s.cardSuffix), \(bind: s.cardExpiration), \(bind: s.cardArtURL), \(bind: s.status.rawValue), \
                 \(bind: s.statusReason), \(bind: s.cycle), \(bind: s.attempt), \(bind: s.anchor.unixMilliseconds), \
                 \(bind: s.nextChargeAt.map(\.unixMilliseconds)), \(bind: s.createdAt.unixMilliseconds), \
-                \(bind: s.updatedAt.unixMilliseconds), \(bind: s.version))
+                \(bind: s.updatedAt.unixMilliseconds), \(bind: s.version), \(bind: s.cardCountry), \
+                \(bind: s.cardDescription), \(bind: s.cardLongDescription), \(bind: s.skippedCycles))
                 \(raw: connection.dialect.onConflictDoNothing("checkout_id"))
                 """)
             if inserted == 1, let orderID = s.orderID, s.merchantTokenIdentifier != nil {
@@ -71,67 +73,159 @@ extension SQLStore: SubscriptionStore {
         }
     }
 
-    public func updateSubscription(_ updated: Subscription, expectedVersion: Int, charge: SubscriptionCharge?)
-        async throws(OrderStoreError) -> Subscription?
-    {
+    public func updateSubscription(
+        _ updated: Subscription, expectedVersion: Int, charge: SubscriptionCharge?, event: SubscriptionEvent?
+    ) async throws(OrderStoreError) -> Subscription? {
         var next = updated
         next.version = expectedVersion + 1
         next.updatedAt = clock()
         let n = next
         return try await write("update subscription") { connection throws(SQLError) -> Subscription? in
             // Waits for a concurrent writer's row lock, then sees its version: only one of them changes the row.
-            let changed = try connection.run(
-                """
-                UPDATE subscriptions SET order_id = \(bind: n.orderID),
-                    merchant_token_identifier = \(bind: n.merchantTokenIdentifier),
-                    payment_method_reference = \(bind: n.paymentMethodReference), network = \(bind: n.network),
-                    card_suffix = \(bind: n.cardSuffix), card_expiration = \(bind: n.cardExpiration),
-                    card_art_url = \(bind: n.cardArtURL), status = \(bind: n.status.rawValue),
-                    status_reason = \(bind: n.statusReason), cycle = \(bind: n.cycle), attempt = \(bind: n.attempt),
-                    next_charge_at = \(bind: n.nextChargeAt.map(\.unixMilliseconds)),
-                    updated_at = \(bind: n.updatedAt.unixMilliseconds), version = \(bind: n.version)
-                WHERE id = \(bind: n.id) AND version = \(bind: expectedVersion)
-                """)
-            guard changed == 1 else { return nil }
+            guard try self.writeSubscription(connection, n, expectedVersion: expectedVersion) else { return nil }
+            if let event {
+                try self.appendEvent(
+                    connection, event.kind, checkoutID: n.checkoutID, orderID: n.orderID,
+                    event.detail.merging(["subscriptionId": n.id]) { first, _ in first },
+                    at: n.updatedAt.unixMilliseconds)
+            }
             if let charge {
                 try connection.run(
                     """
                     INSERT INTO subscription_charges (idempotency_key, subscription_id, cycle, attempt, amount_minor,
-                        currency, status, processor_reference, decline_code, due_at, charged_at)
+                        currency, status, processor_reference, decline_code, due_at, charged_at, refund_owed)
                     VALUES (\(bind: charge.idempotencyKey), \(bind: charge.subscriptionID), \(bind: charge.cycle), \
                     \(bind: charge.attempt), \(bind: charge.amount), \(bind: charge.currencyCode), \
                     \(bind: charge.status), \(bind: charge.processorReference), \(bind: charge.declineCode), \
-                    \(bind: charge.dueAt.unixMilliseconds), \(bind: charge.chargedAt.unixMilliseconds))
+                    \(bind: charge.dueAt.unixMilliseconds), \(bind: charge.chargedAt.unixMilliseconds), \
+                    \(bind: charge.refundOwed ? 1 : 0))
                     """)
             }
             return n
         }
     }
 
+    /// The one UPDATE of a subscription row, over the version read: true when it changed the row.
+    private func writeSubscription(_ connection: Connection, _ n: Subscription, expectedVersion: Int)
+        throws(SQLError) -> Bool
+    {
+        try connection.run(
+            """
+            UPDATE subscriptions SET order_id = \(bind: n.orderID),
+                merchant_token_identifier = \(bind: n.merchantTokenIdentifier),
+                payment_method_reference = \(bind: n.paymentMethodReference), network = \(bind: n.network),
+                card_suffix = \(bind: n.cardSuffix), card_expiration = \(bind: n.cardExpiration),
+                card_art_url = \(bind: n.cardArtURL), card_country = \(bind: n.cardCountry),
+                card_short_description = \(bind: n.cardDescription),
+                card_long_description = \(bind: n.cardLongDescription), skipped_cycles = \(bind: n.skippedCycles),
+                status = \(bind: n.status.rawValue), status_reason = \(bind: n.statusReason),
+                cycle = \(bind: n.cycle), attempt = \(bind: n.attempt),
+                next_charge_at = \(bind: n.nextChargeAt.map(\.unixMilliseconds)),
+                updated_at = \(bind: n.updatedAt.unixMilliseconds), version = \(bind: n.version)
+            WHERE id = \(bind: n.id) AND version = \(bind: expectedVersion)
+            """) == 1
+    }
+
+    public func applyTokenEvent(
+        eventID: String, eventType: String, merchantTokenIdentifier: String,
+        change: @escaping @Sendable (Subscription) -> Subscription?
+    ) async throws(OrderStoreError) -> Int? {
+        try await write("apply token event") { connection throws(SQLError) -> Int? in
+            let now = self.clock()
+            // A second delivery of the same event waits here for the first's transaction, then finds the id taken.
+            guard
+                try connection.run(
+                    """
+                    INSERT INTO merchant_token_events (event_id, event_type, merchant_token_identifier, applied_at)
+                    VALUES (\(bind: eventID), \(bind: eventType), \(bind: merchantTokenIdentifier), \
+                    \(bind: now.unixMilliseconds))
+                    \(raw: connection.dialect.onConflictDoNothing("event_id"))
+                    """) == 1
+            else { return nil }
+            var changed = 0
+            // Locked (PostgreSQL) until the commit: a scheduler recording a charge meanwhile waits, then misses
+            // the version and reads the subscription again; on SQLite the one writer runs this alone.
+            for subscription in try self.loadSubscriptions(
+                connection, "merchant_token_identifier = \(bind: merchantTokenIdentifier)", limit: 1000,
+                locking: true)
+            {
+                guard var next = change(subscription), next != subscription else { continue }
+                next.version = subscription.version + 1
+                next.updatedAt = now
+                guard try self.writeSubscription(connection, next, expectedVersion: subscription.version) else {
+                    // Rolls back the event id with everything else: the caller tries the whole event again.
+                    throw SQLError(.unexpectedRowCount, "subscription \(subscription.id) changed meanwhile")
+                }
+                changed += 1
+            }
+            return changed
+        }
+    }
+
+    public func recordChargeRefund(
+        _ charge: SubscriptionCharge, of subscription: Subscription, reference: String, at: Date
+    ) async throws(OrderStoreError) -> Bool {
+        try await write("record subscription refund") { connection throws(SQLError) -> Bool in
+            guard
+                try connection.run(
+                    """
+                    UPDATE subscription_charges SET refund_reference = \(bind: reference), \
+                    refunded_at = \(bind: at.unixMilliseconds), refund_owed = 0
+                    WHERE idempotency_key = \(bind: charge.idempotencyKey) AND status = 'approved'
+                        AND refunded_at IS NULL
+                    """) == 1
+            else { return false }
+            try self.appendEvent(
+                connection, "subscriptionChargeRefunded", checkoutID: subscription.checkoutID,
+                orderID: subscription.orderID,
+                [
+                    "subscriptionId": subscription.id, "cycle": String(charge.cycle),
+                    "idempotencyKey": charge.idempotencyKey, "refundReference": reference,
+                    "amountMinor": String(charge.amount), "reason": subscription.statusReason ?? "cancelled",
+                ], at: at.unixMilliseconds)
+            return true
+        }
+    }
+
     public func subscriptionCharges(subscriptionID: String) async throws(OrderStoreError) -> [SubscriptionCharge] {
         try await read("list subscription charges") { connection throws(SQLError) -> [SubscriptionCharge] in
-            var charges: [SubscriptionCharge] = []
-            for row in try connection.query(
-                """
-                SELECT idempotency_key, subscription_id, cycle, attempt, amount_minor, currency, status,
-                    processor_reference, decline_code, due_at, charged_at
-                FROM subscription_charges WHERE subscription_id = \(bind: subscriptionID)
-                ORDER BY charged_at, cycle, attempt
-                """)
-            {
-                charges.append(
-                    SubscriptionCharge(
-                        subscriptionID: try row.string("subscription_id"), cycle: Int(try row.int64("cycle")),
-                        attempt: Int(try row.int64("attempt")), idempotencyKey: try row.string("idempotency_key"),
-                        amount: try row.int64("amount_minor"), currencyCode: try row.string("currency"),
-                        status: try row.string("status"),
-                        processorReference: try row.optionalString("processor_reference"),
-                        declineCode: try row.optionalString("decline_code"),
-                        dueAt: Date(unixMilliseconds: try row.int64("due_at")),
-                        chargedAt: Date(unixMilliseconds: try row.int64("charged_at"))))
-            }
-            return charges
+            try self.loadCharges(connection, "subscription_id = \(bind: subscriptionID)", limit: 100_000)
         }
+    }
+
+    public func chargesOwingRefund(limit: Int) async throws(OrderStoreError) -> [SubscriptionCharge] {
+        try await read("list charges owing a refund") { connection throws(SQLError) -> [SubscriptionCharge] in
+            try self.loadCharges(connection, "refund_owed = 1", limit: limit)
+        }
+    }
+
+    private func loadCharges(_ connection: Connection, _ condition: SQLQuery, limit: Int) throws(SQLError)
+        -> [SubscriptionCharge]
+    {
+        var charges: [SubscriptionCharge] = []
+        for row in try connection.query(
+            """
+            SELECT idempotency_key, subscription_id, cycle, attempt, amount_minor, currency, status,
+                processor_reference, decline_code, due_at, charged_at, refund_reference, refunded_at, refund_owed
+            FROM subscription_charges WHERE \(condition)
+            ORDER BY charged_at, cycle, attempt LIMIT \(bind: max(1, limit))
+            """)
+        {
+            charges.append(
+                SubscriptionCharge(
+                    subscriptionID: try row.string("subscription_id"), cycle: Int(try row.int64("cycle")),
+                    attempt: Int(try row.int64("attempt")), idempotencyKey: try row.string("idempotency_key"),
+                    amount: try row.int64("amount_minor"), currencyCode: try row.string("currency"),
+                    status: try row.string("status"),
+                    processorReference: try row.optionalString("processor_reference"),
+                    declineCode: try row.optionalString("decline_code"),
+                    dueAt: Date(unixMilliseconds: try row.int64("due_at")),
+                    chargedAt: Date(unixMilliseconds: try row.int64("charged_at")),
+                    refundReference: try row.optionalString("refund_reference"),
+                    refundedAt: try row.optionalInt64("refunded_at").map(Date.init(unixMilliseconds:)),
+                    refundOwed: try row.int64("refund_owed") == 1))
+        }
+        return charges
     }
 
     public func recordTokenEvent(eventID: String, eventType: String, merchantTokenIdentifier: String)
@@ -150,12 +244,16 @@ extension SQLStore: SubscriptionStore {
 
     // MARK: Rows
 
-    private func loadSubscriptions(_ connection: Connection, _ condition: SQLQuery, limit: Int) throws(SQLError)
-        -> [Subscription]
-    {
+    private func loadSubscriptions(
+        _ connection: Connection, _ condition: SQLQuery, limit: Int, locking: Bool = false
+    ) throws(SQLError) -> [Subscription] {
         var subscriptions: [Subscription] = []
+        let lock = locking ? connection.dialect.forUpdate : ""
         for row in try connection.query(
-            "SELECT * FROM subscriptions WHERE \(condition) ORDER BY created_at, id LIMIT \(bind: max(1, limit))")
+            """
+            SELECT * FROM subscriptions WHERE \(condition) ORDER BY created_at, id LIMIT \(bind: max(1, limit))\
+            \(raw: lock)
+            """)
         {
             guard let status = SubscriptionStatus(rawValue: try row.string("status")) else {
                 throw SQLError(.typeMismatch, "unreadable subscription row (status)")
@@ -177,7 +275,11 @@ extension SQLStore: SubscriptionStore {
                     nextChargeAt: try row.optionalInt64("next_charge_at").map(Date.init(unixMilliseconds:)),
                     createdAt: Date(unixMilliseconds: try row.int64("created_at")),
                     updatedAt: Date(unixMilliseconds: try row.int64("updated_at")),
-                    version: Int(try row.int64("version"))))
+                    version: Int(try row.int64("version")),
+                    cardCountry: try row.optionalString("card_country"),
+                    cardDescription: try row.optionalString("card_short_description"),
+                    cardLongDescription: try row.optionalString("card_long_description"),
+                    skippedCycles: Int(try row.int64("skipped_cycles"))))
         }
         return subscriptions
     }

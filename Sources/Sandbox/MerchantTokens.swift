@@ -1,3 +1,4 @@
+import ApplePay
 import Cryptography
 import Foundation
 
@@ -12,7 +13,7 @@ public struct MerchantTokenIssue: Sendable, Hashable, Codable, CustomStringConve
     public var identifier: String
     /// The MPAN that replaces the device PAN in the payload.
     public var primaryAccountNumber: String
-    /// `merchantTokenMetadata`: card art and card metadata (suffix and expiry).
+    /// `merchantTokenMetadata`: card art and card metadata (the card's `fpanSuffix`, expiry, country, descriptions).
     public var metadata: MerchantTokenMetadata
 
     public init(identifier: String, primaryAccountNumber: String, metadata: MerchantTokenMetadata) {
@@ -33,7 +34,9 @@ public struct MerchantTokenIssue: Sendable, Hashable, Codable, CustomStringConve
                         url: "https://sandbox.applepay.invalid/cardart/\(hex(SecureRandom.bytes(8))).png")
                 ],
                 cardMetadata: .init(
-                    expirationDate: formattedExpiry(card.expirationDate), suffix: String(card.devicePAN.suffix(4)))))
+                    expirationDate: formattedExpiry(card.expirationDate), fpanSuffix: card.displayLastFour,
+                    cardCountry: "US", shortDescription: "\(card.network.rawValue) \(card.type.rawValue)",
+                    longDescription: "Sandbox Bank \(card.network.rawValue) \(card.type.rawValue) card")))
     }
 
     /// A Luhn-valid PAN with the same length, first six and last four digits as `devicePAN`, random in between.
@@ -62,7 +65,8 @@ public struct MerchantTokenIssue: Sendable, Hashable, Codable, CustomStringConve
     }
 }
 
-/// Apple's `merchantTokenMetadata`: `{"cardArt": [{name, type, url}], "cardMetadata": {expirationDate, suffix}}`.
+/// Apple's `merchantTokenMetadata`: `{"cardArt": [{name, type, url}], "cardMetadata": {cardCountry, expirationDate,
+/// fpanSuffix, longDescription, shortDescription}}` (merchant-tokens.md §4).
 public struct MerchantTokenMetadata: Sendable, Hashable, Codable {
     public struct CardArt: Sendable, Hashable, Codable {
         public var name: String
@@ -75,13 +79,26 @@ public struct MerchantTokenMetadata: Sendable, Hashable, Codable {
         }
     }
     public struct CardMetadata: Sendable, Hashable, Codable {
-        /// `MM/YY`.
+        /// At most 8 characters (Apple documents no format; the sandbox writes `MM/YY`).
         public var expirationDate: String?
-        /// The card's last four digits as shown to the customer.
-        public var suffix: String?
-        public init(expirationDate: String?, suffix: String?) {
+        /// The last four digits of the card (the funding PAN) as the customer knows it: neither the device
+        /// account's nor the merchant token's.
+        public var fpanSuffix: String?
+        /// ISO 3166 alpha-2.
+        public var cardCountry: String?
+        /// At most 64 characters.
+        public var shortDescription: String?
+        /// At most 128 characters.
+        public var longDescription: String?
+        public init(
+            expirationDate: String?, fpanSuffix: String?, cardCountry: String? = nil, shortDescription: String? = nil,
+            longDescription: String? = nil
+        ) {
             self.expirationDate = expirationDate
-            self.suffix = suffix
+            self.fpanSuffix = fpanSuffix
+            self.cardCountry = cardCountry
+            self.shortDescription = shortDescription
+            self.longDescription = longDescription
         }
     }
     public var cardArt: [CardArt]?
@@ -130,15 +147,15 @@ public struct MerchantTokenRegistry: Sendable {
         /// `UNLINK`, `UPDATED_METADATA`, `UPDATED_CARD_ART` or `UPDATED_MERCHANT_TOKEN_PUBLIC_KEY`.
         public var eventType: String
         public var merchantTokenIdentifier: String
-        /// `user` or `issuer`.
-        public var reason: String?
+        /// Who originated it: `user` or `issuer` (Apple requires it on every event).
+        public var reason: String
         public var merchantTokenMetadata: MerchantTokenMetadata?
         /// The merchant the token belongs to (not in Apple's answer: the gateway checks it against the path).
         public var merchantIdentifier: String
         public var createdAt: Date
 
         public init(
-            eventId: String, eventType: String, merchantTokenIdentifier: String, reason: String?,
+            eventId: String, eventType: String, merchantTokenIdentifier: String, reason: String,
             merchantTokenMetadata: MerchantTokenMetadata?, merchantIdentifier: String, createdAt: Date
         ) {
             self.eventId = eventId

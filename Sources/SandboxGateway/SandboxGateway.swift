@@ -25,6 +25,8 @@ public final class SandboxGateway: Sendable {
         /// Merchant-token events answered and tokens unlinked.
         public var merchantTokenEventsServed = 0
         public var merchantTokensUnlinked = 0
+        /// `updateMerchantMetadata` calls that changed a token's notification URL.
+        public var merchantMetadataUpdates = 0
 
         public init() {}
     }
@@ -90,6 +92,10 @@ public final class SandboxGateway: Sendable {
         }
         router.add(.post, "/paymentservices/v1/merchantId/{merchantId}/merchantToken/unlink") { request, context in
             state.unlinkMerchantToken(request, merchantID: try context.parameter("merchantId"))
+        }
+        router.add(.post, "/paymentservices/v1/merchantId/{merchantId}/merchantToken/updateMerchantMetadata") {
+            request, context in
+            state.updateMerchantMetadata(request, merchantID: try context.parameter("merchantId"))
         }
         router.add(.get, "/sandbox/v1/activity") { _, _ in
             let activity = state.activity.withLock { $0 }
@@ -181,11 +187,16 @@ final class GatewayState: Sendable {
         guard let name = body.displayName, !name.isEmpty, name.count <= 64 else {
             throw Refusal(status: 400, code: "invalidDisplayName", message: "displayName must be 1 to 64 characters.")
         }
-        guard body.initiative == "web" || body.initiative == "messaging" else {
+        // Apple's three initiatives: the web (a domain name as context), Messages for Business and an app's merchant
+        // session request (`in_app`, PassKit's `onMerchantSessionRequested`), whose contexts are not domain names.
+        guard let initiative = body.initiative, ["web", "messaging", "in_app"].contains(initiative) else {
             throw Refusal(
-                status: 400, code: "invalidInitiative", message: "initiative must be \"web\" or \"messaging\".")
+                status: 400, code: "invalidInitiative",
+                message: "initiative must be \"web\", \"messaging\" or \"in_app\".")
         }
-        guard let context = body.initiativeContext, body.initiative == "messaging" || Self.isDomainName(context) else {
+        guard let context = body.initiativeContext, !context.isEmpty, context.count <= 255,
+            initiative != "web" || Self.isDomainName(context)
+        else {
             throw Refusal(
                 status: 400, code: "invalidInitiativeContext",
                 message: "initiativeContext must be the domain name the page is served from (no scheme, port or path).")

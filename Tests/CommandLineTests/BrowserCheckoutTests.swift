@@ -12,7 +12,9 @@ struct BrowserCheckoutTests {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver")
 
-    @Test("purchases with shipping, a corrected address, a coupon, another card, a plan (merchant token), a cancel")
+    @Test(
+        "purchases with shipping, a corrected address, a coupon, another card, a plan (merchant token) cancelled from its page, a cancel"
+    )
     func checkout() async throws {
         // Not skipped when missing: scripts/setup.sh (run by make test) installs them, so a missing browser fails.
         try #require(Self.browserInstalled, "needs chromium and chromium-driver: run scripts/setup.sh")

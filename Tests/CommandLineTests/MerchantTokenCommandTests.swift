@@ -103,7 +103,9 @@ struct MerchantTokenCommandTests {
         #expect(Self.luhnValid(mpan))
         let metadata = try #require(payload["merchantTokenMetadata"] as? [String: Any])
         let card = try #require(metadata["cardMetadata"] as? [String: Any])
-        #expect(card["suffix"] as? String == "0492")
+        // Apple's field names: the card's own last four digits are `fpanSuffix` (the sandbox card's shown digits).
+        #expect(card["fpanSuffix"] as? String == "0492" && card["suffix"] == nil)
+        #expect(card["cardCountry"] as? String == "US" && card["shortDescription"] is String)
 
         // The sandbox registered it as Apple does: identifier, merchant, notification URL; never the MPAN.
         let recordPath = "\(box)/merchant-tokens/tokens/\(identifier).json"
@@ -125,14 +127,32 @@ struct MerchantTokenCommandTests {
         #expect(!plain.standardError.contains("merchant token"))
     }
 
-    @Test("gateway emit records the event and notifies a real merchant server on loopback")
+    @Test(
+        "gateway emit records the event and notifies a real merchant server on loopback, which pulls it from the gateway"
+    )
     func emitNotifiesMerchantServer() async throws {
         let folder = try TemporaryDirectory(prefix: "cli-emit")
         defer { folder.remove() }
         let (box, identifier, _) = try await Self.mintMerchantToken(
             in: folder, notificationURL: "https://shop.example/apple-pay")
-        let arguments = ["serve", "--sandbox", box, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0"]
-        try await RunningServer.with(arguments: arguments) { server in
+        // The merchant answers 200 only once it has pulled the event: from the sandbox gateway.
+        let gateway = try await RunningServer.start(arguments: ["sandbox", "gateway", "--port", "0", box])
+        var gatewayURL: String?
+        for _ in 0..<400 where gatewayURL == nil {
+            let text = gateway.standardOutput
+            if let range = text.range(of: #"https://[^\s]+"#, options: .regularExpression) {
+                gatewayURL = String(text[range])
+            } else {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let gatewayBase = try #require(gatewayURL, "the gateway did not start: \(gateway.standardError)")
+        let arguments = [
+            "serve", "--sandbox", box, "--sandbox-gateway", gatewayBase, "--store",
+            "sqlite:" + folder.path("orders.sqlite"),
+            "--port", "0",
+        ]
+        try await Self.notified(arguments: arguments, gateway: gateway) { server in
             let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
             let emitted = try await CommandLineTool.run([
                 "sandbox", "gateway", "emit", box, "--event", "UNLINK", "--merchant-token", identifier, "--notify", url,
@@ -157,6 +177,19 @@ struct MerchantTokenCommandTests {
                 }
             }
         }
+    }
+
+    /// Runs `body` with `applepay ARGUMENTS` started, then stops it and `gateway`, on every path.
+    static func notified(
+        arguments: [String], gateway: RunningServer, _ body: (RunningServer) async throws -> Void
+    ) async throws {
+        do {
+            try await RunningServer.with(arguments: arguments, body)
+        } catch {
+            await gateway.stop()
+            throw error
+        }
+        await gateway.stop()
     }
 
     @Test("gateway emit retries a 5xx: two 503s then 200 is three attempts and success; only 503s is exit 1")

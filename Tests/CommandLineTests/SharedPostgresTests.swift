@@ -53,6 +53,87 @@ struct SharedPostgresTests {
 }
 
 extension SharedPostgresTests {
+    @Test("both servers' schedulers run at the same moment, cycle after cycle: each subscription cycle charged once")
+    func schedulersAtTheSameMoment() async throws {
+        let setup = try await SharedPostgres.make()
+        defer { setup.folder.remove() }
+        let processor = try await setup.processor()
+        let processorURL = try #require(processor.baseURL)
+        let first = try await setup.merchant(processor: processorURL)
+        let second = try await setup.merchant(processor: processorURL)
+        let urls = [try #require(first.baseURL), try #require(second.baseURL)]
+        let admin = ["-H", "Authorization: Bearer \(RunningServer.adminToken)"]
+        // Four monthly plans, bought on both servers; the headless sheet pays each with a merchant token.
+        var ids: [String] = []
+        for index in 0..<4 {
+            let url = urls[index % 2]
+            let created = try await SharedPostgres.curlJSON([
+                "-X", "POST", url + "/v1/checkouts", "-H", "Content-Type: application/json", "-d",
+                #"{"items": [{"sku": "BEANS-MONTHLY", "quantity": 1}]}"#,
+            ])
+            let checkout = try #require(created["id"] as? String, "\(created)")
+            let paid = try await CommandLineTool.run([
+                "simulate", Repository.scenarios.appendingPathComponent("plain-purchase.json").path, "--merchant-url",
+                url, "--checkout", checkout, "--sandbox", setup.sandbox,
+            ])
+            #expect(paid.status == 0, "\(paid.standardError)")
+            let list = try await SharedPostgres.curlJSON(
+                admin + [url + "/admin/v1/subscriptions?checkoutId=" + checkout])
+            let found = try #require((list["subscriptions"] as? [[String: Any]])?.first?["id"] as? String, "\(list)")
+            ids.append(found)
+        }
+        for cycle in 1...3 {
+            var dates: [String] = []
+            for id in ids {
+                let shown = try await SharedPostgres.curlJSON(admin + [urls[0] + "/admin/v1/subscriptions/" + id])
+                dates.append(try #require((shown["subscription"] as? [String: Any])?["nextChargeAt"] as? String))
+            }
+            // The sandbox clock of both servers moved to the same instant, both schedulers started at once.
+            let now = try #require(dates.max())
+            let answers = setup.folder.path("charge-due-\(cycle)")
+            var config = ""
+            for (index, url) in urls.enumerated() {
+                if index > 0 { config += "next\n" }
+                config += """
+                    url = "\(url)/admin/v1/subscriptions/charge-due"
+                    request = "POST"
+                    header = "Content-Type: application/json"
+                    header = "Authorization: Bearer \(RunningServer.adminToken)"
+                    data = "{\\"now\\": \\"\(now)\\"}"
+                    output = "\(answers)-\(index).json"
+                    max-time = 120
+
+                    """
+            }
+            let configPath = setup.folder.path("charge-due-\(cycle).config")
+            try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+            let sent = try await Subprocess.run(
+                "curl", ["-s", "--parallel", "--parallel-immediate", "-K", configPath], timeout: 300)
+            #expect(sent.status == 0, "\(sent.standardError)")
+            var recorded: [[String: Any]] = []
+            for index in urls.indices {
+                let data = try Data(contentsOf: URL(fileURLWithPath: "\(answers)-\(index).json"))
+                let answer = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+                recorded += try #require(answer["charges"] as? [[String: Any]], "\(answer)")
+            }
+            #expect(recorded.count == ids.count, "cycle \(cycle): each subscription charged by one server only")
+            #expect(recorded.allSatisfy { $0["cycle"] as? Int == cycle && $0["status"] as? String == "approved" })
+        }
+        // At the processor: the four trials and three cycles of each, every key once.
+        let ledger = try await SharedPostgres.curlJSON([processorURL + "/v1/charges"])["charges"] as? [[String: Any]]
+        let approved = (ledger ?? []).filter { $0["status"] as? String == "approved" }
+        #expect(approved.count == ids.count * 4)
+        #expect(Set(approved.compactMap { $0["idempotencyKey"] as? String }).count == ids.count * 4)
+        for id in ids {
+            let shown = try await SharedPostgres.curlJSON(admin + [urls[1] + "/admin/v1/subscriptions/" + id])
+            let cycles = (shown["charges"] as? [[String: Any]] ?? []).compactMap { $0["cycle"] as? Int }
+            #expect(cycles.sorted() == [1, 2, 3], "\(id)")
+        }
+        await first.stop()
+        await second.stop()
+        await processor.stop()
+    }
+
     @Test(
         "PostgreSQL stops under load and starts again: 503 storeUnavailable meanwhile, nothing acknowledged lost")
     func outage() async throws {

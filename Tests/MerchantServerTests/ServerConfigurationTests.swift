@@ -160,7 +160,8 @@ struct ServerConfigurationTests {
                     PaymentRequest.self,
                     from: try JSONSerialization.data(withJSONObject: shown.json["paymentRequest"] as Any))
                 let recurring = try #require(request.recurringPaymentRequest)
-                #expect(recurring.managementURL == "\(base)/v1/subscriptions/manage?checkout=\(plan.id)")
+                #expect(
+                    recurring.managementURL.hasPrefix("\(base)/v1/subscriptions/manage?checkout=\(plan.id)&secret="))
                 #expect(recurring.tokenNotificationURL == "\(base)/apple-pay")
 
                 // The subscription's management link in the payment answer.
@@ -196,7 +197,11 @@ struct ServerConfigurationTests {
                 as? [String: Any]
             let https = "https://" + server.base.dropFirst("http://".count)
             #expect(special?["tokenNotificationURL"] as? String == https + "/apple-pay")
-            #expect(special?["managementURL"] as? String == https + "/v1/subscriptions/manage?checkout=\(plan.id)")
+            let managementURL = try (special?["managementURL"] as? String).orThrow("no managementURL")
+            #expect(managementURL.hasPrefix(https + "/v1/subscriptions/manage?checkout=\(plan.id)&secret="))
+            // Apple's link answers the customer's page (before the payment: not started yet), not a fixed sentence.
+            let before = try await server.get(String(managementURL.dropFirst(https.count)))
+            #expect(before.status == 200 && before.text.contains("has not started yet"), "\(before.text)")
             let subscribed = try await SubscriptionTests.subscribe(server, sku: "BEANS-MONTHLY")
             let management = try (subscribed["managementURL"] as? String).orThrow("managementURL")
             #expect(management.hasPrefix(server.base + "/v1/subscriptions/"), "\(management)")

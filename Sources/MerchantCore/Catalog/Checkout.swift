@@ -34,6 +34,10 @@ public struct Checkout: Codable, Sendable, Equatable {
     /// A plan checkout: the card details of each token sent to pay it, keyed by the token's `transactionId`,
     /// recorded before the charge (see ``PlanPaymentMethod``). Never shown to the client.
     public var planPaymentMethods: [String: PlanPaymentMethod]?
+    /// A plan checkout: the secret of the subscription it starts, made with the checkout, so that the
+    /// `managementURL` its payment request gives Apple (``PlanPricing/managementURL(for:)``) opens the subscription's
+    /// page. Never shown to the client before the payment answer.
+    public var subscriptionSecret: String?
 
     public init(
         id: String, items: [CheckoutItem], currency: Currency, shippingAddress: ShippingAddress? = nil,
@@ -56,7 +60,7 @@ public struct Checkout: Codable, Sendable, Equatable {
         case id, items
         case currency = "currencyCode"
         case shippingAddress, shippingMethodIdentifier, couponCode, paymentMethodType, paymentMethodNetwork
-        case applicationData, createdAt, planPaymentMethods
+        case applicationData, createdAt, planPaymentMethods, subscriptionSecret
     }
 
     /// Starts a checkout for catalog items: checks every SKU and quantity, merges repeated SKUs, and makes a
@@ -98,9 +102,11 @@ public struct Checkout: Codable, Sendable, Equatable {
         }
         let id = "chk_" + randomHex(bytes: 12)
         let applicationData = Data("checkout:\(id):\(randomHex(bytes: 16))".utf8).base64EncodedString()
-        return Checkout(
+        var checkout = Checkout(
             id: id, items: merged, currency: configuration.currency, applicationData: applicationData,
             createdAt: now)
+        if configuration.product(sku: merged[0].sku)?.plan != nil { checkout.subscriptionSecret = randomHex(bytes: 16) }
+        return checkout
     }
 
     /// The checkout after a `shippingcontactselected` event: the address replaces the previous one; a shipping

@@ -39,10 +39,12 @@ extension CheckoutPricing {
         return base.hasPrefix("http://") ? "https://" + base.dropFirst("http://".count) : base
     }
 
-    /// Where the customer manages what a checkout starts: `PUBLIC/v1/subscriptions/manage?checkout=ID`, which
-    /// redirects to the subscription once it exists (the page asks for its secret, given in the payment answer).
+    /// Where the customer manages what a checkout starts: `PUBLIC/v1/subscriptions/manage?checkout=ID&secret=S`,
+    /// the subscription's management page (``Checkout/subscriptionSecret`` becomes the subscription's secret; before
+    /// the payment the page says the subscription has not started).
     public func managementURL(for checkout: Checkout) -> String {
-        "\(applePayBaseURL)/v1/subscriptions/manage?checkout=\(checkout.id)"
+        let secret = checkout.subscriptionSecret.map { "&secret=\($0)" } ?? ""
+        return "\(applePayBaseURL)/v1/subscriptions/manage?checkout=\(checkout.id)\(secret)"
     }
 
     /// Apple's `tokenNotificationURL`: `PUBLIC/apple-pay`; Apple appends `/notification/merchantToken/{eventId}`.

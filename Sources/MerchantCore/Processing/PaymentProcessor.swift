@@ -51,28 +51,89 @@ public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugString
 }
 
 /// What a payload says about its merchant token: `merchantTokenIdentifier` and, from `merchantTokenMetadata`,
-/// the card's suffix, expiry and art. No secret: safe to store and log.
+/// the card as Apple describes it (``CardMetadata``) and its art. No secret: safe to store and log.
 public struct MerchantTokenInfo: Sendable, Equatable {
     public var identifier: String
+    /// Apple's `fpanSuffix`: the last four digits of the card (the funding PAN), not of the merchant token.
     public var cardSuffix: String?
-    /// `MM/YY`.
+    /// Apple's `expirationDate`, as given (Apple documents no format; the sandbox writes `MM/YY`).
     public var cardExpiration: String?
     public var cardArtURL: String?
+    /// Apple's `cardCountry` (ISO 3166 alpha-2), `shortDescription` and `longDescription`.
+    public var cardCountry: String?
+    public var cardDescription: String?
+    public var cardLongDescription: String?
 
-    public init(identifier: String, cardSuffix: String? = nil, cardExpiration: String? = nil, cardArtURL: String? = nil)
-    {
+    public init(
+        identifier: String, cardSuffix: String? = nil, cardExpiration: String? = nil, cardArtURL: String? = nil,
+        cardCountry: String? = nil, cardDescription: String? = nil, cardLongDescription: String? = nil
+    ) {
         self.identifier = identifier
         self.cardSuffix = cardSuffix
         self.cardExpiration = cardExpiration
         self.cardArtURL = cardArtURL
+        self.cardCountry = cardCountry
+        self.cardDescription = cardDescription
+        self.cardLongDescription = cardLongDescription
     }
 
-    /// Reads Apple's `merchantTokenMetadata` (`cardMetadata {expirationDate, suffix}`, `cardArt [{url}]`).
+    /// Reads Apple's `merchantTokenMetadata` (`cardMetadata` as ``CardMetadata`` reads it, `cardArt [{url}]`).
     public init(identifier: String, metadata: JSONValue?) {
+        let card = CardMetadata(json: metadata?["cardMetadata"])
         self.init(
-            identifier: identifier, cardSuffix: metadata?["cardMetadata"]?["suffix"]?.stringValue,
-            cardExpiration: metadata?["cardMetadata"]?["expirationDate"]?.stringValue,
-            cardArtURL: metadata?["cardArt"]?[0]?["url"]?.stringValue)
+            identifier: identifier, cardSuffix: card.fpanSuffix, cardExpiration: card.expirationDate,
+            cardArtURL: CardMetadata.checked(metadata?["cardArt"]?[0]?["url"]?.stringValue, maximum: 128),
+            cardCountry: card.cardCountry, cardDescription: card.shortDescription,
+            cardLongDescription: card.longDescription)
+    }
+}
+
+/// Apple's `CardMetadata` (in a token's `merchantTokenMetadata` and in a merchant-token event): every field optional.
+/// A value beyond Apple's limits is dropped rather than shown: `fpanSuffix` up to four digits, `cardCountry` two
+/// letters, `expirationDate` 8 characters, `shortDescription` 64, `longDescription` 128.
+public struct CardMetadata: Sendable, Equatable, Codable {
+    /// The last four digits of the card (the funding PAN) as the customer knows it.
+    public var fpanSuffix: String?
+    public var expirationDate: String?
+    public var cardCountry: String?
+    public var shortDescription: String?
+    public var longDescription: String?
+
+    public init(
+        fpanSuffix: String? = nil, expirationDate: String? = nil, cardCountry: String? = nil,
+        shortDescription: String? = nil, longDescription: String? = nil
+    ) {
+        self.fpanSuffix = fpanSuffix.flatMap { $0.utf8.allSatisfy { (0x30...0x39).contains($0) } ? $0 : nil }
+            .flatMap { Self.checked($0, maximum: 4) }
+        self.expirationDate = Self.checked(expirationDate, maximum: 8)
+        self.cardCountry = cardCountry.flatMap {
+            $0.utf8.count == 2 && $0.utf8.allSatisfy { (0x41...0x5A).contains($0 & 0xDF) } ? $0.uppercased() : nil
+        }
+        self.shortDescription = Self.checked(shortDescription, maximum: 64)
+        self.longDescription = Self.checked(longDescription, maximum: 128)
+    }
+
+    /// Reads the JSON object (a field of another type is ignored, as a missing one).
+    public init(json: JSONValue?) {
+        self.init(
+            fpanSuffix: json?["fpanSuffix"]?.stringValue, expirationDate: json?["expirationDate"]?.stringValue,
+            cardCountry: json?["cardCountry"]?.stringValue, shortDescription: json?["shortDescription"]?.stringValue,
+            longDescription: json?["longDescription"]?.stringValue)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        enum Keys: String, CodingKey { case fpanSuffix, expirationDate, cardCountry, shortDescription, longDescription }
+        let c = try decoder.container(keyedBy: Keys.self)
+        func text(_ key: Keys) -> String? { (try? c.decodeIfPresent(String.self, forKey: key)) ?? nil }
+        self.init(
+            fpanSuffix: text(.fpanSuffix), expirationDate: text(.expirationDate), cardCountry: text(.cardCountry),
+            shortDescription: text(.shortDescription), longDescription: text(.longDescription))
+    }
+
+    /// `text` when it is 1 to `maximum` characters long.
+    static func checked(_ text: String?, maximum: Int) -> String? {
+        guard let text, (1...maximum).contains(text.count) else { return nil }
+        return text
     }
 }
 

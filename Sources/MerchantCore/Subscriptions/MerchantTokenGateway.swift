@@ -8,27 +8,34 @@ public struct MerchantTokenEvent: Sendable, Equatable, Codable {
             public var type: String?
             public var url: String?
         }
-        public struct CardMetadata: Sendable, Equatable, Codable {
-            public var expirationDate: String?
-            public var suffix: String?
-        }
         public var cardArt: [CardArt]?
         public var cardMetadata: CardMetadata?
     }
     /// `UNLINK`, `UPDATED_METADATA`, `UPDATED_CARD_ART`, `UPDATED_MERCHANT_TOKEN_PUBLIC_KEY`.
     public var eventType: String
     public var merchantTokenIdentifier: String
-    /// `user` or `issuer`.
+    /// Who originated the event (Apple requires it and documents no values; the sandbox says `user` or `issuer`).
     public var reason: String?
     public var merchantTokenMetadata: Metadata?
+
+    public init(
+        eventType: String, merchantTokenIdentifier: String, reason: String?, merchantTokenMetadata: Metadata? = nil
+    ) {
+        self.eventType = eventType
+        self.merchantTokenIdentifier = merchantTokenIdentifier
+        self.reason = reason
+        self.merchantTokenMetadata = merchantTokenMetadata
+    }
 }
 
-/// Apple's merchant-token API (APPLE-PAY.md §7): pull an event, unlink a token.
+/// Apple's merchant-token API (APPLE-PAY.md §7): pull an event, unlink a token, change its notification URL.
 public protocol MerchantTokenGateway: Sendable {
-    /// The event, or `nil` when the gateway does not know it (404).
+    /// The event, or `nil` when the gateway does not know it (Apple answers `400` for an event id it refuses).
     func event(id: String) async throws -> MerchantTokenEvent?
     /// Unlinks a token of this merchant (204).
     func unlink(merchantTokenIdentifier: String) async throws
+    /// Apple's "Update Merchant Metadata": where Apple sends this token's notifications from now on (200).
+    func updateMerchantMetadata(merchantTokenIdentifier: String, tokenNotificationURL: String) async throws
 }
 
 /// A gateway answer that was not what Apple documents, with its HTTP status.

@@ -11,29 +11,41 @@ public struct PlanPaymentMethod: Codable, Sendable, Equatable {
     /// Apple's `merchantTokenIdentifier` (`nil` when the network fell back to a device token).
     public var merchantTokenIdentifier: String?
     public var network: String?
-    /// The card's suffix as shown (token metadata, else the PAN's last four digits).
+    /// The card's last four digits as the customer knows them: Apple's `fpanSuffix` for a merchant token (the
+    /// MPAN's own digits are not the card's), the PAN's last four digits for a device token.
     public var cardSuffix: String?
-    /// `MM/YY` from the token's metadata.
+    /// The expiry from the token's metadata (`MM/YY` in the sandbox).
     public var cardExpiration: String?
     public var cardArtURL: String?
+    /// Apple's `cardCountry`, `shortDescription` and `longDescription`.
+    public var cardCountry: String?
+    public var cardDescription: String?
+    public var cardLongDescription: String?
 
     public init(
         merchantTokenIdentifier: String?, network: String?, cardSuffix: String?, cardExpiration: String? = nil,
-        cardArtURL: String? = nil
+        cardArtURL: String? = nil, cardCountry: String? = nil, cardDescription: String? = nil,
+        cardLongDescription: String? = nil
     ) {
         self.merchantTokenIdentifier = merchantTokenIdentifier
         self.network = network
         self.cardSuffix = cardSuffix
         self.cardExpiration = cardExpiration
         self.cardArtURL = cardArtURL
+        self.cardCountry = cardCountry
+        self.cardDescription = cardDescription
+        self.cardLongDescription = cardLongDescription
     }
 
-    /// The details of a decrypted token (nothing secret is copied).
+    /// The details of a decrypted token (nothing secret is copied). A merchant token without an `fpanSuffix` shows
+    /// no digits rather than the MPAN's.
     public init(token: NetworkToken) {
+        let info = token.merchantToken
         self.init(
-            merchantTokenIdentifier: token.merchantToken?.identifier, network: token.network,
-            cardSuffix: token.merchantToken?.cardSuffix ?? token.lastFour,
-            cardExpiration: token.merchantToken?.cardExpiration, cardArtURL: token.merchantToken?.cardArtURL)
+            merchantTokenIdentifier: info?.identifier, network: token.network,
+            cardSuffix: info == nil ? token.lastFour : info?.cardSuffix, cardExpiration: info?.cardExpiration,
+            cardArtURL: info?.cardArtURL, cardCountry: info?.cardCountry, cardDescription: info?.cardDescription,
+            cardLongDescription: info?.cardLongDescription)
     }
 }
 

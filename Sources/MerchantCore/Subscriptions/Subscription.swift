@@ -38,11 +38,17 @@ public struct Subscription: Sendable, Equatable {
     /// The processor's kept payment method.
     public var paymentMethodReference: String
     public var network: String?
-    /// The card's suffix as shown (token metadata, else the PAN's last four digits).
+    /// The card's last four digits as the customer knows them: Apple's `fpanSuffix` (``PlanPaymentMethod``).
     public var cardSuffix: String?
-    /// `MM/YY` from the token's metadata.
+    /// The expiry from the token's metadata (`MM/YY` in the sandbox).
     public var cardExpiration: String?
     public var cardArtURL: String?
+    /// Apple's `cardCountry`, `shortDescription` and `longDescription` (kept up to date by `UPDATED_METADATA`).
+    public var cardCountry: String?
+    public var cardDescription: String?
+    public var cardLongDescription: String?
+    /// Billing cycles passed over without a charge by the catch-up rule (``SubscriptionBilling/catchUp(_:now:)``).
+    public var skippedCycles: Int
     public var status: SubscriptionStatus
     /// Why it is in its status when that needs saying (`customer`, `merchant`, `unpaid`, `ended`, `charged`,
     /// `user`, `issuer`).
@@ -66,8 +72,14 @@ public struct Subscription: Sendable, Equatable {
         plan: BillingPlan, amount: Int64, currencyCode: String, merchantTokenIdentifier: String?,
         paymentMethodReference: String, network: String?, cardSuffix: String?, cardExpiration: String?,
         cardArtURL: String? = nil, status: SubscriptionStatus = .active, statusReason: String? = nil, cycle: Int = 1,
-        attempt: Int = 0, anchor: Date, nextChargeAt: Date?, createdAt: Date, updatedAt: Date, version: Int = 1
+        attempt: Int = 0, anchor: Date, nextChargeAt: Date?, createdAt: Date, updatedAt: Date, version: Int = 1,
+        cardCountry: String? = nil, cardDescription: String? = nil, cardLongDescription: String? = nil,
+        skippedCycles: Int = 0
     ) {
+        self.cardCountry = cardCountry
+        self.cardDescription = cardDescription
+        self.cardLongDescription = cardLongDescription
+        self.skippedCycles = skippedCycles
         self.id = id
         self.secret = secret
         self.checkoutID = checkoutID
@@ -102,7 +114,7 @@ extension Subscription: Encodable {
     private enum CodingKeys: String, CodingKey {
         case id, checkoutId, orderId, sku, productName, plan, amount, currencyCode, merchantTokenIdentifier, network
         case cardSuffix, cardExpiration, cardArtURL, status, statusReason, cycle, attempt, nextChargeAt, createdAt
-        case updatedAt
+        case updatedAt, cardCountry, cardDescription, cardLongDescription, skippedCycles
     }
 
     /// The admin and management view: amounts as decimal strings, dates ISO 8601; no secret, no processor
@@ -124,6 +136,10 @@ extension Subscription: Encodable {
         try c.encodeIfPresent(cardSuffix, forKey: .cardSuffix)
         try c.encodeIfPresent(cardExpiration, forKey: .cardExpiration)
         try c.encodeIfPresent(cardArtURL, forKey: .cardArtURL)
+        try c.encodeIfPresent(cardCountry, forKey: .cardCountry)
+        try c.encodeIfPresent(cardDescription, forKey: .cardDescription)
+        try c.encodeIfPresent(cardLongDescription, forKey: .cardLongDescription)
+        if skippedCycles > 0 { try c.encode(skippedCycles, forKey: .skippedCycles) }
         try c.encode(status.rawValue, forKey: .status)
         try c.encodeIfPresent(statusReason, forKey: .statusReason)
         try c.encode(cycle, forKey: .cycle)
@@ -151,11 +167,21 @@ public struct SubscriptionCharge: Sendable, Equatable, Encodable {
     public var dueAt: Date
     /// When it was charged (the scheduler's clock).
     public var chargedAt: Date
+    /// An approved charge whose subscription was cancelled while it was in flight is given back: the processor's
+    /// refund (or void) reference, and when.
+    public var refundReference: String?
+    public var refundedAt: Date?
+    /// Approved after its subscription ended and not given back yet: the scheduler tries again.
+    public var refundOwed: Bool
 
     public init(
         subscriptionID: String, cycle: Int, attempt: Int, idempotencyKey: String, amount: Int64, currencyCode: String,
-        status: String, processorReference: String?, declineCode: String?, dueAt: Date, chargedAt: Date
+        status: String, processorReference: String?, declineCode: String?, dueAt: Date, chargedAt: Date,
+        refundReference: String? = nil, refundedAt: Date? = nil, refundOwed: Bool = false
     ) {
+        self.refundOwed = refundOwed
+        self.refundReference = refundReference
+        self.refundedAt = refundedAt
         self.subscriptionID = subscriptionID
         self.cycle = cycle
         self.attempt = attempt
@@ -170,7 +196,7 @@ public struct SubscriptionCharge: Sendable, Equatable, Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case cycle, attempt, amount, currencyCode, status, declineCode, dueAt, chargedAt
+        case cycle, attempt, amount, currencyCode, status, declineCode, dueAt, chargedAt, refundedAt
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -186,6 +212,7 @@ public struct SubscriptionCharge: Sendable, Equatable, Encodable {
         try c.encodeIfPresent(declineCode, forKey: .declineCode)
         try c.encode(iso.string(from: dueAt), forKey: .dueAt)
         try c.encode(iso.string(from: chargedAt), forKey: .chargedAt)
+        try c.encodeIfPresent(refundedAt.map { iso.string(from: $0) }, forKey: .refundedAt)
     }
 }
 
@@ -210,8 +237,19 @@ public struct SubscriptionFilter: Sendable, Equatable {
     }
 }
 
-/// Where subscriptions live. `SQLiteOrderStore` implements it in the same file as the orders (migration 006); a
-/// PostgreSQL store implements the same six methods.
+/// An entry for the store's event log written with a subscription change (``SubscriptionStore``).
+public struct SubscriptionEvent: Sendable, Equatable {
+    /// `subscriptionCyclesSkipped`, `subscriptionChargeRefunded`, ...
+    public var kind: String
+    public var detail: [String: String]
+
+    public init(kind: String, detail: [String: String]) {
+        self.kind = kind
+        self.detail = detail
+    }
+}
+
+/// Where subscriptions live: the SQL store implements it once for SQLite and PostgreSQL (`SubscriptionStoreSQL`).
 public protocol SubscriptionStore: Sendable {
     /// Stores a new subscription; a second one for the same checkout answers the first (idempotent).
     func insertSubscription(_ subscription: Subscription) async throws(OrderStoreError) -> Subscription
@@ -219,13 +257,38 @@ public protocol SubscriptionStore: Sendable {
     /// Oldest first.
     func subscriptions(_ filter: SubscriptionFilter) async throws(OrderStoreError) -> [Subscription]
     /// Writes `updated` (with its version increased) only if the stored version is still `expectedVersion`, and
-    /// records `charge` in the same transaction (UNIQUE by idempotency key). Answers the stored subscription, or
-    /// `nil` when another writer got there first.
-    func updateSubscription(_ updated: Subscription, expectedVersion: Int, charge: SubscriptionCharge?)
-        async throws(OrderStoreError) -> Subscription?
+    /// records `charge` (UNIQUE by idempotency key) and `event` in the same transaction. Answers the stored
+    /// subscription, or `nil` when another writer got there first.
+    func updateSubscription(
+        _ updated: Subscription, expectedVersion: Int, charge: SubscriptionCharge?, event: SubscriptionEvent?
+    ) async throws(OrderStoreError) -> Subscription?
     /// Every charge attempt of a subscription, oldest first.
     func subscriptionCharges(subscriptionID: String) async throws(OrderStoreError) -> [SubscriptionCharge]
     /// Records that Apple's event `eventID` was applied; false when it was recorded before.
     func recordTokenEvent(eventID: String, eventType: String, merchantTokenIdentifier: String)
         async throws(OrderStoreError) -> Bool
+    /// Applies Apple's event `eventID` in one transaction: records its id and writes `change` of every subscription
+    /// on the token (`nil`: left as it is), the rows locked while they change, so a concurrent writer waits or
+    /// makes the whole transaction roll back (`conflict`; nothing is recorded, the caller tries again). Answers
+    /// how many subscriptions changed, or `nil` when the event had been applied before (nothing changes).
+    func applyTokenEvent(
+        eventID: String, eventType: String, merchantTokenIdentifier: String,
+        change: @escaping @Sendable (Subscription) -> Subscription?
+    ) async throws(OrderStoreError) -> Int?
+    /// Records that the approved charge `idempotencyKey` was given back (refund or void `reference`), with an
+    /// event, and owes nothing more; false when it was recorded before.
+    func recordChargeRefund(
+        _ charge: SubscriptionCharge, of subscription: Subscription, reference: String, at: Date
+    ) async throws(OrderStoreError) -> Bool
+    /// Approved charges recorded as owing a refund (``SubscriptionCharge/refundOwed``), oldest first.
+    func chargesOwingRefund(limit: Int) async throws(OrderStoreError) -> [SubscriptionCharge]
+}
+
+extension SubscriptionStore {
+    /// ``updateSubscription(_:expectedVersion:charge:event:)`` without an event.
+    public func updateSubscription(_ updated: Subscription, expectedVersion: Int, charge: SubscriptionCharge?)
+        async throws(OrderStoreError) -> Subscription?
+    {
+        try await updateSubscription(updated, expectedVersion: expectedVersion, charge: charge, event: nil)
+    }
 }

@@ -24,6 +24,25 @@ public enum SubscriptionBilling {
         }
     }
 
+    /// The catch-up rule: after an outage, at most one missed cycle is charged. When cycles after the current one
+    /// are due at `now` too, the subscription moves to the latest due cycle, counting the ones passed over in
+    /// ``Subscription/skippedCycles`` (they are never charged); `nil` when at most one cycle is due. Only a recurring
+    /// plan on its first attempt of a cycle has cycles to skip (a retried cycle keeps its retry dates).
+    public static func catchUp(_ subscription: Subscription, now: Date) -> Subscription? {
+        guard case .recurring = subscription.plan, subscription.attempt == 0, subscription.isLive else { return nil }
+        var latest = subscription.cycle
+        while latest - subscription.cycle < 100_000, let due = dueDate(of: subscription, cycle: latest + 1), due <= now
+        {
+            latest += 1
+        }
+        guard latest > subscription.cycle else { return nil }
+        var next = subscription
+        next.skippedCycles += latest - subscription.cycle
+        next.cycle = latest
+        next.nextChargeAt = dueDate(of: subscription, cycle: latest)
+        return next
+    }
+
     /// The idempotency key of one attempt: one charge per subscription, cycle and attempt at the processor.
     public static func idempotencyKey(_ subscription: Subscription) -> String {
         "\(subscription.id):c\(subscription.cycle):a\(subscription.attempt)"

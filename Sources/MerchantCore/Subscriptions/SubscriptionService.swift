@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import Synchronization
 
 /// Subscriptions from checkout to their last charge: starts them after the checkout's payment, charges what is due
 /// (the scheduler), cancels (unlinking the merchant token at Apple), takes balance reports of automatic-reload
@@ -19,12 +20,15 @@ public struct SubscriptionService: Sendable {
     public let timeout: Duration
     public let logger: RequestLogger
     public let clock: @Sendable () -> Date
+    /// Apple's notifications in flight (``handleTokenNotification(eventID:timeLimit:)``).
+    public let notifications: TokenNotifications
 
     public init(
         store: any SubscriptionStore, processor: any PaymentProcessor, gateway: (any MerchantTokenGateway)? = nil,
         timeout: Duration = .seconds(10), logger: RequestLogger = .standardError,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() }, notifications: TokenNotifications = TokenNotifications()
     ) {
+        self.notifications = notifications
         self.store = store
         self.processor = processor
         self.gateway = gateway
@@ -66,12 +70,14 @@ public struct SubscriptionService: Sendable {
         // `nextChargeAt` as the sandbox's `now`), and a cycle is due at most a second earlier.
         anchor = Date(timeIntervalSince1970: anchor.timeIntervalSince1970.rounded(.down))
         var subscription = Subscription(
-            id: "sub_" + randomHex(bytes: 12), secret: randomHex(bytes: 16), checkoutID: checkout.id, orderID: orderID,
+            id: "sub_" + randomHex(bytes: 12), secret: checkout.subscriptionSecret ?? randomHex(bytes: 16),
+            checkoutID: checkout.id, orderID: orderID,
             sku: product.sku, productName: product.name, plan: plan, amount: amount, currencyCode: currency.code,
             merchantTokenIdentifier: method.merchantTokenIdentifier, paymentMethodReference: paymentMethodReference,
             network: method.network, cardSuffix: method.cardSuffix, cardExpiration: method.cardExpiration,
-            cardArtURL: method.cardArtURL,
-            anchor: anchor, nextChargeAt: nil, createdAt: now, updatedAt: now)
+            cardArtURL: method.cardArtURL, anchor: anchor, nextChargeAt: nil, createdAt: now, updatedAt: now,
+            cardCountry: method.cardCountry, cardDescription: method.cardDescription,
+            cardLongDescription: method.cardLongDescription)
         if case .automaticReload = plan {
             subscription.nextChargeAt = nil
         } else {
@@ -94,6 +100,7 @@ public struct SubscriptionService: Sendable {
     /// keeps its billing date as ``Subscription/nextChargeAt``; every other cancellation clears it.
     public func chargeDue(now: Date? = nil) async -> [SubscriptionCharge] {
         let now = now ?? clock()
+        await giveBackOwedCharges()
         var recorded: [SubscriptionCharge] = []
         for _ in 0..<1000 {
             let due: [Subscription]
@@ -127,8 +134,34 @@ public struct SubscriptionService: Sendable {
     }
 
     /// Charges the current cycle (attempt) of one subscription and records the outcome; `nil` when nothing was
-    /// recorded (outcome unknown, or another instance recorded it first).
-    func chargeCycle(of subscription: Subscription, now: Date) async -> SubscriptionCharge? {
+    /// recorded (outcome unknown, or another instance recorded it first). A subscription more than one cycle behind
+    /// (after an outage) first passes over the cycles it missed (``SubscriptionBilling/catchUp(_:now:)``), recorded
+    /// as skipped, and is charged for the latest one only.
+    func chargeCycle(of read: Subscription, now: Date) async -> SubscriptionCharge? {
+        var subscription = read
+        if let caughtUp = SubscriptionBilling.catchUp(read, now: now) {
+            let skipped = caughtUp.skippedCycles - read.skippedCycles
+            let event = SubscriptionEvent(
+                kind: "subscriptionCyclesSkipped",
+                detail: [
+                    "fromCycle": String(read.cycle), "toCycle": String(caughtUp.cycle - 1),
+                    "skipped": String(skipped),
+                ])
+            do {
+                guard
+                    let stored = try await store.updateSubscription(
+                        caughtUp, expectedVersion: read.version, charge: nil, event: event)
+                else { return nil }
+                subscription = stored
+                logger.log(
+                    "warn", "missed subscription cycles skipped",
+                    ["subscriptionId": read.id, "skipped": String(skipped), "cycle": String(stored.cycle)])
+            } catch {
+                logger.log(
+                    "error", "cannot skip missed cycles", ["subscriptionId": read.id, "code": error.code.rawValue])
+                return nil
+            }
+        }
         let key = SubscriptionBilling.idempotencyKey(subscription)
         let currency = Currency(code: subscription.currencyCode) ?? .usDollar
         let request = StoredMethodChargeRequest(
@@ -155,44 +188,153 @@ public struct SubscriptionService: Sendable {
             }
             return nil
         }
-        let dueAt = SubscriptionBilling.currentDueDate(of: subscription)
         var charge = SubscriptionCharge(
             subscriptionID: subscription.id, cycle: subscription.cycle, attempt: subscription.attempt,
             idempotencyKey: key, amount: subscription.amount, currencyCode: subscription.currencyCode,
-            status: "approved", processorReference: nil, declineCode: nil, dueAt: dueAt, chargedAt: now)
-        let next: Subscription
+            status: "approved", processorReference: nil, declineCode: nil,
+            dueAt: SubscriptionBilling.currentDueDate(of: subscription), chargedAt: now)
         switch outcome {
-        case .approved(let reference):
-            charge.processorReference = reference
-            next = SubscriptionBilling.afterApproval(subscription)
+        case .approved(let reference): charge.processorReference = reference
         case .declined(let reason):
             charge.status = "declined"
             charge.declineCode = reason.code
-            next = SubscriptionBilling.afterDecline(subscription, dueAt: dueAt)
+        }
+        return await record(charge, charging: subscription)
+    }
+
+    /// Records a decided charge, whatever happened to the subscription while it was in flight: an approval is never
+    /// dropped. Over the version read, the outcome moves the subscription on. If another writer changed it meanwhile,
+    /// the subscription is read again: still on the same attempt and still chargeable (a card update, say), the
+    /// outcome moves it on from there; cancelled or unlinked meanwhile, the charge is recorded without reviving it
+    /// and an approved one is given back (``giveBack(_:of:)``). Nothing is recorded twice: the charge row is UNIQUE
+    /// by its key, so when another instance recorded the same attempt this one stops.
+    private func record(_ decided: SubscriptionCharge, charging read: Subscription) async -> SubscriptionCharge? {
+        var current = read
+        var charge = decided
+        for _ in 0..<8 {
+            let sameAttempt = current.cycle == read.cycle && current.attempt == read.attempt
+            // A cancelled deferred plan that still owes its charge (nextChargeAt kept) is charged as due.
+            let chargeable = current.isLive || (current.status == .cancelled && current.nextChargeAt != nil)
+            let next: Subscription
+            let givesBack: Bool
+            if sameAttempt && chargeable {
+                next =
+                    charge.status == "approved"
+                    ? SubscriptionBilling.afterApproval(current)
+                    : SubscriptionBilling.afterDecline(current, dueAt: charge.dueAt)
+                givesBack = false
+            } else {
+                // Ended while the charge was in flight (or, oddly, moved past this attempt): record, do not revive,
+                // and owe the refund until the processor has given the charge back.
+                next = current
+                givesBack = charge.status == "approved"
+            }
+            charge.refundOwed = givesBack
+            let stored: Subscription?
+            do {
+                stored = try await store.updateSubscription(next, expectedVersion: current.version, charge: charge)
+            } catch  where error.code == .conflict {
+                // The charge row exists: another instance recorded this attempt.
+                return nil
+            } catch {
+                logger.log(
+                    "error", "subscription charge decided but not recorded",
+                    ["subscriptionId": read.id, "idempotencyKey": charge.idempotencyKey, "code": error.code.rawValue])
+                return nil
+            }
+            if let stored {
+                logger.log(
+                    "info", "subscription charged",
+                    [
+                        "subscriptionId": read.id, "cycle": String(charge.cycle), "attempt": String(charge.attempt),
+                        "status": charge.status, "next": stored.status.rawValue,
+                    ])
+                if givesBack {
+                    logger.log(
+                        "warn", "subscription ended while its charge was in flight: giving the charge back",
+                        ["subscriptionId": read.id, "status": stored.status.rawValue])
+                    await giveBack(charge, of: stored)
+                } else if stored.status == .cancelled,
+                    stored.statusReason == "unpaid" || read.status == .cancelled, stored.nextChargeAt == nil
+                {
+                    // Nothing more to charge: unpaid after the last retry, or the charge a late cancellation owed.
+                    await unlinkAtGateway(stored)
+                }
+                return charge
+            }
+            do {
+                guard let fresh = try await store.subscription(id: read.id) else { return nil }
+                current = fresh
+            } catch {
+                logger.log(
+                    "error", "subscription charge decided but not recorded",
+                    ["subscriptionId": read.id, "idempotencyKey": charge.idempotencyKey, "code": error.code.rawValue])
+                return nil
+            }
+        }
+        logger.log(
+            "error", "subscription charge decided but not recorded (too many concurrent changes)",
+            ["subscriptionId": read.id, "idempotencyKey": charge.idempotencyKey])
+        return nil
+    }
+
+    /// Gives back an approved charge of a subscription that ended while it was in flight: voided, or refunded in
+    /// full when the processor cannot void it, and recorded with an event (`subscriptionChargeRefunded`). Answers
+    /// whether it is given back; a processor that does not decide leaves it owed (``SubscriptionCharge/refundOwed``),
+    /// for the next scheduler pass (``giveBackOwedCharges()``).
+    @discardableResult
+    func giveBack(_ charge: SubscriptionCharge, of subscription: Subscription) async -> Bool {
+        guard let reference = charge.processorReference else { return false }
+        let processor = self.processor
+        let currency = Currency(code: charge.currencyCode) ?? .usDollar
+        var given: String?
+        let voided = await PaymentProcessing.withTimeLimit(timeout) {
+            () async throws(ProcessorError) -> ProcessorCharge in
+            try await processor.void(reference: reference)
+        }
+        switch voided {
+        case .success(let answer) where answer.status == .voided: given = "void:" + answer.reference
+        default:
+            let refund = await PaymentProcessing.withTimeLimit(timeout) {
+                () async throws(ProcessorError) -> ProcessorRefund in
+                try await processor.refund(
+                    reference: reference, amount: Money(minorUnits: charge.amount, currency: currency),
+                    idempotencyKey: charge.idempotencyKey + ":refund")
+            }
+            if case .success(let answer) = refund { given = "refund:" + answer.reference }
+        }
+        guard let given else {
+            logger.log(
+                "error", "an approved charge of an ended subscription could not be given back yet",
+                ["subscriptionId": subscription.id, "idempotencyKey": charge.idempotencyKey])
+            return false
         }
         do {
-            guard
-                let stored = try await store.updateSubscription(
-                    next, expectedVersion: subscription.version, charge: charge)
-            else { return nil }
+            _ = try await store.recordChargeRefund(charge, of: subscription, reference: given, at: clock())
             logger.log(
-                "info", "subscription charged",
-                [
-                    "subscriptionId": subscription.id, "cycle": String(charge.cycle), "attempt": String(charge.attempt),
-                    "status": charge.status, "next": stored.status.rawValue,
-                ])
-            if stored.status == .cancelled, stored.statusReason == "unpaid" || subscription.status == .cancelled,
-                stored.nextChargeAt == nil
-            {
-                // Nothing more to charge: unpaid after the last retry, or the charge a late cancellation owed.
-                await unlinkAtGateway(stored)
-            }
-            return charge
+                "info", "subscription charge given back",
+                ["subscriptionId": subscription.id, "idempotencyKey": charge.idempotencyKey, "reference": given])
+            return true
         } catch {
             logger.log(
-                "error", "subscription charge decided but not recorded",
-                ["subscriptionId": subscription.id, "idempotencyKey": key, "code": error.code.rawValue])
-            return nil
+                "error", "subscription charge given back but not recorded",
+                ["subscriptionId": subscription.id, "idempotencyKey": charge.idempotencyKey, "reference": given])
+            return false
+        }
+    }
+
+    /// Tries again to give back the approved charges still owing a refund (the processor did not decide before).
+    func giveBackOwedCharges() async {
+        let owed: [SubscriptionCharge]
+        do {
+            owed = try await store.chargesOwingRefund(limit: 100)
+        } catch {
+            logger.log("error", "cannot list charges owing a refund", ["code": error.code.rawValue])
+            return
+        }
+        for charge in owed {
+            guard let subscription = try? await store.subscription(id: charge.subscriptionID) else { continue }
+            await giveBack(charge, of: subscription)
         }
     }
 
@@ -207,6 +349,28 @@ public struct SubscriptionService: Sendable {
         case notAutomaticReload
         /// Another writer changed it meanwhile; try again.
         case conflict
+        /// Paid with a device token, or no merchant-token gateway configured: nothing to tell Apple.
+        case noMerchantToken
+        /// Apple's merchant-token gateway refused or did not answer.
+        case gatewayFailed
+    }
+
+    /// Apple's "Update Merchant Metadata": Apple sends the notifications of the subscription's merchant token to
+    /// `tokenNotificationURL` from now on (the public URL moved, say). Answers the subscription, unchanged.
+    public func updateTokenNotificationURL(id: String, to tokenNotificationURL: String) async throws -> Subscription {
+        guard let subscription = try await store.subscription(id: id) else { throw Refusal.notFound }
+        guard let gateway, let token = subscription.merchantTokenIdentifier else { throw Refusal.noMerchantToken }
+        do {
+            try await gateway.updateMerchantMetadata(
+                merchantTokenIdentifier: token, tokenNotificationURL: tokenNotificationURL)
+        } catch {
+            logger.log(
+                "warn", "cannot update the merchant token's notification URL at Apple",
+                ["subscriptionId": id, "error": String(describing: error)])
+            throw Refusal.gatewayFailed
+        }
+        logger.log("info", "merchant token notification URL updated at Apple", ["subscriptionId": id])
+        return subscription
     }
 
     /// Cancels a live subscription (`by`: `customer` or `merchant`) and unlinks its merchant token at Apple: no
@@ -269,60 +433,152 @@ public struct SubscriptionService: Sendable {
 
     /// What applying an event did.
     public enum EventResult: String, Sendable {
-        case applied, alreadyApplied, unknownEvent, noGateway, gatewayFailed
+        /// Applied now, applied before, or unknown to Apple's gateway: Apple is answered 200.
+        case applied, alreadyApplied, unknownEvent
+        /// Not applied (Apple is answered non-200 and retries): no gateway configured, the gateway failed or did
+        /// not answer, the store failed, too many pulls at once, or not done within the notification's time limit.
+        case noGateway, gatewayFailed, storeFailed, busy, timedOut
+
+        /// Whether Apple may consider the notification handled (`200`).
+        public var isHandled: Bool { self == .applied || self == .alreadyApplied || self == .unknownEvent }
     }
 
-    /// Pulls event `eventID` from the gateway and applies it once: `UNLINK` stops every subscription on the token;
-    /// `UPDATED_METADATA` updates the card's suffix and expiry; `UPDATED_CARD_ART` records the art's URL. The
-    /// event id is recorded first, in its own transaction, so a repeated notification changes nothing.
+    /// Pulls event `eventID` from the gateway and applies it once, in one store transaction that records the event
+    /// id together with the subscriptions' change (``SubscriptionStore/applyTokenEvent(eventID:eventType:merchantTokenIdentifier:change:)``),
+    /// tried again when a concurrent writer conflicts, so an `UNLINK` is never recorded without its effect:
+    /// `UNLINK` stops every subscription on the token; `UPDATED_METADATA` updates the card (``CardMetadata``);
+    /// `UPDATED_CARD_ART` records the art's URL; `UPDATED_MERCHANT_TOKEN_PUBLIC_KEY` is recorded and otherwise
+    /// ignored on purpose (this server sends no usage-information notifications, the only use of that key).
     public func applyTokenEvent(eventID: String) async -> EventResult {
         guard let gateway else { return .noGateway }
         let event: MerchantTokenEvent?
         do {
             event = try await gateway.event(id: eventID)
         } catch {
-            logger.log("warn", "cannot pull the merchant token event", ["error": String(describing: error)])
+            logger.log(
+                "warn", "cannot pull the merchant token event",
+                ["eventId": String(eventID.prefix(64)), "error": String(describing: error)])
             return .gatewayFailed
         }
         guard let event else { return .unknownEvent }
-        do {
-            let seen = try await store.subscriptions(
-                SubscriptionFilter(merchantTokenIdentifier: event.merchantTokenIdentifier, limit: 100))
-            if try await store.recordTokenEvent(
-                eventID: eventID, eventType: event.eventType,
-                merchantTokenIdentifier: event.merchantTokenIdentifier) == false
-            {
-                return .alreadyApplied
-            }
-            for subscription in seen {
-                var next = subscription
-                switch event.eventType {
-                case "UNLINK":
-                    guard subscription.status != .unlinked else { continue }
-                    next.status = .unlinked
-                    next.statusReason = event.reason
-                    next.nextChargeAt = nil
-                case "UPDATED_METADATA":
-                    if let card = event.merchantTokenMetadata?.cardMetadata {
-                        next.cardSuffix = card.suffix ?? next.cardSuffix
-                        next.cardExpiration = card.expirationDate ?? next.cardExpiration
-                    }
-                    if let art = event.merchantTokenMetadata?.cardArt?.first?.url { next.cardArtURL = art }
-                case "UPDATED_CARD_ART":
-                    if let art = event.merchantTokenMetadata?.cardArt?.first?.url { next.cardArtURL = art }
-                default:
-                    continue
-                }
-                guard next != subscription else { continue }
-                _ = try await store.updateSubscription(next, expectedVersion: subscription.version, charge: nil)
-            }
+        switch event.eventType {
+        case "UNLINK", "UPDATED_METADATA", "UPDATED_CARD_ART": break
+        case "UPDATED_MERCHANT_TOKEN_PUBLIC_KEY":
             logger.log(
-                "info", "merchant token event applied",
-                ["eventId": eventID, "eventType": event.eventType, "subscriptions": String(seen.count)])
-            return .applied
-        } catch {
-            logger.log("error", "cannot apply the merchant token event", ["eventId": eventID])
-            return .gatewayFailed
+                "info",
+                "merchant token public key updated: ignored on purpose (no usage-information notifications are sent)",
+                ["eventId": eventID])
+        default:
+            logger.log("warn", "unknown merchant token event type: recorded, nothing changed", ["eventId": eventID])
+        }
+        let change = Self.change(for: event)
+        for _ in 0..<5 {
+            do {
+                guard
+                    let changed = try await store.applyTokenEvent(
+                        eventID: eventID, eventType: event.eventType,
+                        merchantTokenIdentifier: event.merchantTokenIdentifier, change: change)
+                else { return .alreadyApplied }
+                logger.log(
+                    "info", "merchant token event applied",
+                    ["eventId": eventID, "eventType": event.eventType, "subscriptions": String(changed)])
+                return .applied
+            } catch  where error.code == .conflict {
+                continue  // a concurrent writer: the whole event again, over what it wrote
+            } catch {
+                logger.log(
+                    "error", "cannot apply the merchant token event", ["eventId": eventID, "code": error.code.rawValue])
+                return .storeFailed
+            }
+        }
+        logger.log("error", "cannot apply the merchant token event: it kept conflicting", ["eventId": eventID])
+        return .storeFailed
+    }
+
+    /// What `event` does to one subscription on its token (`nil`: nothing).
+    static func change(for event: MerchantTokenEvent) -> @Sendable (Subscription) -> Subscription? {
+        { subscription in
+            var next = subscription
+            switch event.eventType {
+            case "UNLINK":
+                guard subscription.status != .unlinked else { return nil }
+                next.status = .unlinked
+                next.statusReason = event.reason
+                next.nextChargeAt = nil
+            case "UPDATED_METADATA":
+                if let card = event.merchantTokenMetadata?.cardMetadata {
+                    next.cardSuffix = card.fpanSuffix ?? next.cardSuffix
+                    next.cardExpiration = card.expirationDate ?? next.cardExpiration
+                    next.cardCountry = card.cardCountry ?? next.cardCountry
+                    next.cardDescription = card.shortDescription ?? next.cardDescription
+                    next.cardLongDescription = card.longDescription ?? next.cardLongDescription
+                }
+                if let art = event.merchantTokenMetadata?.cardArt?.first?.url { next.cardArtURL = art }
+            case "UPDATED_CARD_ART":
+                if let art = event.merchantTokenMetadata?.cardArt?.first?.url { next.cardArtURL = art }
+            default:
+                return nil
+            }
+            return next == subscription ? nil : next
         }
     }
+
+    /// Apple's notification `GET {tokenNotificationURL}/notification/merchantToken/{eventId}`, answered only once
+    /// its event is pulled and applied (``applyTokenEvent(eventID:)``) or known to be, within `timeLimit`: a
+    /// second notification of an event being pulled joins that pull (``TokenNotifications``), and pulls beyond the
+    /// notification share wait briefly, then answer ``EventResult/busy`` (Apple retries a non-200). A pull outlives a
+    /// time limit that ran out: it still completes and is found applied when Apple retries.
+    public func handleTokenNotification(eventID: String, timeLimit: Duration) async -> EventResult {
+        guard gateway != nil else { return .noGateway }
+        guard let pull = await notifications.pull(eventID, start: { await self.applyTokenEvent(eventID: eventID) })
+        else { return .busy }
+        // The time limit abandons the wait, not the pull (awaiting a task's value does not cancel it).
+        let waited = await PaymentProcessing.withTimeLimit(timeLimit) {
+            () async throws(ProcessorError) -> EventResult in
+            await pull.value
+        }
+        if case .success(let result) = waited { return result }
+        return .timedOut
+    }
+}
+
+/// The notification pulls in flight: one per event id (a repeated notification joins it), at most the share's
+/// places at once (and its queue waiting briefly), so a burst of notifications neither floods Apple's gateway nor
+/// piles up work.
+public final class TokenNotifications: Sendable {
+    /// Four pulls at once, eight waiting up to half a second: Apple retries at once on a non-200.
+    public static let defaultShare = Bulkhead.Limits(
+        maximumInFlight: 4, maximumQueued: 8, maximumWait: .milliseconds(500))
+
+    public let share: Bulkhead
+    private let inFlight = Mutex<[String: Task<SubscriptionService.EventResult, Never>]>([:])
+
+    public init(share: Bulkhead.Limits = TokenNotifications.defaultShare) {
+        self.share = Bulkhead(name: "tokenNotifications", limits: share)
+    }
+
+    /// The pull of `eventID` in flight, or a new one started in a place of the share; `nil` when the share is full.
+    func pull(
+        _ eventID: String, start: @escaping @Sendable () async -> SubscriptionService.EventResult
+    ) async -> Task<SubscriptionService.EventResult, Never>? {
+        if let running = inFlight.withLock({ $0[eventID] }) { return running }
+        guard await share.acquire() else { return nil }
+        return inFlight.withLock { pulls in
+            if let running = pulls[eventID] {
+                share.release()
+                return running
+            }
+            let task = Task { [share, weak self] in
+                let result = await start()
+                self?.inFlight.withLock { _ = $0.removeValue(forKey: eventID) }
+                share.release()
+                return result
+            }
+            pulls[eventID] = task
+            return task
+        }
+    }
+
+    /// How many event pulls are in flight.
+    public var count: Int { inFlight.withLock { $0.count } }
 }

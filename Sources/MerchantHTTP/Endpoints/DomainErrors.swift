@@ -24,6 +24,14 @@ extension HTTPError {
             self.init(status: 409, code: "notAutomaticReload", message: "Not an automatic-reload subscription.")
         case .conflict:
             self.init(status: 409, code: "conflict", message: "The subscription changed meanwhile; try again.")
+        case .noMerchantToken:
+            self.init(
+                status: 409, code: "noMerchantToken",
+                message: "The subscription has no merchant token at Apple (a device token, or no gateway configured).")
+        case .gatewayFailed:
+            self.init(
+                status: 502, code: "merchantTokenGatewayFailed",
+                message: "Apple's merchant-token gateway refused or failed.")
         }
     }
 

@@ -42,6 +42,8 @@ public struct MerchantAPI: Responder {
     ///     store must be a ``MerchantCore/ProviderEventStore``); none by default.
     ///   - rateLimits: per client address limits on checkouts and sheet updates; `nil` limits nothing.
     ///   - processorShare: how many payments may hold the processor at once, and wait for it (docs/LIMITS.md).
+    ///   - tokenNotificationTimeLimit: how long Apple's token notification waits for its event (then `500`).
+    ///   - tokenNotificationShare: how many merchant-token events are pulled from Apple at once, and wait.
     ///   - checkoutLifetime: how long a checkout takes sheet updates (`410 checkoutExpired` after; it is pruned
     ///     later if unpaid); `nil`: forever.
     public init(
@@ -51,6 +53,8 @@ public struct MerchantAPI: Responder {
         adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), rateLimits: RateLimits? = nil,
         checkoutLifetime: Duration? = nil, walletOrders: WalletOrdersService? = nil,
         processorShare: Bulkhead.Limits = PaymentService.defaultShare,
+        tokenNotificationTimeLimit: Duration = .seconds(5),
+        tokenNotificationShare: Bulkhead.Limits = TokenNotifications.defaultShare,
         web: WebCheckout.Settings = .init(),
         plugins: [any MerchantAPIPlugin] = [], merchantTokenGateway: (any MerchantTokenGateway)? = nil,
         webhooks: [WebhookEndpoint] = [],
@@ -64,7 +68,8 @@ public struct MerchantAPI: Responder {
         let subscriptions = (store as? any SubscriptionStore).map {
             SubscriptionService(
                 store: $0, processor: processor, gateway: merchantTokenGateway,
-                timeout: configuration.processor.timeout, logger: logger, clock: clock)
+                timeout: configuration.processor.timeout, logger: logger, clock: clock,
+                notifications: TokenNotifications(share: tokenNotificationShare))
         }
         self.subscriptions = subscriptions
         let payments = CheckoutPayments(
@@ -89,6 +94,14 @@ public struct MerchantAPI: Responder {
         var router = Router()
         router.add(middleware: SecurityHeaders())
         router.add(middleware: RequestLogging(logger: logger, metrics: metrics))
+        // The customer's subscription pages and the form they post (no JSON rule), before the JSON API's
+        // `/v1/subscriptions/{id}`, which would otherwise take `/v1/subscriptions/manage`.
+        if let subscriptions {
+            router.add(
+                SubscriptionPages(
+                    service: subscriptions, orders: store, publicBaseURL: configuration.publicBaseURL,
+                    storeName: configuration.storeName))
+        }
         // The JSON API: a POST must say it carries JSON (a browser sends another site's form without a preflight).
         router.group("", middleware: [RequireJSONContentType()]) { api in
             let limits = rateLimits.map { [RateLimiting(checkouts: $0.checkouts, updates: $0.updates)] } ?? []
@@ -106,7 +119,9 @@ public struct MerchantAPI: Responder {
             api.add(ApplePayRoutes(validator: validator, domainAssociation: configuration.domainAssociation))
             for plugin in plugins { plugin.register(on: &api, services: services) }
             api.add(OperationsRoutes(store: store, metrics: metrics))
-            if let subscriptions { api.add(SubscriptionRoutes(service: subscriptions)) }
+            if let subscriptions {
+                api.add(SubscriptionRoutes(service: subscriptions, notificationTimeLimit: tokenNotificationTimeLimit))
+            }
             if let adminToken, !adminToken.isEmpty {
                 api.group(
                     "/admin/v1", middleware: [BearerAuthentication(token: adminToken, failureLimit: adminFailureLimit)]
@@ -117,7 +132,10 @@ public struct MerchantAPI: Responder {
                             store: store, processor: processor, reconciler: reconciler,
                             timeout: configuration.processor.timeout, logger: logger, walletOrders: walletOrders))
                     if let subscriptions {
-                        admin.add(SubscriptionAdminRoutes(service: subscriptions, movableClock: sandboxMode))
+                        admin.add(
+                            SubscriptionAdminRoutes(
+                                service: subscriptions, movableClock: sandboxMode,
+                                tokenNotificationURL: pricing.tokenNotificationURL))
                     }
                 }
             }
@@ -137,9 +155,8 @@ public struct MerchantAPI: Responder {
                 clock: clock, plans: plans)
             router.add(WebhookRoutes(endpoints: webhooks, events: events, metrics: metrics, clock: clock))
         }
-        // What a browser loads, and the form it posts: no JSON rule.
+        // What a browser loads: no JSON rule.
         router.add(WebRoutes(page: page))
-        if let subscriptions { router.add(SubscriptionPages(service: subscriptions)) }
         self.router = router
     }
 

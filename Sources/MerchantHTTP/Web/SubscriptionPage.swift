@@ -1,14 +1,28 @@
 import ApplePay
 import Foundation
+import HTTPServer
 import MerchantCore
 
-/// The management page: plan, next charge, past charges and a cancel button (a form posting to `.../cancel`), from
-/// the template `Web/Assets/subscription.html`.
+/// The customer's subscription pages, from the template `Web/Assets/subscription.html`, in the checkout page's
+/// style sheet: the management page (plan, next charge, past charges with refunds, the card as Apple describes it
+/// with its `fpanSuffix`, cycles skipped after an outage, and a Cancel form posting to `.../cancel`), and short
+/// messages (a subscription that has not started yet, a link without its secret). Served with a
+/// Content-Security-Policy that allows this server's style sheet and nothing else (no script at all, forms posted
+/// only here), `Cache-Control: no-store` (the URL carries the secret) and no framing.
 enum ManagementPage {
     // The template is compiled into the binary and checked by the tests: it cannot fail to parse at run time.
     static let template = try! PageTemplate(WebAssets.subscriptionHTML)
 
-    static func html(_ s: Subscription, charges: [SubscriptionCharge]) -> String {
+    /// The pages' Content-Security-Policy.
+    static let contentSecurityPolicy = [
+        "default-src 'none'", "style-src 'self'", "img-src 'self'", "form-action 'self'", "base-uri 'none'",
+        "frame-ancestors 'none'",
+    ].joined(separator: "; ")
+
+    /// The management page of `s`.
+    static func html(_ s: Subscription, charges: [SubscriptionCharge], storeName: String = "Subscription")
+        -> String
+    {
         let iso = ISO8601DateFormatter()
         func amount(_ minorUnits: Int64, _ code: String) -> String {
             Money(minorUnits: minorUnits, currency: Currency(code: code) ?? .usDollar).amountString
@@ -19,16 +33,47 @@ enum ManagementPage {
                 "amount": .text(amount(charge.amount, charge.currencyCode)),
                 "currencyCode": .text(charge.currencyCode), "status": .text(charge.status),
                 "declined": .list(charge.declineCode.map { [["declineCode": .text($0)]] } ?? []),
+                "refunded": .list(charge.refundedAt.map { [["refundedAt": .text(iso.string(from: $0))]] } ?? []),
             ]
         }
-        return template.render([
-            "productName": .text(s.productName), "planKind": .text(s.plan.kind),
+        let card = s.cardDescription ?? s.network ?? "Card"
+        var terms = "Cancelling stops future charges."
+        if SubscriptionBilling.cancellationOwesCharge(s, at: Date()) {
+            terms = "The free cancellation period is over: the amount is still charged on the billing date."
+        }
+        let subscription: PageTemplate.Context = [
+            "productName": .text(s.productName), "planDescription": .text(s.plan.description ?? s.plan.kind),
             "amount": .text(amount(s.amount, s.currencyCode)), "currencyCode": .text(s.currencyCode),
             "status": .text(s.status.rawValue),
+            "reason": .list(s.statusReason.map { [["text": .text($0)]] } ?? []),
             "nextCharge": .text(s.nextChargeAt.map { iso.string(from: $0) } ?? "none"),
-            "network": .text(s.network ?? ""), "cardSuffix": .text(s.cardSuffix ?? ""),
-            "charges": .list(rows),
-            "cancel": .list(s.isLive ? [["id": .text(s.id), "secret": .text(s.secret)]] : []),
+            "cardName": .text(card), "suffix": .list(s.cardSuffix.map { [["digits": .text($0)]] } ?? []),
+            "skipped": .list(s.skippedCycles > 0 ? [["count": .text(String(s.skippedCycles))]] : []),
+            "charges": .list(rows), "noCharges": .list(charges.isEmpty ? [[:]] : []),
+            "cancel": .list(
+                s.isLive ? [["id": .text(s.id), "secret": .text(s.secret), "terms": .text(terms)]] : []),
+        ]
+        return template.render([
+            "title": .text("\(s.productName): your subscription"), "storeName": .text(storeName),
+            "subscription": .list([subscription]), "message": .list([]),
         ])
+    }
+
+    /// A page saying one thing.
+    static func message(heading: String, text: String, storeName: String = "Subscription") -> String {
+        template.render([
+            "title": .text(heading), "storeName": .text(storeName), "subscription": .list([]),
+            "message": .list([["heading": .text(heading), "text": .text(text)]]),
+        ])
+    }
+
+    /// An HTML answer with the pages' headers.
+    static func response(_ html: String, status: Int = 200) -> HTTPResponse {
+        var response = HTTPResponse.text(html, status: status, contentType: "text/html; charset=utf-8")
+        response.headers["Content-Security-Policy"] = contentSecurityPolicy
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["Referrer-Policy"] = "same-origin"
+        response.headers["X-Frame-Options"] = "DENY"
+        return response
     }
 }

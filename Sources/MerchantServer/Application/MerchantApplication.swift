@@ -205,6 +205,8 @@ public final class MerchantApplication: Sendable {
                 reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits,
                 checkoutLifetime: configuration.checkoutLifetime, walletOrders: walletOrders,
                 processorShare: configuration.processorShare,
+                tokenNotificationTimeLimit: configuration.tokenNotificationTimeLimit,
+                tokenNotificationShare: configuration.tokenNotificationShare,
                 web: WebCheckout.Settings(
                     sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
                     loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),

@@ -48,6 +48,10 @@ public struct MerchantServerConfiguration: Sendable {
     public var processorShare: Bulkhead.Limits = PaymentService.defaultShare
     /// Apple's merchant-validation gateway's share (docs/LIMITS.md).
     public var merchantValidationShare: Bulkhead.Limits = MerchantValidator.defaultShare
+    /// How long Apple's merchant-token notification waits for its event to be pulled and applied (then `500`).
+    public var tokenNotificationTimeLimit: Duration = .seconds(5)
+    /// Apple's merchant-token event pulls: how many at once, how many waiting, and for how long.
+    public var tokenNotificationShare: Bulkhead.Limits = TokenNotifications.defaultShare
     /// How long an unpaid checkout lives; then it and its events are pruned.
     public var checkoutLifetime: Duration = .seconds(24 * 3600)
     /// How often expired checkouts are pruned (and once at start-up).

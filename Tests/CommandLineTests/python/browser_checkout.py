@@ -3,7 +3,8 @@
 
 Starts `applepay sandbox gateway` and `applepay serve --sandbox DIR --sandbox-gateway URL` (admin API on), then
 drives the page through the sandbox sheet: a purchase with express shipping; an unserviceable address, then a
-serviceable one; an invalid coupon, then a valid one; another card; a plan paid with a merchant token; a cancel. Then checks the store through the
+serviceable one; an invalid coupon, then a valid one; another card; a plan paid with a merchant token, then cancelled from
+its management page (the Cancel button clicked); a cancel. Then checks the store through the
 admin API (one paid order per completed purchase, none for the cancel), that the page loaded nothing from another
 host, and that merchant validation went through the sandbox gateway with the Merchant Identity certificate.
 
@@ -278,6 +279,32 @@ def main():
               "the plan was paid with a merchant token")
         step("plan with a merchant token", order=plan_order, total=total, subscription=subscription["id"])
         paid[plan_order] = total
+
+        # 4c. The subscription's own page, opened from the confirmation's link (the managementURL Apple shows in
+        # Wallet too): its plan, the card's own last four digits (Apple's fpanSuffix), and Cancel, clicked as a
+        # customer clicks it; the form posts url-encoded from the page's origin and comes back to the page.
+        link = page.until(lambda: next((a for a in driver.find_elements(By.ID, "subscription-link")
+                                        if a.is_displayed()), None), "the link to the subscription's page")
+        link.click()
+        page.until(lambda: driver.find_elements(By.ID, "subscription-status"), "the subscription's page")
+        status_text = driver.find_element(By.ID, "subscription-status").text
+        check(status_text == "active", f"the page says the subscription is {status_text}")
+        card_text = driver.find_element(By.ID, "card").text
+        check(card_text.endswith("ending in " + subscription["cardSuffix"]),
+              f"the page shows the card as {card_text!r}, the store's fpanSuffix is {subscription['cardSuffix']}")
+        cancel = page.until(lambda: page.button_named(lambda name: name == "Cancel subscription"),
+                            "the Cancel subscription button")
+        cancel.click()
+        page.until(lambda: driver.find_element(By.ID, "subscription-status").text == "cancelled",
+                   "the page to say the subscription is cancelled")
+        check(page.button_named(lambda name: name == "Cancel subscription") is None, "no Cancel button once cancelled")
+        request = urllib.request.Request(base + "/admin/v1/subscriptions/" + subscription["id"],
+                                         headers={"Authorization": "Bearer " + admin_token})
+        stored = json.load(urllib.request.urlopen(request, timeout=TIMEOUT))["subscription"]
+        check(stored["status"] == "cancelled" and stored.get("statusReason") == "customer",
+              f"the store says {stored['status']} ({stored.get('statusReason')})")
+        step("subscription cancelled from its page", subscription=subscription["id"], card=card_text)
+        driver.get(base + "/")
 
         # 5. A cancel: the sheet closes, no order.
         page.add("Enamel Mug")

@@ -158,7 +158,7 @@ struct SubscriptionTests {
     }
 
     @Test(
-        "the management page's Cancel form (a url-encoded POST with the secret) cancels: no JSON content-type rule",
+        "the management page's Cancel form (a url-encoded POST with the secret, from the page's own origin) cancels",
         arguments: [false, true])
     func cancelFromThePage(live: Bool) async throws {
         try await ServerHarness.with(processor: SandboxProcessor(), live: live) { harness in
@@ -171,15 +171,41 @@ struct SubscriptionTests {
             let start = try page.text.range(of: #"action=""#).orThrow("no form on the page")
             let action = String(page.text[start.upperBound...].prefix { $0 != "\"" })
             #expect(action == "/v1/subscriptions/\(id)/cancel?secret=\(secret)")
+            // The page as a browser must treat it: a strict policy, nothing cached, the checkout page's style sheet.
+            #expect(page.header("Content-Security-Policy")?.contains("default-src 'none'") == true)
+            #expect(page.header("Content-Security-Policy")?.contains("form-action 'self'") == true)
+            #expect(page.header("Cache-Control") == "no-store")
+            #expect(page.text.contains(#"<link rel="stylesheet" href="/checkout.css">"#))
+            #expect(page.text.contains("Cancel subscription"))
+            let origin = harness.base  // the server's own address is its public URL here
             let form = [(name: "Content-Type", value: "application/x-www-form-urlencoded")]
+            let sameOrigin = form + [(name: "Origin", value: origin)]
             let wrong = try await harness.send(
-                "POST", "/v1/subscriptions/\(id)/cancel?secret=nope", headers: form, body: Data())
+                "POST", "/v1/subscriptions/\(id)/cancel?secret=nope", headers: sameOrigin, body: Data())
             #expect(wrong.status == 404)
-            let cancelled = try await harness.send("POST", action, headers: form, body: Data())
-            #expect(cancelled.status == 200, "\(cancelled.text)")
-            #expect(cancelled.json["status"] as? String == "cancelled")
+            // Another site's form (its Origin, or only its Referer), or a form saying neither: refused.
+            for foreign in [
+                [(name: "Origin", value: "https://evil.example")],
+                [(name: "Referer", value: "https://evil.example/page")], [],
+            ] {
+                let refused = try await harness.send("POST", action, headers: form + foreign, body: Data())
+                #expect(refused.status == 403 && refused.errorCode == "crossOriginForm", "\(foreign)")
+            }
+            #expect(try await harness.application.api.subscriptions?.store.subscription(id: id)?.isLive == true)
+            // The page's own form: cancelled, and back to the page, which says so.
+            let cancelled = try await harness.send("POST", action, headers: sameOrigin, body: Data())
+            #expect(cancelled.status == 303, "\(cancelled.text)")
+            let location = try #require(cancelled.header("Location"))
+            #expect(location == "/v1/subscriptions/\(id)/manage?secret=\(secret)")
             let stored = try await harness.application.api.subscriptions?.store.subscription(id: id)
             #expect(stored?.status == .cancelled)
+            let after = try await harness.get(location)
+            #expect(after.text.contains(#"<strong id="subscription-status">cancelled</strong>"#), "\(after.text)")
+            #expect(!after.text.contains("Cancel subscription"))
+            // A second click (the Referer of the page alone): still back to the page.
+            let again = try await harness.send(
+                "POST", action, headers: form + [(name: "Referer", value: harness.base + location)], body: Data())
+            #expect(again.status == 303)
             // The JSON API keeps its rule: the same form posted to a JSON route is refused.
             let checkout = try await harness.send("POST", "/v1/checkouts", headers: form, body: Data("items=1".utf8))
             #expect(checkout.status == 415 && checkout.errorCode == "unsupportedMediaType")
@@ -237,5 +263,12 @@ extension StoreBackend {
         case .sqlite: ServerStoreLocation(postgres: nil)
         case .postgres: ServerStoreLocation(postgres: try await TestPostgres.freshSchema())
         }
+    }
+}
+
+extension ServerHarness.Reply {
+    /// A header of the answer, its name in any case (the socket's client gives them lowercased).
+    fileprivate func header(_ name: String) -> String? {
+        headers.first { $0.key.lowercased() == name.lowercased() }?.value
     }
 }

@@ -52,37 +52,54 @@ struct WebAssetsTests {
         #expect(try served(withSDK, "/checkout.js") == file("checkout.js"))
     }
 
-    @Test("the management page renders as the Swift string did, values HTML-escaped")
+    @Test("the management page: plan, next charge, charges with refunds, the card's fpanSuffix, skipped cycles, Cancel")
     func managementPage() throws {
         let date = { (day: Double) in Date(timeIntervalSince1970: 1_896_048_000 + day * 86_400) }
-        let live = Subscription(
-            id: "sub_1", secret: "s&cr\"t", checkoutID: "chk", orderID: nil, sku: "BEANS",
+        var live = Subscription(
+            id: "sub_1", secret: "s&cr\"t", checkoutID: "chk_1", orderID: nil, sku: "BEANS",
             productName: "Beans <Dark> & \"Roast\"", plan: .deferred(DeferredPlan(billingDate: date(60))),
             amount: 1234, currencyCode: "USD", merchantTokenIdentifier: nil, paymentMethodReference: "pm",
             network: "Visa", cardSuffix: "4242", cardExpiration: nil, anchor: date(0), nextChargeAt: date(60),
             createdAt: date(0), updatedAt: date(0))
+        live.cardDescription = "Visa <Debit>"
         var cancelled = live
         cancelled.status = .cancelled
+        cancelled.statusReason = "customer"
         cancelled.nextChargeAt = nil
-        cancelled.network = nil
+        cancelled.cardDescription = nil
         cancelled.cardSuffix = nil
+        cancelled.skippedCycles = 2
         func charge(_ day: Double, _ status: String, _ decline: String?) -> SubscriptionCharge {
             SubscriptionCharge(
                 subscriptionID: "sub_1", cycle: Int(day), attempt: 0, idempotencyKey: "k", amount: 999,
                 currencyCode: "JPY", status: status, processorReference: nil, declineCode: decline,
                 dueAt: date(day), chargedAt: date(day))
         }
-        let charges = [charge(30, "approved", nil), charge(31, "declined", "insufficient_<funds>")]
+        var refunded = charge(32, "approved", nil)
+        refunded.refundedAt = date(32)
+        let charges = [charge(30, "approved", nil), charge(31, "declined", "insufficient_<funds>"), refunded]
         for (subscription, charges) in [(live, charges), (live, []), (cancelled, charges), (cancelled, [])] {
-            let html = ManagementPage.html(subscription, charges: charges)
-            #expect(html == Self.swiftStringPage(subscription, charges: charges) + "\n")
-            #expect(html.contains("<button type=\"submit\">Cancel</button>") == subscription.isLive)
+            let html = ManagementPage.html(subscription, charges: charges, storeName: "Shop")
+            #expect(html.contains("Cancel subscription</button>") == subscription.isLive)
+            #expect(html.contains("No charges yet.") == charges.isEmpty)
+            #expect(html.contains(#"<link rel="stylesheet" href="/checkout.css">"#))
+            #expect(!html.contains("{{") && !html.contains("}}") && !html.contains("<script"))
         }
-        let page = ManagementPage.html(live, charges: charges)
-        #expect(page.contains("<title>Beans &lt;Dark&gt; &amp; &quot;Roast&quot;</title>"))
+        let page = ManagementPage.html(live, charges: charges, storeName: "Shop")
+        #expect(page.contains("<title>Beans &lt;Dark&gt; &amp; &quot;Roast&quot;: your subscription</title>"))
         #expect(page.contains("action=\"/v1/subscriptions/sub_1/cancel?secret=s&amp;cr&quot;t\""))
-        #expect(page.contains("<td>declined (insufficient_&lt;funds&gt;)</td>"))
-        #expect(!page.contains("{{") && !page.contains("}}"))
+        #expect(page.contains("declined (insufficient_&lt;funds&gt;)"))
+        #expect(page.contains(#"<dd id="card">Visa &lt;Debit&gt; ending in 4242</dd>"#))
+        #expect(page.contains("approved, refunded 2030-"))
+        #expect(page.contains(#"<dd id="next-charge">2030-"#))
+        let ended = ManagementPage.html(cancelled, charges: [], storeName: "Shop")
+        #expect(ended.contains(#"<dd id="card">Visa</dd>"#))
+        #expect(ended.contains("2 billing cycle(s) missed"))
+        #expect(ended.contains(#"<strong id="subscription-status">cancelled</strong> (customer)"#))
+        let response = ManagementPage.response(page)
+        #expect(response.headers["Content-Security-Policy"] == ManagementPage.contentSecurityPolicy)
+        #expect(response.headers["Cache-Control"] == "no-store")
+        #expect(ManagementPage.contentSecurityPolicy.contains("default-src 'none'"))
     }
 
     @Test("templates: values escaped, sections repeated with inner names first, bad syntax refused")
@@ -96,33 +113,5 @@ struct WebAssetsTests {
         for bad in ["{{a", "{{#a}}", "{{/a}}", "{{#a}}{{/b}}", "{{}}"] {
             #expect(throws: PageTemplate.SyntaxError.self) { try PageTemplate(bad) }
         }
-    }
-
-    /// The management page as `SubscriptionPage.swift` built it before issue 21, kept here as the reference.
-    static func swiftStringPage(_ s: Subscription, charges: [SubscriptionCharge]) -> String {
-        func escape(_ text: String) -> String {
-            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-        }
-        let iso = ISO8601DateFormatter()
-        let amount = Money(minorUnits: s.amount, currency: Currency(code: s.currencyCode) ?? .usDollar).amountString
-        let rows = charges.map { charge in
-            let value = Money(minorUnits: charge.amount, currency: Currency(code: charge.currencyCode) ?? .usDollar)
-            return "<tr><td>\(iso.string(from: charge.chargedAt))</td><td>\(value.amountString) "
-                + "\(escape(charge.currencyCode))</td><td>\(escape(charge.status))"
-                + "\(charge.declineCode.map { " (\(escape($0)))" } ?? "")</td></tr>"
-        }.joined()
-        let cancel =
-            s.isLive
-            ? "<form method=\"post\" action=\"/v1/subscriptions/\(escape(s.id))/cancel?secret=\(escape(s.secret))\">"
-                + "<button type=\"submit\">Cancel</button></form>" : ""
-        return """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(escape(s.productName))</title></head>
-            <body><h1>\(escape(s.productName))</h1>
-            <p>Plan: \(escape(s.plan.kind)), \(amount) \(escape(s.currencyCode)). Status: \(escape(s.status.rawValue)).</p>
-            <p>Next charge: \(s.nextChargeAt.map { iso.string(from: $0) } ?? "none")</p>
-            <p>Card: \(escape(s.network ?? "")) …\(escape(s.cardSuffix ?? ""))</p>
-            <table><tr><th>Date</th><th>Amount</th><th>Result</th></tr>\(rows)</table>\(cancel)</body></html>
-            """
     }
 }

@@ -221,7 +221,7 @@
       if (reply.status === 200 && answer.status === "success") {
         session.completePayment({ status: success });
         finish();
-        showConfirmation(answer.orderId, answer.orderSecret);
+        showConfirmation(answer.orderId, answer.orderSecret, answer.managementURL);
         return;
       }
       const message = (answer.error && answer.error.message) ||
@@ -243,9 +243,12 @@
     if (button) button.focus();
   }
 
-  async function showConfirmation(orderId, secret) {
+  async function showConfirmation(orderId, secret, managementURL) {
     $("order-id").textContent = orderId;
     $("confirmation").hidden = false;
+    // A plan: the subscription's page (plan, charges, card, cancel), the same link Apple shows in Wallet.
+    $("subscription-area").hidden = !managementURL;
+    if (managementURL) $("subscription-link").href = managementURL;
     state.cart.clear();
     state.checkout = null;
     renderCart();
