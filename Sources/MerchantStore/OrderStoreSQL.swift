@@ -314,7 +314,7 @@ extension SQLStore: OrderStore {
             try connection.run(
                 """
                 UPDATE orders SET refunded_minor = \(bind: refunded), status = \(bind: status.rawValue), \
-                updated_at = \(bind: now) WHERE id = \(bind: order.id)
+                updated_at = \(Self.nextOrderVersion(now)) WHERE id = \(bind: order.id)
                 """, expectingRows: 1)
             try self.appendEvent(
                 connection, "refundSucceeded", checkoutID: order.checkoutID, orderID: order.id,
@@ -353,7 +353,7 @@ extension SQLStore: OrderStore {
             let now = self.clock().unixMilliseconds
             try connection.run(
                 """
-                UPDATE orders SET status = 'voided', updated_at = \(bind: now) \
+                UPDATE orders SET status = 'voided', updated_at = \(Self.nextOrderVersion(now)) \
                 WHERE id = \(bind: orderID) AND status = 'paid'
                 """, expectingRows: 1)
             try connection.run(
@@ -539,7 +539,8 @@ extension SQLStore: OrderStore {
         let now = clock().unixMilliseconds
         try connection.run(
             """
-            UPDATE orders SET status = \(bind: transition.orderStatus.rawValue), updated_at = \(bind: now)
+            UPDATE orders SET status = \(bind: transition.orderStatus.rawValue), \
+                updated_at = \(Self.nextOrderVersion(now))
             WHERE id = \(bind: current.id) AND status \(raw: SQLDialect.inList(states.map(\.rawValue)))
             """, expectingRows: 1)
         try connection.run(

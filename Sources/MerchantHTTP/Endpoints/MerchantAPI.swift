@@ -123,6 +123,7 @@ public struct MerchantAPI: Responder {
         }
         // What a browser loads, and the form it posts: no JSON rule.
         router.add(WebRoutes(page: page))
+        router.add(OrderPageRoutes(store: store, storeName: configuration.storeName, logger: logger))
         if let subscriptions { router.add(SubscriptionPages(service: subscriptions)) }
         self.router = router
     }
