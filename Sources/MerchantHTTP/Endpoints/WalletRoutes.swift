@@ -159,8 +159,8 @@ struct WalletRoutes: RouteCollection {
 
 /// Middleware of the Wallet group's per-order calls: the path's `{type}` and `{order}` name an order of this
 /// server's order type, and the request carries `Authorization: AppleOrder <authenticationToken>` of that order
-/// (compared in constant time): `401 unauthorized` when it is missing or wrong, `404` for an unknown order or
-/// another order type. The order becomes the context's ``RequestContext/identity`` for the handler.
+/// (compared in constant time): `401 unauthorized` when it is missing or wrong, and also for an unknown order or
+/// another order type (Apple lists 200 and 401 only; no answer tells which orders exist). The order becomes the context's ``RequestContext/identity`` for the handler.
 struct AppleOrderAuthentication: Middleware {
     let service: WalletOrdersService
     let store: any OrderStore
@@ -178,14 +178,14 @@ struct AppleOrderAuthentication: Middleware {
         guard header.hasPrefix(prefix) else { throw Self.unauthorized() }
         let presented = String(header.dropFirst(prefix.count))
         let id = try context.parameter("order")
-        guard try context.parameter("type") == service.orderTypeIdentifier else { throw .orderNotFound(id) }
+        guard try context.parameter("type") == service.orderTypeIdentifier else { throw Self.unauthorized() }
         let order: Order?
         do {
             order = try await store.order(id: id)
         } catch {
             throw .storeUnavailable()
         }
-        guard let order else { throw .orderNotFound(id) }
+        guard let order else { throw Self.unauthorized() }
         guard constantTimeEqual(presented, service.authenticationToken(for: order)) else { throw Self.unauthorized() }
         return order
     }

@@ -2,6 +2,7 @@ import ApplePay
 import Cryptography
 import Foundation
 import HTTPServer
+import MerchantServer
 import Sandbox
 import TestSupport
 import Testing
@@ -150,11 +151,15 @@ struct WalletConformanceTests {
         object[key] = list
     }
 
-    @Test("changes within one second are each seen: Last-Modified/If-Modified-Since, ETag and the updated-since list")
-    func changesWithinOneSecond() async throws {
+    @Test(
+        "changes within one second are each seen: Last-Modified/If-Modified-Since, ETag and the updated-since list",
+        arguments: StoreBackend.available)
+    func changesWithinOneSecond(_ backend: StoreBackend) async throws {
+        let location = try await backend.serverLocation()
         let frozen = Date()
         let clock: @Sendable () -> Date = { frozen }
-        try await ServerHarness.with(clock: clock) { server in
+        let configure: (inout MerchantServerConfiguration) -> Void = { location.apply(&$0) }
+        try await ServerHarness.with(clock: clock, configure: configure) { server in
             let (details, orderID) = try await Self.paidOrder(server)
             let registration =
                 "/wallet/v1/devices/device-1/registrations/\(details.orderTypeIdentifier)/\(orderID)"
