@@ -539,8 +539,7 @@ extension SQLStore: OrderStore {
         let now = clock().unixMilliseconds
         try connection.run(
             """
-            UPDATE orders SET status = \(bind: transition.orderStatus.rawValue), \
-                updated_at = \(Self.nextOrderVersion(now))
+            UPDATE orders SET status = \(bind: transition.orderStatus.rawValue), updated_at = \(bind: now)
             WHERE id = \(bind: current.id) AND status \(raw: SQLDialect.inList(states.map(\.rawValue)))
             """, expectingRows: 1)
         try connection.run(

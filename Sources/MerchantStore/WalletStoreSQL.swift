@@ -15,7 +15,9 @@ extension SQLStore {
     /// `updated_at` when that is later. Every version of an order thus has a whole second of its own, so HTTP's
     /// second-resolution `If-Modified-Since` (what Wallet sends back from `Last-Modified`) tells any two versions
     /// apart, however close together they were written; `updatedAt` grows with each change (Apple requires it) and
-    /// runs at most a second per change ahead of the clock in a burst. Every `UPDATE orders` uses it.
+    /// runs at most a second per change ahead of the clock in a burst. Every change of a paid order uses it (refunds,
+    /// voids, fulfilment steps); a payment's outcome (pending or unknown to paid or declined) comes before any Wallet
+    /// version exists and keeps the clock's time, which the reconciler's age cut-off reads.
     static func nextOrderVersion(_ now: Int64) -> SQLQuery {
         """
         CASE WHEN (updated_at / 1000 + 1) * 1000 > \(bind: now) THEN (updated_at / 1000 + 1) * 1000 \
