@@ -42,7 +42,8 @@ struct WalletRoutes: RouteCollection {
         }
         let device = try context.parameter("device")
         let type = try context.parameter("type")
-        let since = request.query["ordersModifiedSince"].flatMap { Int64($0) }
+        // Apple's URL template names the query `ordersModifiedSince`, its parameter table `lastModified`: either.
+        let since = (request.query["ordersModifiedSince"] ?? request.query["lastModified"]).flatMap { Int64($0) }
         var identifiers: [String] = []
         var latest: Int64 = since ?? 0
         do {

@@ -201,6 +201,7 @@ struct WalletConformanceTests {
                 #expect(since.json["orderIdentifiers"] as? [String] == [orderID])
                 cursor = try (since.json["lastModified"] as? String).orThrow("lastModified")
                 #expect(try await server.get(list + "?ordersModifiedSince=\(cursor)").status == 204)
+                #expect(try await server.get(list + "?lastModified=\(cursor)").status == 204)
             }
             // updatedAt only grows; If-None-Match decides over If-Modified-Since.
             let formatter = ISO8601DateFormatter()
