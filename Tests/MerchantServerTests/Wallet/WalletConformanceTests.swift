@@ -2,7 +2,9 @@ import ApplePay
 import Cryptography
 import Foundation
 import HTTPServer
+import MerchantCore
 import MerchantServer
+import MerchantWallet
 import Sandbox
 import TestSupport
 import Testing
@@ -283,6 +285,49 @@ struct WalletConformanceTests {
             case .invalid(let refusal): #expect(!accepted && refusal.check == .mediaType, "\(mediaType): \(refusal)")
             default: Issue.record("\(mediaType): \(download)")
             }
+        }
+    }
+
+    /// An enum of the fixture schema: `$defs/<object>/properties/<field>/enum`.
+    static func schemaEnum(_ object: String, _ field: String) throws -> Set<String> {
+        let schema = try JSONValue(parsing: Data(contentsOf: Self.schema))
+        let values = schema["$defs"]?[object]?["properties"]?[field]?["enum"]?.arrayValue ?? []
+        return Set(values.compactMap(\.stringValue))
+    }
+
+    @Test("every order state maps to Apple's values of payment.status and status, per the fixture schema")
+    func statusMapping() throws {
+        let payment = try Self.schemaEnum("Payment", "status")
+        let order = try Self.schemaEnum("Order", "status")
+        #expect(payment.count == 6 && order.count == 3)
+        for status in OrderStatus.allCases {
+            #expect(payment.contains(WalletOrdersService.paymentStatus(status)), "\(status)")
+        }
+        #expect(WalletOrdersService.paymentStatus(.partiallyRefunded) == "paid")
+        #expect(WalletOrdersService.paymentStatus(.voided) == "voided")
+        #expect(WalletOrdersService.paymentStatus(.refunded) == "refunded")
+    }
+
+    @Test("a voided order and a fully refunded one: Apple's values, and the package still passes the schema")
+    func voidedAndRefunded() async throws {
+        try await ServerHarness.with { server in
+            var documents: [Data] = []
+            for (path, expected) in [("void", "voided"), ("refunds", "refunded")] {
+                let (details, orderID) = try await Self.paidOrder(server)
+                let total = try await server.admin("GET", "/admin/v1/orders/\(orderID)")
+                let amount = try ((total.json["totals"] as? [String: Any])?["total"] as? String).orThrow("total")
+                let body: Any? = path == "void" ? nil : ["amount": amount, "idempotencyKey": "all-\(orderID)"]
+                let changed = try await server.admin("POST", "/admin/v1/orders/\(orderID)/\(path)", json: body)
+                #expect(changed.status == 200 || changed.status == 201, "\(changed.text)")
+                let data = try Self.orderJSON(try await Self.download(server, details))
+                let order = try JSONValue(parsing: data)
+                #expect(order["payment"]?["status"] == .string(expected))
+                #expect(order["status"] == .string("cancelled"))
+                #expect(order["fulfillments"]?[0]?["status"] == .string("cancelled"))
+                #expect(WalletOrderSchema.problems(in: data) == [])
+                documents.append(data)
+            }
+            #expect(try await Self.schemaErrors(documents) == [[], []])
         }
     }
 }
