@@ -124,9 +124,41 @@ struct WalletConformanceTests {
                 { o in Self.editFirst(&o, "fulfillments") { $0["fulfillmentType"] = "courier" } }
             ),
         ]
+        // Apple's optional objects, filled in as the tables allow: both accept them.
+        let extras: [(String, (inout Object) -> Void)] = [
+            (
+                "a pickup fulfillment with a location, barcode and window",
+                { o in
+                    var list = o["fulfillments"] as? [Object] ?? []
+                    list.append([
+                        "fulfillmentType": "pickup", "fulfillmentIdentifier": "p1", "displayName": "Store",
+                        "status": "readyForPickup", "location": ["latitude": 48.85, "longitude": 2.35],
+                        "barcode": ["format": "qr", "message": "P1", "messageEncoding": "iso-8859-1"],
+                        "pickupAt": "2026-12-01T10:00:00+01:00", "pickupWindowDuration": "PT2H",
+                    ])
+                    o["fulfillments"] = list
+                }
+            ),
+            (
+                "returns, return info, customer, provider and change notifications",
+                { o in
+                    o["returnInfo"] = ["returnPolicyURL": "https://shop.example/returns", "displayCountdown": true]
+                    o["returns"] = [
+                        ["returnIdentifier": "r1", "status": "onTheWay", "dropOffBy": "2026-12-09T00:00:00Z"]
+                    ]
+                    o["customer"] = ["givenName": "Ada", "emailAddress": "ada@example.com"]
+                    o["orderProvider"] = [
+                        "displayName": "Platform", "url": "https://platform.example",
+                        "trackingLogoNameLightColorScheme": "light", "trackingLogoNameDarkColorScheme": "dark",
+                    ]
+                    o["changeNotifications"] = "disabledIfAppInstalled"
+                    o["associatedApplications"] = [["storeIdentifier": 123_456]]
+                }
+            ),
+        ]
         let object = try #require(try JSONSerialization.jsonObject(with: good) as? Object)
         var documents = [good]
-        for (_, change) in changes {
+        for (_, change) in changes + extras {
             var copy = object
             change(&copy)
             documents.append(try JSONSerialization.data(withJSONObject: copy))
@@ -134,6 +166,11 @@ struct WalletConformanceTests {
         let errors = try await Self.schemaErrors(documents)
         #expect(errors.first == [], "the server's own order.json: \(errors.first ?? [])")
         #expect(WalletOrderSchema.problems(in: good) == [])
+        for (index, (name, _)) in extras.enumerated() {
+            let document = documents[1 + changes.count + index]
+            #expect(errors[1 + changes.count + index] == [], "jsonschema refused: \(name)")
+            #expect(WalletOrderSchema.problems(in: document) == [], "the sandbox refused: \(name)")
+        }
         for (index, (name, _)) in changes.enumerated() {
             #expect(errors[index + 1].isEmpty == false, "jsonschema accepted: \(name)")
             #expect(
