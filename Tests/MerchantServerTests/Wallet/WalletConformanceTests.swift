@@ -289,6 +289,9 @@ struct WalletConformanceTests {
             #expect(try await server.get("/orders/\(orderID)").status == 404)
             #expect(try await server.get("/orders/\(orderID)?secret=0000").status == 404)
             #expect(try await server.get("/orders/ord_unknown?secret=0000").status == 404)
+            // The address holds the order's secret: the log never does.
+            let secret = try #require(url.split(separator: "secret=").last.map(String.init))
+            #expect(secret.count >= 16 && !server.log.text.contains(secret))
         }
     }
 
