@@ -134,6 +134,10 @@ public struct ValidationProblem: Sendable, Hashable, Codable, CustomStringConver
         // Merchant updates and authorization results.
         /// An update without `newTotal` (required in WebKit's `ApplePayDetailsUpdateBase`).
         public static let updateNewTotalMissing: Code = "update.newTotalMissing"
+        /// An `ApplePayError` whose `code` is not one of Apple's.
+        public static let errorCodeUnknown: Code = "error.codeUnknown"
+        /// An `ApplePayError` whose `contactField` is not one of Apple's.
+        public static let errorContactFieldUnknown: Code = "error.contactFieldUnknown"
         /// `orderDetails.webServiceURL` that is not a URL.
         public static let orderDetailsURLInvalid: Code = "orderDetails.webServiceURLInvalid"
 
@@ -148,7 +152,8 @@ public struct ValidationProblem: Sendable, Hashable, Codable, CustomStringConver
             .versionUnsupported, .networkNeedsVersion, .contactFieldNeedsVersion, .supportedCountriesIgnored,
             .capabilitiesEmpty, .totalAmountMissing, .totalAboveOldCap, .shippingDetailMissing,
             .regularBillingNotRecurring, .trialBillingNotRecurring, .reloadBillingNotAutomaticReload,
-            .deferredBillingNotDeferred, .updateNewTotalMissing, .orderDetailsURLInvalid, .currencyUnknown,
+            .deferredBillingNotDeferred, .updateNewTotalMissing, .orderDetailsURLInvalid, .errorCodeUnknown,
+            .errorContactFieldUnknown, .currencyUnknown,
             .countryUnknown, .supportedCountryUnknown, .contactCountryUnknown, .networksEmpty,
             .networkUnknown, .networkDuplicate, .capabilityUnknown, .capabilityMissing3DS,
             .capabilityEMVWithoutChinaUnionPay, .contactFieldUnknown, .shippingTypeUnknown, .editingModeUnknown,

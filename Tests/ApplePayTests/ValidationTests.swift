@@ -545,6 +545,16 @@ struct ValidationTests {
             ])
         let good = PaymentMethodUpdate(newTotal: PaymentSummaryItem(label: "Shop", amount: "12.00"))
         #expect(good.problems(applyingTo: request) == [])
+        let errors = ShippingContactUpdate(
+            newTotal: PaymentSummaryItem(label: "Shop", amount: "12.00"),
+            errors: [
+                PaymentError(code: .shippingContactInvalid, contactField: .postalCode),
+                PaymentError(code: "addressUnservicable", contactField: "zip"),
+            ])
+        #expect(
+            errors.problems(applyingTo: request).map { "\($0.path) \($0.code)" } == [
+                "errors[1].code error.codeUnknown", "errors[1].contactField error.contactFieldUnknown",
+            ])
     }
 
     @Test("an authorization result's orderDetails.webServiceURL must be a URL")
@@ -560,12 +570,16 @@ struct ValidationTests {
         #expect(result("not a url").validate().map(\.code) == [.orderDetailsURLInvalid])
         #expect(result("").validate().map(\.path) == ["orderDetails.webServiceURL"])
         #expect(PaymentAuthorizationResult(status: .failure).validate() == [])
+        #expect(
+            PaymentAuthorizationResult(status: .failure, errors: [PaymentError(code: "cardDeclined")]).validate()
+                .map(\.code) == [.errorCodeUnknown])
     }
 
     @Test("every rule code is exercised by at least one invalid case")
     func everyCodeCovered() {
         let covered = Set(invalidCases.compactMap(\.code) + versionCases.compactMap(\.code)).union([
             .updateNewTotalMissing, .orderDetailsURLInvalid,  // updates() and authorizationResult()
+            .errorCodeUnknown, .errorContactFieldUnknown,
         ])
         let shape: Set<ValidationProblem.Code> = [
             .jsonNotAnObject, .jsonMissingField, .jsonWrongType, .jsonInvalidValue, .unknownField,
