@@ -84,6 +84,10 @@ let package = Package(
             dependencies: ["MerchantCore", "ApplePay", "SQLCore", "SQLite", "Postgres", "JSONCoding", "Foundations"]),
         // Payment processors behind MerchantCore's protocol: today the protocol of docs/PROCESSOR-PROTOCOL.md.
         .target(name: "Processors", dependencies: ["MerchantCore", "ApplePay", "HTTPClient", "ProcessorAPI"]),
+        // The providers' webhooks: signature checks (Stripe, Adyen, Checkout.com) and their events read for MerchantCore.
+        .target(
+            name: "ProviderWebhooks",
+            dependencies: ["MerchantCore", "ApplePay", "Cryptography", "JSONCoding", "Foundations"]),
         // Apple and the device's side: token opening, merchant validation, the merchant-token API, APNs.
         .target(
             name: "MerchantIntegrations",
@@ -102,7 +106,7 @@ let package = Package(
             name: "MerchantHTTP",
             dependencies: [
                 "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPServer",
-                "JSONCoding", "WalletOrders", "Foundations",
+                "JSONCoding", "WalletOrders", "Foundations", "ProviderWebhooks",
             ],
             // The web pages as files (Web/Assets/), compiled into the binary: nothing is read at run time.
             resources: [
@@ -116,6 +120,7 @@ let package = Package(
             dependencies: [
                 "MerchantCore", "MerchantStore", "Processors", "MerchantIntegrations", "MerchantWallet", "MerchantHTTP",
                 "ApplePay", "Cryptography", "PaymentToken", "HTTPServer", "HTTPClient", "Foundations",
+                "ProviderWebhooks",
             ]),
         // Sandbox mode as a plug-in: the sandbox processor (in process or as a service), token minting, the
         // sandbox gateway trusted. Only the tool, InProcessMerchant, the fuzzers and the tests link it.
@@ -142,7 +147,7 @@ let package = Package(
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
                 "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP", "Processors", "InProcessMerchant",
                 "ProcessorService", "ProcessorAPI", "SandboxGateway", "WalletOrders", "HTTPClient",
-                "HTTPServer", "Foundations",
+                "HTTPServer", "Foundations", "ProviderWebhooks",
             ]),
 
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
@@ -170,6 +175,11 @@ let package = Package(
         .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding", "Foundations", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
         .testTarget(
+            name: "ProviderWebhooksTests",
+            dependencies: [
+                "ProviderWebhooks", "MerchantCore", "ApplePay", "Cryptography", "Foundations", "TestSupport",
+            ]),
+        .testTarget(
             name: "PaymentTokenTests", dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport"]),
         .testTarget(
             name: "SandboxTests", dependencies: ["Sandbox", "PaymentToken", "TestSupport"], exclude: ["python"]),
@@ -191,7 +201,7 @@ let package = Package(
                 "HTTPClient",
                 "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
-                "SQLite", "SQLCore",
+                "SQLite", "SQLCore", "ProviderWebhooks",
             ],
             exclude: ["python"]),
         .testTarget(

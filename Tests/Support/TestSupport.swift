@@ -19,6 +19,13 @@ public enum Repository {
 
     /// `scenarios/`: example payment-sheet scenarios.
     public static let scenarios = root.appendingPathComponent("scenarios")
+
+    /// The payment providers' published specs, examples and webhook vectors: `PSP_VECTORS`, else
+    /// `../shared/vectors/psp` beside the repository.
+    public static let pspVectors: URL = {
+        if let folder = ProcessInfo.processInfo.environment["PSP_VECTORS"] { return URL(fileURLWithPath: folder) }
+        return root.deletingLastPathComponent().appendingPathComponent("shared/vectors/psp")
+    }()
 }
 
 /// A folder that exists for the life of the value's scope; removed by `remove()` or at process exit.
@@ -417,4 +424,41 @@ public final class Latch: Sendable {
             if resumeNow { continuation.resume() }
         }
     }
+}
+
+/// Threads of the tests' own that run tasks preferring them (`withTaskExecutorPreference`), apart from Swift's
+/// cooperative pool. The suites run in parallel in one process, and some hold the pool's threads (as many as
+/// cores) with blocking work for seconds at a time: code that measures how long something takes, or that must keep
+/// a connection busy, runs here so that it measures the code under test and not the pool's queue.
+public final class TestThreads: TaskExecutor, Sendable {
+    /// Two threads for every suite's timed code.
+    public static let shared = TestThreads(threads: 2)
+
+    private let jobs = Mutex<[UnownedJob]>([])
+    private let available = DispatchSemaphore(value: 0)
+
+    private init(threads: Int) {
+        for _ in 0..<threads {
+            let thread = Thread { [self] in
+                while true {
+                    available.wait()
+                    guard let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
+                    job.runSynchronously(on: asUnownedTaskExecutor())
+                }
+            }
+            thread.name = "TestThreads"
+            thread.start()
+        }
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        jobs.withLock { $0.append(job) }
+        available.signal()
+    }
+}
+
+/// Runs `body`, and the tasks it starts, on ``TestThreads`` instead of the cooperative pool.
+public func onTestThreads<T: Sendable>(_ body: @Sendable () async throws -> T) async rethrows -> T {
+    try await withTaskExecutorPreference(TestThreads.shared) { try await body() }
 }

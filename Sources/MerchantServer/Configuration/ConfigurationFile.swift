@@ -3,6 +3,7 @@ import Foundation
 import MerchantCore
 import MerchantHTTP
 import MerchantStore
+import ProviderWebhooks
 
 /// The configuration file in three steps: ``decode(_:)`` reads each section that is there (every section is
 /// optional), ``MerchantServerConfiguration/apply(_:folder:)`` checks every field and assembles the typed
@@ -11,7 +12,8 @@ import MerchantStore
 /// ```
 /// {
 ///   "storeName": …, "products": […], …        the catalog (StoreConfiguration); absent: the demo catalog
-///   "processor": {"kind": "sandbox" | "http", "url": "https://…", "timeoutSeconds": 10},
+///   "processor": {"kind": "sandbox" | "http", "url": "https://…", "timeoutSeconds": 10,
+///                 "webhookSecretFile" | "webhookHMACKeyFile": "…"},
 ///   "server": {"host", "port", "publicURL", "store", "storePoolSize", "maximumBodySize", "connectionTimeout",
 ///              "requestTimeout", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
 ///              "pruneIntervalSeconds", "proxy", "threads", "paymentProcessing", "merchantIdentity", "trustedRoot",
@@ -219,20 +221,27 @@ struct RateLimitsSection: Decodable {
 }
 
 /// The `"processor"` section: `kind` (default `http` when a `url` is given, else `sandbox`), the `url` of an `http`
-/// processor, and `timeoutSeconds` (the catalog's ``MerchantCore/ProcessorSettings``).
+/// processor, `timeoutSeconds` (the catalog's ``MerchantCore/ProcessorSettings``), and the file of the webhooks'
+/// signing secret: `webhookSecretFile` (kinds `stripe` and `checkout`) or `webhookHMACKeyFile` (kind `adyen`).
 struct ProcessorSection: Decodable {
     var kind: String?
     var url: String?
     var timeoutSeconds: Double?
+    /// Stripe's or Checkout.com's webhook signing secret, in a file.
+    var webhookSecretFile: String?
+    /// Adyen's webhook HMAC key (hex), in a file.
+    var webhookHMACKeyFile: String?
     var problems: [ConfigurationProblem] = []
 
-    enum CodingKeys: String, CodingKey { case kind, url, timeoutSeconds }
+    enum CodingKeys: String, CodingKey { case kind, url, timeoutSeconds, webhookSecretFile, webhookHMACKeyFile }
 
     init(from decoder: any Decoder) throws {
         var reader = try FieldReader(decoder, keys: CodingKeys.self)
         kind = reader.read(.kind)
         url = reader.read(.url)
         timeoutSeconds = reader.read(.timeoutSeconds)
+        webhookSecretFile = reader.read(.webhookSecretFile)
+        webhookHMACKeyFile = reader.read(.webhookHMACKeyFile)
         problems = reader.problems
     }
 }
@@ -313,6 +322,26 @@ extension MerchantServerConfiguration {
             }
         default:
             break  // reported by ProcessorSettings
+        }
+        // The webhooks' secrets, each for the kinds whose provider signs with it (relative to the file's folder).
+        let secretFiles: [(String, String?, [WebhookProvider])] = [
+            ("webhookSecretFile", section?.webhookSecretFile, [.stripe, .checkout]),
+            ("webhookHMACKeyFile", section?.webhookHMACKeyFile, [.adyen]),
+        ]
+        for (key, path, providers) in secretFiles {
+            guard let path else { continue }
+            guard !path.isEmpty else {
+                report("processor.\(key)", .malformed, "processor.\(key) is empty (leave it out for no webhooks)")
+                continue
+            }
+            guard let provider = providers.first(where: { $0.rawValue == kind }) else {
+                let kinds = providers.map(\.rawValue).joined(separator: " or ")
+                report(
+                    "processor.\(key)", .invalidProcessor,
+                    "processor.\(key) is for a processor of kind \(kinds) (this one is of kind \(kind))")
+                continue
+            }
+            webhookSecretFiles[provider] = resolve(path)
         }
 
         // The one public URL.

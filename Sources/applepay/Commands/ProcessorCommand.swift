@@ -8,8 +8,9 @@ struct ProcessorCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "processor",
-            abstract: "Run a sandbox payment processor that speaks docs/PROCESSOR-PROTOCOL.md.",
-            subcommands: [ProcessorServeCommand.self])
+            abstract:
+                "Run a sandbox payment processor that speaks docs/PROCESSOR-PROTOCOL.md; check provider webhooks.",
+            subcommands: [ProcessorServeCommand.self, ProcessorVerifyWebhookCommand.self])
     }
 }
 
