@@ -150,16 +150,18 @@ let package = Package(
                 "HTTPServer", "Foundations", "ProviderWebhooks",
             ]),
 
+        // What the fuzz targets share: libFuzzer's driver and the corpus replayer.
+        .target(name: "FuzzSupport"),
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
         // plain build makes a corpus replayer.
-        .executableTarget(name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography"]),
+        .executableTarget(name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography", "FuzzSupport"]),
         // The fuzz targets of issue 14 (payment request, store configuration, HTTP handling), built the same way by
         // scripts/fuzz-merchant.sh; MerchantServerTests/FuzzCorporaTests replays their corpora.
         .executableTarget(
             name: "FuzzMerchant",
             dependencies: [
                 "ApplePay", "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantHTTP", "MerchantStore",
-                "MerchantIntegrations", "HTTPServer", "PaymentToken",
+                "MerchantIntegrations", "HTTPServer", "PaymentToken", "FuzzSupport",
             ]),
 
         // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;

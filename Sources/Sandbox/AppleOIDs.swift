@@ -29,13 +29,7 @@ public enum MerchantIdentifier {
     /// name of letters, digits, `.` and `-`, at most 255 characters.
     /// - Throws: `SandboxError.Code.invalidMerchantIdentifier` saying what is wrong.
     public static func validate(_ identifier: String) throws {
-        let allowed = identifier.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == 0x2E || byte == 0x2D
-        }
-        guard identifier.hasPrefix("merchant."), identifier.count > "merchant.".count, identifier.utf8.count <= 255,
-            allowed, !identifier.hasSuffix("."), !identifier.contains("..")
-        else {
+        guard isReverseDNSIdentifier(identifier, prefix: "merchant.") else {
             throw SandboxError(
                 .invalidMerchantIdentifier,
                 "'\(identifier.prefix(80))' is not a merchant identifier: use 'merchant.' and a reverse-DNS name of letters, digits, '.' and '-', e.g. merchant.com.example.shop"
@@ -56,4 +50,15 @@ public enum MerchantIdentifier {
 /// Hexadecimal text of bytes.
 func hex(_ data: Data, uppercase: Bool = false) -> String {
     uppercase ? lowercaseHex(data).uppercased() : lowercaseHex(data)
+}
+
+/// Whether `identifier` is `prefix` followed by a reverse-DNS style name of letters, digits, `.` and `-` (no empty
+/// part), at most 255 bytes in all: the form Apple's developer portal accepts for merchant and order type identifiers.
+func isReverseDNSIdentifier(_ identifier: String, prefix: String) -> Bool {
+    let allowed = identifier.utf8.allSatisfy { byte in
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+            || byte == 0x2E || byte == 0x2D
+    }
+    return identifier.hasPrefix(prefix) && identifier.count > prefix.count && identifier.utf8.count <= 255 && allowed
+        && !identifier.hasSuffix(".") && !identifier.contains("..")
 }

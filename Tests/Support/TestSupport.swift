@@ -131,6 +131,59 @@ public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
     }
 }
 
+/// TCP sockets to 127.0.0.1 for tests that write raw bytes.
+public enum LoopbackSocket {
+    /// A new TCP socket whose reads wait at most 5 s; negative when none could be made.
+    public static func open() -> Int32 {
+        #if canImport(Glibc)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard descriptor >= 0 else { return descriptor }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return descriptor
+    }
+
+    /// Connects `descriptor` to 127.0.0.1:`port`; whether it connected.
+    public static func connect(_ descriptor: Int32, port: UInt16) -> Bool {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return result == 0
+    }
+}
+
+/// A test's helper script (`python3 SCRIPT ARGUMENTS...`) that serves on 127.0.0.1 and prints its port as its
+/// first line. `launch` blocks until that line: call it on a thread of its own (`blocking`).
+public enum PortPrintingScript {
+    /// Starts the script and reads its port; `nil` (the process terminated) when the first line is not a port.
+    public static func launch(_ script: String, _ arguments: [String]) throws -> (process: Process, port: UInt16)? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line.append(byte)
+        }
+        guard let port = UInt16(String(decoding: line, as: UTF8.self)) else {
+            process.terminate()
+            return nil
+        }
+        return (process, port)
+    }
+}
+
 /// Sets the calling thread's nice value to 10 (Linux schedules each thread on its own; new threads and child
 /// processes inherit it). Raising one's own nice value needs no privilege.
 private func lowerThreadPriority() {

@@ -177,6 +177,7 @@ public final class MerchantApplication: Sendable {
                         host: configuration.host, port: configuration.port, threads: configuration.threads,
                         maximumBodySize: configuration.maximumBodySize,
                         connectionTimeout: configuration.connectionTimeout,
+                        connectionLimit: configuration.connectionLimit,
                         perClientConnectionLimit: configuration.perClientConnectionLimit,
                         requestTimeout: configuration.requestTimeout,
                         // The API never blocks a thread: stores, processors and Apple are awaited on their own threads.

@@ -36,6 +36,9 @@ public struct MerchantServerConfiguration: Sendable {
     public var connectionTimeout: Int = 30
     /// Seconds a client has to send a whole request (head and body), however steadily it trickles.
     public var requestTimeout: Int = 30
+    /// Connections open at once, keep-alive ones included (libmicrohttpd with epoll; each costs a descriptor and a
+    /// few kilobytes, no thread).
+    public var connectionLimit: Int = 4096
     /// Connections open at once from one client address (0: no limit).
     public var perClientConnectionLimit: Int = 64
     /// Checkouts and sheet updates a client address may make (`nil`: no limit).

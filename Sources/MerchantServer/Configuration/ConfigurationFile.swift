@@ -15,7 +15,7 @@ import ProviderWebhooks
 ///   "processor": {"kind": "sandbox" | "http", "url": "https://…", "timeoutSeconds": 10,
 ///                 "webhookSecretFile" | "webhookHMACKeyFile": "…"},
 ///   "server": {"host", "port", "publicURL", "store", "storePoolSize", "maximumBodySize", "connectionTimeout",
-///              "requestTimeout", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
+///              "requestTimeout", "connectionLimit", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
 ///              "pruneIntervalSeconds", "proxy", "threads", "paymentProcessing", "merchantIdentity", "trustedRoot",
 ///              "gatewayTrustedRoots", "adminToken", "reconcileIntervalSeconds", "reconcileAfterSeconds",
 ///              "applePayJSSDK"}
@@ -140,6 +140,7 @@ struct ServerSection: Decodable {
     var maximumBodySize: Int?
     var connectionTimeout: Int?
     var requestTimeout: Int?
+    var connectionLimit: Int?
     var perClientConnectionLimit: Int?
     var rateLimits: RateLimitsSection?
     var checkoutLifetimeSeconds: Int?
@@ -161,7 +162,8 @@ struct ServerSection: Decodable {
 
     enum CodingKeys: String, CodingKey {
         case host, port, publicURL, store, storePoolSize, maximumBodySize, connectionTimeout, requestTimeout
-        case perClientConnectionLimit, rateLimits, checkoutLifetimeSeconds, pruneIntervalSeconds, proxy, threads
+        case connectionLimit, perClientConnectionLimit, rateLimits, checkoutLifetimeSeconds, pruneIntervalSeconds,
+            proxy, threads
         case paymentProcessing, merchantIdentity, trustedRoot, gatewayTrustedRoots, processor, adminToken
         case reconcileIntervalSeconds, reconcileAfterSeconds, applePayJSSDK
     }
@@ -176,6 +178,7 @@ struct ServerSection: Decodable {
         maximumBodySize = reader.read(.maximumBodySize)
         connectionTimeout = reader.read(.connectionTimeout)
         requestTimeout = reader.read(.requestTimeout)
+        connectionLimit = reader.read(.connectionLimit)
         perClientConnectionLimit = reader.read(.perClientConnectionLimit)
         rateLimits = reader.read(.rateLimits)
         checkoutLifetimeSeconds = reader.read(.checkoutLifetimeSeconds)
@@ -389,6 +392,7 @@ extension MerchantServerConfiguration {
             connectionTimeout = $0
         }
         check(server.requestTimeout, "requestTimeout", 1...86_400, "must be > 0") { requestTimeout = $0 }
+        check(server.connectionLimit, "connectionLimit", 1...1_000_000, "must be 1 to 1000000") { connectionLimit = $0 }
         check(server.perClientConnectionLimit, "perClientConnectionLimit", 0...Int.max, "must be >= 0 (0: no limit)") {
             perClientConnectionLimit = $0
         }

@@ -98,9 +98,8 @@ struct ProcessorServeCommand: Command {
             Output.standardError("error: cannot start the processor: \(error.message) [\(error.code)]")
             return ExitCode.failure
         }
-        FileHandle.standardOutput.write(Data("Processor listening on \(server.url.absoluteString)\n".utf8))
-        await ServeCommand.waitForTermination()
-        await server.shutdown()
-        return ExitCode.success
+        return await ServeCommand.serve(announcing: "Processor listening on \(server.url.absoluteString)") {
+            await server.shutdown()
+        }
     }
 }
