@@ -60,7 +60,7 @@ let package = Package(
         .target(name: "ApplePay", dependencies: ["Foundations"]),
         .target(name: "PaymentToken", dependencies: ["ApplePay", "Cryptography", "JSONCoding", "Foundations"]),
         // Wallet orders: order.json, manifest, CMS signature, the .order ZIP; building and verifying packages.
-        .target(name: "WalletOrders", dependencies: ["Cryptography", "Foundations"]),
+        .target(name: "WalletOrders", dependencies: ["ApplePay", "Cryptography", "Foundations"]),
         .target(
             name: "Sandbox",
             dependencies: ["ApplePay", "Cryptography", "WalletOrders", "HTTPClient", "HTTP2Server", "Foundations"]),
@@ -112,6 +112,7 @@ let package = Package(
             resources: [
                 .embedInCode("Web/Assets/checkout.html"), .embedInCode("Web/Assets/checkout.css"),
                 .embedInCode("Web/Assets/checkout.js"), .embedInCode("Web/Assets/subscription.html"),
+                .embedInCode("Web/Assets/order.html"),
             ]),
         // The composition root: configuration, credentials, start-up and shutdown; plug-ins (sandbox mode).
         .target(

@@ -13,7 +13,7 @@ DEBIAN_PACKAGES=(
     chromium chromium-driver    # tests only: the browser test of the checkout page
     postgresql libpq-dev        # the shared order store (libpq) and the private cluster `make test` starts
 )
-PYTHON_PACKAGES=(cryptography selenium)  # tests only: an independent implementation; the browser test
+PYTHON_PACKAGES=(cryptography selenium jsonschema)  # tests only: an independent implementation; the browser test; the Wallet Orders schema
 
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do

@@ -5,9 +5,14 @@ extension PaymentRequest {
     /// Every way the request breaks Apple's rules, all at once, in field order. Empty (or warnings only) means
     /// Apple Pay will accept it.
     ///
-    /// To check a merchant's answer to a sheet event, validate `request.applying(update)`.
-    public func validate() -> [ValidationProblem] {
+    /// To check a merchant's answer to a sheet event, use `update.problems(applyingTo: request)` (or validate
+    /// `request.applying(update)`).
+    /// - Parameter version: the Apple Pay JS version the page creates its session with (`new ApplePaySession(N,
+    ///   request)`), when known: WebKit refuses version 0, `jcb` below 2, `carteBancaire` and `phoneticName`
+    ///   below 3, and ignores `supportedCountries` below 3. nil skips these checks.
+    public func validate(version: Int? = nil) -> [ValidationProblem] {
         var check = Checker(currency: Currency(code: currencyCode))
+        if let version { check.version(version, self) }
         check.codes(self)
         check.capabilities(self)
         check.item(total, at: "total", isTotal: true)
@@ -20,9 +25,11 @@ extension PaymentRequest {
     }
 
     /// The problems in a JSON document meant to be an `ApplePayPaymentRequest`: its shape first (a document
-    /// that does not decode yields the one problem that stopped decoding), then `validate()`.
+    /// that does not decode yields the one problem that stopped decoding), then `validate(version:)`.
     /// - Throws: `RequestDocumentError` when the bytes are not JSON at all.
-    public static func problems(decodingJSON data: Data) throws(RequestDocumentError) -> [ValidationProblem] {
+    public static func problems(decodingJSON data: Data, version: Int? = nil) throws(RequestDocumentError)
+        -> [ValidationProblem]
+    {
         do {
             _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
         } catch {
@@ -39,7 +46,7 @@ extension PaymentRequest {
         }
         do {
             let request = try JSONDecoder().decode(PaymentRequest.self, from: data)
-            return request.validate()
+            return request.validate(version: version)
         } catch let error as DecodingError {
             return [JSONDiagnostics.problem(from: error)]
         } catch {
@@ -133,10 +140,14 @@ enum JSONDiagnostics {
 
 /// Collects problems; one method per group of Apple's rules.
 private struct Checker {
+    typealias Code = ValidationProblem.Code
     let currency: Currency?
     var problems: [ValidationProblem] = []
 
     init(currency: Currency?) { self.currency = currency }
+
+    /// The total older WebKit refused above (`PaymentRequestValidator.mm`, "Total amount is too big.").
+    static let oldTotalCap = Decimal(100_000_000)
 
     mutating func error(_ path: String, _ code: ValidationProblem.Code, _ message: String) {
         problems.append(ValidationProblem(path: path, code: code, severity: .error, message: message))
@@ -144,6 +155,40 @@ private struct Checker {
 
     mutating func warning(_ path: String, _ code: ValidationProblem.Code, _ message: String) {
         problems.append(ValidationProblem(path: path, code: code, severity: .warning, message: message))
+    }
+
+    // MARK: Version
+
+    /// WebKit's version gates (`ApplePayRequestBase.cpp`, `PaymentCoordinator.cpp`, `ApplePayContactField.cpp`).
+    mutating func version(_ version: Int, _ request: PaymentRequest) {
+        if version < 1 {
+            error("", .versionUnsupported, "Apple Pay JS version \(version) is not a supported version; use 1 or more")
+            return
+        }
+        for (index, network) in request.supportedNetworks.enumerated() {
+            let needed = network == .jcb ? 2 : [.cartesBancaires, "carteBancaire"].contains(network) ? 3 : 1
+            if version < needed {
+                error(
+                    "supportedNetworks[\(index)]", .networkNeedsVersion,
+                    "'\(network)' needs Apple Pay JS version \(needed) or later; this request is for version \(version)"
+                )
+            }
+        }
+        for (name, fields) in [
+            ("requiredBillingContactFields", request.requiredBillingContactFields),
+            ("requiredShippingContactFields", request.requiredShippingContactFields),
+        ] {
+            for (index, field) in (fields ?? []).enumerated() where field == .phoneticName && version < 3 {
+                error(
+                    "\(name)[\(index)]", .contactFieldNeedsVersion,
+                    "phoneticName needs Apple Pay JS version 3 or later; this request is for version \(version)")
+            }
+        }
+        if request.supportedCountries != nil && version < 3 {
+            warning(
+                "supportedCountries", .supportedCountriesIgnored,
+                "supportedCountries is ignored below Apple Pay JS version 3; every country's cards are accepted")
+        }
     }
 
     // MARK: Codes
@@ -198,6 +243,12 @@ private struct Checker {
 
     mutating func capabilities(_ request: PaymentRequest) {
         let capabilities = request.merchantCapabilities
+        guard !capabilities.values.isEmpty else {
+            error(
+                "merchantCapabilities", .capabilitiesEmpty,
+                "at least one merchant capability must be provided; Apple requires supports3DS")
+            return
+        }
         for (index, capability) in capabilities.values.enumerated() where !capability.isKnown {
             error(
                 "merchantCapabilities[\(index)]", .capabilityUnknown,
@@ -243,7 +294,17 @@ private struct Checker {
         }
     }
 
-    mutating func item(_ item: PaymentSummaryItem, at path: String, isTotal: Bool = false) {
+    /// - Parameters:
+    ///   - timing: the `paymentTiming` the item must have (the billing item of a special payment request).
+    mutating func item(
+        _ item: PaymentSummaryItem, at path: String, isTotal: Bool = false, timing: (PaymentTiming, Code)? = nil
+    ) {
+        if let (expected, code) = timing, (item.paymentTiming ?? .immediate) != expected {
+            error(
+                "\(path).paymentTiming", code,
+                "this item must be a '\(expected)' line item (paymentTiming: \"\(expected)\"); it is "
+                    + "'\(item.paymentTiming ?? .immediate)'")
+        }
         if item.label.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             error(
                 "\(path).label", .labelEmpty,
@@ -259,7 +320,16 @@ private struct Checker {
                 error(
                     "total.amount", .totalNegative,
                     "the total is \(text); it must be zero or more (put discounts in negative line items)")
+            } else if let value = try? Currency.parseDecimal(text), isTotal, value > Self.oldTotalCap {
+                warning(
+                    "total.amount", .totalAboveOldCap,
+                    "the total is \(text); older Safari versions refuse totals above 100000000")
             }
+        } else if isTotal {
+            error(
+                "total.amount", .totalAmountMissing,
+                "the total needs an amount, even when its type is pending (Safari refuses a total without one); "
+                    + "give the estimate")
         } else if !item.isPending {
             error(
                 "\(path).amount", .amountMissing,
@@ -295,7 +365,7 @@ private struct Checker {
         }
         if let threshold = item.automaticReloadPaymentThresholdAmount {
             amount(threshold, at: "\(path).automaticReloadPaymentThresholdAmount")
-        } else if item.paymentTiming == .automaticReload {
+        } else if item.paymentTiming == .automaticReload || timing?.0 == .automaticReload {
             error(
                 "\(path).automaticReloadPaymentThresholdAmount", .itemThresholdMissing,
                 "an automatic reload item needs automaticReloadPaymentThresholdAmount: the balance that "
@@ -359,6 +429,11 @@ private struct Checker {
             if method.label.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
                 error("\(path).label", .labelEmpty, "the shipping method's label is empty; name the method")
             }
+            if method.detail == nil {
+                error(
+                    "\(path).detail", .shippingDetailMissing,
+                    "a shipping method needs detail (Safari requires it); describe the method, or give \"\"")
+            }
             if let value = amount(method.amount, at: "\(path).amount"), value < 0 {
                 error(
                     "\(path).amount", .shippingAmountNegative,
@@ -409,22 +484,30 @@ private struct Checker {
             common(
                 path, description: recurring.paymentDescription, agreement: recurring.billingAgreement,
                 management: recurring.managementURL, notification: recurring.tokenNotificationURL)
-            item(recurring.regularBilling, at: "\(path).regularBilling")
-            if let trial = recurring.trialBilling { item(trial, at: "\(path).trialBilling") }
+            item(
+                recurring.regularBilling, at: "\(path).regularBilling",
+                timing: (.recurring, .regularBillingNotRecurring))
+            if let trial = recurring.trialBilling {
+                item(trial, at: "\(path).trialBilling", timing: (.recurring, .trialBillingNotRecurring))
+            }
         }
         if let reload = request.automaticReloadPaymentRequest {
             let path = "automaticReloadPaymentRequest"
             common(
                 path, description: reload.paymentDescription, agreement: reload.billingAgreement,
                 management: reload.managementURL, notification: reload.tokenNotificationURL)
-            item(reload.automaticReloadBilling, at: "\(path).automaticReloadBilling")
+            item(
+                reload.automaticReloadBilling, at: "\(path).automaticReloadBilling",
+                timing: (.automaticReload, .reloadBillingNotAutomaticReload))
         }
         if let deferred = request.deferredPaymentRequest {
             let path = "deferredPaymentRequest"
             common(
                 path, description: deferred.paymentDescription, agreement: deferred.billingAgreement,
                 management: deferred.managementURL, notification: deferred.tokenNotificationURL)
-            item(deferred.deferredBilling, at: "\(path).deferredBilling")
+            item(
+                deferred.deferredBilling, at: "\(path).deferredBilling",
+                timing: (.deferred, .deferredBillingNotDeferred))
             switch (deferred.freeCancellationDate, deferred.freeCancellationDateTimeZone) {
             case (nil, nil): break
             case (let date?, let zone?):

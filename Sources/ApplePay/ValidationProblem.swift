@@ -58,6 +58,16 @@ public struct ValidationProblem: Sendable, Hashable, Codable, CustomStringConver
         /// A member this model does not know (a typo, or a field newer than this tool). Warning.
         public static let unknownField: Code = "request.unknownField"
 
+        // Versions (`validate(version:)`).
+        /// Version 0, or another version WebKit does not support.
+        public static let versionUnsupported: Code = "version.unsupported"
+        /// `jcb` below version 2, `carteBancaire` below 3.
+        public static let networkNeedsVersion: Code = "networks.needsVersion"
+        /// `phoneticName` below version 3.
+        public static let contactFieldNeedsVersion: Code = "contactField.needsVersion"
+        /// `supportedCountries` below version 3 (ignored by WebKit). Warning.
+        public static let supportedCountriesIgnored: Code = "supportedCountries.ignored"
+
         // Codes and lists.
         public static let currencyUnknown: Code = "currency.unknown"
         public static let countryUnknown: Code = "country.unknown"
@@ -67,6 +77,8 @@ public struct ValidationProblem: Sendable, Hashable, Codable, CustomStringConver
         public static let networkUnknown: Code = "networks.unknown"
         /// Warning.
         public static let networkDuplicate: Code = "networks.duplicate"
+        /// An empty `merchantCapabilities`.
+        public static let capabilitiesEmpty: Code = "capabilities.empty"
         public static let capabilityUnknown: Code = "capabilities.unknown"
         public static let capabilityMissing3DS: Code = "capabilities.missing3DS"
         /// Warning.
@@ -82,6 +94,10 @@ public struct ValidationProblem: Sendable, Hashable, Codable, CustomStringConver
         public static let amountOverflow: Code = "amount.overflow"
         public static let labelEmpty: Code = "label.empty"
         public static let totalNegative: Code = "total.negative"
+        /// A total without an amount, pending or not.
+        public static let totalAmountMissing: Code = "total.amountMissing"
+        /// A total above 100000000, which older WebKit refused. Warning.
+        public static let totalAboveOldCap: Code = "total.aboveOldCap"
         public static let itemTypeUnknown: Code = "item.typeUnknown"
         public static let itemTimingUnknown: Code = "item.paymentTimingUnknown"
         public static let itemIntervalInvalid: Code = "item.intervalInvalid"
@@ -94,9 +110,19 @@ public struct ValidationProblem: Sendable, Hashable, Codable, CustomStringConver
         public static let shippingAmountNegative: Code = "shippingMethod.negativeAmount"
         public static let shippingIdentifierDuplicate: Code = "shippingMethod.duplicateIdentifier"
         public static let shippingDateRangeInvalid: Code = "shippingMethod.dateRangeInvalid"
+        /// A shipping method without `detail` (required in WebKit's IDL).
+        public static let shippingDetailMissing: Code = "shippingMethod.detailMissing"
 
         // Recurring, automatic reload, deferred, multi-token.
         public static let paymentTypesConflict: Code = "request.conflictingPaymentTypes"
+        /// `regularBilling` whose `paymentTiming` is not `recurring`.
+        public static let regularBillingNotRecurring: Code = "recurring.regularBillingNotRecurring"
+        /// `trialBilling` whose `paymentTiming` is not `recurring`.
+        public static let trialBillingNotRecurring: Code = "recurring.trialBillingNotRecurring"
+        /// `automaticReloadBilling` whose `paymentTiming` is not `automaticReload`.
+        public static let reloadBillingNotAutomaticReload: Code = "automaticReload.billingNotAutomaticReload"
+        /// `deferredBilling` whose `paymentTiming` is not `deferred`.
+        public static let deferredBillingNotDeferred: Code = "deferred.billingNotDeferred"
         public static let tokenContextsExceedTotal: Code = "multiTokenContexts.exceedTotal"
         public static let freeCancellationIncomplete: Code = "deferred.freeCancellationIncomplete"
         public static let freeCancellationDateInvalid: Code = "deferred.freeCancellationDateInvalid"
@@ -104,6 +130,16 @@ public struct ValidationProblem: Sendable, Hashable, Codable, CustomStringConver
         public static let billingAgreementTooLong: Code = "billingAgreement.tooLong"
         public static let urlInvalid: Code = "url.invalid"
         public static let descriptionEmpty: Code = "paymentDescription.empty"
+
+        // Merchant updates and authorization results.
+        /// An update without `newTotal` (required in WebKit's `ApplePayDetailsUpdateBase`).
+        public static let updateNewTotalMissing: Code = "update.newTotalMissing"
+        /// An `ApplePayError` whose `code` is not one of Apple's.
+        public static let errorCodeUnknown: Code = "error.codeUnknown"
+        /// An `ApplePayError` whose `contactField` is not one of Apple's.
+        public static let errorContactFieldUnknown: Code = "error.contactFieldUnknown"
+        /// `orderDetails.webServiceURL` that is not a URL.
+        public static let orderDetailsURLInvalid: Code = "orderDetails.webServiceURLInvalid"
 
         // Other fields.
         public static let merchantCategoryCodeOutOfRange: Code = "merchantCategoryCode.outOfRange"
@@ -113,7 +149,12 @@ public struct ValidationProblem: Sendable, Hashable, Codable, CustomStringConver
 
         public static let known: [Code] = [
             .jsonNotAnObject, .jsonMissingField, .jsonWrongType, .jsonInvalidValue, .unknownField,
-            .currencyUnknown, .countryUnknown, .supportedCountryUnknown, .contactCountryUnknown, .networksEmpty,
+            .versionUnsupported, .networkNeedsVersion, .contactFieldNeedsVersion, .supportedCountriesIgnored,
+            .capabilitiesEmpty, .totalAmountMissing, .totalAboveOldCap, .shippingDetailMissing,
+            .regularBillingNotRecurring, .trialBillingNotRecurring, .reloadBillingNotAutomaticReload,
+            .deferredBillingNotDeferred, .updateNewTotalMissing, .orderDetailsURLInvalid, .errorCodeUnknown,
+            .errorContactFieldUnknown, .currencyUnknown,
+            .countryUnknown, .supportedCountryUnknown, .contactCountryUnknown, .networksEmpty,
             .networkUnknown, .networkDuplicate, .capabilityUnknown, .capabilityMissing3DS,
             .capabilityEMVWithoutChinaUnionPay, .contactFieldUnknown, .shippingTypeUnknown, .editingModeUnknown,
             .amountMissing, .amountNotADecimal, .amountTooManyDecimals, .amountOverflow, .labelEmpty,

@@ -316,7 +316,7 @@ extension SQLStore: OrderStore {
             try connection.run(
                 """
                 UPDATE orders SET refunded_minor = \(bind: refunded), status = \(bind: status.rawValue), \
-                updated_at = \(bind: now) WHERE id = \(bind: order.id)
+                updated_at = \(Self.nextOrderVersion(now)) WHERE id = \(bind: order.id)
                 """, expectingRows: 1)
             try self.appendEvent(
                 connection, "refundSucceeded", checkoutID: order.checkoutID, orderID: order.id,
@@ -355,7 +355,7 @@ extension SQLStore: OrderStore {
             let now = self.clock().unixMilliseconds
             try connection.run(
                 """
-                UPDATE orders SET status = 'voided', updated_at = \(bind: now) \
+                UPDATE orders SET status = 'voided', updated_at = \(Self.nextOrderVersion(now)) \
                 WHERE id = \(bind: orderID) AND status = 'paid'
                 """, expectingRows: 1)
             try connection.run(

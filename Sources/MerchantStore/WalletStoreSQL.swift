@@ -11,6 +11,20 @@ import SQLCore
 /// `INSERT ... ON CONFLICT DO NOTHING` on its primary key (an update when the key was there), so two instances
 /// registering the same device write one row and one of them reports it new.
 extension SQLStore {
+    /// The `updated_at` an order gets when it changes at `now`: `now`, or the start of the second after its current
+    /// `updated_at` when that is later. Every version of an order thus has a whole second of its own, so HTTP's
+    /// second-resolution `If-Modified-Since` (what Wallet sends back from `Last-Modified`) tells any two versions
+    /// apart, however close together they were written; `updatedAt` grows with each change (Apple requires it) and
+    /// runs at most a second per change ahead of the clock in a burst. Every change of a paid order uses it (refunds,
+    /// voids, fulfilment steps); a payment's outcome (pending or unknown to paid or declined) comes before any Wallet
+    /// version exists and keeps the clock's time, which the reconciler's age cut-off reads.
+    static func nextOrderVersion(_ now: Int64) -> SQLQuery {
+        """
+        CASE WHEN (updated_at / 1000 + 1) * 1000 > \(bind: now) THEN (updated_at / 1000 + 1) * 1000 \
+        ELSE \(bind: now) END
+        """
+    }
+
     public func recordFulfillment(orderID: String, _ step: FulfillmentStep) async throws(OrderStoreError) -> Order {
         try await write("record fulfillment") { connection throws(SQLError) -> Result<Order, OrderStoreError> in
             guard let order = try self.lockOrder(connection, orderID) else {
@@ -19,7 +33,7 @@ extension SQLStore {
             guard [.paid, .partiallyRefunded, .refunded].contains(order.status) else {
                 return .failure(OrderStoreError(.conflict, "order \(orderID) is \(order.status.rawValue), not paid"))
             }
-            // At least the next whole second: HTTP dates have second resolution.
+            // At least the next whole second, as nextOrderVersion: HTTP dates have second resolution.
             let previous = order.updatedAt.unixMilliseconds
             let now = max(step.at.unixMilliseconds, (previous / 1000 + 1) * 1000)
             try connection.run(

@@ -5,14 +5,17 @@ import HTTPClient
 import WalletOrders
 
 /// A simulated device's Wallet for one order: registers with the orders web service named by `orderDetails`,
-/// downloads and checks the package (signature to the sandbox root, manifest hashes, schema), and downloads it
-/// again when told that it changed, with `If-Modified-Since`.
+/// downloads and checks the package as Wallet does (served as `application/vnd.apple.finance.order`, signature to
+/// the sandbox root, manifest hashes, `order.json` against Apple's schema), and downloads it again when told that it
+/// changed, with `If-Modified-Since`.
 public final class SandboxWallet: Sendable {
     public let details: PaymentOrderDetails
     public let deviceIdentifier: String
     public let pushToken: String
     let trust: TrustStore
     let client: HTTPClient
+    /// Where the web service's `https` origin is answered, when not at itself (see ``init(details:roots:deviceIdentifier:pushToken:client:connectTo:)``).
+    let connectTo: String?
 
     /// What a download gave.
     public enum Download: Sendable {
@@ -28,11 +31,14 @@ public final class SandboxWallet: Sendable {
 
     /// - Parameters:
     ///   - roots: the trust anchors for package signatures (the sandbox's `root.pem`).
+    ///   - connectTo: the address that answers for `webServiceURL`'s scheme, host and port, as a TLS proxy in front of
+    ///     a server does (`http://127.0.0.1:8080` for `https://127.0.0.1:8080/wallet`); nil: `webServiceURL` itself.
     public init(
         details: PaymentOrderDetails, roots: [Certificate], deviceIdentifier: String = UUID().uuidString,
         pushToken: String = SecureRandom.bytes(32).map { String(format: "%02x", $0) }.joined(),
-        client: HTTPClient = HTTPClient(configuration: .init(timeout: .seconds(20)))
+        client: HTTPClient = HTTPClient(configuration: .init(timeout: .seconds(20))), connectTo: String? = nil
     ) throws {
+        self.connectTo = connectTo.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.details = details
         self.deviceIdentifier = deviceIdentifier
         self.pushToken = pushToken
@@ -41,7 +47,10 @@ public final class SandboxWallet: Sendable {
     }
 
     private var base: String {
-        details.webServiceURL.hasSuffix("/") ? String(details.webServiceURL.dropLast()) : details.webServiceURL
+        let url =
+            details.webServiceURL.hasSuffix("/") ? String(details.webServiceURL.dropLast()) : details.webServiceURL
+        guard let connectTo, let components = URLComponents(string: url) else { return url }
+        return connectTo + components.percentEncodedPath
     }
     private var authorization: (name: String, value: String) {
         ("Authorization", "AppleOrder \(details.authenticationToken)")
@@ -69,6 +78,15 @@ public final class SandboxWallet: Sendable {
         if response.status == 304 { return .notModified }
         guard response.status == 200 else {
             return .failed(status: response.status, body: String(decoding: response.body.prefix(500), as: UTF8.self))
+        }
+        let mediaType = response.header("Content-Type")?.split(separator: ";").first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard mediaType == OrderPackage.mediaType else {
+            return .invalid(
+                OrderPackage.Refusal(
+                    check: .mediaType,
+                    message: "served as \(mediaType ?? "nothing"), not \(OrderPackage.mediaType)"))
         }
         switch OrderPackage.verify(response.body, roots: trust, at: now) {
         case .success(let verified):

@@ -2,11 +2,13 @@ import Cryptography
 import Foundation
 import Foundations
 
-/// A Wallet order package (`.order`, MIME `application/vnd.apple.order`): `order.json`, optional images,
+/// A Wallet order package (`.order`, MIME `application/vnd.apple.finance.order`): `order.json`, optional images,
 /// `manifest.json` (each file's SHA-256 in hex) and `signature` (a detached CMS signature over `manifest.json` by
 /// the Order Type ID certificate, with its intermediate), stored in a ZIP archive.
 public enum OrderPackage {
-    public static let mediaType = "application/vnd.apple.order"
+    /// The package's media type, as the orders web service serves it (Apple's "Retrieve the latest version of an
+    /// order").
+    public static let mediaType = "application/vnd.apple.finance.order"
 
     /// Builds and signs a package.
     /// - Parameters:
@@ -40,17 +42,25 @@ public enum OrderPackage {
 
     /// Why a package was refused.
     public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The check that failed: `mediaType` is the download's (the web service's `Content-Type`), the others the
+        /// package's own.
         public enum Check: String, Sendable, Codable {
-            case archive, missingFile, manifest, hash, signature, chain, orderTypeIdentifier, schema
+            case mediaType, archive, missingFile, manifest, hash, signature, chain, orderTypeIdentifier, schema
         }
         public var check: Check
         public var message: String
+        public init(check: Check, message: String) {
+            self.check = check
+            self.message = message
+        }
         public var description: String { "\(check.rawValue): \(message)" }
     }
 
     /// Checks a package as Wallet does: the archive, every manifest hash (and no file left out), the signature over
     /// `manifest.json`, the signer's chain to one of `roots` at `date`, the signer's subject UID against the order's
-    /// `orderTypeIdentifier`, and the schema. Expected failures are returned, not thrown.
+    /// `orderTypeIdentifier`, and `order.json` against Apple's schema (``WalletOrderSchema``: every required field
+    /// with its JSON type, the enums, `webServiceURL` https with an `authenticationToken` of 16 characters or more).
+    /// Expected failures are returned, not thrown.
     public static func verify(_ package: Data, roots: TrustStore, at date: Date = Date()) -> Result<
         Verification, Refusal
     > {
@@ -90,21 +100,25 @@ public enum OrderPackage {
         } catch {
             return .failure(Refusal(check: .chain, message: "\(error)"))
         }
+        let orderData = files["order.json", default: Data()]
+        let problems = WalletOrderSchema.problems(in: orderData)
+        guard problems.isEmpty else {
+            return .failure(Refusal(check: .schema, message: problems.joined(separator: "; ")))
+        }
         let order: WalletOrder
         do {
-            order = try JSONDecoder().decode(WalletOrder.self, from: files["order.json", default: Data()])
+            order = try JSONDecoder().decode(WalletOrder.self, from: orderData)
         } catch {
-            return .failure(Refusal(check: .schema, message: "order.json does not decode: \(error)"))
+            return .failure(
+                Refusal(
+                    check: .schema,
+                    message: "order.json follows Apple's schema but this reader cannot show it: \(error)"))
         }
         guard signed.signer.subjectUID == order.orderTypeIdentifier else {
             return .failure(
                 Refusal(
                     check: .orderTypeIdentifier,
                     message: "signed by \(signed.signer.subjectUID ?? "no UID"), not \(order.orderTypeIdentifier)"))
-        }
-        let problems = order.schemaProblems()
-        guard problems.isEmpty else {
-            return .failure(Refusal(check: .schema, message: problems.joined(separator: "; ")))
         }
         return .success(Verification(order: order, files: files, signer: signed.signer))
     }

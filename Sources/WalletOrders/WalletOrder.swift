@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 
 /// `order.json` of a Wallet order package (Apple's Wallet Orders schema, version 1): the fields this server fills.
 public struct WalletOrder: Sendable, Hashable, Codable {
@@ -29,9 +30,9 @@ public struct WalletOrder: Sendable, Hashable, Codable {
     public struct LineItem: Sendable, Hashable, Codable {
         public var title: String
         public var quantity: Int
-        public var price: CurrencyAmount
+        public var price: CurrencyAmount?
         public var sku: String?
-        public init(title: String, quantity: Int, price: CurrencyAmount, sku: String?) {
+        public init(title: String, quantity: Int, price: CurrencyAmount?, sku: String?) {
             self.title = title
             self.quantity = quantity
             self.price = price
@@ -48,24 +49,15 @@ public struct WalletOrder: Sendable, Hashable, Codable {
         }
     }
 
-    /// The card, as the customer knows it: a display name such as "Visa" and the last four digits.
-    public struct PaymentMethod: Sendable, Hashable, Codable {
-        public var displayName: String
-        public var suffix: String?
-        public init(displayName: String, suffix: String?) {
-            self.displayName = displayName
-            self.suffix = suffix
-        }
-    }
-
     public struct Payment: Sendable, Hashable, Codable {
         public var total: CurrencyAmount
-        /// `paid`, `pending`, `refunded`, `partiallyRefunded`, `cancelled`.
+        /// One of Apple's values: `pending`, `authorized`, `paid`, `refunded`, `declined`, `voided` (deprecated by
+        /// Apple but still read, and required by iOS 16).
         public var status: String
         public var summaryItems: [SummaryItem]
-        public var paymentMethods: [PaymentMethod]
-        public init(total: CurrencyAmount, status: String, summaryItems: [SummaryItem], paymentMethods: [PaymentMethod])
-        {
+        /// The cards, as the customer knows them: strings such as `Visa 0492` (deprecated by Apple, still shown).
+        public var paymentMethods: [String]
+        public init(total: CurrencyAmount, status: String, summaryItems: [SummaryItem], paymentMethods: [String]) {
             self.total = total
             self.status = status
             self.summaryItems = summaryItems
@@ -77,7 +69,7 @@ public struct WalletOrder: Sendable, Hashable, Codable {
     public struct Fulfillment: Sendable, Hashable, Codable {
         public var fulfillmentType: String
         public var fulfillmentIdentifier: String
-        /// `processing`, `onTheWay`, `shipped`, `outForDelivery`, `delivered`, `cancelled`, `issue`, `delayed`.
+        /// `open`, `processing`, `onTheWay`, `outForDelivery`, `delivered`, `shipped`, `issue`, `cancelled`.
         public var status: String
         public var carrier: String?
         public var trackingNumber: String?
@@ -105,18 +97,23 @@ public struct WalletOrder: Sendable, Hashable, Codable {
     /// `open`, `completed` or `cancelled`.
     public var status: String
     public var merchant: Merchant
-    /// ISO 8601 with seconds, UTC.
+    /// RFC 3339 in UTC with milliseconds: `updatedAt` grows with every change, however close together.
     public var createdAt: String
     public var updatedAt: String
+    /// The customer's page for the order (HTML, no login).
     public var orderManagementURL: String
     public var lineItems: [LineItem]
     public var payment: Payment
     public var fulfillments: [Fulfillment]
+    /// Where Wallet registers for updates and downloads new versions: an `https://` URL (Apple refuses others).
+    public var webServiceURL: String?
+    /// What Wallet sends as `Authorization: AppleOrder <token>`: at least 16 characters, this order's own.
+    public var authenticationToken: String?
 
     public init(
         orderTypeIdentifier: String, orderIdentifier: String, orderNumber: String, status: String, merchant: Merchant,
         createdAt: Date, updatedAt: Date, orderManagementURL: String, lineItems: [LineItem], payment: Payment,
-        fulfillments: [Fulfillment]
+        fulfillments: [Fulfillment], webServiceURL: String? = nil, authenticationToken: String? = nil
     ) {
         self.orderTypeIdentifier = orderTypeIdentifier
         self.orderIdentifier = orderIdentifier
@@ -129,51 +126,14 @@ public struct WalletOrder: Sendable, Hashable, Codable {
         self.lineItems = lineItems
         self.payment = payment
         self.fulfillments = fulfillments
+        self.webServiceURL = webServiceURL
+        self.authenticationToken = authenticationToken
     }
 
-    /// A date as `order.json` writes it: ISO 8601 in UTC with whole seconds.
+    /// A date as `order.json` writes it: RFC 3339 in UTC with milliseconds (`2026-11-30T16:51:19.042Z`).
     public static func timestamp(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down)))
-    }
-
-    /// Problems with the order against the schema's rules this project checks (required values, known enums,
-    /// times, URLs); empty when it conforms.
-    public func schemaProblems() -> [String] {
-        var problems: [String] = []
-        if schemaVersion != 1 { problems.append("schemaVersion must be 1") }
-        if orderType != "ecommerce" { problems.append("orderType must be ecommerce") }
-        if !orderTypeIdentifier.hasPrefix("order.") { problems.append("orderTypeIdentifier must start with order.") }
-        if orderIdentifier.isEmpty || orderIdentifier.count > 64 {
-            problems.append("orderIdentifier: 1 to 64 characters")
-        }
-        if orderNumber.isEmpty { problems.append("orderNumber is empty") }
-        if !["open", "completed", "cancelled"].contains(status) { problems.append("status \(status) is not allowed") }
-        let formatter = ISO8601DateFormatter()
-        for (name, value) in [("createdAt", createdAt), ("updatedAt", updatedAt)]
-        where formatter.date(from: value) == nil {
-            problems.append("\(name) is not an ISO 8601 date")
-        }
-        for (name, value) in [("orderManagementURL", orderManagementURL), ("merchant.url", merchant.url)] {
-            if URL(string: value)?.scheme == nil { problems.append("\(name) is not a URL") }
-        }
-        if merchant.displayName.isEmpty || merchant.merchantIdentifier.isEmpty {
-            problems.append("merchant needs displayName and merchantIdentifier")
-        }
-        if lineItems.isEmpty { problems.append("lineItems is empty") }
-        let fulfillmentStatuses = [
-            "processing", "onTheWay", "shipped", "outForDelivery", "delivered", "cancelled", "issue", "delayed",
-        ]
-        for fulfillment in fulfillments where !fulfillmentStatuses.contains(fulfillment.status) {
-            problems.append("fulfillment status \(fulfillment.status) is not allowed")
-        }
-        let amountPattern = /^-?[0-9]+(\.[0-9]+)?$/
-        for amount in [payment.total] + lineItems.map(\.price) + payment.summaryItems.map(\.value) {
-            if (try? amountPattern.wholeMatch(in: amount.amount)) == nil || amount.currency.count != 3 {
-                problems.append("amount \(amount.amount) \(amount.currency) is not a decimal amount and currency")
-            }
-        }
-        return problems
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(unixMilliseconds: date.unixMilliseconds))
     }
 }

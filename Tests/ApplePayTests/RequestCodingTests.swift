@@ -161,7 +161,9 @@ struct RequestCodingTests {
         var request = PaymentRequest(
             countryCode: "US", currencyCode: "USD", supportedNetworks: [.visa, .masterCard],
             total: PaymentSummaryItem(label: "Example Store", amount: Decimal(string: "9.5")!, currency: usd))
-        request.shippingMethods = [ShippingMethod(label: "Pickup", amount: "0.00", identifier: "pickup")]
+        request.shippingMethods = [
+            ShippingMethod(label: "Pickup", detail: "Today", amount: "0.00", identifier: "pickup")
+        ]
         request.shippingType = .storePickup
         let json = try JSONValue(parsing: JSONEncoder().encode(request))
         #expect(json["total"]?["amount"] == .string("9.50"))

@@ -76,7 +76,7 @@ enum Samples {
     }
 
     static func methods(_ list: [(String, String)]) -> [ShippingMethod] {
-        list.map { ShippingMethod(label: "Ship \($0.1)", amount: $0.0, identifier: $0.1) }
+        list.map { ShippingMethod(label: "Ship \($0.1)", detail: "3 days", amount: $0.0, identifier: $0.1) }
     }
 }
 
@@ -137,7 +137,7 @@ let invalidCases: [RuleCase] = [
         $0.total.amount = String(repeating: "9", count: 40)
     },
     .invalid("final item without amount", .amountMissing, at: "lineItems[0].amount") { $0.lineItems?[0].amount = nil },
-    .invalid("total without amount", .amountMissing, at: "total.amount") { $0.total.amount = nil },
+    .invalid("total without amount", .totalAmountMissing, at: "total.amount") { $0.total.amount = nil },
     .invalid("total label empty", .labelEmpty, at: "total.label") { $0.total.label = "" },
     .invalid("line item label blank", .labelEmpty, at: "lineItems[1].label") { $0.lineItems?[1].label = "  " },
     .invalid("total negative", .totalNegative, at: "total.amount") { $0.total.amount = "-0.01" },
@@ -192,12 +192,12 @@ let invalidCases: [RuleCase] = [
         $0.shippingMethods = Samples.methods([("0.00", "std"), ("5.00", "express"), ("9.00", "std")])
     },
     .invalid("shipping label empty", .labelEmpty, at: "shippingMethods[0].label") {
-        $0.shippingMethods = [ShippingMethod(label: "", amount: "0.00", identifier: "a")]
+        $0.shippingMethods = [ShippingMethod(label: "", detail: "", amount: "0.00", identifier: "a")]
     },
     .invalid(
         "delivery range ends before it starts", .shippingDateRangeInvalid, at: "shippingMethods[0].dateComponentsRange"
     ) {
-        var method = ShippingMethod(label: "Ship", amount: "0.00", identifier: "a")
+        var method = ShippingMethod(label: "Ship", detail: "Soon", amount: "0.00", identifier: "a")
         method.dateComponentsRange = DateComponentsRange(
             startDateComponents: .init(years: 2027, months: 1, days: 9),
             endDateComponents: .init(years: 2027, months: 1, days: 3))
@@ -285,6 +285,62 @@ let invalidCases: [RuleCase] = [
         recurring.regularBilling.amount = "$4.99"
         $0.recurringPaymentRequest = recurring
     },
+    // WebKit's rules for the special payment requests' billing items (ApplePaySession.cpp) and the total.
+    .invalid(
+        "regularBilling without paymentTiming recurring", .regularBillingNotRecurring,
+        at: "recurringPaymentRequest.regularBilling.paymentTiming"
+    ) {
+        var recurring = Samples.recurring
+        recurring.regularBilling.paymentTiming = nil
+        $0.recurringPaymentRequest = recurring
+    },
+    .invalid(
+        "trialBilling without paymentTiming recurring", .trialBillingNotRecurring,
+        at: "recurringPaymentRequest.trialBilling.paymentTiming"
+    ) {
+        var recurring = Samples.recurring
+        recurring.trialBilling = PaymentSummaryItem(label: "Trial", amount: "0.00")
+        $0.recurringPaymentRequest = recurring
+    },
+    .invalid(
+        "automaticReloadBilling without paymentTiming automaticReload", .reloadBillingNotAutomaticReload,
+        at: "automaticReloadPaymentRequest.automaticReloadBilling.paymentTiming"
+    ) {
+        var reload = Samples.reload
+        reload.automaticReloadBilling.paymentTiming = .recurring
+        $0.automaticReloadPaymentRequest = reload
+    },
+    .invalid(
+        "automaticReloadBilling without threshold, even when pending", .itemThresholdMissing,
+        at: "automaticReloadPaymentRequest.automaticReloadBilling.automaticReloadPaymentThresholdAmount"
+    ) {
+        var reload = Samples.reload
+        reload.automaticReloadBilling.type = .pending
+        reload.automaticReloadBilling.amount = nil
+        reload.automaticReloadBilling.automaticReloadPaymentThresholdAmount = nil
+        $0.automaticReloadPaymentRequest = reload
+    },
+    .invalid(
+        "deferredBilling without paymentTiming deferred", .deferredBillingNotDeferred,
+        at: "deferredPaymentRequest.deferredBilling.paymentTiming"
+    ) {
+        var deferred = Samples.deferred
+        deferred.deferredBilling.paymentTiming = .immediate
+        $0.deferredPaymentRequest = deferred
+    },
+    .invalid("pending total without amount", .totalAmountMissing, at: "total.amount") {
+        $0.total = PaymentSummaryItem(label: "Taxi", amount: nil, type: .pending)
+    },
+    .invalid("total above the old WebKit cap", .totalAboveOldCap, at: "total.amount", severity: .warning) {
+        $0.total.amount = "100000000.01"
+        $0.lineItems = nil
+    },
+    .invalid("merchant capabilities empty", .capabilitiesEmpty, at: "merchantCapabilities") {
+        $0.merchantCapabilities = []
+    },
+    .invalid("shipping method without detail", .shippingDetailMissing, at: "shippingMethods[0].detail") {
+        $0.shippingMethods = [ShippingMethod(label: "Ship", amount: "0.00", identifier: "a")]
+    },
     // Other fields.
     .invalid("merchant category code 0", .merchantCategoryCodeOutOfRange, at: "merchantCategoryCode") {
         $0.merchantCategoryCode = 0
@@ -319,8 +375,24 @@ let validCases: [RuleCase] = [
     .valid("pending item without amount") {
         $0.lineItems?.append(PaymentSummaryItem(label: "Tip", amount: nil, type: .pending))
     },
-    .valid("pending total without amount") {
-        $0.total = PaymentSummaryItem(label: "Taxi", amount: nil, type: .pending)
+    .valid("pending total with an estimate") {
+        $0.total = PaymentSummaryItem(label: "Taxi", amount: "20.00", type: .pending)
+    },
+    .valid("shipping method with an empty detail (present, as Safari requires)") {
+        $0.shippingMethods = [ShippingMethod(label: "Pickup", detail: "", amount: "0.00", identifier: "pickup")]
+    },
+    .valid("pending regular billing without amount, still recurring") {
+        var recurring = Samples.recurring
+        recurring.regularBilling.type = .pending
+        recurring.regularBilling.amount = nil
+        $0.recurringPaymentRequest = recurring
+    },
+    .valid("recurring trial billing") {
+        var recurring = Samples.recurring
+        var trial = PaymentSummaryItem(label: "Trial", amount: "0.00")
+        trial.paymentTiming = .recurring
+        recurring.trialBilling = trial
+        $0.recurringPaymentRequest = recurring
     },
     .valid("fewer decimals than allowed") { $0.total.amount = "12.5" },
     .valid("JPY whole amounts") {
@@ -387,6 +459,39 @@ let validCases: [RuleCase] = [
     },
 ]
 
+/// A request, a version, and what `validate(version:)` should say.
+struct VersionCase: Sendable, CustomTestStringConvertible {
+    let rule: String
+    let version: Int
+    let code: ValidationProblem.Code?
+    let path: String
+    let change: @Sendable (inout PaymentRequest) -> Void
+    var testDescription: String { rule }
+}
+
+let versionCases: [VersionCase] = [
+    VersionCase(rule: "version 0", version: 0, code: .versionUnsupported, path: "") { _ in },
+    VersionCase(rule: "jcb below version 2", version: 1, code: .networkNeedsVersion, path: "supportedNetworks[1]") {
+        $0.supportedNetworks = [.visa, .jcb]
+    },
+    VersionCase(rule: "jcb at version 2", version: 2, code: nil, path: "") { $0.supportedNetworks = [.visa, .jcb] },
+    VersionCase(
+        rule: "cartesBancaires below version 3", version: 2, code: .networkNeedsVersion, path: "supportedNetworks[0]"
+    ) { $0.supportedNetworks = [.cartesBancaires] },
+    VersionCase(
+        rule: "phoneticName below version 3", version: 2, code: .contactFieldNeedsVersion,
+        path: "requiredShippingContactFields[1]"
+    ) { $0.requiredShippingContactFields = [.name, .phoneticName] },
+    VersionCase(rule: "phoneticName at version 3", version: 3, code: nil, path: "") {
+        $0.requiredShippingContactFields = [.name, .phoneticName]
+    },
+    VersionCase(
+        rule: "supportedCountries below version 3 (ignored)", version: 2, code: .supportedCountriesIgnored,
+        path: "supportedCountries"
+    ) { $0.supportedCountries = ["US"] },
+    VersionCase(rule: "the sample at version 14", version: 14, code: nil, path: "") { _ in },
+]
+
 @Suite("PaymentRequest.validate(): Apple's rules")
 struct ValidationTests {
     @Test("a request breaking one rule gets that rule's code at that path", arguments: invalidCases)
@@ -406,9 +511,76 @@ struct ValidationTests {
         #expect(problems == [], "\(problems)")
     }
 
+    @Test("a request breaking a version gate gets that gate's code", arguments: versionCases)
+    func versions(rule: VersionCase) {
+        var request = Samples.request
+        rule.change(&request)
+        let problems = request.validate(version: rule.version)
+        if let code = rule.code {
+            let match = problems.first { $0.code == code && $0.path == rule.path }
+            #expect(match != nil, "expected \(code) at \(rule.path), got \(problems)")
+            #expect(match?.message.isEmpty == false)
+        } else {
+            #expect(problems == [], "\(problems)")
+        }
+        // Without a version, none of the gates applies.
+        #expect(!request.validate().contains { [.versionUnsupported, .networkNeedsVersion].contains($0.code) })
+    }
+
+    @Test("an update is checked as WebKit checks it: newTotal required, with an amount even when pending")
+    func updates() {
+        let request = Samples.request
+        let noTotal = ShippingMethodUpdate(newLineItems: [PaymentSummaryItem(label: "Tax", amount: "1.00")])
+        #expect(noTotal.problems(applyingTo: request).map(\.code) == [.updateNewTotalMissing])
+        let pending = ShippingContactUpdate(newTotal: PaymentSummaryItem(label: "Shop", amount: nil, type: .pending))
+        let found = pending.problems(applyingTo: request).map { "\($0.path) \($0.code)" }
+        #expect(found == ["newTotal.amount total.amountMissing"])
+        let methods = CouponCodeUpdate(
+            newTotal: PaymentSummaryItem(label: "Shop", amount: "12.00"),
+            newLineItems: [PaymentSummaryItem(label: "", amount: "12.00")],
+            newShippingMethods: [ShippingMethod(label: "Ship", amount: "0.00", identifier: "a")])
+        #expect(
+            methods.problems(applyingTo: request).map { "\($0.path) \($0.code)" } == [
+                "newLineItems[0].label label.empty", "newShippingMethods[0].detail shippingMethod.detailMissing",
+            ])
+        let good = PaymentMethodUpdate(newTotal: PaymentSummaryItem(label: "Shop", amount: "12.00"))
+        #expect(good.problems(applyingTo: request) == [])
+        let errors = ShippingContactUpdate(
+            newTotal: PaymentSummaryItem(label: "Shop", amount: "12.00"),
+            errors: [
+                PaymentError(code: .shippingContactInvalid, contactField: .postalCode),
+                PaymentError(code: "addressUnservicable", contactField: "zip"),
+            ])
+        #expect(
+            errors.problems(applyingTo: request).map { "\($0.path) \($0.code)" } == [
+                "errors[1].code error.codeUnknown", "errors[1].contactField error.contactFieldUnknown",
+            ])
+    }
+
+    @Test("an authorization result's orderDetails.webServiceURL must be a URL")
+    func authorizationResult() {
+        func result(_ url: String) -> PaymentAuthorizationResult {
+            PaymentAuthorizationResult(
+                status: .success,
+                orderDetails: PaymentOrderDetails(
+                    orderTypeIdentifier: "order.com.example", orderIdentifier: "1", webServiceURL: url,
+                    authenticationToken: String(repeating: "a", count: 32)))
+        }
+        #expect(result("https://shop.example/wallet").validate() == [])
+        #expect(result("not a url").validate().map(\.code) == [.orderDetailsURLInvalid])
+        #expect(result("").validate().map(\.path) == ["orderDetails.webServiceURL"])
+        #expect(PaymentAuthorizationResult(status: .failure).validate() == [])
+        #expect(
+            PaymentAuthorizationResult(status: .failure, errors: [PaymentError(code: "cardDeclined")]).validate()
+                .map(\.code) == [.errorCodeUnknown])
+    }
+
     @Test("every rule code is exercised by at least one invalid case")
     func everyCodeCovered() {
-        let covered = Set(invalidCases.compactMap(\.code))
+        let covered = Set(invalidCases.compactMap(\.code) + versionCases.compactMap(\.code)).union([
+            .updateNewTotalMissing, .orderDetailsURLInvalid,  // updates() and authorizationResult()
+            .errorCodeUnknown, .errorContactFieldUnknown,
+        ])
         let shape: Set<ValidationProblem.Code> = [
             .jsonNotAnObject, .jsonMissingField, .jsonWrongType, .jsonInvalidValue, .unknownField,
         ]

@@ -36,6 +36,50 @@ struct RequestValidateTests {
         #expect(problems.contains { $0["severity"] as? String == "warning" })
     }
 
+    @Test(
+        "Safari's refusals: billing items without their paymentTiming, a pending total without amount, version gates",
+        arguments: [
+            (
+                #""recurringPaymentRequest": {"paymentDescription": "Plan", "managementURL": "https://s.example/m", "#
+                    + #""regularBilling": {"label": "Monthly", "amount": "5.00"}}"#,
+                "recurringPaymentRequest.regularBilling.paymentTiming recurring.regularBillingNotRecurring", "14"
+            ),
+            (
+                #""automaticReloadPaymentRequest": {"paymentDescription": "Top-up", "managementURL": "https://s.example/m", "#
+                    + #""automaticReloadBilling": {"label": "Reload", "amount": "5.00", "#
+                    + #""automaticReloadPaymentThresholdAmount": "1.00"}}"#,
+                "automaticReloadPaymentRequest.automaticReloadBilling.paymentTiming "
+                    + "automaticReload.billingNotAutomaticReload", "14"
+            ),
+            (
+                #""deferredPaymentRequest": {"paymentDescription": "Stay", "managementURL": "https://s.example/m", "#
+                    + #""deferredBilling": {"label": "Stay", "amount": "5.00", "paymentTiming": "recurring"}}"#,
+                "deferredPaymentRequest.deferredBilling.paymentTiming deferred.billingNotDeferred", "14"
+            ),
+            (#""lineItems": []"#, "supportedNetworks[1] networks.needsVersion", "1"),
+        ])
+    func safariRefuses(member: String, expected: String, version: String) async throws {
+        let json = """
+            {"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": ["supports3DS"],
+             "supportedNetworks": ["visa", "jcb"], "total": {"label": "Shop", "amount": "5.00"}, \(member)}
+            """
+        let result = try await CommandLineTool.run(
+            ["request", "validate", "--version", version, "-"], input: Data(json.utf8))
+        #expect(result.status == 1, "\(result.standardOutput)")
+        let problems = try #require(result.json?["problems"] as? [[String: Any]])
+        let found = problems.map { "\($0["path"] as? String ?? "") \($0["code"] as? String ?? "")" }
+        #expect(found.contains(expected), "\(found)")
+
+        let pending = """
+            {"countryCode": "US", "currencyCode": "USD", "merchantCapabilities": ["supports3DS"],
+             "supportedNetworks": ["visa"], "total": {"label": "Taxi", "type": "pending"}}
+            """
+        let refused = try await CommandLineTool.run(["request", "validate", "-"], input: Data(pending.utf8))
+        #expect(refused.status == 1)
+        let codes = (refused.json?["problems"] as? [[String: Any]])?.compactMap { $0["code"] as? String }
+        #expect(codes == ["total.amountMissing"])
+    }
+
     @Test("warnings alone still exit 0, and the document can come on standard input")
     func warningsOnly() async throws {
         let json = """

@@ -160,6 +160,34 @@ struct ServeCommandTests {
         #expect(statuses == ["201", "429", "201"])
     }
 
+    @Test("--public-url: the one base URL, logged at start; an http or trailing-slash URL is a usage error")
+    func publicURL() async throws {
+        let folder = try TemporaryDirectory(prefix: "serve-public")
+        defer { folder.remove() }
+        let sandbox = try await makeSandbox(folder)
+        let arguments = [
+            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
+            "--public-url", "https://shop.example.com",
+        ]
+        let log = try await RunningServer.with(arguments: arguments) { server in
+            _ = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+            _ = await server.stop()
+            return server.standardError
+        }
+        let lines = log.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(
+            lines.contains {
+                $0["msg"] as? String == "listening" && $0["publicURL"] as? String == "https://shop.example.com"
+            },
+            "\(log)")
+        for bad in ["http://shop.example.com", "https://shop.example.com/"] {
+            let result = try await CommandLineTool.run(["serve", "--public-url", bad])
+            #expect(result.status == 64, "\(bad): \(result.standardError)")
+        }
+    }
+
     @Test("a store that is neither sqlite:PATH nor a PostgreSQL URI is a usage error")
     func usage() async throws {
         let result = try await CommandLineTool.run(["serve", "--store", "mysql://x"])

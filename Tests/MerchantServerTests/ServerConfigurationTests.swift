@@ -179,7 +179,8 @@ struct ServerConfigurationTests {
                 let files = try ZIPArchive.read(package.body)
                 let order = try JSONDecoder().decode(
                     WalletOrder.self, from: try files["order.json"].orThrow("order.json"))
-                #expect(order.orderManagementURL == "\(base)/v1/orders/\(orderID)")
+                #expect(order.orderManagementURL.hasPrefix("\(base)/orders/\(orderID)?secret="))
+                #expect(order.webServiceURL == "\(base)/wallet")
                 #expect(order.merchant.url == base)
             })
     }
@@ -189,7 +190,7 @@ struct ServerConfigurationTests {
         try await ServerHarness.with { server in
             #expect(server.application.publicURL.text == server.base)
             let (details, _) = try await WalletOrdersTests.payForOrderDetails(server)
-            #expect(details.webServiceURL == server.base + "/wallet")
+            #expect(details.webServiceURL == "https://" + server.base.dropFirst("http://".count) + "/wallet")
             let plan = try await server.createCheckout([["sku": "BEANS-MONTHLY", "quantity": 1]])
             let shown = try await server.get("/v1/checkouts/\(plan.id)")
             let special =

@@ -66,8 +66,8 @@ enum Fixture {
     }
 
     static let methods = [
-        ShippingMethod(label: "Standard", amount: "4.99", identifier: "standard"),
-        ShippingMethod(label: "Express", amount: "14.99", identifier: "express"),
+        ShippingMethod(label: "Standard", detail: "3 to 5 days", amount: "4.99", identifier: "standard"),
+        ShippingMethod(label: "Express", detail: "1 to 2 days", amount: "14.99", identifier: "express"),
     ]
 
     /// A USD request for 29.00 of goods plus standard shipping, asking for the shipping fields given.

@@ -157,6 +157,7 @@ public struct MerchantAPI: Responder {
         }
         // What a browser loads: no JSON rule.
         router.add(WebRoutes(page: page))
+        router.add(OrderPageRoutes(store: store, storeName: configuration.storeName, logger: logger))
         self.router = router
     }
 

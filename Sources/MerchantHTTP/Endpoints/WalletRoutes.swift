@@ -9,9 +9,11 @@ import WalletOrders
 /// - `GET v1/devices/{deviceIdentifier}/registrations/{orderTypeIdentifier}?ordersModifiedSince=`: the device's
 ///   orders changed since then, `{orderIdentifiers, lastModified}` (204 when none);
 /// - `POST`/`DELETE v1/devices/{deviceIdentifier}/registrations/{orderTypeIdentifier}/{orderIdentifier}` with
-///   `{pushToken}`: 201 new, 200 existing (or removed);
-/// - `GET v1/orders/{orderTypeIdentifier}/{orderIdentifier}`: the signed package, `Last-Modified`, and 304 for
-///   `If-Modified-Since` at or after the order's last change;
+///   `{pushToken}`: 201 new, 200 existing; `DELETE` 200 (also when there was nothing to remove);
+/// - `GET v1/orders/{orderTypeIdentifier}/{orderIdentifier}`: the signed package as
+///   `application/vnd.apple.finance.order`, with `Last-Modified` and `ETag`; 304 only when nothing changed: for an
+///   `If-None-Match` naming the current tag, else for an `If-Modified-Since` at or after the order's version's second
+///   (each version of an order has a second of its own, see the store's `nextOrderVersion`);
 /// - `POST v1/log`: `{logs: [...]}` written to the server's log.
 /// Per-order calls are in a group behind ``AppleOrderAuthentication``. The device listing carries no token in
 /// Apple's protocol; it shows only order identifiers the device registered itself.
@@ -40,7 +42,8 @@ struct WalletRoutes: RouteCollection {
         }
         let device = try context.parameter("device")
         let type = try context.parameter("type")
-        let since = request.query["ordersModifiedSince"].flatMap { Int64($0) }
+        // Apple's URL template names the query `ordersModifiedSince`, its parameter table `lastModified`: either.
+        let since = (request.query["ordersModifiedSince"] ?? request.query["lastModified"]).flatMap { Int64($0) }
         var identifiers: [String] = []
         var latest: Int64 = since ?? 0
         do {
@@ -86,22 +89,21 @@ struct WalletRoutes: RouteCollection {
     func unregister(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         let order = try context.identity(as: Order.self)
         let device = try context.parameter("device")
-        let removed: Bool
+        // Apple lists 200 (unregistered) and 401 only: a device that was not registered is unregistered too.
         do {
-            removed = try await store.unregisterDevice(
+            _ = try await store.unregisterDevice(
                 deviceIdentifier: device, orderTypeIdentifier: service.orderTypeIdentifier, orderID: order.id)
         } catch {
             throw .storeUnavailable()
         }
-        guard removed else { throw .notFound("This device is not registered for order \(order.id).") }
         return HTTPResponse(status: 200)
     }
 
     func latestOrder(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         let order = try context.identity(as: Order.self)
-        let modified = Date(timeIntervalSince1970: order.updatedAt.timeIntervalSince1970.rounded(.down))
+        let version = Self.version(of: order)
         var response: HTTPResponse
-        if let since = request.headers["If-Modified-Since"].flatMap(HTTPDate.parse), modified <= since {
+        if Self.isNotModified(request, version: version) {
             response = HTTPResponse(status: 304)
         } else {
             let steps: [FulfillmentStep]
@@ -121,9 +123,29 @@ struct WalletRoutes: RouteCollection {
             }
             response = HTTPResponse(status: 200, headers: ["Content-Type": OrderPackage.mediaType], body: package)
         }
-        response.headers["Last-Modified"] = HTTPDate.format(modified)
+        response.headers["Last-Modified"] = HTTPDate.format(Date(unixMilliseconds: version / 1000 * 1000))
+        response.headers["ETag"] = Self.entityTag(version)
         response.logFields["orderId"] = order.id
         return response
+    }
+
+    /// An order's version: its `updatedAt` in Unix milliseconds (the store gives each version its own second).
+    static func version(of order: Order) -> Int64 { order.updatedAt.unixMilliseconds }
+
+    /// The strong entity tag of a version: `"<milliseconds>"`.
+    static func entityTag(_ version: Int64) -> String { "\"\(version)\"" }
+
+    /// Whether the device's copy is this version (RFC 9110 §13.2.2: `If-None-Match`, when sent, decides alone).
+    static func isNotModified(_ request: HTTPRequest, version: Int64) -> Bool {
+        if let tags = request.headers["If-None-Match"] {
+            let current = entityTag(version)
+            return tags.split(separator: ",").contains {
+                let tag = $0.trimmingCharacters(in: .whitespaces)
+                return tag == "*" || tag == current || tag == "W/" + current
+            }
+        }
+        guard let since = request.headers["If-Modified-Since"].flatMap(HTTPDate.parse) else { return false }
+        return version / 1000 <= since.unixMilliseconds / 1000
     }
 
     func log(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
@@ -138,8 +160,8 @@ struct WalletRoutes: RouteCollection {
 
 /// Middleware of the Wallet group's per-order calls: the path's `{type}` and `{order}` name an order of this
 /// server's order type, and the request carries `Authorization: AppleOrder <authenticationToken>` of that order
-/// (compared in constant time): `401 unauthorized` when it is missing or wrong, `404` for an unknown order or
-/// another order type. The order becomes the context's ``RequestContext/identity`` for the handler.
+/// (compared in constant time): `401 unauthorized` when it is missing or wrong, and also for an unknown order or
+/// another order type (Apple lists 200 and 401 only; no answer tells which orders exist). The order becomes the context's ``RequestContext/identity`` for the handler.
 struct AppleOrderAuthentication: Middleware {
     let service: WalletOrdersService
     let store: any OrderStore
@@ -157,14 +179,14 @@ struct AppleOrderAuthentication: Middleware {
         guard header.hasPrefix(prefix) else { throw Self.unauthorized() }
         let presented = String(header.dropFirst(prefix.count))
         let id = try context.parameter("order")
-        guard try context.parameter("type") == service.orderTypeIdentifier else { throw .orderNotFound(id) }
+        guard try context.parameter("type") == service.orderTypeIdentifier else { throw Self.unauthorized() }
         let order: Order?
         do {
             order = try await store.order(id: id)
         } catch {
             throw .storeUnavailable()
         }
-        guard let order else { throw .orderNotFound(id) }
+        guard let order else { throw Self.unauthorized() }
         guard constantTimeEqual(presented, service.authenticationToken(for: order)) else { throw Self.unauthorized() }
         return order
     }

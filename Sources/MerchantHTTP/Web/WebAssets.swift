@@ -12,4 +12,6 @@ enum WebAssets {
     static let checkoutJS = Data(PackageResources.checkout_js)
     /// `subscription.html`: the subscription management page, a `PageTemplate`.
     static let subscriptionHTML = String(decoding: PackageResources.subscription_html, as: UTF8.self)
+    /// `order.html`: the customer's order page (a Wallet order's `orderManagementURL`), a `PageTemplate`.
+    static let orderHTML = String(decoding: PackageResources.order_html, as: UTF8.self)
 }

@@ -2,7 +2,8 @@ import Foundation
 
 /// The one base URL the server is reached at from outside, without a trailing slash. Every URL the server publishes
 /// is under it: the subscription `managementURL` and Apple's `tokenNotificationURL` of plan checkouts, the Wallet
-/// orders web service (`PUBLIC/wallet`) and each Wallet order's `orderManagementURL` (`PUBLIC/v1/orders/ID`).
+/// orders web service (`PUBLIC/wallet`) and each Wallet order's `orderManagementURL` (the customer's order page,
+/// `PUBLIC/orders/ID?secret=…`).
 ///
 /// Configured with `applepay serve --public-url URL` or the file's `server.publicURL` (the old top-level
 /// `publicBaseURL` key is read as its alias); a configured URL must be `https` (Apple refuses the others), with a

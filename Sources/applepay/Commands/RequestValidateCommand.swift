@@ -15,8 +15,18 @@ struct RequestValidateCommand: Command {
         CommandConfiguration(
             name: "validate",
             abstract: "Check an ApplePayPaymentRequest JSON document against Apple's rules.",
-            usage: ["[--pretty] FILE.json", "[--pretty] -   (read the document from standard input)"],
-            options: [("--pretty", "Indent the JSON report.")],
+            usage: [
+                "[--pretty] [--version N] FILE.json",
+                "[--pretty] [--version N] -   (read the document from standard input)",
+            ],
+            options: [
+                ("--pretty", "Indent the JSON report."),
+                (
+                    "--version N",
+                    "The Apple Pay JS version the page passes to new ApplePaySession(N, request): also check WebKit's "
+                        + "version gates (0 refused, jcb needs 2, cartesBancaires and phoneticName need 3)."
+                ),
+            ],
             discussion: """
                 Prints {"valid": true|false, "problems": [{"path", "code", "severity", "message"}]} on standard
                 output: every problem at once, each with the field's path (such as lineItems[2].amount), a stable
@@ -35,9 +45,11 @@ struct RequestValidateCommand: Command {
 
     var file: String
     var pretty: Bool
+    var version: Int?
 
     init(arguments: inout Arguments) throws {
         pretty = arguments.flag("--pretty")
+        version = try arguments.option("--version", as: { Int($0) })
         file = try arguments.positional("FILE.json")
     }
 
@@ -65,7 +77,7 @@ struct RequestValidateCommand: Command {
         }
         let problems: [ValidationProblem]
         do {
-            problems = try PaymentRequest.problems(decodingJSON: data)
+            problems = try PaymentRequest.problems(decodingJSON: data, version: version)
         } catch {
             Output.standardError("error: \(file == "-" ? "standard input" : file): \(error.message)")
             return Status.notJSON

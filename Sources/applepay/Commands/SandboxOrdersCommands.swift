@@ -75,17 +75,23 @@ struct SandboxAPNsCommand: Command {
     }
 }
 
-/// `applepay sandbox wallet DIR --order-details JSON [--apns-url URL] [--updates N]`: plays a device's Wallet.
+/// `applepay sandbox wallet DIR --order-details JSON [--apns-url URL] [--updates N] [--connect-to URL]`: plays a
+/// device's Wallet.
 struct SandboxWalletCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "wallet",
             abstract: "Play a device's Wallet for an order: register, download, verify, follow pushes.",
-            usage: ["DIR --order-details JSON|@FILE [--apns-url URL] [--updates N]"],
+            usage: ["DIR --order-details JSON|@FILE [--apns-url URL] [--updates N] [--connect-to URL]"],
             options: [
                 ("--order-details JSON", "The payment answer's orderDetails (or the whole answer), inline or @FILE."),
                 ("--apns-url URL", "The sandbox APNs (`applepay sandbox apns`) to follow pushes from."),
                 ("--updates N", "Stop after N pushes (default: run until interrupted)."),
+                (
+                    "--connect-to URL",
+                    "Reach webServiceURL's https origin at URL, as a TLS proxy in front of the server would (a server "
+                        + "without --public-url publishes https://HOST:PORT/wallet; give http://HOST:PORT)."
+                ),
             ],
             discussion: """
                 Registers a new device for the order, downloads the package and checks it as Wallet does (the
@@ -101,8 +107,10 @@ struct SandboxWalletCommand: Command {
     var details: PaymentOrderDetails
     var apnsURL: String?
     var updates: Int
+    var connectTo: String?
 
     init(arguments: inout Arguments) throws {
+        connectTo = try arguments.option("--connect-to")
         guard let text = try arguments.option("--order-details") else {
             throw UsageError("--order-details is required")
         }
@@ -131,7 +139,7 @@ struct SandboxWalletCommand: Command {
 
     func run() async throws -> Int32 {
         let sandbox = try Sandbox.load(from: URL(fileURLWithPath: folder))
-        let wallet = try SandboxWallet(details: details, roots: [sandbox.rootCertificate])
+        let wallet = try SandboxWallet(details: details, roots: [sandbox.rootCertificate], connectTo: connectTo)
         var apns: HTTPClient?
         if apnsURL != nil {
             var configuration = HTTPClient.Configuration(
