@@ -1,0 +1,196 @@
+"""`applepay serve --sandbox DIR --config provider.json` against a local fake of one provider, as a merchant runs
+it: sandbox tokens paid end to end. Prints one JSON object of results; exits 1 when a check fails.
+
+Usage: end_to_end.py PROVIDER APPLEPAY SANDBOX WORKDIR [passThrough|decrypted]
+
+Checks: an authorised payment; a refused one (the provider's reason kept); 500 and 429 answers retried with the
+same key (one charge); an answer lost after the provider committed, settled by the reconciler's look-up (Stripe,
+Checkout.com) or left for the webhook (Adyen); a refund; every request the connector sent and every answer the fake
+gave valid against the provider's published spec.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+provider, applepay, sandbox, workdir = sys.argv[1:5]
+mode = sys.argv[5] if len(sys.argv) > 5 else "passThrough"
+ADMIN = "admin-token-for-tests"
+CONTACT = {"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"}
+results = {"provider": provider, "mode": mode, "checks": {}, "failures": []}
+
+
+def check(name, condition, detail=None):
+    results["checks"][name] = bool(condition)
+    if not condition:
+        results["failures"].append({"check": name, "detail": detail})
+
+
+def private_file(name, text):
+    path = os.path.join(workdir, name)
+    with open(path, "w") as file:
+        file.write(text + "\n")
+    os.chmod(path, 0o600)
+    return name
+
+
+def make_fake():
+    if provider == "stripe":
+        from stripe_fake import StripeFake
+        fake = StripeFake("sk_test_fake_secret")
+        section = {"kind": "stripe", "secretKeyFile": private_file("stripe.key", "sk_test_fake_secret"),
+                   "webhookSecretFile": private_file("stripe.whsec", "whsec_fake")}
+    elif provider == "checkout":
+        from checkout_fake import CheckoutFake
+        fake = CheckoutFake("sk_sbox_fake_secret")
+        section = {"kind": "checkout", "secretKeyFile": private_file("checkout.key", "sk_sbox_fake_secret"),
+                   "processingChannelId": "pc_fakechannel000000000000000", "webhookSecretFile":
+                       private_file("checkout.whsec", "checkout-webhook-secret")}
+    else:
+        from adyen_fake import AdyenFake
+        fake = AdyenFake("AQEfakeAdyenApiKey", "ExampleECOM")
+        section = {"kind": "adyen", "apiKeyFile": private_file("adyen.key", "AQEfakeAdyenApiKey"),
+                   "merchantAccount": "ExampleECOM", "webhookHMACKeyFile": private_file("adyen.hmac", "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056")}
+    return fake, section
+
+
+def request(method, url, body=None, admin=False, timeout=60):
+    headers = {"Content-Type": "application/json"}
+    if admin:
+        headers["Authorization"] = "Bearer " + ADMIN
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        text = error.read()
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, {"raw": text.decode(errors="replace")}
+
+
+fake, section = make_fake()
+port = fake.serve()
+section.update(baseURL="http://127.0.0.1:%d" % port + ("/v71" if provider == "adyen" else ""), applePay=mode,
+               timeoutSeconds=8)
+config = os.path.join(workdir, "provider.json")
+with open(config, "w") as file:
+    json.dump({"processor": section, "server": {"adminToken": ADMIN}}, file)
+
+server = subprocess.Popen(
+    [applepay, "serve", "--sandbox", sandbox, "--config", config, "--port", "0",
+     "--store", "sqlite:" + os.path.join(workdir, "orders.sqlite")],
+    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+log_lines = []
+threading.Thread(target=lambda: log_lines.extend(server.stderr), daemon=True).start()
+banner = server.stdout.readline()
+match = re.search(r"on (http://\S+)", banner)
+if not match:
+    server.wait(timeout=30)
+    print(json.dumps({"error": "the server did not start", "log": "".join(log_lines)[-4000:]}))
+    sys.exit(1)
+base = match.group(1)
+
+
+def control(path, body):
+    return request("POST", "http://127.0.0.1:%d/_fake/%s" % (port, path), body)
+
+
+def fake_state():
+    return request("GET", "http://127.0.0.1:%d/_fake/state" % port)[1]
+
+
+def pay():
+    """A checkout paid with a fresh sandbox token: (payment answer status, body, order)."""
+    _, checkout = request("POST", base + "/v1/checkouts", {"items": [{"sku": "MUG-01", "quantity": 1}]})
+    _, update = request("POST", base + "/v1/checkouts/%s/shipping-contact" % checkout["id"], CONTACT)
+    token = subprocess.run(
+        [applepay, "sandbox", "mint", sandbox, "--amount", update["newTotal"]["amount"], "--currency", "USD",
+         "--application-data", checkout["paymentRequest"]["applicationData"]],
+        check=True, capture_output=True, text=True, timeout=60).stdout
+    status, answer = request("POST", base + "/v1/checkouts/%s/payment" % checkout["id"],
+                             {"token": json.loads(token), "shippingContact": CONTACT})
+    order = None
+    if answer.get("orderId"):
+        order = request("GET", base + "/admin/v1/orders/" + answer["orderId"], admin=True)[1]
+    return status, answer, order
+
+
+def order_status(order):
+    return (order or {}).get("status")
+
+
+try:
+    # 1. Authorised.
+    status, answer, order = pay()
+    check("authorised", order_status(order) == "paid", [status, answer, order])
+    paid_order = order
+
+    # 2. Refused, with the provider's reason.
+    control("decline", {"times": 1, "reason": "insufficient_funds"})
+    status, answer, order = pay()
+    check("declined", order_status(order) == "declined", [status, answer, order])
+    check("decline reason kept", "insufficientFunds" in json.dumps(order), order)
+
+    # 3. A 500 and a 429, each retried with the same key: one charge, paid.
+    for kind in ("500", "429"):
+        control("faults", {"faults": [{"path": fake.charge_path, "kind": kind, "times": 1}]})
+        status, answer, order = pay()
+        check("retried after %s" % kind, order_status(order) == "paid", [status, answer, order])
+
+    # 4. The answer lost after the provider committed, every time: unknown, then settled.
+    control("faults", {"faults": [{"path": fake.charge_path, "kind": "lost", "times": 10}]})
+    status, answer, order = pay()
+    check("lost answer is unknown, not declined", order_status(order) in ("unknown", "pending"), [status, answer, order])
+    lost_order = order
+    control("faults", {"faults": [{"path": fake.charge_path, "kind": "lost", "times": -10}]})
+    with fake.lock:
+        fake.faults.clear()
+    if fake.settles_by_look_up:
+        _, settled = request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
+        after = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1] if lost_order else None
+        check("lost answer settled by look-up", order_status(after) == "paid", [settled, after])
+    else:
+        _, settled = request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
+        after = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1] if lost_order else None
+        check("lost answer waits for the webhook", order_status(after) == "unknown", [settled, after])
+
+    # 5. A refund of the first payment.
+    if paid_order:
+        status, refund = request("POST", base + "/admin/v1/orders/%s/refunds" % paid_order["id"],
+                                 {"amount": "1.00", "idempotencyKey": "refund-one"}, admin=True)
+        check("refund", status == 200 and refund.get("refund", {}).get("status") == "succeeded", [status, refund])
+        # A void after a refund: refused by us, never sent.
+        before = len(fake_state()["requests"])
+        status, void = request("POST", base + "/admin/v1/orders/%s/void" % paid_order["id"], {}, admin=True)
+        check("void after refund refused", status == 409 and len(fake_state()["requests"]) == before, [status, void])
+
+    state = fake_state()
+    check("no spec mismatch", not state["mismatches"], state["mismatches"])
+    check("every charge had an idempotency key", all(
+        r["idempotencyKey"] for r in state["requests"] if r["method"] == "POST"), state["requests"])
+    results["charges"] = fake.charge_count()
+    results["double charges"] = fake.double_charges()
+    check("no double charge", fake.double_charges() == 0, fake.state())
+    secrets = [s for s in ("sk_test_fake_secret", "sk_sbox_fake_secret", "AQEfakeAdyenApiKey")]
+    check("no secret in the log", not any(s in line for line in log_lines for s in secrets))
+finally:
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    fake.stop()
+
+results["log tail"] = "".join(log_lines)[-3000:] if results["failures"] else ""
+print(json.dumps(results, indent=1))
+sys.exit(1 if results["failures"] else 0)
