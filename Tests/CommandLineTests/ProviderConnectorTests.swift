@@ -24,7 +24,9 @@ struct ProviderConnectorTests {
         return (result.status, report, result.standardOutput + result.standardError)
     }
 
-    @Test("each fake refuses a request that breaks its provider's spec, and accepts a valid one", arguments: ["stripe"])
+    @Test(
+        "each fake refuses a request that breaks its provider's spec, and accepts a valid one",
+        arguments: ["stripe", "checkout"])
     func fakesValidate(provider: String) async throws {
         let (status, report, text) = try await run("fake_selftest.py", [provider])
         #expect(status == 0, "\(text)")
@@ -33,7 +35,9 @@ struct ProviderConnectorTests {
 
     @Test(
         "pays sandbox tokens end to end: authorised, declined, retried, lost then settled, refunded",
-        arguments: [("stripe", "passThrough"), ("stripe", "decrypted")])
+        arguments: [
+            ("stripe", "passThrough"), ("stripe", "decrypted"), ("checkout", "passThrough"), ("checkout", "decrypted"),
+        ])
     func endToEnd(provider: String, mode: String) async throws {
         let folder = try TemporaryDirectory(prefix: "psp-\(provider)")
         defer { folder.remove() }

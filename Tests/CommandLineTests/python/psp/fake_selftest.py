@@ -48,7 +48,10 @@ elif provider == "checkout":
         ("source of no type", "/payments", json.dumps(dict(valid, source={"token": "x"})).encode(),
          dict(js, **{"Cko-Idempotency-Key": "c"}), True),
         ("no idempotency key", "/payments", json.dumps(valid).encode(), js, True),
-        ("token of no token_data", "/tokens", json.dumps({"type": "applepay"}).encode(), js, True),
+        ("token of no token_data", "/tokens", json.dumps({"type": "applepay"}).encode(),
+         dict(js, Authorization="Bearer pk_sbox_fake_public"), True),
+        ("token with the secret key", "/tokens", json.dumps({"type": "applepay", "token_data": {
+            "version": "EC_v1", "data": "x", "signature": "y", "header": {}}}).encode(), js, True),
     ]
 else:
     from adyen_fake import AdyenFake
