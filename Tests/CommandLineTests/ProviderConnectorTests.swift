@@ -26,7 +26,7 @@ struct ProviderConnectorTests {
 
     @Test(
         "each fake refuses a request that breaks its provider's spec, and accepts a valid one",
-        arguments: ["stripe", "checkout"])
+        arguments: ["stripe", "checkout", "adyen"])
     func fakesValidate(provider: String) async throws {
         let (status, report, text) = try await run("fake_selftest.py", [provider])
         #expect(status == 0, "\(text)")
@@ -34,9 +34,10 @@ struct ProviderConnectorTests {
     }
 
     @Test(
-        "pays sandbox tokens end to end: authorised, declined, retried, lost then settled, refunded",
+        "pays sandbox tokens end to end: authorised, declined, retried, lost then settled or left to the webhook, refunded",
         arguments: [
             ("stripe", "passThrough"), ("stripe", "decrypted"), ("checkout", "passThrough"), ("checkout", "decrypted"),
+            ("adyen", "passThrough"), ("adyen", "decrypted"),
         ])
     func endToEnd(provider: String, mode: String) async throws {
         let folder = try TemporaryDirectory(prefix: "psp-\(provider)")

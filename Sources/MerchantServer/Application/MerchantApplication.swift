@@ -390,8 +390,10 @@ public final class MerchantApplication: Sendable {
                     processingChannelID: settings.processingChannelId ?? "", applePay: applePay, timeout: timeout,
                     proxy: configuration.proxy)
             default:
-                throw ServerStartError(
-                    .invalidConfiguration, "processor kind \(configuration.processor.kind) is not available yet")
+                processor = AdyenProcessor(
+                    baseURL: settings.baseURL, apiKey: secret, merchantAccount: settings.merchantAccount ?? "",
+                    applePay: applePay, returnURL: configuration.publicURL?.text ?? "https://localhost/",
+                    timeout: timeout, proxy: configuration.proxy)
             }
         case .sandbox:
             throw ServerStartError(.noProcessor, "no payment processor: pass --processor URL")

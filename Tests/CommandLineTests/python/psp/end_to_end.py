@@ -88,6 +88,19 @@ config = os.path.join(workdir, "provider.json")
 with open(config, "w") as file:
     json.dump({"processor": section, "server": {"adminToken": ADMIN}}, file)
 
+# A key the provider refuses is a configuration error found at start-up, before any payment.
+wrong = dict(section)
+key_field = "apiKeyFile" if provider == "adyen" else "secretKeyFile"
+wrong[key_field] = private_file("wrong.key", "not-the-key")
+wrong_config = os.path.join(workdir, "wrong.json")
+with open(wrong_config, "w") as file:
+    json.dump({"processor": wrong}, file)
+refused = subprocess.run(
+    [applepay, "serve", "--sandbox", sandbox, "--config", wrong_config, "--port", "0",
+     "--store", "sqlite:" + os.path.join(workdir, "wrong.sqlite")], capture_output=True, text=True, timeout=60)
+check("a refused key stops the start", refused.returncode != 0 and "processorNotAuthorized" in refused.stderr
+      and "not-the-key" not in refused.stderr + refused.stdout, refused.stderr[-2000:])
+
 server = subprocess.Popen(
     [applepay, "serve", "--sandbox", sandbox, "--config", config, "--port", "0",
      "--store", "sqlite:" + os.path.join(workdir, "orders.sqlite")],
@@ -179,7 +192,7 @@ try:
     state = fake_state()
     check("no spec mismatch", not state["mismatches"], state["mismatches"])
     check("every charge had an idempotency key", all(
-        r["idempotencyKey"] for r in state["requests"] if r["method"] == "POST" and r["path"] != "/tokens"),
+        r["idempotencyKey"] for r in state["requests"] if r["method"] == "POST" and not r["path"].endswith(("/tokens", "/paymentMethods"))),
         state["requests"])
     results["charges"] = fake.charge_count()
     results["double charges"] = fake.double_charges()

@@ -1,6 +1,7 @@
 """The fakes catch what they are there to catch: a request that breaks the provider's spec is recorded as a
 mismatch (and answered 400), one without its idempotency key too, and a valid one is not. Prints JSON; exits 1
 when a fake misses one. Usage: fake_selftest.py PROVIDER"""
+import base64
 import json
 import sys
 import urllib.error
@@ -58,7 +59,9 @@ else:
     fake = AdyenFake("AQEself", "ExampleECOM")
     js = {"X-API-Key": "AQEself", "Content-Type": "application/json"}
     valid = {"merchantAccount": "ExampleECOM", "reference": "x", "amount": {"currency": "USD", "value": 100},
-             "paymentMethod": {"type": "applepay", "applePayToken": "eyJ2ZXJzaW9uIjoiRUNfdjEifQ=="}}
+             "returnUrl": "https://shop.example/",
+             "paymentMethod": {"type": "applepay", "applePayToken": base64.b64encode(json.dumps(
+                 {"version": "EC_v1", "data": "x", "signature": "y", "header": {}}).encode()).decode()}}
     cases = [
         ("valid", "/v71/payments", json.dumps(valid).encode(), dict(js, **{"Idempotency-Key": "a"}), False),
         ("amount not a number", "/v71/payments",
@@ -66,6 +69,9 @@ else:
         ("no merchant account", "/v71/payments",
          json.dumps({k: v for k, v in valid.items() if k != "merchantAccount"}).encode(), dict(js, **{"Idempotency-Key": "c"}), True),
         ("no idempotency key", "/v71/payments", json.dumps(valid).encode(), js, True),
+        ("applePayToken not a token", "/v71/payments", json.dumps(dict(valid, paymentMethod={
+            "type": "applepay", "applePayToken": "eyJ2ZXJzaW9uIjoiRUNfdjEifQ=="})).encode(),
+         dict(js, **{"Idempotency-Key": "d"}), True),
         ("key longer than 64", "/v71/payments", json.dumps(valid).encode(), dict(js, **{"Idempotency-Key": "k" * 65}), True),
     ]
 
