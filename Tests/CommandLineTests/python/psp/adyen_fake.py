@@ -19,6 +19,8 @@ class AdyenFake(Fake):
     name = "adyen"
     idempotency_header = "Idempotency-Key"
     charge_path = "/v71/payments"
+    refund_path = "/v71/payments/*/refunds"
+    void_suffixes = ("/cancels", "/reversals")
     settles_by_look_up = False
     prefix = "/v71"
 

@@ -58,6 +58,8 @@ class CheckoutFake(Fake):
     name = "checkout"
     idempotency_header = "Cko-Idempotency-Key"
     charge_path = "/payments"
+    refund_path = "/payments/*/refunds"
+    void_suffixes = ("/voids",)
     settles_by_look_up = True
 
     def __init__(self, secret):

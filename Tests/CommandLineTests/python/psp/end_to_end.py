@@ -157,10 +157,27 @@ try:
     check("decline reason kept", "insufficientFunds" in json.dumps(order), order)
 
     # 3. A 500 and a 429, each retried with the same key: one charge, paid.
+    retried = []
     for kind in ("500", "429"):
         control("faults", {"faults": [{"path": fake.charge_path, "kind": kind, "times": 1}]})
         status, answer, order = pay()
         check("retried after %s" % kind, order_status(order) == "paid", [status, answer, order])
+        retried.append(order)
+
+    # A refund whose answer is lost stays pending; a void meanwhile is refused with 409 and never sent.
+    if retried[0]:
+        control("faults", {"faults": [{"path": fake.refund_path, "kind": "lost", "times": 10}]})
+        status, refund = request("POST", base + "/admin/v1/orders/%s/refunds" % retried[0]["id"],
+                                 {"amount": "1.00", "idempotencyKey": "refund-lost"}, admin=True)
+        check("lost refund answer is unknown", status == 202, [status, refund])
+        with fake.lock:
+            fake.faults.clear()
+        voids = lambda: [r for r in fake_state()["requests"] if r["path"].endswith(fake.void_suffixes)]
+        before = len(voids())
+        status, void = request("POST", base + "/admin/v1/orders/%s/void" % retried[0]["id"], {}, admin=True)
+        check("void while a refund is pending refused, not sent",
+              status == 409 and void.get("error", {}).get("code") == "refundPending" and len(voids()) == before,
+              [status, void])
 
     # 4. The answer lost after the provider committed, every time: unknown, then settled.
     control("faults", {"faults": [{"path": fake.charge_path, "kind": "lost", "times": 10}]})
@@ -188,6 +205,10 @@ try:
         before = len(fake_state()["requests"])
         status, void = request("POST", base + "/admin/v1/orders/%s/void" % paid_order["id"], {}, admin=True)
         check("void after refund refused", status == 409 and len(fake_state()["requests"]) == before, [status, void])
+
+    _, attention = request("GET", base + "/admin/v1/attention", admin=True)
+    check("nothing needs a person yet", attention.get("orders") == [] and attention.get("keyLifetimeSeconds"),
+          attention)
 
     state = fake_state()
     check("no spec mismatch", not state["mismatches"], state["mismatches"])

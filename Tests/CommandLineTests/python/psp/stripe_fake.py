@@ -47,6 +47,8 @@ class StripeFake(Fake):
     idempotency_header = "Idempotency-Key"
     # The request that charges, for fault injection; Stripe's lost answers are settled by looking up.
     charge_path = "/v1/payment_intents/*/confirm"
+    refund_path = "/v1/refunds"
+    void_suffixes = ("/cancel",)
     settles_by_look_up = True
 
     def charge_count(self):
