@@ -48,6 +48,14 @@ class AdyenFake(Fake):
     def charge_count(self):
         return sum(1 for p in self.payments.values() if p["resultCode"] == "Authorised")
 
+    def ledger_charges(self):
+        """Every payment as the crash test reads a ledger."""
+        with self.lock:
+            return [{"idempotencyKey": p["merchantReference"], "reference": p["pspReference"],
+                     "status": "approved" if p["resultCode"] == "Authorised" else "declined",
+                     "amount": p["amount"]["value"], "currencyCode": p["amount"]["currency"]}
+                    for p in self.payments.values()]
+
     def double_charges(self):
         seen = {}
         for payment in self.payments.values():

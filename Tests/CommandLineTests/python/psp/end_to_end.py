@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from psp_setup import base_url, configure, private_file  # noqa: E402
 
 provider, applepay, sandbox, workdir = sys.argv[1:5]
 mode = sys.argv[5] if len(sys.argv) > 5 else "passThrough"
@@ -31,36 +32,6 @@ def check(name, condition, detail=None):
     results["checks"][name] = bool(condition)
     if not condition:
         results["failures"].append({"check": name, "detail": detail})
-
-
-def private_file(name, text):
-    path = os.path.join(workdir, name)
-    with open(path, "w") as file:
-        file.write(text + "\n")
-    os.chmod(path, 0o600)
-    return name
-
-
-def make_fake():
-    if provider == "stripe":
-        from stripe_fake import StripeFake
-        fake = StripeFake("sk_test_fake_secret")
-        section = {"kind": "stripe", "secretKeyFile": private_file("stripe.key", "sk_test_fake_secret"),
-                   "webhookSecretFile": private_file("stripe.whsec", "whsec_fake")}
-    elif provider == "checkout":
-        from checkout_fake import CheckoutFake
-        fake = CheckoutFake("sk_sbox_fake_secret")
-        from checkout_fake import PUBLIC_KEY
-        section = {"kind": "checkout", "secretKeyFile": private_file("checkout.key", "sk_sbox_fake_secret"),
-                   "publicKeyFile": private_file("checkout.pub", PUBLIC_KEY),
-                   "processingChannelId": "pc_fakechannel000000000000000", "webhookSecretFile":
-                       private_file("checkout.whsec", "checkout-webhook-secret")}
-    else:
-        from adyen_fake import AdyenFake
-        fake = AdyenFake("AQEfakeAdyenApiKey", "ExampleECOM")
-        section = {"kind": "adyen", "apiKeyFile": private_file("adyen.key", "AQEfakeAdyenApiKey"),
-                   "merchantAccount": "ExampleECOM", "webhookHMACKeyFile": private_file("adyen.hmac", "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056")}
-    return fake, section
 
 
 def request(method, url, body=None, admin=False, timeout=60):
@@ -80,10 +51,9 @@ def request(method, url, body=None, admin=False, timeout=60):
             return error.code, {"raw": text.decode(errors="replace")}
 
 
-fake, section = make_fake()
+fake, section = configure(provider, workdir)
 port = fake.serve()
-section.update(baseURL="http://127.0.0.1:%d" % port + ("/v71" if provider == "adyen" else ""), applePay=mode,
-               timeoutSeconds=8)
+section.update(baseURL=base_url(provider, port), applePay=mode, timeoutSeconds=8)
 config = os.path.join(workdir, "provider.json")
 with open(config, "w") as file:
     json.dump({"processor": section, "server": {"adminToken": ADMIN}}, file)
@@ -91,7 +61,7 @@ with open(config, "w") as file:
 # A key the provider refuses is a configuration error found at start-up, before any payment.
 wrong = dict(section)
 key_field = "apiKeyFile" if provider == "adyen" else "secretKeyFile"
-wrong[key_field] = private_file("wrong.key", "not-the-key")
+wrong[key_field] = private_file(workdir, "wrong.key", "not-the-key")
 wrong_config = os.path.join(workdir, "wrong.json")
 with open(wrong_config, "w") as file:
     json.dump({"processor": wrong}, file)

@@ -286,7 +286,11 @@ class Fake:
                         return self.reply(200, fake.event(body))
                 self.reply(404, {"error": "no such control"})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass  # a client gone mid-request (a killed merchant server) is not the fake's failure
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self.server.server_address[1]

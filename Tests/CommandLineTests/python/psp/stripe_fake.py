@@ -54,6 +54,13 @@ class StripeFake(Fake):
     def charge_count(self):
         return sum(1 for i in self.intents.values() if i["status"] == "succeeded")
 
+    def ledger_charges(self):
+        """Every PaymentIntent as the crash test reads a ledger: one per transaction id."""
+        with self.lock:
+            return [{"idempotencyKey": i["metadata"].get("transaction_id"), "reference": i["id"],
+                     "status": "approved" if i["status"] == "succeeded" else i["status"], "amount": i["amount"],
+                     "currencyCode": i["currency"].upper()} for i in self.intents.values()]
+
     def double_charges(self):
         """Succeeded PaymentIntents beyond the first for one transaction id."""
         seen = {}
