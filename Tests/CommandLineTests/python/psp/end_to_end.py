@@ -176,6 +176,27 @@ try:
         status, void = request("POST", base + "/admin/v1/orders/%s/void" % paid_order["id"], {}, admin=True)
         check("void after refund refused", status == 409 and len(fake_state()["requests"]) == before, [status, void])
 
+    # 6. A subscription: the plan's first payment keeps the method, the next cycle is a merchant-initiated charge.
+    _, plan = request("POST", base + "/v1/checkouts", {"items": [{"sku": "BEANS-MONTHLY", "quantity": 1}]})
+    scenario = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../../scenarios/plain-purchase.json")
+    simulated = subprocess.run(
+        [applepay, "simulate", scenario, "--merchant-url", base, "--checkout", plan["id"], "--sandbox", sandbox],
+        capture_output=True, text=True, timeout=120)
+    _, listed = request("GET", base + "/admin/v1/subscriptions?checkoutId=" + plan["id"], admin=True)
+    subscriptions = listed.get("subscriptions") or []
+    check("plan payment starts a subscription", len(subscriptions) == 1,
+          [simulated.returncode, simulated.stdout[-1500:], simulated.stderr[-1500:], listed])
+    if subscriptions:
+        _, shown = request("GET", base + "/admin/v1/subscriptions/" + subscriptions[0]["id"], admin=True)
+        due = shown["subscription"]["nextChargeAt"]
+        _, charged = request("POST", base + "/admin/v1/subscriptions/charge-due", {"now": due}, admin=True)
+        statuses = [c.get("status") for c in charged.get("charges", [])]
+        check("merchant-initiated charge approved", statuses == ["approved"], charged)
+        marker = {"stripe": "off_session=true", "checkout": '"merchant_initiated":true',
+                  "adyen": '"shopperInteraction":"ContAuth"'}[provider]
+        check("merchant-initiated flags sent", any(marker in r["body"] for r in fake_state()["requests"]),
+              [r["body"][:300] for r in fake_state()["requests"][-3:]])
+
     _, attention = request("GET", base + "/admin/v1/attention", admin=True)
     check("nothing needs a person yet", attention.get("orders") == [] and attention.get("keyLifetimeSeconds"),
           attention)

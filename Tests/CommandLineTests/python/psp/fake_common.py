@@ -239,7 +239,8 @@ class Fake:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with fake.lock:
                     fake.requests.append({"method": method, "path": path, "query": query,
-                                          "idempotencyKey": headers.get(fake.idempotency_header.lower())})
+                                          "idempotencyKey": headers.get(fake.idempotency_header.lower()),
+                                          "body": raw.decode(errors="replace")})
                 if not fake.authorised(headers):
                     return self.reply(401, fake.unauthorised_body())
                 fault = fake.take_fault(method, path)
