@@ -99,7 +99,7 @@ public struct PaymentService: Sendable {
                     "warn", "payment outcome unknown",
                     [
                         "orderId": pending.id, "transactionId": order.transactionID, "code": error.code.rawValue,
-                        "processor": processor.name,
+                        "processor": processor.name, "processorReference": error.processorReference ?? "",
                     ])
             }
             do {

@@ -234,10 +234,23 @@ public struct ProcessorError: CodedError {
     public let code: Code
     /// For logs: never card data.
     public let message: String
+    /// The processor's id for the payment when it was known before the answer was lost (a Stripe PaymentIntent
+    /// created, its confirmation unanswered): recorded with the unknown payment, so a webhook and the reconciler
+    /// find it by it.
+    public private(set) var processorReference: String?
 
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
+    }
+
+    /// This error carrying the processor's id for the payment, when the outcome is unknown (a definite error is
+    /// left as it is).
+    public func referencing(_ reference: String) -> ProcessorError {
+        guard outcomeIsUnknown else { return self }
+        var error = self
+        error.processorReference = reference
+        return error
     }
 
     /// True when the processor may have acted on the request (timeout, lost connection, 5xx, unreadable answer).

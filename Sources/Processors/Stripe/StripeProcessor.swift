@@ -41,10 +41,22 @@ public struct StripeProcessor: PaymentProcessor {
 
     public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
         let key = request.idempotencyKey
-        var intent = try await createIntent(key: key, amount: request.amount)
+        let intent = try await createIntent(key: key, amount: request.amount)
         if let decided = Self.decided(intent) {
             return remember(intent, key: key, amount: request.amount, decided)
         }
+        // From here the PaymentIntent's id is known: an answer lost later is recorded with it.
+        let id = try Self.identifier(intent)
+        do {
+            return try await confirm(intent: id, request)
+        } catch {
+            throw error.referencing(id)
+        }
+    }
+
+    /// Steps 2 and 3: the payment method, then the confirmation.
+    private func confirm(intent id: String, _ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        let key = request.idempotencyKey
         let method = try await paymentMethod(for: request)
         var confirm = FormBody()
         confirm.add("payment_method", method)
@@ -53,11 +65,10 @@ public struct StripeProcessor: PaymentProcessor {
             confirm.add("payment_method_options[card][network_token][cryptogram]", secure.cryptogram)
             confirm.add("payment_method_options[card][network_token][electronic_commerce_indicator]", secure.eci)
         }
-        let id = try Self.identifier(intent)
         let answer = try await connection.send(
             "POST", "/v1/payment_intents/\(ProviderKeys.pathSegment(id))/confirm", body: .form(confirm),
             idempotencyKey: derived(key, "confirm"), what: "confirmation")
-        intent = try Self.intent(from: answer, what: "confirmation")
+        let intent = try Self.intent(from: answer, what: "confirmation")
         guard let decided = Self.decided(intent) else {
             throw ProcessorError(
                 .invalidAnswer, "stripe left the PaymentIntent \(intent.string("status") ?? "?") after confirmation")

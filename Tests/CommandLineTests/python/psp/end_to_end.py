@@ -154,6 +154,10 @@ try:
     status, answer, order = pay()
     check("lost answer is unknown, not declined", order_status(order) in ("unknown", "pending"), [status, answer, order])
     lost_order = order
+    if provider == "stripe":
+        # The PaymentIntent was created before the answer was lost: recorded with the unknown payment.
+        reference = ((order or {}).get("payment") or {}).get("processorReference") or ""
+        check("unknown payment carries the provider's reference", reference.startswith("pi_"), order)
     control("faults", {"faults": [{"path": fake.charge_path, "kind": "lost", "times": -10}]})
     with fake.lock:
         fake.faults.clear()
