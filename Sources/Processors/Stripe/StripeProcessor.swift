@@ -273,10 +273,7 @@ public struct StripeProcessor: PaymentProcessor {
             return object
         }
         if answer.status == 402, let error = answer.object?.object("error") {
-            if let intent = error.object("payment_intent"),
-                intent.string("last_payment_error") != nil
-                    || intent.object("last_payment_error") != nil
-            {
+            if let intent = error.object("payment_intent"), intent.object("last_payment_error") != nil {
                 return intent
             }
             // A card error without its PaymentIntent: declined all the same.
