@@ -84,7 +84,7 @@ public struct AdyenProcessor: PaymentProcessor {
 
     /// `POST /payments/{pspReference}/reversals`: cancelled if not captured yet, refunded if it was.
     public func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
-        let data = try Self.encode(["merchantAccount": merchantAccount, "reference": "void-" + reference])
+        let data = try ProviderConnection.json(["merchantAccount": merchantAccount, "reference": "void-" + reference])
         let answer = try await connection.send(
             "POST", "/payments/\(ProviderKeys.pathSegment(reference))/reversals", body: .json(data),
             idempotencyKey: ProviderKeys.key(reference, purpose: "void", limit: Self.keyLimit), what: "void")
@@ -98,7 +98,7 @@ public struct AdyenProcessor: PaymentProcessor {
     public func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
         -> ProcessorRefund
     {
-        let data = try Self.encode([
+        let data = try ProviderConnection.json([
             "merchantAccount": merchantAccount, "reference": String(idempotencyKey.prefix(80)),
             "amount": ["currency": amount.currency.code, "value": amount.minorUnits],
         ])
@@ -126,7 +126,7 @@ public struct AdyenProcessor: PaymentProcessor {
 
     /// `POST /paymentMethods` for the merchant account: the cheapest authenticated call.
     public func checkCredentials() async throws(ProcessorError) {
-        let data = try Self.encode(["merchantAccount": merchantAccount])
+        let data = try ProviderConnection.json(["merchantAccount": merchantAccount])
         let answer = try await connection.send(
             "POST", "/paymentMethods", body: .json(data), idempotencyKey: nil, what: "credentials check")
         guard (200..<300).contains(answer.status) else { throw Self.refusal(answer, what: "credentials check") }
@@ -143,7 +143,7 @@ public struct AdyenProcessor: PaymentProcessor {
 
     private func pay(_ body: [String: Any], key: String, amount: Money) async throws(ProcessorError) -> ChargeOutcome {
         let answer = try await connection.send(
-            "POST", "/payments", body: .json(try Self.encode(body)),
+            "POST", "/payments", body: .json(try ProviderConnection.json(body)),
             idempotencyKey: ProviderKeys.key(key, limit: Self.keyLimit), what: "payment")
         guard answer.status == 200, let payment = answer.object else { throw Self.refusal(answer, what: "payment") }
         let psp = payment.string("pspReference") ?? ""
@@ -184,14 +184,6 @@ public struct AdyenProcessor: PaymentProcessor {
         case "discover": "discover"
         case "jcb": "jcb"
         default: network?.lowercased() ?? "scheme"
-        }
-    }
-
-    static func encode(_ body: [String: Any]) throws(ProcessorError) -> Data {
-        do {
-            return try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
-        } catch {
-            throw ProcessorError(.invalidRequest, "the request could not be encoded")
         }
     }
 

@@ -70,7 +70,7 @@ public struct CheckoutProcessor: PaymentProcessor {
         var body = paymentBody(key: request.idempotencyKey, amount: request.amount)
         body["source"] = source
         if request.storePaymentMethod { body["payment_type"] = "Recurring" }
-        let data = try Self.encode(body)
+        let data = try ProviderConnection.json(body)
         sent.keep(data, for: request.idempotencyKey)
         return try await pay(data, key: request.idempotencyKey, amount: request.amount)
     }
@@ -92,7 +92,7 @@ public struct CheckoutProcessor: PaymentProcessor {
     }
 
     public func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
-        let data = try Self.encode(["reference": String(reference.prefix(Self.referenceLimit))])
+        let data = try ProviderConnection.json(["reference": String(reference.prefix(Self.referenceLimit))])
         let answer = try await connection.send(
             "POST", "/payments/\(ProviderKeys.pathSegment(reference))/voids", body: .json(data),
             idempotencyKey: ProviderKeys.key(reference, purpose: "void", limit: Self.keyLimit), what: "void")
@@ -110,7 +110,7 @@ public struct CheckoutProcessor: PaymentProcessor {
     public func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
         -> ProcessorRefund
     {
-        let data = try Self.encode([
+        let data = try ProviderConnection.json([
             "amount": amount.minorUnits, "reference": String(idempotencyKey.prefix(Self.referenceLimit)),
         ])
         let answer = try await connection.send(
@@ -129,7 +129,7 @@ public struct CheckoutProcessor: PaymentProcessor {
         body["source"] = ["type": "id", "id": request.paymentMethodReference]
         body["payment_type"] = "Recurring"
         body["merchant_initiated"] = true
-        return try await pay(try Self.encode(body), key: request.idempotencyKey, amount: request.amount)
+        return try await pay(try ProviderConnection.json(body), key: request.idempotencyKey, amount: request.amount)
     }
 
     /// `GET /payments/pay_…` of no payment: 404 with the key accepted, 401 without.
@@ -155,7 +155,7 @@ public struct CheckoutProcessor: PaymentProcessor {
         guard let tokens else {
             throw ProcessorError(.invalidRequest, "checkout in passThrough mode needs processor.publicKeyFile")
         }
-        let data = try Self.encode([
+        let data = try ProviderConnection.json([
             "type": "applepay",
             "token_data": [
                 "version": sealed.version, "data": sealed.data, "signature": sealed.signature, "header": sealed.header,
@@ -199,14 +199,6 @@ public struct CheckoutProcessor: PaymentProcessor {
                 paymentMethodReference: status == .approved ? payment.object("source")?.string("id") : nil))
         sent.forget(key)
         return outcome
-    }
-
-    static func encode(_ body: [String: Any]) throws(ProcessorError) -> Data {
-        do {
-            return try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
-        } catch {
-            throw ProcessorError(.invalidRequest, "the request could not be encoded")
-        }
     }
 
     /// A 4xx that is not a decline: Checkout.com's `error_type` and first `error_codes` (never card data).

@@ -49,6 +49,15 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
 
     public var description: String { "ProviderConnection(\(provider), \(baseURL))" }
 
+    /// A JSON request body (keys sorted, so a request sent again is the same bytes).
+    public static func json(_ body: [String: Any]) throws(ProcessorError) -> Data {
+        do {
+            return try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        } catch {
+            throw ProcessorError(.invalidRequest, "the request could not be encoded")
+        }
+    }
+
     /// A request body and its content type.
     public enum Body: Sendable {
         case none
