@@ -84,6 +84,10 @@ let package = Package(
             dependencies: ["MerchantCore", "ApplePay", "SQLCore", "SQLite", "Postgres", "JSONCoding", "Foundations"]),
         // Payment processors behind MerchantCore's protocol: today the protocol of docs/PROCESSOR-PROTOCOL.md.
         .target(name: "Processors", dependencies: ["MerchantCore", "ApplePay", "HTTPClient", "ProcessorAPI"]),
+        // The providers' webhooks: signature checks (Stripe, Adyen, Checkout.com) and their events read for MerchantCore.
+        .target(
+            name: "ProviderWebhooks",
+            dependencies: ["MerchantCore", "ApplePay", "Cryptography", "JSONCoding", "Foundations"]),
         // Apple and the device's side: token opening, merchant validation, the merchant-token API, APNs.
         .target(
             name: "MerchantIntegrations",
@@ -102,7 +106,7 @@ let package = Package(
             name: "MerchantHTTP",
             dependencies: [
                 "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPServer",
-                "JSONCoding", "WalletOrders", "Foundations",
+                "JSONCoding", "WalletOrders", "Foundations", "ProviderWebhooks",
             ],
             // The web pages as files (Web/Assets/), compiled into the binary: nothing is read at run time.
             resources: [
@@ -115,6 +119,7 @@ let package = Package(
             dependencies: [
                 "MerchantCore", "MerchantStore", "Processors", "MerchantIntegrations", "MerchantWallet", "MerchantHTTP",
                 "ApplePay", "Cryptography", "PaymentToken", "HTTPServer", "HTTPClient", "Foundations",
+                "ProviderWebhooks",
             ]),
         // Sandbox mode as a plug-in: the sandbox processor (in process or as a service), token minting, the
         // sandbox gateway trusted. Only the tool, InProcessMerchant, the fuzzers and the tests link it.
@@ -141,19 +146,21 @@ let package = Package(
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
                 "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP", "Processors", "InProcessMerchant",
                 "ProcessorService", "ProcessorAPI", "SandboxGateway", "WalletOrders", "HTTPClient",
-                "HTTPServer", "Foundations",
+                "HTTPServer", "Foundations", "ProviderWebhooks",
             ]),
 
+        // What the fuzz targets share: libFuzzer's driver and the corpus replayer.
+        .target(name: "FuzzSupport"),
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
         // plain build makes a corpus replayer.
-        .executableTarget(name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography"]),
+        .executableTarget(name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography", "FuzzSupport"]),
         // The fuzz targets of issue 14 (payment request, store configuration, HTTP handling), built the same way by
         // scripts/fuzz-merchant.sh; MerchantServerTests/FuzzCorporaTests replays their corpora.
         .executableTarget(
             name: "FuzzMerchant",
             dependencies: [
                 "ApplePay", "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantHTTP", "MerchantStore",
-                "MerchantIntegrations", "HTTPServer", "PaymentToken",
+                "MerchantIntegrations", "HTTPServer", "PaymentToken", "FuzzSupport",
             ]),
 
         // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;
@@ -168,6 +175,11 @@ let package = Package(
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
         .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding", "Foundations", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
+        .testTarget(
+            name: "ProviderWebhooksTests",
+            dependencies: [
+                "ProviderWebhooks", "MerchantCore", "ApplePay", "Cryptography", "Foundations", "TestSupport",
+            ]),
         .testTarget(
             name: "PaymentTokenTests", dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport"]),
         .testTarget(
@@ -190,7 +202,7 @@ let package = Package(
                 "HTTPClient",
                 "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
-                "SQLite", "SQLCore",
+                "SQLite", "SQLCore", "ProviderWebhooks",
             ],
             exclude: ["python"]),
         .testTarget(

@@ -3,12 +3,15 @@
 #   1. scripts/bench-decrypt.sh        EC_v1 and RSA_v1 against OpenSSL's bound, 1 thread
 #   2. scripts/load-test.sh            on SQLite, with the server profiled (perf) during the payments scenario
 #   3. STORE=postgres load-test.sh     the same on a private PostgreSQL cluster (fsync on)
-#   4. scripts/soak-test.sh MINUTES    unless SOAK_MINUTES=0
+#   4. scripts/load-outside.sh         paymentsSlowProcessor (the processor answers after 300 ms, 1,000 connections)
+#                                      and paymentsUnderNotificationFlood (a black-hole gateway, a notification flood)
+#   5. scripts/soak-test.sh MINUTES    unless SOAK_MINUTES=0
 # The JSON lines of the run go to RESULTS (default .build/bench/last.jsonl), the profile to .build/bench/;
 # scripts/load/report.py writes the tables between docs/PERFORMANCE.md's bench markers. A failed step is named in
 # the tables and makes the run exit 1; the other steps still run.
 #
 # Environment: SOAK_MINUTES (default 10), LOAD_SECONDS (default 10), CONNECTIONS (16), PAYMENTS (2000),
+# SLOW_PAYMENTS (6000), SLOW_CONNECTIONS (1000), FLOOD_PAYMENTS (1000),
 # DECRYPT_SECONDS (3), DECRYPT_ROUNDS (3), SCRATCH, APPLEPAY, RESULTS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +41,8 @@ rm -f "$OUT/perf-payments.txt"
 step load-sqlite env STORE=sqlite PERF_OUT="$PWD/$OUT/perf-payments.txt" \
     scripts/load-test.sh "${LOAD_SECONDS:-10}" "${CONNECTIONS:-16}" "${PAYMENTS:-2000}"
 step load-postgres env STORE=postgres scripts/load-test.sh "${LOAD_SECONDS:-10}" "${CONNECTIONS:-16}" "${PAYMENTS:-2000}"
+step load-slow-processor scripts/load-outside.sh slowProcessor "${SLOW_PAYMENTS:-6000}" "${SLOW_CONNECTIONS:-1000}"
+step load-notification-flood scripts/load-outside.sh notificationFlood "${FLOOD_PAYMENTS:-1000}"
 if [ "${SOAK_MINUTES:-10}" != 0 ]; then
     step soak scripts/soak-test.sh "${SOAK_MINUTES:-10}"
 fi

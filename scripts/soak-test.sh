@@ -11,9 +11,6 @@
 set -euo pipefail
 MINUTES=${1:-10}
 RATE=${2:-100}
-STORE=${STORE:-sqlite}
-SCRATCH=${SCRATCH:-.build}
-CORES=$(nproc)
 NAME=soak-test
 cd "$(dirname "$0")/.."
 . scripts/load/server.sh

@@ -1,6 +1,9 @@
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
 #include <curl/curl.h>
+/* The event loop that drives a multi handle (Glibc's Swift module has neither header). */
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 /* curl_easy_setopt and curl_easy_getinfo are variadic: typed wrappers. */
 static inline CURLcode CCurl_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
@@ -28,5 +31,17 @@ static inline CURLcode CCurl_setopt_blob(CURL *h, CURLoption o, const void *data
     blob.flags = CURL_BLOB_COPY;
     return curl_easy_setopt(h, o, &blob);
 }
+
+/* curl_multi_setopt, curl_share_setopt and CURLINFO_PRIVATE are variadic too. */
+static inline CURLMcode CCurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode CCurl_multi_setopt_pointer(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode CCurl_multi_setopt_socket_function(CURLM *m, int (*f)(CURL *, curl_socket_t, int, void *, void *)) {
+    return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, f);
+}
+static inline CURLMcode CCurl_multi_setopt_timer_function(CURLM *m, int (*f)(CURLM *, long, void *)) {
+    return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, f);
+}
+static inline CURLSHcode CCurl_share_setopt_long(CURLSH *s, CURLSHoption o, long v) { return curl_share_setopt(s, o, v); }
+static inline CURLcode CCurl_getinfo_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 
 #endif

@@ -66,12 +66,10 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     /// Parses one PEM certificate (the first "CERTIFICATE" block).
     /// - Throws: `CryptographyError` with code `invalidCertificate`.
     public convenience init(pem: String) throws {
-        OpenSSLErrorQueue.clear()
-        let parsed = try OpenSSLSupport.withReadBIO(Array(pem.utf8)) { bio in
+        let parsed = try OpenSSLSupport.readPEM(
+            pem, .invalidCertificate, "no readable \"CERTIFICATE\" block in the PEM text"
+        ) { bio in
             PEM_read_bio_X509(bio, nil, OpenSSLSupport.refusePassword, nil)
-        }
-        guard let parsed else {
-            throw CryptographyError.openSSL(.invalidCertificate, "no readable \"CERTIFICATE\" block in the PEM text")
         }
         try self.init(takingOwnershipOf: parsed)
     }
@@ -79,10 +77,9 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     /// Parses a DER certificate; every byte must belong to it.
     /// - Throws: `CryptographyError` with code `invalidCertificate`.
     public convenience init(der: Data) throws {
-        OpenSSLErrorQueue.clear()
-        let parsed = OpenSSLSupport.parseDER(der) { cursor, length in d2i_X509(nil, cursor, length) }
-        guard let parsed else {
-            throw CryptographyError.openSSL(.invalidCertificate, "the bytes are not a DER X.509 certificate")
+        let parsed = try OpenSSLSupport.readDER(der, .invalidCertificate, "the bytes are not a DER X.509 certificate") {
+            cursor, length in
+            d2i_X509(nil, cursor, length)
         }
         try self.init(takingOwnershipOf: parsed)
     }

@@ -67,13 +67,10 @@ public final class CertificateSigningRequest: @unchecked Sendable, CustomStringC
     /// Parses a PEM request ("CERTIFICATE REQUEST" or "NEW CERTIFICATE REQUEST").
     /// - Throws: `CryptographyError` with code `malformedInput`.
     public convenience init(pem: String) throws {
-        OpenSSLErrorQueue.clear()
-        let parsed = try OpenSSLSupport.withReadBIO(Array(pem.utf8)) { bio in
+        let parsed = try OpenSSLSupport.readPEM(
+            pem, .malformedInput, "no readable \"CERTIFICATE REQUEST\" block in the PEM text"
+        ) { bio in
             PEM_read_bio_X509_REQ(bio, nil, OpenSSLSupport.refusePassword, nil)
-        }
-        guard let parsed else {
-            throw CryptographyError.openSSL(
-                .malformedInput, "no readable \"CERTIFICATE REQUEST\" block in the PEM text")
         }
         try self.init(takingOwnershipOf: parsed)
     }
@@ -81,10 +78,10 @@ public final class CertificateSigningRequest: @unchecked Sendable, CustomStringC
     /// Parses a DER request; every byte must belong to it.
     /// - Throws: `CryptographyError` with code `malformedInput`.
     public convenience init(der: Data) throws {
-        OpenSSLErrorQueue.clear()
-        let parsed = OpenSSLSupport.parseDER(der) { cursor, length in d2i_X509_REQ(nil, cursor, length) }
-        guard let parsed else {
-            throw CryptographyError.openSSL(.malformedInput, "the bytes are not a DER certificate signing request")
+        let parsed = try OpenSSLSupport.readDER(
+            der, .malformedInput, "the bytes are not a DER certificate signing request"
+        ) { cursor, length in
+            d2i_X509_REQ(nil, cursor, length)
         }
         try self.init(takingOwnershipOf: parsed)
     }

@@ -78,13 +78,10 @@ public final class PrivateKey: @unchecked Sendable, CustomStringConvertible {
     /// it is skipped) or PKCS#1 ("RSA PRIVATE KEY"). Encrypted keys are refused.
     /// - Throws: `CryptographyError` with code `invalidKey` when no usable key is found.
     public convenience init(pem: String) throws {
-        OpenSSLErrorQueue.clear()
-        let parsed = try OpenSSLSupport.withReadBIO(Array(pem.utf8)) { bio in
+        let parsed = try OpenSSLSupport.readPEM(
+            pem, .invalidKey, "no readable private key in the PEM text (is it a key file, and not encrypted?)"
+        ) { bio in
             PEM_read_bio_PrivateKey(bio, nil, OpenSSLSupport.refusePassword, nil)
-        }
-        guard let parsed else {
-            throw CryptographyError.openSSL(
-                .invalidKey, "no readable private key in the PEM text (is it a key file, and not encrypted?)")
         }
         try self.init(takingOwnershipOf: parsed)
     }
@@ -92,10 +89,10 @@ public final class PrivateKey: @unchecked Sendable, CustomStringConvertible {
     /// Parses a DER private key: PKCS#8, SEC1 or PKCS#1.
     /// - Throws: `CryptographyError` with code `invalidKey`.
     public convenience init(der: Data) throws {
-        OpenSSLErrorQueue.clear()
-        let parsed = OpenSSLSupport.parseDER(der) { cursor, length in d2i_AutoPrivateKey(nil, cursor, length) }
-        guard let parsed else {
-            throw CryptographyError.openSSL(.invalidKey, "the bytes are not a DER private key (PKCS#8, SEC1 or PKCS#1)")
+        let parsed = try OpenSSLSupport.readDER(
+            der, .invalidKey, "the bytes are not a DER private key (PKCS#8, SEC1 or PKCS#1)"
+        ) { cursor, length in
+            d2i_AutoPrivateKey(nil, cursor, length)
         }
         try self.init(takingOwnershipOf: parsed)
     }
@@ -199,11 +196,10 @@ public final class PublicKey: @unchecked Sendable, Hashable, CustomStringConvert
     /// Parses a DER SubjectPublicKeyInfo. For EC keys the point is checked to be on the curve.
     /// - Throws: `CryptographyError` with code `invalidKey`.
     public convenience init(subjectPublicKeyInfoDER der: Data) throws {
-        OpenSSLErrorQueue.clear()
-        let parsed = OpenSSLSupport.parseDER(der) { cursor, length in d2i_PUBKEY(nil, cursor, length) }
-        guard let parsed else {
-            throw CryptographyError.openSSL(
-                .invalidKey, "the bytes are not a DER SubjectPublicKeyInfo (or the point is not on the curve)")
+        let parsed = try OpenSSLSupport.readDER(
+            der, .invalidKey, "the bytes are not a DER SubjectPublicKeyInfo (or the point is not on the curve)"
+        ) { cursor, length in
+            d2i_PUBKEY(nil, cursor, length)
         }
         try self.init(takingOwnershipOf: parsed)
     }
@@ -211,12 +207,9 @@ public final class PublicKey: @unchecked Sendable, Hashable, CustomStringConvert
     /// Parses a PEM public key ("PUBLIC KEY").
     /// - Throws: `CryptographyError` with code `invalidKey`.
     public convenience init(pem: String) throws {
-        OpenSSLErrorQueue.clear()
-        let parsed = try OpenSSLSupport.withReadBIO(Array(pem.utf8)) { bio in
+        let parsed = try OpenSSLSupport.readPEM(pem, .invalidKey, "no readable \"PUBLIC KEY\" block in the PEM text") {
+            bio in
             PEM_read_bio_PUBKEY(bio, nil, OpenSSLSupport.refusePassword, nil)
-        }
-        guard let parsed else {
-            throw CryptographyError.openSSL(.invalidKey, "no readable \"PUBLIC KEY\" block in the PEM text")
         }
         try self.init(takingOwnershipOf: parsed)
     }

@@ -63,6 +63,29 @@ enum OpenSSLSupport {
         }
     }
 
+    /// What a `PEM_read_bio_*` call in `read` makes of `pem`, OpenSSL's error queue cleared first.
+    /// - Throws: `code` with `message` (and the queue's text) when it reads nothing.
+    static func readPEM(
+        _ pem: String, _ code: CryptographyError.Code, _ message: String, _ read: (OpaquePointer) -> OpaquePointer?
+    ) throws -> OpaquePointer {
+        OpenSSLErrorQueue.clear()
+        guard let parsed = try withReadBIO(Array(pem.utf8), read) else {
+            throw CryptographyError.openSSL(code, message)
+        }
+        return parsed
+    }
+
+    /// What a `d2i_*` call in `parse` makes of `der` (every byte consumed), OpenSSL's error queue cleared first.
+    /// - Throws: `code` with `message` (and the queue's text) when it parses nothing.
+    static func readDER(
+        _ der: Data, _ code: CryptographyError.Code, _ message: String,
+        _ parse: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> OpaquePointer?
+    ) throws -> OpaquePointer {
+        OpenSSLErrorQueue.clear()
+        guard let parsed = parseDER(der, parse) else { throw CryptographyError.openSSL(code, message) }
+        return parsed
+    }
+
     /// A PEM block with the given label around DER bytes (64-column lines, LF endings).
     static func pem(label: String, der: Data) -> String {
         let body = der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])

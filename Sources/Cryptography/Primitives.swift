@@ -97,6 +97,34 @@ public enum Digest {
     }
 }
 
+/// HMAC (RFC 2104): the message authentication code providers sign webhooks with.
+public enum HMAC {
+    /// HMAC-SHA256 of `message` under `key` (32 bytes). Any key length works, the empty key included.
+    /// - Throws: ``CryptographyError`` `internalError` when OpenSSL fails (an allocation): never a made-up MAC.
+    public static func sha256(key: some DataProtocol, message: some DataProtocol) throws(CryptographyError) -> Data {
+        // One-byte stand-ins keep the pointers non-null for an empty key or message (OpenSSL reads none of them).
+        let keyBytes: [UInt8] = key.isEmpty ? [0] : Array(key)
+        let messageBytes: [UInt8] = message.isEmpty ? [0] : Array(message)
+        let keyLength = Int32(clamping: key.count)
+        let messageLength = message.count
+        var output = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        var written: UInt32 = 0
+        let done = keyBytes.withUnsafeBytes { (keyBuffer: UnsafeRawBufferPointer) -> Bool in
+            messageBytes.withUnsafeBufferPointer { (messageBuffer: UnsafeBufferPointer<UInt8>) -> Bool in
+                output.withUnsafeMutableBufferPointer { (out: inout UnsafeMutableBufferPointer<UInt8>) -> Bool in
+                    COpenSSL.HMAC(
+                        FetchedDigest.sha256.pointer, keyBuffer.baseAddress, keyLength, messageBuffer.baseAddress,
+                        messageLength, out.baseAddress, &written) != nil
+                }
+            }
+        }
+        guard done, Int(written) == output.count else {
+            throw CryptographyError.openSSL(.internalError, "HMAC-SHA256 failed")
+        }
+        return Data(output)
+    }
+}
+
 /// Cryptographically secure random bytes.
 public enum SecureRandom {
     /// `count` random bytes from OpenSSL's DRBG (the system generator if OpenSSL ever fails).

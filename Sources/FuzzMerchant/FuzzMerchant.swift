@@ -11,6 +11,7 @@
 // a plain build that replays files: `FuzzMerchant TARGET FILE...` (exit 1 on a finding).
 import ApplePay
 import Foundation
+import FuzzSupport
 import HTTPServer
 import MerchantCore
 import MerchantHTTP
@@ -193,21 +194,11 @@ enum FuzzMerchantHarness {
         return 0
     }
 
-    /// libFuzzer's driver (`int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*)(const uint8_t *, size_t))`).
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func runFuzzerDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-    ) -> CInt
-
     /// SwiftPM's `<module>_main` (see FuzzPaymentToken): hands the process to libFuzzer's driver.
     @_cdecl("FuzzMerchant_main")
     public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
         _ = fuzzTarget
-        var count = argc
-        var arguments = argv
-        return runFuzzerDriver(&count, &arguments, fuzzMerchant)
+        return runLibFuzzer(argc, argv, fuzzMerchant)
     }
 #else
     /// The corpus replayer: `FuzzMerchant request|store|http FILE|DIR...`; exit 1 if any input is a finding.
@@ -216,33 +207,11 @@ enum FuzzMerchantHarness {
         static func main() {
             let arguments = CommandLine.arguments.dropFirst()
             guard let name = arguments.first, let target = FuzzMerchantHarness.Target(rawValue: name) else {
-                FileHandle.standardError.write(Data("usage: FuzzMerchant request|store|http FILE|DIR...\n".utf8))
-                exit(64)
+                FuzzCorpus.usage("FuzzMerchant request|store|http FILE|DIR...")
             }
-            var files: [URL] = []
-            for argument in arguments.dropFirst() {
-                let url = URL(fileURLWithPath: argument)
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
-                    let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
-                    files += names.sorted().map { url.appendingPathComponent($0) }
-                } else {
-                    files.append(url)
-                }
+            FuzzCorpus.replay(FuzzCorpus.files(arguments.dropFirst())) { _, data in
+                FuzzMerchantHarness.run(target, data)
             }
-            var findings = 0
-            for file in files {
-                guard let data = FileManager.default.contents(atPath: file.path) else {
-                    FileHandle.standardError.write(Data("cannot read \(file.path)\n".utf8))
-                    exit(66)
-                }
-                if let finding = FuzzMerchantHarness.run(target, data) {
-                    findings += 1
-                    print("\(file.lastPathComponent): \(finding)")
-                }
-            }
-            print("replayed \(files.count) input(s), \(findings) finding(s)")
-            exit(findings == 0 ? 0 : 1)
         }
     }
 #endif

@@ -6,6 +6,7 @@
 //   function and exits 1 if any of them produced a finding.
 import Cryptography
 import Foundation
+import FuzzSupport
 import PaymentToken
 
 /// What one input does, and what counts as a finding: bytes → `PaymentToken(jsonData:)` → verify → decrypt, with
@@ -84,62 +85,28 @@ enum FuzzHarness {
         return 0
     }
 
-    /// libFuzzer's driver (`int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*)(const uint8_t *, size_t))`).
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func runFuzzerDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-    ) -> CInt
-
     /// SwiftPM links executables on Linux with `main` aliased to `<module>_main` (so tests can import them); this is
     /// that symbol, and it hands the process to libFuzzer's driver.
     @_cdecl("FuzzPaymentToken_main")
     public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
         _ = FuzzHarness.decryptor  // keys are loaded once, before the first input
-        var count = argc
-        var arguments = argv
-        return runFuzzerDriver(&count, &arguments, fuzzPaymentToken)
+        return runLibFuzzer(argc, argv, fuzzPaymentToken)
     }
 #else
     /// The corpus replayer: `FuzzPaymentToken FILE|DIR...`; with `FUZZ_VERBOSE=1` it prints each input's outcome.
     @main
     struct CorpusReplayer {
         static func main() {
-            var files: [URL] = []
-            for argument in CommandLine.arguments.dropFirst() {
-                let url = URL(fileURLWithPath: argument)
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
-                    let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
-                    files += names.sorted().map { url.appendingPathComponent($0) }
-                } else {
-                    files.append(url)
-                }
-            }
-            guard !files.isEmpty else {
-                FileHandle.standardError.write(Data("usage: FuzzPaymentToken FILE|DIR...\n".utf8))
-                exit(64)
-            }
-            var findings = 0
+            let files = FuzzCorpus.files(CommandLine.arguments.dropFirst())
+            guard !files.isEmpty else { FuzzCorpus.usage("FuzzPaymentToken FILE|DIR...") }
             let verbose = ProcessInfo.processInfo.environment["FUZZ_VERBOSE"] == "1"
-            for file in files {
-                guard let data = FileManager.default.contents(atPath: file.path) else {
-                    FileHandle.standardError.write(Data("cannot read \(file.path)\n".utf8))
-                    exit(66)
-                }
-                let finding = data.withUnsafeBytes { bytes in
+            FuzzCorpus.replay(files) { file, data in
+                data.withUnsafeBytes { bytes in
                     FuzzHarness.run(bytes.bindMemory(to: UInt8.self)) { outcome in
                         if verbose { print("\(file.lastPathComponent) \(data.count) \(outcome)") }
                     }
                 }
-                if let finding {
-                    findings += 1
-                    print("\(file.lastPathComponent): \(finding)")
-                }
             }
-            print("replayed \(files.count) input(s), \(findings) finding(s)")
-            exit(findings == 0 ? 0 : 1)
         }
     }
 #endif

@@ -117,15 +117,18 @@ public struct HTTPClientError: CodedError {
 
 /// HTTP and HTTPS requests on libcurl: TLS 1.2 or later, optional client certificate and trusted roots
 /// from memory, a total timeout, and only the `http` and `https` protocols (redirects are not followed).
-/// Each `send` uses a libcurl handle of its own, so one client may be used from many threads at once. Handles are
-/// kept between requests with their connections (keep-alive, and TLS sessions resumed): a client that calls the same
-/// server again (a processor) does not connect, and for HTTPS handshake, every time. A connection idle for
-/// ``idleConnectionLifetime`` is closed.
+/// One client may be used from many threads and tasks at once.
 ///
-/// `send(_:) async` runs the transfer on a small pool of threads shared by every client (at most
-/// ``transferThreadCount``, started as they are needed), never on the caller's executor, and honours task
-/// cancellation: the transfer is aborted (within about a second, when libcurl next reports progress), its
-/// connection closed, and the call throws `CancellationError`.
+/// `send(_:) async` hands the request to the client's event loop (`TransferLoop.swift`): one thread, started when
+/// the client is first used and ended once it has been idle for ``Configuration/idleConnectionLifetime``, that drives every
+/// transfer of the client on one libcurl multi handle with epoll. A transfer holds no thread, so thousands may be in
+/// flight at once; connections are kept in the multi handle's cache and reused by later requests (keep-alive, HTTP/2
+/// streams multiplexed on one connection when ``Configuration/http2`` is set), and TLS sessions are resumed on new
+/// connections. A connection idle for longer than that is not reused, and the loop closes them all when it
+/// ends. Cancelling the calling task removes the transfer from the loop at once, closing its connection.
+///
+/// `send(_:) throws` runs the transfer on the calling thread instead, with handles (and their connections) kept
+/// between such calls in the same way.
 public final class HTTPClient: Sendable {
     public struct Configuration: Sendable {
         /// The longest a whole request may take.
@@ -145,13 +148,23 @@ public final class HTTPClient: Sendable {
         /// `https_proxy` and `ALL_PROXY` are ignored, so a variable cannot route client certificates and payments
         /// through someone else's machine.
         public var proxy: String?
+        /// How long a kept connection may stay unused before it is closed (and, for `send(_:) async`, how long the
+        /// event loop's thread stays up with nothing in flight). Whole seconds, at least one.
+        public var idleConnectionLifetime: Duration
+        /// The most connections `send(_:) async` opens to one host at once (`CURLMOPT_MAX_HOST_CONNECTIONS`);
+        /// further transfers wait inside the loop for one to free up, their deadlines running. `nil`: no limit.
+        public var maximumConnectionsPerHost: Int?
 
         public init(
             timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
             clientIdentity: ClientIdentity? = nil,
-            trustedRootsPEM: Data? = nil, maximumResponseSize: Int = 8 * 1024 * 1024, proxy: String? = nil
+            trustedRootsPEM: Data? = nil, maximumResponseSize: Int = 8 * 1024 * 1024, proxy: String? = nil,
+            idleConnectionLifetime: Duration = HTTPClient.defaultIdleConnectionLifetime,
+            maximumConnectionsPerHost: Int? = nil
         ) {
             self.proxy = proxy
+            self.idleConnectionLifetime = idleConnectionLifetime
+            self.maximumConnectionsPerHost = maximumConnectionsPerHost
             self.timeout = timeout
             self.connectTimeout = connectTimeout
             self.clientIdentity = clientIdentity
@@ -161,73 +174,81 @@ public final class HTTPClient: Sendable {
     }
 
     public let configuration: Configuration
-    /// libcurl handles between requests, most recently used last, each with the connections it keeps.
+    /// The event loop of `send(_:) async`.
+    private let loop: TransferLoop
+    /// libcurl handles between synchronous requests, most recently used last, each with the connections it keeps.
     private let idle = Mutex<IdleHandles>(IdleHandles())
 
-    /// How long a connection may stay unused before it is closed.
-    public static let idleConnectionLifetime: Duration = .seconds(2)
+    /// How long a connection may stay unused before it is closed, unless the configuration says otherwise.
+    public static let defaultIdleConnectionLifetime: Duration = .seconds(30)
     /// Beyond this many idle handles, a finished one is closed instead of kept.
     static let maximumIdleHandles = 32
 
     public init(configuration: Configuration = Configuration()) {
         _ = HTTPClient.globalInitialization
         self.configuration = configuration
+        self.loop = TransferLoop(configuration: configuration)
     }
 
     deinit {
+        loop.shutDown()
         for entry in idle.withLock({ $0.take() }) { curl_easy_cleanup(entry.handle.pointer) }
     }
 
     private static let globalInitialization: Void = { _ = curl_global_init(Int(CURL_GLOBAL_ALL)) }()
 
-    /// The most threads `send(_:) async` uses, for all clients together; requests beyond it wait their turn
-    /// (without holding a thread, and a cancelled one leaves the queue at once). The time limits start when a
-    /// request's transfer starts. A transfer thread mostly waits on the network, and a server's calls to its
-    /// processor must not queue behind its slow calls elsewhere (a gateway, a hung processor), so the bound is a
-    /// safety limit, not a tuning knob: threads are started only as concurrent transfers need them.
+    /// A bound on the threads this module runs for `send(_:) async`, kept for callers that sized things by it: each
+    /// client in use has one event-loop thread, however many of its transfers are in flight.
     public static let transferThreadCount = 128
+
+    /// The threads this client runs for `send(_:) async` now: one while it is in use, none once idle.
+    package var eventLoopThreads: Int { loop.threads }
+
+    /// The `send(_:) async` calls of this client under way: handed to its event loop and not yet answered.
+    public var transfersInFlight: Int { loop.inFlight }
 
     /// Sends `request` and waits for the whole response, blocking the calling thread.
     /// - Throws: `HTTPClientError` when there is no complete response (any status is a response).
     public func send(_ request: HTTPClientRequest) throws -> HTTPClientResponse {
-        try perform(request, abort: nil)
+        try Self.validate(request.url)
+        return try perform(request)
     }
 
-    /// Sends `request` on one of the shared transfer threads and suspends the caller meanwhile.
+    /// Sends `request` on the client's event loop and suspends the caller meanwhile, holding no thread.
     ///
-    /// Cancelling the calling task aborts the transfer: a request still waiting for a thread never starts, and
-    /// one under way is stopped the next time libcurl reports progress (about once a second while nothing
-    /// arrives), closing its connection.
+    /// Cancelling the calling task aborts the transfer at once: the event loop removes it, closing its connection.
     /// - Throws: `CancellationError` when the calling task was cancelled before the response was complete;
     ///   otherwise `HTTPClientError` as `send(_:)` does.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
-        let transfer = Transfer()
+        try Task.checkCancellation()
+        try Self.validate(request.url)
+        let transfer = Transfer(request)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                guard transfer.wait(with: continuation) else { return }
-                TransferPool.shared.run { [self] in
-                    guard transfer.begin() else { return }
-                    transfer.finish(Result { try perform(request, abort: transfer.abortRequested) })
-                }
+                transfer.wait(with: continuation)
+                loop.submit(.start(transfer))
             }
         } onCancel: {
-            transfer.cancel()
+            if transfer.requestCancellation() { loop.submit(.cancel(transfer)) }
         }
     }
 
-    /// Runs one transfer on the calling thread; with `abort`, libcurl's progress callback ends it once the flag
-    /// is set, and the call throws `CancellationError`.
-    private func perform(_ request: HTTPClientRequest, abort: AbortFlag?) throws -> HTTPClientResponse {
-        guard let components = URLComponents(string: request.url), let scheme = components.scheme?.lowercased() else {
-            throw HTTPClientError(.invalidURL, "'\(request.url)' is not an absolute URL.")
+    /// Refuses a URL libcurl should not be given: not absolute, a scheme other than http and https, no host.
+    static func validate(_ url: String) throws {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
+            throw HTTPClientError(.invalidURL, "'\(url)' is not an absolute URL.")
         }
         guard scheme == "http" || scheme == "https" else {
             throw HTTPClientError(
                 .unsupportedProtocol, "Only http and https URLs are allowed, not '\(scheme)'.")
         }
         guard components.host?.isEmpty == false else {
-            throw HTTPClientError(.invalidURL, "'\(request.url)' has no host.")
+            throw HTTPClientError(.invalidURL, "'\(url)' has no host.")
         }
+    }
+
+    /// Runs one transfer on the calling thread with `curl_easy_perform`.
+    private func perform(_ request: HTTPClientRequest) throws -> HTTPClientResponse {
         let handle: UnsafeMutableRawPointer
         if let kept = idle.withLock({ $0.entries.popLast() }) {
             handle = kept.handle.pointer
@@ -244,99 +265,11 @@ public final class HTTPClient: Sendable {
         defer {
             if reusable { keep(handle) } else { curl_easy_cleanup(handle) }
         }
-        let sink = ResponseSink(limit: configuration.maximumResponseSize)
-        var headerList: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headerList) }
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-
-        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
-            var setup = CURLE_OK
-            func set(_ result: CURLcode) { if setup == CURLE_OK { setup = result } }
-            set(CCurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorPointer.baseAddress))
-            set(CCurl_setopt_string(handle, CURLOPT_URL, request.url))
-            set(CCurl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
-            set(CCurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
-            // An empty proxy turns proxies off, the environment's included; NOPROXY "*" makes sure of it.
-            set(CCurl_setopt_string(handle, CURLOPT_PROXY, configuration.proxy ?? ""))
-            if configuration.proxy == nil { set(CCurl_setopt_string(handle, CURLOPT_NOPROXY, "*")) }
-            set(CCurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
-            set(CCurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(configuration.timeout)))
-            set(CCurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout)))
-            set(CCurl_setopt_long(handle, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2))
-            set(CCurl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
-            set(CCurl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
-            if configuration.http2 {
-                set(CCurl_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
-            }
-            if let roots = configuration.trustedRootsPEM {
-                set(roots.withUnsafeBytes { CCurl_setopt_blob(handle, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) })
-            }
-            if let identity = configuration.clientIdentity {
-                set(CCurl_setopt_string(handle, CURLOPT_SSLCERTTYPE, "PEM"))
-                set(CCurl_setopt_string(handle, CURLOPT_SSLKEYTYPE, "PEM"))
-                set(
-                    identity.certificatePEM.withUnsafeBytes {
-                        CCurl_setopt_blob(handle, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count)
-                    })
-                set(
-                    identity.privateKeyPEM.withUnsafeBytes {
-                        CCurl_setopt_blob(handle, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count)
-                    })
-            }
-            let method = request.method.uppercased()
-            if method == "GET" {
-                set(CCurl_setopt_long(handle, CURLOPT_HTTPGET, 1))
-            } else if method == "HEAD" {
-                set(CCurl_setopt_long(handle, CURLOPT_NOBODY, 1))
-            } else {
-                set(CCurl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method))
-            }
-            if let body = request.body {
-                set(CCurl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
-                if body.isEmpty {
-                    set(CCurl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, ""))
-                } else {
-                    set(
-                        body.withUnsafeBytes { bytes in
-                            CCurl_setopt_pointer(
-                                handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-                        })
-                }
-            }
-            for (name, value) in request.headers {
-                headerList = curl_slist_append(headerList, "\(name): \(value)")
-            }
-            // No `Expect: 100-continue` round trip for small bodies.
-            headerList = curl_slist_append(headerList, "Expect:")
-            set(CCurl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
-            let context = Unmanaged.passUnretained(sink).toOpaque()
-            set(CCurl_setopt_write_function(handle, writeCallback))
-            set(CCurl_setopt_pointer(handle, CURLOPT_WRITEDATA, context))
-            set(CCurl_setopt_header_function(handle, headerCallback))
-            set(CCurl_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
-            if let abort {
-                set(CCurl_setopt_xferinfo_function(handle, progressCallback))
-                set(CCurl_setopt_pointer(handle, CURLOPT_XFERINFODATA, Unmanaged.passUnretained(abort).toOpaque()))
-                set(CCurl_setopt_long(handle, CURLOPT_NOPROGRESS, 0))
-            }
-            guard setup == CURLE_OK else { return setup }
-            return withExtendedLifetime((sink, abort)) { curl_easy_perform(handle) }
-        }
-        if code == CURLE_ABORTED_BY_CALLBACK, abort?.isSet == true { throw CancellationError() }
-        guard code == CURLE_OK else {
-            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-            throw Self.error(for: code, reason: reason, sink: sink)
-        }
-        var status = 0
-        _ = CCurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        var version = 0
-        _ = CCurl_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
-        var response = HTTPClientResponse(status: status, headers: sink.headers, body: sink.body)
-        response.httpVersion = version == Int(CURL_HTTP_VERSION_2_0) ? 2 : 1
-        var connects = 0
-        _ = CCurl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
-        response.reusedConnection = connects == 0
+        let options = TransferOptions(request: request, configuration: configuration)
+        defer { options.release() }
+        let setup = options.apply(to: handle)
+        let code = setup == CURLE_OK ? withExtendedLifetime(options) { curl_easy_perform(handle) } : setup
+        let response = try options.result(of: code, on: handle).get()
         reusable = true
         return response
     }
@@ -353,9 +286,9 @@ public final class HTTPClient: Sendable {
         if scheduleSweep { scheduleIdleSweep() }
     }
 
-    /// Closes the handles idle for longer than ``idleConnectionLifetime``, then looks again while any are left.
+    /// Closes the handles idle for longer than the idle connection lifetime, then looks again while any are left.
     private func scheduleIdleSweep() {
-        let lifetime = Self.idleConnectionLifetime
+        let lifetime = configuration.idleConnectionLifetime
         let delay = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
         DispatchQueue.global().asyncAfter(deadline: .now() + delay / 2) { [weak self] in
             guard let self else { return }
@@ -371,12 +304,12 @@ public final class HTTPClient: Sendable {
         }
     }
 
-    private static func milliseconds(_ duration: Duration) -> Int {
+    static func milliseconds(_ duration: Duration) -> Int {
         let (seconds, attoseconds) = duration.components
         return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 
-    private static func error(for code: CURLcode, reason: String, sink: ResponseSink) -> HTTPClientError {
+    static func error(for code: CURLcode, reason: String, sink: ResponseSink) -> HTTPClientError {
         if sink.overflowed {
             return HTTPClientError(
                 .responseTooLarge, "The response is larger than \(sink.limit) bytes.")
@@ -400,8 +333,129 @@ public final class HTTPClient: Sendable {
     }
 }
 
-/// Collects one response; used by one libcurl transfer on one thread.
-private final class ResponseSink {
+/// One request's libcurl options and the memory they point to (header list, error buffer, response sink), alive
+/// from `apply(to:)` until the transfer is over and `release()` is called; used by one thread at a time.
+final class TransferOptions {
+    let request: HTTPClientRequest
+    let configuration: HTTPClient.Configuration
+    let sink: ResponseSink
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    init(request: HTTPClientRequest, configuration: HTTPClient.Configuration) {
+        self.request = request
+        self.configuration = configuration
+        sink = ResponseSink(limit: configuration.maximumResponseSize)
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    }
+
+    /// Frees the header list and the error buffer; the handle must no longer use them.
+    func release() {
+        curl_slist_free_all(headerList)
+        headerList = nil
+        errorBuffer.deallocate()
+    }
+
+    /// Sets every option of the request on `handle` (fresh or reset); the first failure, or `CURLE_OK`.
+    func apply(to handle: UnsafeMutableRawPointer) -> CURLcode {
+        var setup = CURLE_OK
+        func set(_ result: CURLcode) { if setup == CURLE_OK { setup = result } }
+        set(CCurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
+        set(CCurl_setopt_string(handle, CURLOPT_URL, request.url))
+        set(CCurl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        set(CCurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+        // An empty proxy turns proxies off, the environment's included; NOPROXY "*" makes sure of it.
+        set(CCurl_setopt_string(handle, CURLOPT_PROXY, configuration.proxy ?? ""))
+        if configuration.proxy == nil { set(CCurl_setopt_string(handle, CURLOPT_NOPROXY, "*")) }
+        set(CCurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
+        set(CCurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, HTTPClient.milliseconds(configuration.timeout)))
+        set(
+            CCurl_setopt_long(
+                handle, CURLOPT_CONNECTTIMEOUT_MS, HTTPClient.milliseconds(configuration.connectTimeout)))
+        // A kept connection unused for longer is not reused (and is closed when libcurl next prunes its cache).
+        let lifetime = Int(configuration.idleConnectionLifetime.components.seconds)
+        set(CCurl_setopt_long(handle, CURLOPT_MAXAGE_CONN, max(1, lifetime)))
+        set(CCurl_setopt_long(handle, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2))
+        set(CCurl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+        set(CCurl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+        if configuration.http2 {
+            set(CCurl_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+            // Requests made while the first TLS connection is being set up wait for it, to learn whether it
+            // multiplexes, instead of each opening a connection of its own.
+            if request.url.lowercased().hasPrefix("https:") { set(CCurl_setopt_long(handle, CURLOPT_PIPEWAIT, 1)) }
+        }
+        if let roots = configuration.trustedRootsPEM {
+            set(roots.withUnsafeBytes { CCurl_setopt_blob(handle, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) })
+        }
+        if let identity = configuration.clientIdentity {
+            set(CCurl_setopt_string(handle, CURLOPT_SSLCERTTYPE, "PEM"))
+            set(CCurl_setopt_string(handle, CURLOPT_SSLKEYTYPE, "PEM"))
+            set(
+                identity.certificatePEM.withUnsafeBytes {
+                    CCurl_setopt_blob(handle, CURLOPT_SSLCERT_BLOB, $0.baseAddress, $0.count)
+                })
+            set(
+                identity.privateKeyPEM.withUnsafeBytes {
+                    CCurl_setopt_blob(handle, CURLOPT_SSLKEY_BLOB, $0.baseAddress, $0.count)
+                })
+        }
+        let method = request.method.uppercased()
+        if method == "GET" {
+            set(CCurl_setopt_long(handle, CURLOPT_HTTPGET, 1))
+        } else if method == "HEAD" {
+            set(CCurl_setopt_long(handle, CURLOPT_NOBODY, 1))
+        } else {
+            set(CCurl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method))
+        }
+        if let body = request.body {
+            set(CCurl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+            if body.isEmpty {
+                set(CCurl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, ""))
+            } else {
+                set(
+                    body.withUnsafeBytes { bytes in
+                        CCurl_setopt_pointer(
+                            handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+                    })
+            }
+        }
+        for (name, value) in request.headers {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        // No `Expect: 100-continue` round trip for small bodies.
+        headerList = curl_slist_append(headerList, "Expect:")
+        set(CCurl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
+        let context = Unmanaged.passUnretained(sink).toOpaque()
+        set(CCurl_setopt_write_function(handle, writeCallback))
+        set(CCurl_setopt_pointer(handle, CURLOPT_WRITEDATA, context))
+        set(CCurl_setopt_header_function(handle, headerCallback))
+        set(CCurl_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
+        return setup
+    }
+
+    /// The response, or the error, of the transfer on `handle` that ended with `code`.
+    func result(of code: CURLcode, on handle: UnsafeMutableRawPointer) -> Result<HTTPClientResponse, HTTPClientError> {
+        guard code == CURLE_OK else {
+            let detail = String(cString: errorBuffer)
+            let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            return .failure(HTTPClient.error(for: code, reason: reason, sink: sink))
+        }
+        var status = 0
+        _ = CCurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        var version = 0
+        _ = CCurl_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
+        var response = HTTPClientResponse(status: status, headers: sink.headers, body: sink.body)
+        response.httpVersion = version == Int(CURL_HTTP_VERSION_2_0) ? 2 : 1
+        var connects = 0
+        _ = CCurl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
+        response.reusedConnection = connects == 0
+        return .success(response)
+    }
+}
+
+/// Collects one response; used by one libcurl transfer on one thread at a time.
+final class ResponseSink {
     let limit: Int
     var body = Data()
     var headers: [String: String] = [:]
@@ -445,20 +499,6 @@ private let headerCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, I
     sink.header(line)
     return length
 }
-
-/// Aborts a transfer when set: read by libcurl's progress callback on the transfer's thread.
-final class AbortFlag: Sendable {
-    private let value = Atomic(false)
-    var isSet: Bool { value.load(ordering: .acquiring) }
-    func set() { value.store(true, ordering: .releasing) }
-}
-
-private let progressCallback:
-    @convention(c) (UnsafeMutableRawPointer?, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> Int32 = {
-        context, _, _, _, _ in
-        guard let context else { return 0 }
-        return Unmanaged<AbortFlag>.fromOpaque(context).takeUnretainedValue().isSet ? 1 : 0
-    }
 
 extension StringProtocol {
     /// The characters between the first and the last one that `isTrimmed` does not match.

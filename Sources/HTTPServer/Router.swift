@@ -7,7 +7,7 @@
 /// `413 payloadTooLarge`: all three are thrown through the router's middleware like any handler error (a 413 on a
 /// route also through its groups' middleware). A thrown ``HTTPResponseError`` is answered with its response,
 /// anything else with `500 internalError`.
-public struct Router: Responder {
+public struct Router: Responder, RouteGrouping {
     /// A route handler.
     public typealias Handler = @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
 
@@ -83,16 +83,6 @@ public struct Router: Responder {
     /// Adds a group's routes, their patterns and middleware as the group composed them.
     public mutating func add(_ group: RouterGroup) {
         for route in group.routes { append(route) }
-    }
-
-    /// Adds the routes of a group at `prefix` whose `middleware` (the first outermost) run, inside the router's,
-    /// for its routes only: `router.group("/admin/v1", middleware: [auth]) { $0.add(.get, "/orders") { ... } }`.
-    public mutating func group(
-        _ prefix: String, middleware: [any Middleware] = [], _ body: (inout RouterGroup) throws -> Void
-    ) rethrows {
-        var group = RouterGroup(prefix, middleware: middleware)
-        try body(&group)
-        add(group)
     }
 
     /// Adds a collection's routes at the root, with no middleware but the router's.

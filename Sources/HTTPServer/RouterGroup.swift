@@ -10,7 +10,7 @@
 ///     admin.add(OrderAdminRoutes(store: store))
 /// }
 /// ```
-public struct RouterGroup: Sendable {
+public struct RouterGroup: RouteGrouping, Sendable {
     /// The path before every pattern of the group, relative to where the group is added (`""`: none).
     public let prefix: String
     /// The middleware around each of the group's routes, the first outermost.
@@ -39,15 +39,6 @@ public struct RouterGroup: Sendable {
         for route in group.routes { routes.append(route.grouped(under: prefix, in: middleware)) }
     }
 
-    /// Adds a group nested in this one: its prefix follows this group's, its middleware runs inside this group's.
-    public mutating func group(
-        _ prefix: String, middleware: [any Middleware] = [], _ body: (inout RouterGroup) throws -> Void
-    ) rethrows {
-        var group = RouterGroup(prefix, middleware: middleware)
-        try body(&group)
-        add(group)
-    }
-
     /// Adds a collection's routes to this group.
     public mutating func add(_ collection: some RouteCollection) {
         collection.register(on: &self)
@@ -58,6 +49,25 @@ public struct RouterGroup: Sendable {
         for resource in resources {
             add(.get, resource.path) { request, _ in resource.response(to: request) }
         }
+    }
+}
+
+/// What groups are added to: a ``Router`` (at the root, inside the router's middleware) or a ``RouterGroup``
+/// (nested: under its prefix, inside its middleware).
+public protocol RouteGrouping {
+    /// Adds a group's routes, their patterns and middleware as the group composed them.
+    mutating func add(_ group: RouterGroup)
+}
+
+extension RouteGrouping {
+    /// Adds the routes of a group at `prefix` whose `middleware` (the first outermost) run inside this one's, for
+    /// its routes only: `router.group("/admin/v1", middleware: [auth]) { $0.add(.get, "/orders") { ... } }`.
+    public mutating func group(
+        _ prefix: String, middleware: [any Middleware] = [], _ body: (inout RouterGroup) throws -> Void
+    ) rethrows {
+        var group = RouterGroup(prefix, middleware: middleware)
+        try body(&group)
+        add(group)
     }
 }
 

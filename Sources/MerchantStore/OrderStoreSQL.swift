@@ -518,7 +518,7 @@ extension SQLStore: OrderStore {
             updatedAt: Date(unixMilliseconds: try row.int64("updated_at")))
     }
 
-    private func loadRefunds(_ connection: Connection, where condition: SQLQuery) throws(SQLError) -> [RefundRecord] {
+    func loadRefunds(_ connection: Connection, where condition: SQLQuery) throws(SQLError) -> [RefundRecord] {
         var refunds: [RefundRecord] = []
         for row in try connection.query(
             """
@@ -539,7 +539,7 @@ extension SQLStore: OrderStore {
     /// Moves a payment and its order to the transition's states. The order must still be in one of `states`: the
     /// UPDATE must change its one row, else the transaction rolls back (`unexpectedRowCount`) and nothing is
     /// written, the event included.
-    private func apply(
+    func apply(
         _ transition: PaymentTransition, to current: OrderKey, from states: [OrderStatus], _ connection: Connection
     ) throws(SQLError) {
         let now = clock().unixMilliseconds

@@ -99,6 +99,13 @@ public enum StoreMigration {
         Table(
             name: "merchant_token_events",
             columns: ["event_id", "event_type", "merchant_token_identifier", "applied_at"], key: ["event_id"]),
+        Table(
+            name: "provider_events", columns: ["provider", "event_id", "kind", "order_id", "outcome", "received_at"],
+            key: ["provider", "event_id"]),
+        Table(
+            name: "disputes",
+            columns: ["id", "order_id", "provider", "reference", "amount_minor", "currency", "reason", "opened_at"],
+            key: ["id"]),
     ]
 
     /// Copies the SQLite store at `sqlitePath` into `target` (see the type's documentation).

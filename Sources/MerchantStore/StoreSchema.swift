@@ -13,6 +13,7 @@ public enum StoreSchema {
         SQLMigration("002-prune-expired-checkouts", sql: pruningSchema),
         SQLMigration("003-wallet-orders-fulfillments-registrations", sql: walletOrdersSchema),
         SQLMigration("004-subscriptions-merchant-tokens", sql: subscriptionsSchema),
+        SQLMigration("005-provider-events-disputes", sql: providerEventsSchema),
     ]
 
     /// Applies ``migrations`` (and carries a legacy SQLite history forward).
@@ -235,6 +236,37 @@ public enum StoreSchema {
                 applied_at \(bigint) NOT NULL
             );
             ALTER TABLE payments ADD COLUMN merchant_token \(merchantToken);
+            """
+    }
+
+    /// 005: the provider webhook events applied (one row per provider and event id: a second delivery changes
+    /// nothing) and the disputes (chargebacks) opened against orders, one per provider reference.
+    @Sendable static func providerEventsSchema(_ d: SQLDialect) -> String {
+        let (text, bigint) = (d.textType, d.bigintType)
+        return """
+            CREATE TABLE provider_events (
+                provider \(text) NOT NULL,
+                event_id \(text) NOT NULL,
+                kind \(text) NOT NULL,
+                order_id \(text) REFERENCES orders(id),
+                outcome \(text) NOT NULL,
+                received_at \(bigint) NOT NULL,
+                PRIMARY KEY (provider, event_id)
+            );
+            CREATE TABLE disputes (
+                id \(text) PRIMARY KEY,
+                order_id \(text) NOT NULL REFERENCES orders(id),
+                provider \(text) NOT NULL,
+                reference \(text) NOT NULL,
+                amount_minor \(bigint) CHECK (amount_minor IS NULL OR amount_minor >= 0),
+                currency \(text) CHECK (currency IS NULL OR length(currency) = 3),
+                reason \(text),
+                opened_at \(bigint) NOT NULL,
+                UNIQUE (provider, reference)
+            );
+            CREATE INDEX disputes_by_order ON disputes(order_id);
+            CREATE INDEX refunds_by_processor_reference ON refunds(processor_reference);
+            CREATE INDEX payments_by_processor_reference ON payments(processor_reference);
             """
     }
 }

@@ -33,8 +33,14 @@ public struct APNsSettings: Sendable {
 /// Pushes "this order changed" to devices through APNs: `POST /3/device/<push token>` over HTTP/2 with
 /// `authorization: bearer <ES256 JWT>`, `apns-topic: <order type identifier>` and the empty payload `{}`.
 /// Transport errors, 429 and 5xx are retried with exponential backoff; other answers are final and logged.
+/// APNs has a share of its own (``share``): a push that finds it full waits for its next attempt, so a slow APNs
+/// holds at most that many calls and never anything another party needs.
 package final class APNsPusher: OrderUpdatePushing {
     let settings: APNsSettings
+    /// Calls to APNs in flight and waiting.
+    package let share: Bulkhead
+    /// 64 in flight, 256 waiting for at most 5 s.
+    package static let defaultShare = Bulkhead.Limits(maximumInFlight: 64, maximumQueued: 256, maximumWait: .seconds(5))
     let topic: String
     let key: PrivateKey
     let client: HTTPClient
@@ -47,8 +53,10 @@ package final class APNsPusher: OrderUpdatePushing {
     ///   - key: the APNs authentication key (EC P-256, from its `.p8` file).
     ///   - trustedRootsPEM: roots trusted for the APNs server besides the system's (a sandbox APNs).
     package init(
-        settings: APNsSettings, key: PrivateKey, trustedRootsPEM roots: Data?, topic: String, logger: RequestLogger
+        settings: APNsSettings, key: PrivateKey, trustedRootsPEM roots: Data?, topic: String, logger: RequestLogger,
+        share: Bulkhead.Limits = APNsPusher.defaultShare
     ) {
+        self.share = Bulkhead(name: "apns", limits: share)
         self.key = key
         var configuration = HTTPClient.Configuration(timeout: .seconds(15), trustedRootsPEM: roots)
         configuration.http2 = true
@@ -90,7 +98,9 @@ package final class APNsPusher: OrderUpdatePushing {
                         ("authorization", "bearer \(try currentToken())"), ("apns-topic", topic),
                         ("apns-priority", "5"), ("content-type", "application/json"),
                     ], body: Data("{}".utf8))
-                let response = try await client.send(request)
+                guard let response = try await share.withPermit({ try await client.send(request) }) else {
+                    throw APNsShareFull()
+                }
                 outcome = "\(response.status)"
                 if response.status == 200 {
                     logger.log(
@@ -112,6 +122,11 @@ package final class APNsPusher: OrderUpdatePushing {
             delay *= 2
         }
     }
+}
+
+/// APNs' share was full: the push waits for its next attempt.
+private struct APNsShareFull: Error, CustomStringConvertible {
+    var description: String { "APNs share full (calls in flight and waiting at their limits)" }
 }
 
 /// Compact JWS (RFC 7515) with ES256, as APNs' provider tokens are.

@@ -62,12 +62,6 @@ public struct IssuedToken: Sendable, CustomStringConvertible, CustomReflectable 
     /// `paymentData.version`.
     public var version: String
 
-    public init(token: JSONValue, transactionIdentifier: String, version: String) {
-        self.token = token
-        self.transactionIdentifier = transactionIdentifier
-        self.version = version
-    }
-
     public var description: String { "IssuedToken(\(version), transaction \(transactionIdentifier.prefix(16))…)" }
 
     /// What `dump` and debuggers see: no token.

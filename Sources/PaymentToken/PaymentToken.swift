@@ -130,23 +130,17 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
         guard case .object = scan[paymentData, .header] else {
             throw PaymentTokenError(.malformedToken, "paymentData.header is missing or not an object")
         }
+        func bytes(_ value: TokenScanner.Value, _ name: String, _ encoding: TokenFieldEncoding)
+            throws(PaymentTokenError) -> [UInt8]
+        {
+            guard case .string(let text) = value else { throw TokenFieldEncoding.missing(name) }
+            return try encoding.bytes(scan.withBytes(text) { encoding.decode($0) }, field: name)
+        }
         func base64(_ value: TokenScanner.Value, _ name: String) throws(PaymentTokenError) -> [UInt8] {
-            guard case .string(let text) = value else {
-                throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string")
-            }
-            guard let bytes = scan.withBytes(text, { Base64.decode(utf8: $0) }), !bytes.isEmpty else {
-                throw PaymentTokenError(.malformedToken, "\(name) is not valid base64")
-            }
-            return bytes
+            try bytes(value, name, .base64)
         }
         func hex(_ value: TokenScanner.Value, _ name: String) throws(PaymentTokenError) -> [UInt8] {
-            guard case .string(let text) = value else {
-                throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string")
-            }
-            guard let bytes = scan.withBytes(text, { HexCoding.decode(utf8: $0) }), !bytes.isEmpty else {
-                throw PaymentTokenError(.malformedToken, "\(name) is not valid hexadecimal")
-            }
-            return bytes
+            try bytes(value, name, .hexadecimal)
         }
         let applicationData: TokenScanner.Value
         switch scan[header, .applicationData] {
@@ -247,23 +241,17 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
         guard let header = paymentData["header"]?.object else {
             throw PaymentTokenError(.malformedToken, "paymentData.header is missing or not an object")
         }
+        func bytes(_ value: TokenJSON?, _ name: String, _ encoding: TokenFieldEncoding)
+            throws(PaymentTokenError) -> [UInt8]
+        {
+            guard let text = value?.stringBytes else { throw TokenFieldEncoding.missing(name) }
+            return try encoding.bytes(encoding.decode(text), field: name)
+        }
         func base64(_ value: TokenJSON?, _ name: String) throws(PaymentTokenError) -> [UInt8] {
-            guard let text = value?.stringBytes else {
-                throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string")
-            }
-            guard let bytes = Base64.decode(utf8: text), !bytes.isEmpty else {
-                throw PaymentTokenError(.malformedToken, "\(name) is not valid base64")
-            }
-            return bytes
+            try bytes(value, name, .base64)
         }
         func hex(_ value: TokenJSON?, _ name: String) throws(PaymentTokenError) -> [UInt8] {
-            guard let text = value?.stringBytes else {
-                throw PaymentTokenError(.malformedToken, "\(name) is missing or not a string")
-            }
-            guard let bytes = HexCoding.decode(utf8: text), !bytes.isEmpty else {
-                throw PaymentTokenError(.malformedToken, "\(name) is not valid hexadecimal")
-            }
-            return bytes
+            try bytes(value, name, .hexadecimal)
         }
         self.version = version
         self.data = try base64(paymentData["data"], "paymentData.data")
@@ -348,4 +336,32 @@ public struct PaymentToken: Sendable, CustomStringConvertible {
 
     /// Names the version and the transaction only.
     public var description: String { "PaymentToken(\(version.rawValue), transaction \(transactionIdHex.prefix(16))…)" }
+}
+
+/// How a token field's text encodes its bytes, and the refusals of a field that is not what it should be: the one
+/// home of both token readers' field checks.
+enum TokenFieldEncoding {
+    case base64, hexadecimal
+
+    func decode(_ text: ArraySlice<UInt8>) -> [UInt8]? {
+        self == .base64 ? Base64.decode(utf8: text) : HexCoding.decode(utf8: text)
+    }
+
+    func decode(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        self == .base64 ? Base64.decode(utf8: text) : HexCoding.decode(utf8: text)
+    }
+
+    /// The field's decoded bytes; `malformedToken` naming the field when they are not valid (nil) or empty.
+    func bytes(_ decoded: [UInt8]?, field name: String) throws(PaymentTokenError) -> [UInt8] {
+        guard let decoded, !decoded.isEmpty else {
+            throw PaymentTokenError(
+                .malformedToken, "\(name) is not valid \(self == .base64 ? "base64" : "hexadecimal")")
+        }
+        return decoded
+    }
+
+    /// `malformedToken`: the field is missing or not a string.
+    static func missing(_ name: String) -> PaymentTokenError {
+        PaymentTokenError(.malformedToken, "\(name) is missing or not a string")
+    }
 }

@@ -42,13 +42,14 @@ final class ProcessorRoutes: Sendable {
             await self.answerAsync { () async throws(HTTPError) in try await self.createCharge(request) }
         }
         router.add(.get, "/v1/charges") { _, _ in
-            self.answer { () throws(HTTPError) in try Self.json(ChargeListEnvelope(charges: try self.ledger.charges()))
+            await self.answerAsync { () async throws(HTTPError) in
+                try Self.json(ChargeListEnvelope(charges: try await self.ledger.charges()))
             }
         }
         router.add(.get, "/v1/charges/by-idempotency-key/{key}") { _, context in
-            self.answer { () throws(HTTPError) in
+            await self.answerAsync { () async throws(HTTPError) in
                 let key = try context.parameter("key")
-                guard let charge = try self.ledger.charge(idempotencyKey: key) else {
+                guard let charge = try await self.ledger.charge(idempotencyKey: key) else {
                     throw HTTPError(
                         status: 404, code: "chargeNotFound", message: "No charge with that idempotency key.")
                 }
@@ -56,18 +57,18 @@ final class ProcessorRoutes: Sendable {
             }
         }
         router.add(.post, "/v1/charges/{reference}/void") { _, context in
-            self.answer { () throws(HTTPError) in
+            await self.answerAsync { () async throws(HTTPError) in
                 let reference = try context.parameter("reference")
-                return try Self.json(ChargeEnvelope(charge: try self.ledger.void(reference: reference)))
+                return try Self.json(ChargeEnvelope(charge: try await self.ledger.void(reference: reference)))
             }
         }
         router.add(.post, "/v1/charges/{reference}/refunds") { request, context in
-            self.answer { () throws(HTTPError) in
-                try self.createRefund(request, reference: try context.parameter("reference"))
+            await self.answerAsync { () async throws(HTTPError) in
+                try await self.createRefund(request, reference: try context.parameter("reference"))
             }
         }
         router.add(.post, "/v1/payment-methods") { request, _ in
-            self.answer { () throws(HTTPError) in try self.keepPaymentMethod(request) }
+            await self.answerAsync { () async throws(HTTPError) in try await self.keepPaymentMethod(request) }
         }
         router.add(.post, "/v1/payment-methods/{reference}/charges") { request, context in
             await self.answerAsync { () async throws(HTTPError) in
@@ -130,7 +131,7 @@ final class ProcessorRoutes: Sendable {
         let body: CreateChargeBody = try Self.decode(request)
         try Self.validate(body)
         let fault = takeFault()
-        if let earlier = try ledger.charge(idempotencyKey: body.idempotencyKey) {
+        if let earlier = try await ledger.charge(idempotencyKey: body.idempotencyKey) {
             try ProcessorLedger.checkSameRequest(earlier, amount: body.amount, currencyCode: body.currencyCode)
             return try await deliver(earlier, fault: fault)
         }
@@ -171,12 +172,12 @@ final class ProcessorRoutes: Sendable {
             declineCode: declineCode, network: method.network,
             lastFour: lastFour.count == 4 && lastFour.allSatisfy(\.isASCIIDigit) ? lastFour : nil,
             createdAt: Self.timestamp())
-        let recorded = try ledger.record(charge, rootFingerprint: body.rootFingerprint, keep: keep)
+        let recorded = try await ledger.record(charge, rootFingerprint: body.rootFingerprint, keep: keep)
         return try await deliver(recorded, fault: fault)
     }
 
     /// `POST /v1/payment-methods`: keeps a method without charging it (network and last four digits only).
-    private func keepPaymentMethod(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+    private func keepPaymentMethod(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
         let body: StorePaymentMethodBody = try Self.decode(request)
         try Self.validate(
             CreateChargeBody(
@@ -193,7 +194,7 @@ final class ProcessorRoutes: Sendable {
             createdAt: Self.timestamp())
         return try Self.json(
             PaymentMethodEnvelope(
-                paymentMethod: try ledger.keepPaymentMethod(method, rootFingerprint: body.rootFingerprint)))
+                paymentMethod: try await ledger.keepPaymentMethod(method, rootFingerprint: body.rootFingerprint)))
     }
 
     /// `POST /v1/payment-methods/{reference}/charges`: a merchant-initiated charge, idempotent by key. The test
@@ -206,11 +207,11 @@ final class ProcessorRoutes: Sendable {
                 message: "A charge needs an idempotency key, an amount above zero and an ISO 4217 currencyCode.")
         }
         let fault = takeFault()
-        if let earlier = try ledger.charge(idempotencyKey: body.idempotencyKey) {
+        if let earlier = try await ledger.charge(idempotencyKey: body.idempotencyKey) {
             try ProcessorLedger.checkSameRequest(earlier, amount: body.amount, currencyCode: body.currencyCode)
             return try await deliver(earlier, fault: fault)
         }
-        guard let method = try ledger.paymentMethod(reference: reference) else {
+        guard let method = try await ledger.paymentMethod(reference: reference) else {
             throw HTTPError(status: 404, code: "paymentMethodNotFound", message: "No kept payment method \(reference).")
         }
         let lastFour = method.lastFour ?? ""
@@ -234,7 +235,7 @@ final class ProcessorRoutes: Sendable {
             currencyCode: body.currencyCode, status: declineCode == nil ? .approved : .declined,
             declineCode: declineCode, network: method.network, lastFour: method.lastFour, createdAt: Self.timestamp(),
             paymentMethodReference: reference)
-        return try await deliver(try ledger.record(charge, rootFingerprint: nil), fault: fault)
+        return try await deliver(try await ledger.record(charge, rootFingerprint: nil), fault: fault)
     }
 
     /// Answers a committed charge, late or not at all when a fault says so.
@@ -247,7 +248,7 @@ final class ProcessorRoutes: Sendable {
         return try Self.json(ChargeEnvelope(charge: charge))
     }
 
-    private func createRefund(_ request: HTTPRequest, reference: String) throws(HTTPError) -> HTTPResponse {
+    private func createRefund(_ request: HTTPRequest, reference: String) async throws(HTTPError) -> HTTPResponse {
         let body: CreateRefundBody = try Self.decode(request)
         guard body.amount > 0, ProcessorKey.isValid(body.idempotencyKey) else {
             throw HTTPError(
@@ -256,7 +257,7 @@ final class ProcessorRoutes: Sendable {
                     "A refund needs an amount above zero and an idempotency key of 1 to 255 of A-Z a-z 0-9 . _ ~ : -.")
         }
         return try Self.json(
-            ledger.refund(
+            await ledger.refund(
                 reference: reference, amount: body.amount,
                 idempotencyKey: body.idempotencyKey, newReference: Self.newReference("prf_"),
                 createdAt: Self.timestamp()))

@@ -75,7 +75,9 @@ public final class ProcessorServer: Sendable {
             // Its clients are a few merchant servers, each with many connections from one address: no per-client
             // connection limit.
             server = try HTTPServer.start(
-                configuration: .init(host: configuration.host, port: configuration.port, perClientConnectionLimit: 0),
+                configuration: .init(
+                    host: configuration.host, port: configuration.port, connectionLimit: 4096,
+                    perClientConnectionLimit: 0),
                 responder: responder)
         } catch {
             throw ProcessorServiceError(.cannotListen, "\(error)")

@@ -19,6 +19,11 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
     /// `.blob`, or `.null` for `nil`.
     public init(_ value: Data?) { self = value.map { .blob($0) } ?? .null }
 
+    /// The payload of an `.integer`, `.text` or `.blob` (nil for another kind).
+    var integerPayload: Int64? { if case .integer(let value) = self { value } else { nil } }
+    var textPayload: String? { if case .text(let value) = self { value } else { nil } }
+    var blobPayload: Data? { if case .blob(let value) = self { value } else { nil } }
+
     /// Describes the kind and size only, so that bound secrets never reach a log through a value.
     public var description: String {
         switch self {
@@ -61,47 +66,46 @@ public struct Row: Sendable, Hashable {
 
     /// An INTEGER column. - Throws: ``SQLiteError/Code/typeMismatch`` for another type or NULL.
     public func int64(_ column: String) throws(SQLiteError) -> Int64 {
-        guard case .integer(let value) = try value(column) else { throw mismatch(column, "an integer") }
-        return value
+        try required(column, "an integer") { $0.integerPayload }
     }
 
     /// An INTEGER column or NULL.
     public func optionalInt64(_ column: String) throws(SQLiteError) -> Int64? {
-        switch try value(column) {
-        case .integer(let value): return value
-        case .null: return nil
-        default: throw mismatch(column, "an integer or NULL")
-        }
+        try optional(column, "an integer or NULL") { $0.integerPayload }
     }
 
     /// A TEXT column. - Throws: ``SQLiteError/Code/typeMismatch`` for another type or NULL.
     public func string(_ column: String) throws(SQLiteError) -> String {
-        guard case .text(let value) = try value(column) else { throw mismatch(column, "text") }
-        return value
+        try required(column, "text") { $0.textPayload }
     }
 
     /// A TEXT column or NULL.
     public func optionalString(_ column: String) throws(SQLiteError) -> String? {
-        switch try value(column) {
-        case .text(let value): return value
-        case .null: return nil
-        default: throw mismatch(column, "text or NULL")
-        }
+        try optional(column, "text or NULL") { $0.textPayload }
     }
 
     /// A BLOB column. - Throws: ``SQLiteError/Code/typeMismatch`` for another type or NULL.
     public func data(_ column: String) throws(SQLiteError) -> Data {
-        guard case .blob(let value) = try value(column) else { throw mismatch(column, "a blob") }
-        return value
+        try required(column, "a blob") { $0.blobPayload }
     }
 
     /// A BLOB column or NULL.
     public func optionalData(_ column: String) throws(SQLiteError) -> Data? {
-        switch try value(column) {
-        case .blob(let value): return value
-        case .null: return nil
-        default: throw mismatch(column, "a blob or NULL")
-        }
+        try optional(column, "a blob or NULL") { $0.blobPayload }
+    }
+
+    /// What `read` takes from the column's value; `typeMismatch` naming `expected` when it takes nothing.
+    private func required<T>(_ column: String, _ expected: String, _ read: (Value) -> T?) throws(SQLiteError) -> T {
+        guard let value = read(try value(column)) else { throw mismatch(column, expected) }
+        return value
+    }
+
+    /// `nil` for NULL, else what `read` takes from the column's value; `typeMismatch` naming `expected` otherwise.
+    private func optional<T>(_ column: String, _ expected: String, _ read: (Value) -> T?) throws(SQLiteError) -> T? {
+        let value = try value(column)
+        if case .null = value { return nil }
+        guard let read = read(value) else { throw mismatch(column, expected) }
+        return read
     }
 
     private func mismatch(_ column: String, _ expected: String) -> SQLiteError {

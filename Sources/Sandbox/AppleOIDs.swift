@@ -29,13 +29,7 @@ public enum MerchantIdentifier {
     /// name of letters, digits, `.` and `-`, at most 255 characters.
     /// - Throws: `SandboxError.Code.invalidMerchantIdentifier` saying what is wrong.
     public static func validate(_ identifier: String) throws {
-        let allowed = identifier.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == 0x2E || byte == 0x2D
-        }
-        guard identifier.hasPrefix("merchant."), identifier.count > "merchant.".count, identifier.utf8.count <= 255,
-            allowed, !identifier.hasSuffix("."), !identifier.contains("..")
-        else {
+        guard isReverseDNSIdentifier(identifier, prefix: "merchant.") else {
             throw SandboxError(
                 .invalidMerchantIdentifier,
                 "'\(identifier.prefix(80))' is not a merchant identifier: use 'merchant.' and a reverse-DNS name of letters, digits, '.' and '-', e.g. merchant.com.example.shop"
@@ -58,24 +52,13 @@ func hex(_ data: Data, uppercase: Bool = false) -> String {
     uppercase ? lowercaseHex(data).uppercased() : lowercaseHex(data)
 }
 
-/// Bytes of a hexadecimal text (either case), or nil when it is not an even number of hex digits.
-func bytes(fromHex text: String) -> Data? {
-    let utf8 = Array(text.utf8)
-    guard utf8.count % 2 == 0 else { return nil }
-    func value(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
+/// Whether `identifier` is `prefix` followed by a reverse-DNS style name of letters, digits, `.` and `-` (no empty
+/// part), at most 255 bytes in all: the form Apple's developer portal accepts for merchant and order type identifiers.
+func isReverseDNSIdentifier(_ identifier: String, prefix: String) -> Bool {
+    let allowed = identifier.utf8.allSatisfy { byte in
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+            || byte == 0x2E || byte == 0x2D
     }
-    var out = Data(capacity: utf8.count / 2)
-    var index = 0
-    while index < utf8.count {
-        guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
-        out.append(high << 4 | low)
-        index += 2
-    }
-    return out
+    return identifier.hasPrefix(prefix) && identifier.count > prefix.count && identifier.utf8.count <= 255 && allowed
+        && !identifier.hasSuffix(".") && !identifier.contains("..")
 }

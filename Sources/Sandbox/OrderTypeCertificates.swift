@@ -7,13 +7,7 @@ public enum OrderTypeIdentifier {
     /// Checks the form Apple's portal accepts: `order.` and a reverse-DNS name of letters, digits, '.' and '-'.
     /// - Throws: `SandboxError.Code.invalidMerchantIdentifier` naming the identifier.
     public static func validate(_ identifier: String) throws {
-        let allowed = identifier.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == 0x2E || byte == 0x2D
-        }
-        guard identifier.hasPrefix("order."), identifier.count > "order.".count, identifier.utf8.count <= 255,
-            allowed, !identifier.hasSuffix("."), !identifier.contains("..")
-        else {
+        guard isReverseDNSIdentifier(identifier, prefix: "order.") else {
             throw SandboxError(
                 .invalidMerchantIdentifier,
                 "'\(identifier.prefix(80))' is not an order type identifier: use 'order.' and a reverse-DNS name, e.g. order.com.example.shop"

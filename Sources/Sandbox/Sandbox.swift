@@ -294,27 +294,20 @@ public final class Sandbox: Sendable {
                 throw SandboxError(.invalidFile, "cannot read \(url.path)", path: url.path)
             }
         }
+        /// What `parse` makes of file `name`; `invalidFile` ("`name` is not `what`") when it throws.
+        func parsed<T>(_ name: String, _ what: String, _ parse: (String) throws -> T) throws -> T {
+            do {
+                return try parse(try text(name))
+            } catch let error as SandboxError {
+                throw error
+            } catch {
+                throw SandboxError(
+                    .invalidFile, "\(name) is not \(what)", path: folder.appendingPathComponent(name).path)
+            }
+        }
         func credential(_ certificateName: String, _ keyName: String) throws -> SandboxAuthority.Credential {
-            let certificate: Certificate
-            let key: PrivateKey
-            do {
-                certificate = try Certificate(pem: try text(certificateName))
-            } catch let error as SandboxError {
-                throw error
-            } catch {
-                throw SandboxError(
-                    .invalidFile, "\(certificateName) is not a PEM certificate",
-                    path: folder.appendingPathComponent(certificateName).path)
-            }
-            do {
-                key = try PrivateKey(pem: try text(keyName))
-            } catch let error as SandboxError {
-                throw error
-            } catch {
-                throw SandboxError(
-                    .invalidFile, "\(keyName) is not a PEM private key",
-                    path: folder.appendingPathComponent(keyName).path)
-            }
+            let certificate = try parsed(certificateName, "a PEM certificate") { try Certificate(pem: $0) }
+            let key = try parsed(keyName, "a PEM private key") { try PrivateKey(pem: $0) }
             do {
                 return try SandboxAuthority.Credential(certificate: certificate, privateKey: key)
             } catch {
@@ -325,15 +318,8 @@ public final class Sandbox: Sendable {
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        let configuration: Configuration
-        do {
-            configuration = try decoder.decode(Configuration.self, from: Data(try text(File.configuration).utf8))
-        } catch let error as SandboxError {
-            throw error
-        } catch {
-            throw SandboxError(
-                .invalidFile, "\(File.configuration) is not a sandbox configuration",
-                path: folder.appendingPathComponent(File.configuration).path)
+        let configuration = try parsed(File.configuration, "a sandbox configuration") {
+            try decoder.decode(Configuration.self, from: Data($0.utf8))
         }
         guard configuration.format == 1 else {
             throw SandboxError(

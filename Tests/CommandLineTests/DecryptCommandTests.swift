@@ -170,9 +170,7 @@ struct DecryptCommandTests {
             ["decrypt", "token.json", "--merchant-key", "k.pem", "--merchant-id", "m", "--bogus"],
         ])
     func usageErrors(arguments: [String]) async throws {
-        let result = try await CommandLineTool.run(arguments)
-        #expect(result.status == 64)
-        #expect(result.standardError.contains("USAGE:"))
+        try await expectUsageError(arguments)
     }
 
     @Test("bench decrypt mints its own tokens and reports a rate")

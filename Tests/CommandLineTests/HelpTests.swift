@@ -1,6 +1,13 @@
 import TestSupport
 import Testing
 
+/// Runs the tool with `arguments` and expects a usage error: exit 64, the usage on standard error.
+func expectUsageError(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let result = try await CommandLineTool.run(arguments)
+    #expect(result.status == 64, sourceLocation: sourceLocation)
+    #expect(result.standardError.contains("USAGE:"), sourceLocation: sourceLocation)
+}
+
 @Suite("applepay --help and usage errors")
 struct HelpTests {
     @Test("--help prints the overview and exits 0")
@@ -13,9 +20,7 @@ struct HelpTests {
 
     @Test("an unknown subcommand is a usage error: exit 64")
     func unknownSubcommand() async throws {
-        let result = try await CommandLineTool.run(["no-such-command"])
-        #expect(result.status == 64)
-        #expect(result.standardError.contains("USAGE:"))
+        try await expectUsageError(["no-such-command"])
     }
 
     @Test("no arguments at all is a usage error: exit 64")

@@ -67,6 +67,16 @@ struct KillTests {
             return (id, body)
         }
 
+        /// Posts the payment `body` for the checkout with curl, which waits up to 60 s for the answer.
+        static func pay(_ url: String, _ checkoutID: String, _ body: String) async throws -> ToolResult {
+            try await Subprocess.run(
+                "curl",
+                [
+                    "-s", "--max-time", "60", "-X", "POST", url + "/v1/checkouts/\(checkoutID)/payment", "-H",
+                    "Content-Type: application/json", "--data-binary", body,
+                ])
+        }
+
         static func curlJSON(_ arguments: [String]) async throws -> [String: Any] {
             let result = try await Subprocess.run("curl", ["-s", "--max-time", "60"] + arguments)
             let object = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
@@ -107,12 +117,7 @@ struct KillTests {
         var merchant = try await setup.merchant(processor: processorURL)
         let firstURL = try #require(merchant.baseURL)
         let (checkoutID, body) = try await setup.checkoutAndPayment(firstURL)
-        async let answer = Subprocess.run(
-            "curl",
-            [
-                "-s", "--max-time", "60", "-X", "POST", firstURL + "/v1/checkouts/\(checkoutID)/payment", "-H",
-                "Content-Type: application/json", "--data-binary", body,
-            ])
+        async let answer = Setup.pay(firstURL, checkoutID, body)
         try await Setup.waitForCharge(processorURL)
         await merchant.killAbruptly()
         _ = try await answer  // the client saw the connection die: no acknowledgement
@@ -143,12 +148,7 @@ struct KillTests {
         let merchant = try await setup.merchant(processor: processorURL)
         let url = try #require(merchant.baseURL)
         let (checkoutID, body) = try await setup.checkoutAndPayment(url)
-        async let answer = Subprocess.run(
-            "curl",
-            [
-                "-s", "--max-time", "60", "-X", "POST", url + "/v1/checkouts/\(checkoutID)/payment", "-H",
-                "Content-Type: application/json", "--data-binary", body,
-            ])
+        async let answer = Setup.pay(url, checkoutID, body)
         try await Setup.waitForCharge(processorURL)
         await processor.killAbruptly()
         let reply = try await answer

@@ -11,18 +11,7 @@ final class FlakyMerchant: Sendable {
     private init(failures: Int, logPath: String) throws {
         let script = Repository.root.appendingPathComponent("Tests/CommandLineTests/python/flaky_merchant.py").path
         _ = FileManager.default.createFile(atPath: logPath, contents: Data())
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, String(failures), logPath]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-            line.append(byte)
-        }
-        guard let port = UInt16(String(decoding: line, as: UTF8.self)) else {
-            process.terminate()
+        guard let (process, port) = try PortPrintingScript.launch(script, [String(failures), logPath]) else {
             throw ExternalToolFailure(description: "flaky_merchant.py did not start")
         }
         self.port = port

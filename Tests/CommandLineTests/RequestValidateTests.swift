@@ -93,9 +93,7 @@ struct RequestValidateTests {
             ["request", "validate", "--strict", "a.json"], ["request"],
         ])
     func usage(arguments: [String]) async throws {
-        let result = try await CommandLineTool.run(arguments)
-        #expect(result.status == 64)
-        #expect(result.standardError.contains("USAGE:"))
+        try await expectUsageError(arguments)
     }
 
     @Test("--help documents the output and every exit status")

@@ -18,6 +18,31 @@ struct PrimitiveTests {
             Digest.sha256([UInt8]()).hexString == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
+    @Test("HMAC-SHA256 known answers (RFC 4231 test cases 1, 2, 6 and 7) and the empty key and message")
+    func hmacSHA256() throws {
+        let caseOne = try HMAC.sha256(
+            key: Data(repeating: 0x0b, count: 20), message: Data("Hi There".utf8))
+        #expect(caseOne.hexString == "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
+        let caseTwo = try HMAC.sha256(key: Data("Jefe".utf8), message: Data("what do ya want for nothing?".utf8))
+        #expect(caseTwo.hexString == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        // A key longer than the block (131 bytes) is hashed first.
+        let longKey = Data(repeating: 0xaa, count: 131)
+        let caseSix = try HMAC.sha256(
+            key: longKey, message: Data("Test Using Larger Than Block-Size Key - Hash Key First".utf8))
+        #expect(caseSix.hexString == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+        let caseSeven = try HMAC.sha256(
+            key: longKey,
+            message: Data(
+                ("This is a test using a larger than block-size key and a larger than block-size data. The key needs"
+                    + " to be hashed before being used by the HMAC algorithm.").utf8))
+        #expect(caseSeven.hexString == "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2")
+        // HMAC-SHA256 with an empty key of an empty message (as `openssl dgst -sha256 -hmac ''` gives it).
+        #expect(
+            try HMAC.sha256(key: Data(), message: Data()).hexString
+                == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        #expect(try HMAC.sha256(key: [UInt8](), message: [UInt8]()) == HMAC.sha256(key: Data(), message: Data()))
+    }
+
     @Test("AES-GCM known answers (GCM specification test cases 2, 13 and 14)")
     func aesGCMKnownAnswers() throws {
         let iv12 = Data(count: 12)

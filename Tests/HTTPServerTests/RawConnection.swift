@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -13,14 +14,8 @@ final class RawConnection {
 
     /// Connects to 127.0.0.1:`port`, from `source` (another loopback address such as 127.0.0.2) when given.
     init(port: UInt16, from source: String? = nil) throws {
-        #if canImport(Glibc)
-            socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-            socketDescriptor = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
+        socketDescriptor = LoopbackSocket.open()
         guard socketDescriptor >= 0 else { throw Failure(message: "socket") }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(socketDescriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         if let source {
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)
@@ -32,18 +27,9 @@ final class RawConnection {
             }
             guard bound == 0 else { throw Failure(message: "bind \(source)") }
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
         // On failure the descriptor is closed by deinit (which runs for a fully initialised object): closing it
         // here too would close whatever socket reused the number meanwhile.
-        guard result == 0 else { throw Failure(message: "connect") }
+        guard LoopbackSocket.connect(socketDescriptor, port: port) else { throw Failure(message: "connect") }
     }
 
     deinit { close(socketDescriptor) }

@@ -136,25 +136,27 @@ struct HTTPPaymentProcessorTests {
 
     @Test("cancelling the calling task ends the call early with an unknown outcome")
     func cancellation() async throws {
-        let service = try Service()
-        try service.server.arm(FaultBody(kind: .delay, count: 1, seconds: 20))
-        let processor = service.processor
-        let clock = ContinuousClock()
-        let start = clock.now
-        let task = Task { () async -> ProcessorError? in
-            do throws(ProcessorError) {
-                _ = try await processor.charge(request(key: "f-cancel"))
-                return nil
-            } catch {
-                return error
+        try await onTestThreads {
+            let service = try Service()
+            try service.server.arm(FaultBody(kind: .delay, count: 1, seconds: 20))
+            let processor = service.processor
+            let clock = ContinuousClock()
+            let start = clock.now
+            let task = Task(executorPreference: TestThreads.shared) { () async -> ProcessorError? in
+                do throws(ProcessorError) {
+                    _ = try await processor.charge(request(key: "f-cancel"))
+                    return nil
+                } catch {
+                    return error
+                }
             }
+            try await Task.sleep(for: .milliseconds(300))
+            task.cancel()
+            let error = await task.value
+            #expect(error?.code == .timeout)
+            #expect(clock.now - start < .seconds(15))
+            await service.stop()
         }
-        try await Task.sleep(for: .milliseconds(300))
-        task.cancel()
-        let error = await task.value
-        #expect(error?.code == .timeout)
-        #expect(clock.now - start < .seconds(15))
-        await service.stop()
     }
 
     @Test("no service listening is unreachable (unknown); the error never shows the PAN")

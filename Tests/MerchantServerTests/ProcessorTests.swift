@@ -14,8 +14,21 @@ func testToken(pan: String = "4817499999010019", network: String = "Visa") -> Ne
         network: network)
 }
 
+/// A test processor that only charges: it keeps no charges to look up, void or refund.
+protocol ChargeOnlyProcessor: PaymentProcessor {}
+
+extension ChargeOnlyProcessor {
+    func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? { nil }
+    func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
+        throw ProcessorError(.chargeNotFound, reference)
+    }
+    func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
+        -> ProcessorRefund
+    { throw ProcessorError(.chargeNotFound, reference) }
+}
+
 /// A processor that answers `answer` after `delay`, ignoring task cancellation (a badly behaved client library).
-struct StubbornProcessor: PaymentProcessor {
+struct StubbornProcessor: ChargeOnlyProcessor {
     let name = "stubborn"
     let delay: Double
     let answer: ChargeOutcome
@@ -26,28 +39,14 @@ struct StubbornProcessor: PaymentProcessor {
         }
         return answer
     }
-    func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? { nil }
-    func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
-        throw ProcessorError(.chargeNotFound, reference)
-    }
-    func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
-        -> ProcessorRefund
-    { throw ProcessorError(.chargeNotFound, reference) }
 }
 
 /// A processor that throws.
-struct ThrowingProcessor: PaymentProcessor {
+struct ThrowingProcessor: ChargeOnlyProcessor {
     let name = "throwing"
     func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
         throw ProcessorError(.unreachable, "throwing: connection refused")
     }
-    func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? { nil }
-    func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
-        throw ProcessorError(.chargeNotFound, reference)
-    }
-    func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
-        -> ProcessorRefund
-    { throw ProcessorError(.chargeNotFound, reference) }
 }
 
 /// `amount` minor units of US dollars.

@@ -60,6 +60,22 @@ struct ServerConfigurationTests {
         #expect(try Self.load(["processor": ["url": "http://127.0.0.1:9"]]).processor.kind == "http")
     }
 
+    @Test("a webhook secret file belongs to the kinds whose provider signs with it; an empty one is refused")
+    func webhookSecretFiles() {
+        let wrongKind = Self.problems([
+            "processor": [
+                "kind": "http", "url": "https://processor.internal:9090", "webhookSecretFile": "stripe.secret",
+                "webhookHMACKeyFile": "adyen.hmac",
+            ]
+        ])
+        #expect(wrongKind.map(\.path).sorted() == ["processor.webhookHMACKeyFile", "processor.webhookSecretFile"])
+        #expect(wrongKind.allSatisfy { $0.code == .invalidProcessor })
+        let empty = Self.problems(["processor": ["webhookHMACKeyFile": ""]])
+        #expect(empty.map(\.path) == ["processor.webhookHMACKeyFile"])
+        #expect(empty.first?.code == .malformed)
+        #expect(Self.problems(["processor": ["webhookSecretFile": 7]]).map(\.path) == ["processor.webhookSecretFile"])
+    }
+
     @Test("every problem in the server and processor sections is reported at once, each with its path")
     func everyProblem() {
         let problems = Self.problems([

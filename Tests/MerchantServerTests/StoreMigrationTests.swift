@@ -102,6 +102,13 @@ struct StoreMigrationTests {
                         declineCode: nil, dueAt: clock.now(), chargedAt: clock.now()))
                 _ = try await store.recordTokenEvent(
                     eventID: "event-\(index)", eventType: "UPDATED_METADATA", merchantTokenIdentifier: "DNITHE\(index)")
+            case 8:
+                // A provider's webhook opened a dispute (a provider_events row and a disputes row).
+                _ = try await store.apply(
+                    ProviderEvent(
+                        provider: "stripe", id: "evt_\(index)", kind: .disputeOpened, paymentReference: "ch_\(index)",
+                        reference: "dp_\(index)", amount: 100, currencyCode: "USD", reason: "fraudulent"),
+                    settlingPendingBefore: clock.now())
             default: break
             }
         }
@@ -150,7 +157,7 @@ struct StoreMigrationTests {
 
     static let tables = [
         "checkouts", "orders", "payments", "refunds", "events", "fulfillments", "device_registrations",
-        "subscriptions", "subscription_charges", "merchant_token_events",
+        "subscriptions", "subscription_charges", "merchant_token_events", "provider_events", "disputes",
     ]
 
     /// JSON with sorted keys: two answers compare equal when they mean the same.

@@ -196,31 +196,34 @@ final class RecordingMerchant: PaymentSheetDelegate {
     }
 
     func didSelectShippingContact(_ contact: Contact) async throws -> ShippingContactUpdate {
-        log.withLock { $0.contacts.append(contact) }
-        try await arrive("shippingcontactselected")
-        return answers.shippingContact(contact)
+        try await answer("shippingcontactselected", contact, recordedIn: \.contacts, answers.shippingContact)
     }
 
     func didSelectShippingMethod(_ method: ShippingMethod) async throws -> ShippingMethodUpdate {
-        try await arrive("shippingmethodselected")
-        return answers.shippingMethod(method)
+        try await answer("shippingmethodselected", method, answers.shippingMethod)
     }
 
     func didSelectPaymentMethod(_ paymentMethod: PaymentMethod) async throws -> PaymentMethodUpdate {
-        log.withLock { $0.paymentMethods.append(paymentMethod) }
-        try await arrive("paymentmethodselected")
-        return answers.paymentMethod(paymentMethod)
+        try await answer(
+            "paymentmethodselected", paymentMethod, recordedIn: \.paymentMethods, answers.paymentMethod)
     }
 
     func didChangeCouponCode(_ couponCode: String) async throws -> CouponCodeUpdate {
-        try await arrive("couponcodechanged")
-        return answers.coupon(couponCode)
+        try await answer("couponcodechanged", couponCode, answers.coupon)
     }
 
     func didAuthorizePayment(_ payment: Payment) async throws -> PaymentAuthorizationResult {
-        log.withLock { $0.payments.append(payment) }
-        try await arrive("paymentauthorized")
-        return answers.authorization(payment)
+        try await answer("paymentauthorized", payment, recordedIn: \.payments, answers.authorization)
+    }
+
+    /// Records `value` (in `list`, when given) and the event, waits as the test asked, then gives the test's answer.
+    private func answer<Value, Answer>(
+        _ event: String, _ value: Value, recordedIn list: WritableKeyPath<Log, [Value]>? = nil,
+        _ answer: (Value) -> Answer
+    ) async throws -> Answer {
+        if let list { log.withLock { $0[keyPath: list].append(value) } }
+        try await arrive(event)
+        return answer(value)
     }
 
     func didFinish(_ outcome: SessionOutcome) async {

@@ -200,6 +200,28 @@ struct CraftedSignature {
         attributes = Self.standardAttributes(content: content, signingTime: signingTime)
     }
 
+    /// A signature of `content` by a new leaf (carrying the leaf marker) that `issuer` issues, with the leaf and then
+    /// `chain` embedded.
+    static func byNewLeaf(
+        _ name: String, issuer: Certificate, issuerKey: PrivateKey, chain: [Certificate], authority: CraftAuthority,
+        content: Data
+    ) async throws -> Data {
+        let leafKey = try PrivateKey.generate(.p256)
+        let leaf = try CraftAuthority.issue(
+            name, key: leafKey, by: issuer, issuerKey: issuerKey, markers: [ApplePayOID.leafMarker])
+        return try await by(leaf, key: leafKey, certificates: [leaf] + chain, authority: authority, content: content)
+    }
+
+    /// A signature of `content` by `signer` with `key`, embedding `certificates` (in that order).
+    static func by(
+        _ signer: Certificate, key: PrivateKey, certificates: [Certificate], authority: CraftAuthority, content: Data
+    ) async throws -> Data {
+        var crafted = CraftedSignature(authority: authority, content: content)
+        crafted.certificates = certificates
+        crafted.signerIdentifier = issuerAndSerial(of: signer)
+        return try await crafted.encode(signingKey: key)
+    }
+
     /// The signed attributes as the signature covers them (tag SET).
     var signedAttributesDER: [UInt8] { DER.set(attributes) }
 
@@ -291,6 +313,19 @@ struct AdversarialCMSTests {
         -> PaymentTokenVerification
     {
         try authority.verifier().verify(jsonData: token.json(signature: signature))
+    }
+
+    /// Expects `code` from verifying `base` with `change` applied, signed by the authority's leaf key.
+    static func expectRefusal(
+        _ code: PaymentTokenError.Code, _ base: CraftedSignature, changedBy change: (inout CraftedSignature) -> Void,
+        _ authority: CraftAuthority, _ token: CraftedToken, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        var craft = base
+        change(&craft)
+        let signed = craft
+        await expectCode(code, sourceLocation: sourceLocation) {
+            try verify(authority, token, try await signed.encode(signingKey: authority.leafKey))
+        }
     }
 
     @Test("the crafted signature itself is accepted (the baseline every other test alters one thing of)")
@@ -441,43 +476,28 @@ struct AdversarialCMSTests {
         let plain = try CraftAuthority.issue(
             "plain CA", key: plainKey, by: authority.root, issuerKey: authority.rootKey,
             constraints: .certificateAuthority(pathLength: 0))
-        let leafKey = try PrivateKey.generate(.p256)
-        let leaf = try CraftAuthority.issue(
-            "leaf under plain", key: leafKey, by: plain, issuerKey: plainKey, markers: [ApplePayOID.leafMarker])
-        var underPlain = CraftedSignature(authority: authority, content: token.signedContent)
-        underPlain.certificates = [leaf, plain, authority.intermediate]
-        underPlain.signerIdentifier = issuerAndSerial(of: leaf)
-        await expectCode(.missingAppleExtension) {
-            try Self.verify(authority, token, try await underPlain.encode(signingKey: leafKey))
-        }
+        let underPlain = try await CraftedSignature.byNewLeaf(
+            "leaf under plain", issuer: plain, issuerKey: plainKey, chain: [plain, authority.intermediate],
+            authority: authority, content: token.signedContent)
+        expectCode(.missingAppleExtension) { try Self.verify(authority, token, underPlain) }
         // An intermediate with .2.14 that is not a CA.
         let notCAKey = try PrivateKey.generate(.p256)
         let notCA = try CraftAuthority.issue(
             "not a CA", key: notCAKey, by: authority.root, issuerKey: authority.rootKey, constraints: .endEntity,
             markers: [ApplePayOID.intermediateMarker])
-        let leaf2Key = try PrivateKey.generate(.p256)
-        let leaf2 = try CraftAuthority.issue(
-            "leaf under not-CA", key: leaf2Key, by: notCA, issuerKey: notCAKey, markers: [ApplePayOID.leafMarker])
-        var underNotCA = CraftedSignature(authority: authority, content: token.signedContent)
-        underNotCA.certificates = [leaf2, notCA]
-        underNotCA.signerIdentifier = issuerAndSerial(of: leaf2)
-        await expectCode(.untrustedCertificateChain) {
-            try Self.verify(authority, token, try await underNotCA.encode(signingKey: leaf2Key))
-        }
+        let underNotCA = try await CraftedSignature.byNewLeaf(
+            "leaf under not-CA", issuer: notCA, issuerKey: notCAKey, chain: [notCA], authority: authority,
+            content: token.signedContent)
+        expectCode(.untrustedCertificateChain) { try Self.verify(authority, token, underNotCA) }
         // pathLength 0 on the intermediate, and a second CA under it that issues the leaf.
         let subKey = try PrivateKey.generate(.p256)
         let sub = try CraftAuthority.issue(
             "sub CA", key: subKey, by: authority.intermediate, issuerKey: authority.intermediateKey,
             constraints: .certificateAuthority(pathLength: nil), markers: [ApplePayOID.intermediateMarker])
-        let leaf3Key = try PrivateKey.generate(.p256)
-        let leaf3 = try CraftAuthority.issue(
-            "leaf under sub", key: leaf3Key, by: sub, issuerKey: subKey, markers: [ApplePayOID.leafMarker])
-        var tooDeep = CraftedSignature(authority: authority, content: token.signedContent)
-        tooDeep.certificates = [leaf3, sub, authority.intermediate]
-        tooDeep.signerIdentifier = issuerAndSerial(of: leaf3)
-        await expectCode(.untrustedCertificateChain) {
-            try Self.verify(authority, token, try await tooDeep.encode(signingKey: leaf3Key))
-        }
+        let tooDeep = try await CraftedSignature.byNewLeaf(
+            "leaf under sub", issuer: sub, issuerKey: subKey, chain: [sub, authority.intermediate],
+            authority: authority, content: token.signedContent)
+        expectCode(.untrustedCertificateChain) { try Self.verify(authority, token, tooDeep) }
         // A look-alike root (same name, another key) with its own intermediate and leaf, all embedded.
         let fakeRootKey = try PrivateKey.generate(.p256)
         let fakeRoot = try CraftAuthority.selfSignedRoot(key: fakeRootKey, name: "Craft Root CA")
@@ -486,16 +506,10 @@ struct AdversarialCMSTests {
         let fakeIntermediate = try CraftAuthority.issue(
             "Craft Integration CA", key: fakeIntermediateKey, by: fakeRoot, issuerKey: fakeRootKey,
             constraints: .certificateAuthority(pathLength: 0), markers: [ApplePayOID.intermediateMarker])
-        let fakeLeafKey = try PrivateKey.generate(.p256)
-        let fakeLeaf = try CraftAuthority.issue(
-            "craft-smp-broker-sign", key: fakeLeafKey, by: fakeIntermediate, issuerKey: fakeIntermediateKey,
-            markers: [ApplePayOID.leafMarker])
-        var lookAlike = CraftedSignature(authority: authority, content: token.signedContent)
-        lookAlike.certificates = [fakeLeaf, fakeIntermediate, fakeRoot]
-        lookAlike.signerIdentifier = issuerAndSerial(of: fakeLeaf)
-        await expectCode(.untrustedCertificateChain) {
-            try Self.verify(authority, token, try await lookAlike.encode(signingKey: fakeLeafKey))
-        }
+        let lookAlike = try await CraftedSignature.byNewLeaf(
+            "craft-smp-broker-sign", issuer: fakeIntermediate, issuerKey: fakeIntermediateKey,
+            chain: [fakeIntermediate, fakeRoot], authority: authority, content: token.signedContent)
+        expectCode(.untrustedCertificateChain) { try Self.verify(authority, token, lookAlike) }
         // A self-signed certificate carrying both markers, even when the caller trusts it as a root.
         let selfKey = try PrivateKey.generate(.p256)
         var selfBuilder = CertificateBuilder(
@@ -528,12 +542,7 @@ struct AdversarialCMSTests {
         let base = CraftedSignature(authority: authority, content: token.signedContent)
         let (contentType, signingTime, messageDigest) = (base.attributes[0], base.attributes[1], base.attributes[2])
         func check(_ code: PaymentTokenError.Code, _ change: (inout CraftedSignature) -> Void) async {
-            var craft = base
-            change(&craft)
-            let signed = craft
-            await expectCode(code) {
-                try Self.verify(authority, token, try await signed.encode(signingKey: authority.leafKey))
-            }
+            await Self.expectRefusal(code, base, changedBy: change, authority, token)
         }
         await check(.malformedSignature) { $0.attributes = [contentType, signingTime] }
         await check(.malformedSignature) { $0.attributes = [contentType, signingTime, messageDigest, messageDigest] }
@@ -598,11 +607,10 @@ struct AdversarialCMSTests {
         let token = try CraftedToken()
         let verifier = try PaymentTokenVerifier(now: { CraftAuthority.epoch })
         for certificates in [[leaf, intermediate], [leaf, intermediate, fakeRoot], [fakeRoot, intermediate, leaf]] {
-            var craft = CraftedSignature(
-                authority: try CraftAuthority(), content: token.signedContent)
-            craft.certificates = certificates
-            craft.signerIdentifier = issuerAndSerial(of: leaf)
-            let json = try token.json(signature: try await craft.encode(signingKey: leafKey))
+            let signature = try await CraftedSignature.by(
+                leaf, key: leafKey, certificates: certificates, authority: try CraftAuthority(),
+                content: token.signedContent)
+            let json = try token.json(signature: signature)
             expectCode(.untrustedCertificateChain) { try verifier.verify(jsonData: json) }
         }
     }
@@ -637,9 +645,7 @@ struct AdversarialCMSTests {
         let verifier = try authority.verifier(now: CraftAuthority.epoch)
         for offset in [-301.0, 301] {
             let time = CraftAuthority.epoch + offset
-            var craft = base
-            craft.attributes[1] = CraftedSignature.attribute(OIDs.signingTime, DER.utcTime(time))
-            let json = try token.json(signature: try await craft.encode(signingKey: authority.leafKey))
+            let json = try await signed(DER.utcTime(time))
             expectCode(.signingTimeOutOfRange) { try verifier.verify(jsonData: json) }
         }
     }
@@ -650,12 +656,7 @@ struct AdversarialCMSTests {
         let token = try CraftedToken()
         let base = CraftedSignature(authority: authority, content: token.signedContent)
         func check(_ code: PaymentTokenError.Code, _ change: (inout CraftedSignature) -> Void) async {
-            var craft = base
-            change(&craft)
-            let signed = craft
-            await expectCode(code) {
-                try Self.verify(authority, token, try await signed.encode(signingKey: authority.leafKey))
-            }
+            await Self.expectRefusal(code, base, changedBy: change, authority, token)
         }
         await check(.malformedSignature) { $0.digestAlgorithm = DER.algorithm(OIDs.sha384) }
         await check(.malformedSignature) { $0.digestAlgorithm = DER.algorithm("1.3.14.3.2.26") }

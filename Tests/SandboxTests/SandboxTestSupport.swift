@@ -36,6 +36,20 @@ enum ToolRunner {
         try await run("openssl", arguments, input: input)
     }
 
+    /// `openssl cms -verify` of a detached DER `signature` over `content` against the sandbox root; the files it
+    /// reads are written to `folder`.
+    static func opensslVerify(_ signature: Data, _ content: Data, sandbox: Sandbox, in folder: TemporaryDirectory)
+        async throws -> Result
+    {
+        try signature.write(to: folder.url.appendingPathComponent("signature.der"))
+        try content.write(to: folder.url.appendingPathComponent("content.bin"))
+        return try await openssl([
+            "cms", "-verify", "-binary", "-inform", "DER", "-in", folder.path("signature.der"), "-content",
+            folder.path("content.bin"), "-CAfile", sandbox.folder.appendingPathComponent(Sandbox.File.root).path,
+            "-purpose", "any", "-out", "/dev/null",
+        ])
+    }
+
     /// The independent Python implementation in `Tests/SandboxTests/python/independent_applepay.py`.
     static func python(_ arguments: [String]) async throws -> Result {
         let script = Repository.root.appendingPathComponent("Tests/SandboxTests/python/independent_applepay.py").path

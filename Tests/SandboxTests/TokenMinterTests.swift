@@ -71,13 +71,7 @@ struct TokenMinterTests {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let signature = try #require(Data(base64Encoded: token.paymentData.signature))
-        try signature.write(to: folder.url.appendingPathComponent("signature.der"))
-        try content.write(to: folder.url.appendingPathComponent("content.bin"))
-        let result = try await ToolRunner.openssl([
-            "cms", "-verify", "-binary", "-inform", "DER", "-in", folder.path("signature.der"), "-content",
-            folder.path("content.bin"), "-CAfile", sandbox.folder.appendingPathComponent(Sandbox.File.root).path,
-            "-purpose", "any", "-out", "/dev/null",
-        ])
+        let result = try await ToolRunner.opensslVerify(signature, content, sandbox: sandbox, in: folder)
         #expect(result.status == 0, "\(result.error)")
 
         // The signer is the leaf for the version, carrying OID .29, with the intermediate (.2.14) beside it.
@@ -213,13 +207,7 @@ struct TokenMinterTests {
         #expect(
             verified.signer
                 == (version == .ecV1 ? sandbox.authority.ecLeaf.certificate : sandbox.authority.rsaLeaf.certificate))
-        try signature.write(to: folder.url.appendingPathComponent("signature.der"))
-        try content.write(to: folder.url.appendingPathComponent("content.bin"))
-        let result = try await ToolRunner.openssl([
-            "cms", "-verify", "-binary", "-inform", "DER", "-in", folder.path("signature.der"), "-content",
-            folder.path("content.bin"), "-CAfile", sandbox.folder.appendingPathComponent(Sandbox.File.root).path,
-            "-purpose", "any", "-out", "/dev/null",
-        ])
+        let result = try await ToolRunner.opensslVerify(signature, content, sandbox: sandbox, in: folder)
         #expect(result.status == 0, "\(result.error)")
     }
 

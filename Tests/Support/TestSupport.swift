@@ -19,6 +19,13 @@ public enum Repository {
 
     /// `scenarios/`: example payment-sheet scenarios.
     public static let scenarios = root.appendingPathComponent("scenarios")
+
+    /// The payment providers' published specs, examples and webhook vectors: `PSP_VECTORS`, else
+    /// `../shared/vectors/psp` beside the repository.
+    public static let pspVectors: URL = {
+        if let folder = ProcessInfo.processInfo.environment["PSP_VECTORS"] { return URL(fileURLWithPath: folder) }
+        return root.deletingLastPathComponent().appendingPathComponent("shared/vectors/psp")
+    }()
 }
 
 /// A folder that exists for the life of the value's scope; removed by `remove()` or at process exit.
@@ -121,6 +128,59 @@ public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
             continuation.resume(with: Result { try body() })
         }
         thread.start()
+    }
+}
+
+/// TCP sockets to 127.0.0.1 for tests that write raw bytes.
+public enum LoopbackSocket {
+    /// A new TCP socket whose reads wait at most 5 s; negative when none could be made.
+    public static func open() -> Int32 {
+        #if canImport(Glibc)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard descriptor >= 0 else { return descriptor }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return descriptor
+    }
+
+    /// Connects `descriptor` to 127.0.0.1:`port`; whether it connected.
+    public static func connect(_ descriptor: Int32, port: UInt16) -> Bool {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return result == 0
+    }
+}
+
+/// A test's helper script (`python3 SCRIPT ARGUMENTS...`) that serves on 127.0.0.1 and prints its port as its
+/// first line. `launch` blocks until that line: call it on a thread of its own (`blocking`).
+public enum PortPrintingScript {
+    /// Starts the script and reads its port; `nil` (the process terminated) when the first line is not a port.
+    public static func launch(_ script: String, _ arguments: [String]) throws -> (process: Process, port: UInt16)? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line.append(byte)
+        }
+        guard let port = UInt16(String(decoding: line, as: UTF8.self)) else {
+            process.terminate()
+            return nil
+        }
+        return (process, port)
     }
 }
 
@@ -417,4 +477,41 @@ public final class Latch: Sendable {
             if resumeNow { continuation.resume() }
         }
     }
+}
+
+/// Threads of the tests' own that run tasks preferring them (`withTaskExecutorPreference`), apart from Swift's
+/// cooperative pool. The suites run in parallel in one process, and some hold the pool's threads (as many as
+/// cores) with blocking work for seconds at a time: code that measures how long something takes, or that must keep
+/// a connection busy, runs here so that it measures the code under test and not the pool's queue.
+public final class TestThreads: TaskExecutor, Sendable {
+    /// Two threads for every suite's timed code.
+    public static let shared = TestThreads(threads: 2)
+
+    private let jobs = Mutex<[UnownedJob]>([])
+    private let available = DispatchSemaphore(value: 0)
+
+    private init(threads: Int) {
+        for _ in 0..<threads {
+            let thread = Thread { [self] in
+                while true {
+                    available.wait()
+                    guard let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
+                    job.runSynchronously(on: asUnownedTaskExecutor())
+                }
+            }
+            thread.name = "TestThreads"
+            thread.start()
+        }
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        jobs.withLock { $0.append(job) }
+        available.signal()
+    }
+}
+
+/// Runs `body`, and the tasks it starts, on ``TestThreads`` instead of the cooperative pool.
+public func onTestThreads<T: Sendable>(_ body: @Sendable () async throws -> T) async rethrows -> T {
+    try await withTaskExecutorPreference(TestThreads.shared) { try await body() }
 }

@@ -1,9 +1,14 @@
-# Shared by scripts/load-test.sh and scripts/soak-test.sh (sourced, from the repository's root, with NAME, STORE,
-# SCRATCH and CORES set): installs the tools, builds, makes WORK (removed on exit), starts `applepay serve` with a
-# sandbox, the admin API and no per-client limits on SQLite or a private PostgreSQL cluster, and sets BASE,
-# SERVER_PID and FDS_BEFORE. Also: fail, loadavg, descriptors, rss_kb, store_payments, stop_server.
+# Shared by scripts/load-test.sh, scripts/soak-test.sh and scripts/load-outside.sh (sourced, from the repository's
+# root, with NAME set; optionally a before_server function and a SERVE_ARGS array): takes STORE (default sqlite) and
+# SCRATCH (default .build) from the environment and sets CORES, installs the tools, builds, makes WORK (removed on
+# exit), starts `applepay serve` with a sandbox, the admin API and no per-client limits on SQLite or a private
+# PostgreSQL cluster, and sets BASE, SERVER_PID and FDS_BEFORE. Also: fail, loadavg, descriptors, rss_kb,
+# store_payments, stop_server; EXTRA_PIDS are ended on exit.
 # shellcheck shell=bash
 ROOT=$PWD
+STORE=${STORE:-sqlite}
+SCRATCH=${SCRATCH:-.build}
+CORES=$(nproc)
 # The load generator and the JSON tool are this script's own, not build or test dependencies: installed only here.
 missing=""
 for tool in wrk jq curl sqlite3; do
@@ -30,7 +35,9 @@ chmod 755 "$WORK"
 SERVER_PID=""
 PG_DIR=""
 PERF_PID=""
+EXTRA_PIDS=() # outside parties a caller started (processor service, black hole, flood): ended on exit
 cleanup() {
+    for pid in ${EXTRA_PIDS[@]+"${EXTRA_PIDS[@]}"}; do kill "$pid" 2>/dev/null || true; done
     if [ -n "$PERF_PID" ] && kill -0 "$PERF_PID" 2>/dev/null; then kill -INT "$PERF_PID" 2>/dev/null || true; fi
     if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
         kill -TERM "$SERVER_PID" 2>/dev/null || true
@@ -62,6 +69,8 @@ store_payments() { # how many payments the store holds
 }
 
 "$APPLEPAY" sandbox init "$WORK/sandbox" --merchant-id merchant.com.example.load >/dev/null
+# A caller may start outside parties first (before_server) and give the server more arguments (SERVE_ARGS).
+if declare -f before_server >/dev/null; then before_server; fi
 # All the load comes from 127.0.0.1: no per-client connection limit, no rate limits (docs/LIMITS.md), where the
 # server has them.
 CONFIG=()
@@ -72,7 +81,8 @@ fi
 export APPLEPAY_ADMIN_TOKEN="$NAME-admin-token"
 : >"$WORK/server.out" # before the server's shell opens it: the loop below reads it at once
 # Started in WORK: with a PostgreSQL store the in-process sandbox processor keeps its ledger in the current folder.
-(cd "$WORK" && exec "$APPLEPAY" serve --sandbox "$WORK/sandbox" "${CONFIG[@]}" --store "$STORE_URI" --port 0 \
+(cd "$WORK" && exec "$APPLEPAY" serve --sandbox "$WORK/sandbox" "${CONFIG[@]}" ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} \
+    --store "$STORE_URI" --port 0 \
     >"$WORK/server.out" 2>"$WORK/server.log") &
 SERVER_PID=$!
 BASE=""

@@ -11,11 +11,14 @@ GET /v1/orders/{id}?secret=... of a paid order (must be `paid`), plus one more p
 Payments use tokens a minter thread makes as it goes: batches of BATCH priced checkouts, minted by one
 `applepay sandbox mint --batch` process each.
 
-Every 10 s the server's resident memory (VmRSS) and open descriptors are sampled and printed as a JSON line. After
+The rate grows from half of RATE at the start to RATE at the end.
+Every 10 s the server's resident memory (VmRSS), open descriptors and threads are sampled and printed as a JSON line. After
 the traffic stops, the descriptors are sampled again. Passes when
   - no request failed,
   - memory is flat: the largest sample of the last third is at most the largest of the first third plus
     max(10 %, 5 MB), and no sample exceeds 100 MB,
+  - the server's threads are flat as the load grows (last third's largest at most the first third's largest + 8)
+    and never above 64,
   - descriptors are flat (last third's largest at most the first third's largest + 4) and back to at most
     DESCRIPTORS_BEFORE + 2 once the clients have closed their connections.
 Prints a last JSON line with the verdict; exit 1 when it fails.
@@ -36,12 +39,15 @@ BATCH = 100
 RECENT = 200
 SAMPLE_SECONDS = 10
 RSS_LIMIT_KB = 100 * 1024
+THREAD_LIMIT = 64
 
 
 def read_sample(pid):
+    """Resident memory (kB), open descriptors and threads of the server."""
     with open(f"/proc/{pid}/status") as status:
-        rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
-    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+        fields = dict(line.split(":", 1) for line in status if ":" in line)
+    rss = int(fields["VmRSS"].split()[0])
+    return rss, len(os.listdir(f"/proc/{pid}/fd")), int(fields["Threads"])
 
 
 class Soak:
@@ -146,6 +152,7 @@ class Soak:
         client = Client(self.base)
         cycle = ["products", "checkout", "products", "sheet", "payment", "products", "replay", "products", "order",
                  "products"]
+        # The load grows: half of RATE at the start, all of it by the end (the threads must stay flat meanwhile).
         interval = WORKERS / self.rate
         due = time.monotonic() + index * interval / WORKERS
         state = {}
@@ -154,7 +161,7 @@ class Soak:
             delay = due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            due += interval
+            due += interval / (0.5 + 0.5 * min(1.0, (time.monotonic() - self.started) / self.seconds))
             kind = cycle[step % len(cycle)]
             step += 1
             try:
@@ -184,14 +191,15 @@ def main():
     threads = [threading.Thread(target=soak.minter, daemon=True)]
     threads += [threading.Thread(target=soak.worker, args=(i,), daemon=True) for i in range(WORKERS)]
     started = time.monotonic()
+    soak.started, soak.seconds = started, seconds
     for thread in threads:
         thread.start()
     samples = []
     while True:
         elapsed = time.monotonic() - started
-        rss, fds = read_sample(pid)
+        rss, fds, server_threads = read_sample(pid)
         with soak.lock:
-            sample = {"t": round(elapsed), "rssKB": rss, "descriptors": fds, "requests": soak.counts["requests"],
+            sample = {"t": round(elapsed), "rssKB": rss, "descriptors": fds, "threads": server_threads, "requests": soak.counts["requests"],
                       "payments": soak.counts["payments"], "replays": soak.counts["replays"],
                       "errors": soak.counts["errors"], "loadAverage": open("/proc/loadavg").read()[:14].strip()}
         samples.append(sample)
@@ -203,11 +211,13 @@ def main():
     for thread in threads:
         thread.join(timeout=120)
     time.sleep(2)  # the clients' connections are closed; give the server a moment to see it
-    _, fds_after = read_sample(pid)
+    _, fds_after, _ = read_sample(pid)
     # The first sample is taken before any traffic: leave it out of the flatness checks.
     measured = samples[1:] if len(samples) > 3 else samples
     rss_flat, rss_first, rss_last = flat(measured, "rssKB", lambda first: max(first * 0.10, 5 * 1024))
     fds_flat, fds_first, fds_last = flat(measured, "descriptors", lambda _: 4)
+    threads_flat, threads_first, threads_last = flat(measured, "threads", lambda _: 8)
+    threads_max = max(s["threads"] for s in samples)
     rss_max = max(s["rssKB"] for s in samples)
     # Least-squares slope of memory over the measured samples, for the record (not a pass criterion).
     mean_t = sum(s["t"] for s in measured) / len(measured)
@@ -216,6 +226,7 @@ def main():
     slope = sum((s["t"] - mean_t) * (s["rssKB"] - mean_r) for s in measured) / spread * 60 if spread else 0.0
     back = fds_after <= int(fds_before) + 2
     passed = rss_flat and fds_flat and back and rss_max <= RSS_LIMIT_KB and soak.counts["errors"] == 0 \
+        and threads_flat and threads_max <= THREAD_LIMIT \
         and soak.counts["payments"] > 0
     wall = time.monotonic() - started
     print(json.dumps({
@@ -227,6 +238,8 @@ def main():
                   "slopeKBPerMinute": round(slope)},
         "descriptors": {"before": int(fds_before), "firstThirdMax": fds_first, "lastThirdMax": fds_last,
                         "after": fds_after, "flat": fds_flat, "backToBaseline": back},
+        "threads": {"firstThirdMax": threads_first, "lastThirdMax": threads_last, "max": threads_max,
+                    "flat": threads_flat},
         "loadAverage": open("/proc/loadavg").read()[:14].strip(), "passed": passed}), flush=True)
     for failure in soak.failures:
         print(f"soak-test: FAILURE: {failure}", file=sys.stderr)

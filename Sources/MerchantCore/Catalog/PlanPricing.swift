@@ -64,24 +64,28 @@ extension CheckoutPricing {
             supportedNetworks: configuration.supportedNetworks.map(PaymentNetwork.init(rawValue:)),
             merchantCapabilities: MerchantCapabilities(capabilities), total: breakdown.webTotal, lineItems: [])
         let start = checkout.createdAt
+        /// A line item of the plan, paid at `timing`.
+        func item(_ label: String, _ amount: String, _ timing: PaymentTiming) -> PaymentSummaryItem {
+            var item = PaymentSummaryItem(label: label, amount: amount)
+            item.paymentTiming = timing
+            return item
+        }
         switch plan {
         case .recurring(let recurring):
-            var regular = PaymentSummaryItem(label: product.name, amount: priceText)
-            regular.paymentTiming = .recurring
+            var regular = item(product.name, priceText, .recurring)
             regular.recurringPaymentIntervalUnit = recurring.intervalUnit
             regular.recurringPaymentIntervalCount = recurring.intervalCount
             var trialItem: PaymentSummaryItem?
             var regularStart = start
             if let trial = recurring.trial {
-                var item = PaymentSummaryItem(label: "\(product.name) trial", amount: currency.format(trial.price))
-                item.paymentTiming = .recurring
-                item.recurringPaymentIntervalUnit = trial.intervalUnit
-                item.recurringPaymentIntervalCount = trial.intervalCount
-                item.recurringPaymentStartDate = BillingPlan.formatDate(start)
+                var trialLine = item("\(product.name) trial", currency.format(trial.price), .recurring)
+                trialLine.recurringPaymentIntervalUnit = trial.intervalUnit
+                trialLine.recurringPaymentIntervalCount = trial.intervalCount
+                trialLine.recurringPaymentStartDate = BillingPlan.formatDate(start)
                 regularStart = BillingCalendar.date(start, plus: 1, trial.intervalUnit, every: trial.intervalCount)
-                item.recurringPaymentEndDate = BillingPlan.formatDate(regularStart)
-                trialItem = item
-                lineItems.append(item)
+                trialLine.recurringPaymentEndDate = BillingPlan.formatDate(regularStart)
+                trialItem = trialLine
+                lineItems.append(trialLine)
             }
             regular.recurringPaymentStartDate = BillingPlan.formatDate(regularStart)
             regular.recurringPaymentEndDate = recurring.endDate.map(BillingPlan.formatDate)
@@ -96,21 +100,19 @@ extension CheckoutPricing {
                     + "\(BillingPlan.formatDate(regularStart).prefix(10)) until you cancel at the management page.",
                 managementURL: managementURL(for: checkout), tokenNotificationURL: tokenNotificationURL)
         case .automaticReload(let reload):
-            var item = PaymentSummaryItem(label: product.name, amount: priceText)
-            item.paymentTiming = .automaticReload
-            item.automaticReloadPaymentThresholdAmount = currency.format(reload.thresholdAmount)
-            lineItems.append(item)
+            var reloadLine = item(product.name, priceText, .automaticReload)
+            reloadLine.automaticReloadPaymentThresholdAmount = currency.format(reload.thresholdAmount)
+            lineItems.append(reloadLine)
             request.automaticReloadPaymentRequest = AutomaticReloadPaymentRequest(
-                paymentDescription: description, automaticReloadBilling: item,
+                paymentDescription: description, automaticReloadBilling: reloadLine,
                 billingAgreement:
                     "\(configuration.storeName) adds \(priceText) \(currency.code) whenever your balance falls below "
                     + "\(currency.format(reload.thresholdAmount)) \(currency.code), until you cancel.",
                 managementURL: managementURL(for: checkout), tokenNotificationURL: tokenNotificationURL)
         case .deferred(let deferred):
-            var item = PaymentSummaryItem(label: product.name, amount: priceText)
-            item.paymentTiming = .deferred
-            item.deferredPaymentDate = BillingPlan.formatDate(deferred.billingDate)
-            lineItems.append(item)
+            var deferredLine = item(product.name, priceText, .deferred)
+            deferredLine.deferredPaymentDate = BillingPlan.formatDate(deferred.billingDate)
+            lineItems.append(deferredLine)
             var agreement =
                 "\(configuration.storeName) charges \(priceText) \(currency.code) on "
                 + "\(BillingPlan.formatDate(deferred.billingDate).prefix(10))"
@@ -118,7 +120,7 @@ extension CheckoutPricing {
                 agreement += "; cancel free of charge until \(BillingPlan.formatDate(free))"
             }
             request.deferredPaymentRequest = DeferredPaymentRequest(
-                paymentDescription: description, deferredBilling: item, billingAgreement: agreement + ".",
+                paymentDescription: description, deferredBilling: deferredLine, billingAgreement: agreement + ".",
                 managementURL: managementURL(for: checkout), tokenNotificationURL: tokenNotificationURL,
                 freeCancellationDate: deferred.freeCancellationDate.map(BillingPlan.formatDate),
                 freeCancellationDateTimeZone: deferred.freeCancellationDate == nil

@@ -5,6 +5,7 @@ import HTTPServer
 import MerchantCore
 import MerchantIntegrations
 import MerchantWallet
+import ProviderWebhooks
 
 /// The merchant's HTTP API as a `Responder`: a ``Router`` of one route collection per feature, in groups: the JSON
 /// API (``RequireJSONContentType``) with the admin API under `/admin/v1` (``BearerAuthentication``) and Wallet's web
@@ -36,6 +37,8 @@ public struct MerchantAPI: Responder {
     ///   - plugins: routes added from outside (sandbox mode's `/v1/sandbox/wallet` and `/v1/sandbox/tokens`, from
     ///     `MerchantSandbox`); a production server has none.
     ///   - merchantTokenGateway: Apple's merchant-token API (events, unlink); `nil` keeps them local.
+    ///   - webhooks: the providers whose webhooks are taken at `POST /webhooks/<provider>` (``WebhookRoutes``; the
+    ///     store must be a ``MerchantCore/ProviderEventStore``); none by default.
     ///   - rateLimits: per client address limits on checkouts and sheet updates; `nil` limits nothing.
     ///   - processorShare: how many payments may hold the processor at once, and wait for it (docs/LIMITS.md).
     ///   - checkoutLifetime: how long a checkout takes sheet updates (`410 checkoutExpired` after; it is pruned
@@ -48,7 +51,8 @@ public struct MerchantAPI: Responder {
         checkoutLifetime: Duration? = nil, walletOrders: WalletOrdersService? = nil,
         processorShare: Bulkhead.Limits = PaymentService.defaultShare,
         web: WebCheckout.Settings = .init(),
-        plugins: [any MerchantAPIPlugin] = [], merchantTokenGateway: (any MerchantTokenGateway)? = nil
+        plugins: [any MerchantAPIPlugin] = [], merchantTokenGateway: (any MerchantTokenGateway)? = nil,
+        webhooks: [WebhookEndpoint] = []
     ) {
         self.configuration = configuration
         self.store = store
@@ -67,12 +71,12 @@ public struct MerchantAPI: Responder {
                 store: store, processor: processor, timeout: configuration.processor.timeout, logger: logger,
                 share: processorShare),
             subscriptions: subscriptions, checkoutLifetime: checkoutLifetime)
+        let plans = subscriptions.map {
+            PlanSubscriptions(service: $0, pricing: pricing, configuration: configuration, store: store)
+        }
         let reconciler = Reconciler(
             store: store, processor: processor, settleAfter: reconcileAfter, timeout: configuration.processor.timeout,
-            logger: logger, clock: clock,
-            plans: subscriptions.map {
-                PlanSubscriptions(service: $0, pricing: pricing, configuration: configuration, store: store)
-            })
+            logger: logger, clock: clock, plans: plans)
         self.reconciler = reconciler
         let sandboxMode = plugins.contains { $0.standsInForApple }
         let page = WebCheckout(
@@ -120,6 +124,13 @@ public struct MerchantAPI: Responder {
                             clock: clock))
                 }
             }
+        }
+        // The providers' webhooks: their signatures, not a content type, say who sent them.
+        if !webhooks.isEmpty, let eventStore = store as? any ProviderEventStore {
+            let events = ProviderEvents(
+                store: eventStore, inFlightLimit: configuration.processor.timeout + .seconds(2), logger: logger,
+                clock: clock, plans: plans)
+            router.add(WebhookRoutes(endpoints: webhooks, events: events, metrics: metrics, clock: clock))
         }
         // What a browser loads, and the form it posts: no JSON rule.
         router.add(WebRoutes(page: page))

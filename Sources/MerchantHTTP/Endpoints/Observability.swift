@@ -69,6 +69,15 @@ public final class Metrics: Sendable {
         var requests: [RequestKey: Int] = [:]
         var latency: [String: Histogram] = [:]
         var payments: [String: Int] = [:]
+        var webhooks: [WebhookKey: Int] = [:]
+        var webhookRejections: [WebhookKey: Int] = [:]
+    }
+
+    /// A provider and an outcome (or a rejection's reason): both from fixed sets.
+    private struct WebhookKey: Hashable, Comparable {
+        var provider: String
+        var label: String
+        static func < (lhs: Self, rhs: Self) -> Bool { (lhs.provider, lhs.label) < (rhs.provider, rhs.label) }
     }
 
     private let state = Mutex(State())
@@ -106,6 +115,22 @@ public final class Metrics: Sendable {
     /// How many payments ended with `outcome`.
     public func payments(outcome: String) -> Int { state.withLock { $0.payments[outcome] ?? 0 } }
 
+    /// Counts one signed webhook event by outcome (a ``MerchantCore/ProviderEventResult/Outcome``, `notHandled`,
+    /// `malformed` or `storeError`).
+    public func recordWebhook(provider: String, outcome: String) {
+        state.withLock { $0.webhooks[WebhookKey(provider: provider, label: outcome), default: 0] += 1 }
+    }
+
+    /// Counts one webhook delivery refused for its signature, by reason (a `WebhookVerdict.Reason`).
+    public func recordWebhookRejection(provider: String, reason: String) {
+        state.withLock { $0.webhookRejections[WebhookKey(provider: provider, label: reason), default: 0] += 1 }
+    }
+
+    /// How many webhook deliveries from `provider` were refused for their signature.
+    public func webhookRejections(provider: String) -> Int {
+        state.withLock { $0.webhookRejections.filter { $0.key.provider == provider }.values.reduce(0, +) }
+    }
+
     /// The Prometheus text exposition.
     public func render() -> String {
         let snapshot = state.withLock { $0 }
@@ -123,6 +148,22 @@ public final class Metrics: Sendable {
         lines.append("# TYPE applepay_payments_total counter")
         for (outcome, count) in snapshot.payments.sorted(by: { $0.key < $1.key }) {
             lines.append("applepay_payments_total{outcome=\"\(Self.escape(outcome))\"} \(count)")
+        }
+        lines.append("# HELP applepay_webhook_events_total Signed provider webhook events, by provider and outcome.")
+        lines.append("# TYPE applepay_webhook_events_total counter")
+        for (key, count) in snapshot.webhooks.sorted(by: { $0.key < $1.key }) {
+            lines.append(
+                "applepay_webhook_events_total{provider=\"\(Self.escape(key.provider))\",outcome=\"\(Self.escape(key.label))\"} \(count)"
+            )
+        }
+        lines.append(
+            "# HELP applepay_webhook_rejections_total Webhook deliveries refused for their signature, by provider and reason."
+        )
+        lines.append("# TYPE applepay_webhook_rejections_total counter")
+        for (key, count) in snapshot.webhookRejections.sorted(by: { $0.key < $1.key }) {
+            lines.append(
+                "applepay_webhook_rejections_total{provider=\"\(Self.escape(key.provider))\",reason=\"\(Self.escape(key.label))\"} \(count)"
+            )
         }
         lines.append("# HELP applepay_http_request_duration_seconds Time to answer a request, by route.")
         lines.append("# TYPE applepay_http_request_duration_seconds histogram")

@@ -8,6 +8,7 @@ import MerchantIntegrations
 import MerchantStore
 import MerchantWallet
 import Processors
+import ProviderWebhooks
 import Synchronization
 
 /// The running merchant server: configuration checked and keys loaded once, the store open, the API served over
@@ -157,6 +158,16 @@ public final class MerchantApplication: Sendable {
             let wallet = try configuration.walletOrders.map { settings throws(ServerStartError) in
                 try WalletCredentials.load(settings, logger: logger)
             }
+            var webhooks: [WebhookEndpoint] = []
+            for (provider, path) in configuration.webhookSecretFiles.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                do {
+                    webhooks.append(
+                        WebhookEndpoint(
+                            provider: provider, secret: try WebhookEndpoint.readSecret(provider, path: path)))
+                } catch {
+                    throw ServerStartError(keyFile: error)
+                }
+            }
             // Bound before the API exists: without a configured public URL, the published URLs are under the port
             // the server got. The API answers once assembled, a moment later (503 until then).
             let responder = LateResponder()
@@ -167,6 +178,7 @@ public final class MerchantApplication: Sendable {
                         host: configuration.host, port: configuration.port, threads: configuration.threads,
                         maximumBodySize: configuration.maximumBodySize,
                         connectionTimeout: configuration.connectionTimeout,
+                        connectionLimit: configuration.connectionLimit,
                         perClientConnectionLimit: configuration.perClientConnectionLimit,
                         requestTimeout: configuration.requestTimeout,
                         // The API never blocks a thread: stores, processors and Apple are awaited on their own threads.
@@ -199,7 +211,7 @@ public final class MerchantApplication: Sendable {
                         baseURL: sandboxGatewayURL ?? settings.gatewayBaseURL,
                         merchantIdentifier: configuration.store.merchantIdentifier, identity: $0.clientIdentity,
                         trustedRootsPEM: gatewayRoots)
-                })
+                }, webhooks: webhooks)
             responder.answer(with: api)
             // Started together; stopped together by shutdown().
             var services: [any Service] = [

@@ -7,6 +7,7 @@ import MerchantHTTP
 import MerchantIntegrations
 import MerchantStore
 import MerchantWallet
+import ProviderWebhooks
 
 /// A certificate file and its private key file (both PEM).
 public struct CertificateKeyPaths: Codable, Sendable, Hashable {
@@ -35,6 +36,9 @@ public struct MerchantServerConfiguration: Sendable {
     public var connectionTimeout: Int = 30
     /// Seconds a client has to send a whole request (head and body), however steadily it trickles.
     public var requestTimeout: Int = 30
+    /// Connections open at once, keep-alive ones included (libmicrohttpd with epoll; each costs a descriptor and a
+    /// few kilobytes, no thread).
+    public var connectionLimit: Int = 4096
     /// Connections open at once from one client address (0: no limit).
     public var perClientConnectionLimit: Int = 64
     /// Checkouts and sheet updates a client address may make (`nil`: no limit).
@@ -88,6 +92,10 @@ public struct MerchantServerConfiguration: Sendable {
     public var loadsApplePayJSSDK = false
     /// The admin API's bearer token (`APPLEPAY_ADMIN_TOKEN` or the file's `adminToken`); `nil` turns it off.
     public var adminToken: String?
+    /// The providers whose webhooks are taken (`POST /webhooks/<provider>`) and the file holding each one's signing
+    /// secret (the file's `processor.webhookSecretFile` or, for Adyen, `processor.webhookHMACKeyFile`); read at
+    /// start-up with ``KeyFile``'s checks (refused unless a file of this user's, not open to group or others).
+    public var webhookSecretFiles: [WebhookProvider: String] = [:]
     /// How often the reconciler runs (and it runs once at start-up).
     public var reconcileInterval: Duration = .seconds(30)
     /// How old an unsettled payment must be before the reconciler looks it up; longer than the processor limit.
@@ -183,6 +191,15 @@ public struct ServerStartError: CodedError {
     }
 
     public var description: String { message }
+
+    /// A refused key or secret file (``KeyFile``): `missingFile`, `unreadableFile` or `insecureKeyFile`.
+    init(keyFile error: KeyFile.Failure) {
+        switch error.code {
+        case .missing: self.init(.missingFile, error.message)
+        case .unreadable: self.init(.unreadableFile, error.message)
+        default: self.init(.insecureKeyFile, error.message)
+        }
+    }
 }
 
 /// A certificate with its private key, loaded once, checked to belong together.
@@ -209,11 +226,7 @@ public struct MerchantCredential: Sendable {
         do {
             keyData = try KeyFile.read(paths.key, description: "the \(role) private key")
         } catch {
-            switch error.code {
-            case .missing: throw ServerStartError(.missingFile, error.message)
-            case .unreadable: throw ServerStartError(.unreadableFile, error.message)
-            default: throw ServerStartError(.insecureKeyFile, error.message)
-            }
+            throw ServerStartError(keyFile: error)
         }
         let key: PrivateKey
         do {

@@ -3,6 +3,7 @@ import Foundation
 import MerchantCore
 import MerchantHTTP
 import MerchantStore
+import ProviderWebhooks
 
 /// The configuration file in three steps: ``decode(_:)`` reads each section that is there (every section is
 /// optional), ``MerchantServerConfiguration/apply(_:folder:)`` checks every field and assembles the typed
@@ -17,7 +18,7 @@ import MerchantStore
 ///                 checkout), "processingChannelId", "publicKeyFile" (checkout), "applePay": "passThrough" | "decrypted",
 ///                 "timeoutSeconds": 10},
 ///   "server": {"host", "port", "publicURL", "store", "storePoolSize", "maximumBodySize", "connectionTimeout",
-///              "requestTimeout", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
+///              "requestTimeout", "connectionLimit", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
 ///              "pruneIntervalSeconds", "proxy", "threads", "paymentProcessing", "merchantIdentity", "trustedRoot",
 ///              "gatewayTrustedRoots", "adminToken", "reconcileIntervalSeconds", "reconcileAfterSeconds",
 ///              "applePayJSSDK"}
@@ -142,6 +143,7 @@ struct ServerSection: Decodable {
     var maximumBodySize: Int?
     var connectionTimeout: Int?
     var requestTimeout: Int?
+    var connectionLimit: Int?
     var perClientConnectionLimit: Int?
     var rateLimits: RateLimitsSection?
     var checkoutLifetimeSeconds: Int?
@@ -163,7 +165,8 @@ struct ServerSection: Decodable {
 
     enum CodingKeys: String, CodingKey {
         case host, port, publicURL, store, storePoolSize, maximumBodySize, connectionTimeout, requestTimeout
-        case perClientConnectionLimit, rateLimits, checkoutLifetimeSeconds, pruneIntervalSeconds, proxy, threads
+        case connectionLimit, perClientConnectionLimit, rateLimits, checkoutLifetimeSeconds, pruneIntervalSeconds,
+            proxy, threads
         case paymentProcessing, merchantIdentity, trustedRoot, gatewayTrustedRoots, processor, adminToken
         case reconcileIntervalSeconds, reconcileAfterSeconds, applePayJSSDK
     }
@@ -178,6 +181,7 @@ struct ServerSection: Decodable {
         maximumBodySize = reader.read(.maximumBodySize)
         connectionTimeout = reader.read(.connectionTimeout)
         requestTimeout = reader.read(.requestTimeout)
+        connectionLimit = reader.read(.connectionLimit)
         perClientConnectionLimit = reader.read(.perClientConnectionLimit)
         rateLimits = reader.read(.rateLimits)
         checkoutLifetimeSeconds = reader.read(.checkoutLifetimeSeconds)
@@ -223,7 +227,8 @@ struct RateLimitsSection: Decodable {
 }
 
 /// The `"processor"` section: `kind` (default `http` when a `url` is given, else `sandbox`), the `url` of an `http`
-/// processor, and `timeoutSeconds` (the catalog's ``MerchantCore/ProcessorSettings``).
+/// processor, `timeoutSeconds` (the catalog's ``MerchantCore/ProcessorSettings``), and the file of the webhooks'
+/// signing secret: `webhookSecretFile` (kinds `stripe` and `checkout`) or `webhookHMACKeyFile` (kind `adyen`).
 struct ProcessorSection: Decodable {
     var kind: String?
     var url: String?
@@ -231,7 +236,9 @@ struct ProcessorSection: Decodable {
     var baseURL: String?
     var secretKeyFile: String?
     var apiKeyFile: String?
+    /// Stripe's or Checkout.com's webhook signing secret, in a file.
     var webhookSecretFile: String?
+    /// Adyen's webhook HMAC key (hex), in a file.
     var webhookHMACKeyFile: String?
     var merchantAccount: String?
     var processingChannelId: String?
@@ -439,9 +446,31 @@ extension MerchantServerConfiguration {
         default:
             break  // reported by ProcessorSettings
         }
+        // The webhooks' secrets, each for the kinds whose provider signs with it (relative to the file's folder).
+        let secretFiles: [(String, String?, [WebhookProvider])] = [
+            ("webhookSecretFile", section?.webhookSecretFile, [.stripe, .checkout]),
+            ("webhookHMACKeyFile", section?.webhookHMACKeyFile, [.adyen]),
+        ]
+        for (key, path, providers) in secretFiles {
+            guard let path else { continue }
+            guard !path.isEmpty else {
+                report("processor.\(key)", .malformed, "processor.\(key) is empty (leave it out for no webhooks)")
+                continue
+            }
+            guard let provider = providers.first(where: { $0.rawValue == kind }) else {
+                let kinds = providers.map(\.rawValue).joined(separator: " or ")
+                report(
+                    "processor.\(key)", .invalidProcessor,
+                    "processor.\(key) is for a processor of kind \(kinds) (this one is of kind \(kind))")
+                continue
+            }
+            webhookSecretFiles[provider] = resolve(path)
+        }
 
         if let section, let fields = ProcessorSection.fields[kind] {
-            for (name, given) in section.given.sorted(by: { $0.key < $1.key }) {
+            // The webhooks' secret files are checked below, with the kinds whose provider signs with them.
+            let webhookFiles: Set<String> = ["webhookSecretFile", "webhookHMACKeyFile"]
+            for (name, given) in section.given.sorted(by: { $0.key < $1.key }) where !webhookFiles.contains(name) {
                 if given, !fields.required.contains(name), !fields.optional.contains(name), name != "url" {
                     report(
                         "processor.\(name)", .invalidProcessor,
@@ -513,6 +542,7 @@ extension MerchantServerConfiguration {
             connectionTimeout = $0
         }
         check(server.requestTimeout, "requestTimeout", 1...86_400, "must be > 0") { requestTimeout = $0 }
+        check(server.connectionLimit, "connectionLimit", 1...1_000_000, "must be 1 to 1000000") { connectionLimit = $0 }
         check(server.perClientConnectionLimit, "perClientConnectionLimit", 0...Int.max, "must be >= 0 (0: no limit)") {
             perClientConnectionLimit = $0
         }

@@ -13,8 +13,8 @@ import Synchronization
 struct BenchCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
-            name: "bench", abstract: "Measure how fast this machine verifies and decrypts tokens.",
-            subcommands: [BenchDecryptCommand.self])
+            name: "bench", abstract: "Measure token verification and decryption, and HTTPClient under load.",
+            subcommands: [BenchDecryptCommand.self, BenchHTTPCommand.self])
     }
 }
 

@@ -8,8 +8,9 @@ struct ProcessorCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "processor",
-            abstract: "Run a sandbox payment processor that speaks docs/PROCESSOR-PROTOCOL.md.",
-            subcommands: [ProcessorServeCommand.self])
+            abstract:
+                "Run a sandbox payment processor that speaks docs/PROCESSOR-PROTOCOL.md; check provider webhooks.",
+            subcommands: [ProcessorServeCommand.self, ProcessorVerifyWebhookCommand.self])
     }
 }
 
@@ -97,9 +98,8 @@ struct ProcessorServeCommand: Command {
             Output.standardError("error: cannot start the processor: \(error.message) [\(error.code)]")
             return ExitCode.failure
         }
-        FileHandle.standardOutput.write(Data("Processor listening on \(server.url.absoluteString)\n".utf8))
-        await ServeCommand.waitForTermination()
-        await server.shutdown()
-        return ExitCode.success
+        return await ServeCommand.serve(announcing: "Processor listening on \(server.url.absoluteString)") {
+            await server.shutdown()
+        }
     }
 }

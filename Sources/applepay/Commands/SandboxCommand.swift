@@ -20,6 +20,16 @@ struct SandboxCommand: Command {
 enum SandboxExit {
     /// A named input file does not exist or cannot be read (`EX_NOINPUT`).
     static let noInput: Int32 = 66
+
+    /// The sandbox in `folder`, or `nil` once the reason it cannot be loaded is on standard error (exit `noInput`).
+    static func load(_ folder: String) -> Sandbox? {
+        do {
+            return try Sandbox.load(from: URL(fileURLWithPath: folder))
+        } catch {
+            Output.standardError("error: cannot load the sandbox \(folder): \(error)")
+            return nil
+        }
+    }
 }
 
 /// `applepay sandbox init DIR --merchant-id ID [--force]`.

@@ -38,13 +38,7 @@ struct SandboxGatewayCommand: Command {
     }
 
     func run() async throws -> Int32 {
-        let sandbox: Sandbox
-        do {
-            sandbox = try Sandbox.load(from: URL(fileURLWithPath: folder))
-        } catch {
-            Output.standardError("error: cannot load the sandbox \(folder): \(error)")
-            return SandboxExit.noInput
-        }
+        guard let sandbox = SandboxExit.load(folder) else { return SandboxExit.noInput }
         let gateway: SandboxGateway
         do {
             gateway = try SandboxGateway.start(sandbox: sandbox, host: host, port: port) { line in
@@ -54,10 +48,9 @@ struct SandboxGatewayCommand: Command {
             Output.standardError("error: cannot start the sandbox gateway: \(error)")
             return ExitCode.failure
         }
-        FileHandle.standardOutput.write(Data("Sandbox Apple Pay gateway on \(gateway.url)\n".utf8))
-        await ServeCommand.waitForTermination()
-        await gateway.shutdown()
-        return ExitCode.success
+        return await ServeCommand.serve(announcing: "Sandbox Apple Pay gateway on \(gateway.url)") {
+            await gateway.shutdown()
+        }
     }
 }
 
@@ -110,13 +103,7 @@ struct SandboxGatewayEmitCommand: Command {
     }
 
     func run() async throws -> Int32 {
-        let sandbox: Sandbox
-        do {
-            sandbox = try Sandbox.load(from: URL(fileURLWithPath: folder))
-        } catch {
-            Output.standardError("error: cannot load the sandbox \(folder): \(error)")
-            return SandboxExit.noInput
-        }
+        guard let sandbox = SandboxExit.load(folder) else { return SandboxExit.noInput }
         let emission = try await MerchantTokenEvents.emit(
             event, sandbox: sandbox, merchantToken: merchantToken, notify: notify,
             trustedRootsPEM: Data(sandbox.rootCertificate.pemRepresentation.utf8))

@@ -54,17 +54,10 @@ struct SandboxAPNsCommand: Command {
             expectations: .init(
                 keyID: key.keyID, teamID: team, key: key.key.publicKey, topic: sandbox.orderTypeIdentifier),
             port: port)
-        FileHandle.standardOutput.write(
-            Data(
-                (try Output.json(
-                    Report(
-                        url: apns.url, keyID: key.keyID, teamID: team, keyPath: key.path,
-                        topic: sandbox.orderTypeIdentifier,
-                        trustedRoots: sandbox.folder.appendingPathComponent(Sandbox.File.root).path)) + "\n").utf8))
-
-        await ServeCommand.waitForTermination()
-        apns.shutdown()
-        return ExitCode.success
+        let report = Report(
+            url: apns.url, keyID: key.keyID, teamID: team, keyPath: key.path, topic: sandbox.orderTypeIdentifier,
+            trustedRoots: sandbox.folder.appendingPathComponent(Sandbox.File.root).path)
+        return await ServeCommand.serve(announcing: try Output.json(report)) { apns.shutdown() }
     }
 
     /// The sandbox's APNs key: the first `apns/AuthKey_*.p8`, made when there is none.

@@ -163,10 +163,17 @@ struct ServeCommand: Command {
             Output.standardError("error: cannot start the server: \(error.message) [\(error.code)]")
             return ExitCode.failure
         }
-        FileHandle.standardOutput.write(
-            Data("Serving \(application.configuration.store.storeName) on \(application.url)\n".utf8))
-        await Self.waitForTermination()
-        await application.shutdown()
+        return await Self.serve(
+            announcing: "Serving \(application.configuration.store.storeName) on \(application.url)"
+        ) { await application.shutdown() }
+    }
+
+    /// The end of every serving command: prints `announcement` as a line, waits for SIGINT or SIGTERM, then runs
+    /// `shutdown` and exits with success.
+    static func serve(announcing announcement: String, shutdown: () async -> Void) async -> Int32 {
+        FileHandle.standardOutput.write(Data((announcement + "\n").utf8))
+        await waitForTermination()
+        await shutdown()
         return ExitCode.success
     }
 

@@ -57,9 +57,7 @@ struct ProcessorHarness {
 struct FailureTests {
     /// Pays a fresh checkout with a fresh token and returns the answer and the token's transaction id.
     static func pay(_ server: ServerHarness) async throws -> (reply: ServerHarness.Reply, checkoutID: String) {
-        var checkout = try await server.createCheckout()
-        checkout.total = try await server.shipToCalifornia(checkout.id)
-        let body = try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
+        let (checkout, body) = try await server.shippedCheckout()
         return (try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body), checkout.id)
     }
 

@@ -44,19 +44,8 @@ final class LocalGateway: Sendable {
         _ = FileManager.default.createFile(atPath: logPath, contents: Data())
 
         let script = Repository.root.appendingPathComponent("Tests/MerchantServerTests/python/gateway.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, certificate, key, clientCA, logPath]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
         // The first line is the port (read here, on the thread `start` made, never on the cooperative pool).
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-            line.append(byte)
-        }
-        guard let port = UInt16(String(decoding: line, as: UTF8.self)) else {
-            process.terminate()
+        guard let (process, port) = try PortPrintingScript.launch(script, [certificate, key, clientCA, logPath]) else {
             throw HarnessError("the gateway did not start")
         }
         self.port = port
@@ -72,6 +61,16 @@ final class LocalGateway: Sendable {
         Thread { process.waitUntilExit() }.start()
     }
 
+    /// Runs `body` with a gateway for the shared sandbox in a folder of its own, then stops it and removes the folder.
+    static func with(_ body: (LocalGateway) async throws -> Void) async throws {
+        let sandbox = try await SharedSandbox.get()
+        let directory = try TemporaryDirectory(prefix: "gateway")
+        defer { directory.remove() }
+        let gateway = try await LocalGateway.start(directory: directory, sandboxFolder: sandbox.folder)
+        defer { gateway.stop() }
+        try await body(gateway)
+    }
+
     /// Starts a gateway on a thread of its own (it waits for openssl and for the script's first line).
     static func start(directory: TemporaryDirectory, sandboxFolder: URL) async throws -> LocalGateway {
         try await blocking { try LocalGateway(directory: directory, sandboxFolder: sandboxFolder) }
@@ -82,43 +81,41 @@ final class LocalGateway: Sendable {
 struct MerchantValidationAPITests {
     @Test("posts merchantIdentifier, displayName, initiative and initiativeContext with the client certificate")
     func session() async throws {
-        let sandbox = try await SharedSandbox.get()
-        let directory = try TemporaryDirectory(prefix: "gateway")
-        defer { directory.remove() }
-        let gateway = try await LocalGateway.start(directory: directory, sandboxFolder: sandbox.folder)
-        defer { gateway.stop() }
-        try await ServerHarness.with(
-            configure: { configuration in
-                configuration.store.merchantValidation.gatewayBaseURL = gateway.baseURL
-                configuration.store.merchantValidation.domain = "shop.example.com"
-                configuration.gatewayTrustedRootsPath = gateway.serverCertificatePath
-            },
-            body: { server in
-                let reply = try await server.post("/v1/apple-pay/merchant-session", json: [String: Any]())
-                #expect(reply.status == 200, "\(reply.text)")
-                #expect(reply.json["merchantSessionIdentifier"] as? String == "SSH-TEST-SESSION")
-                let sent = try (reply.json["received"] as? [String: Any]).orThrow("received")
-                #expect(sent["merchantIdentifier"] as? String == "merchant.com.example.tests")
-                #expect(sent["displayName"] as? String == "Example Coffee Roasters")
-                #expect(sent["initiative"] as? String == "web")
-                #expect(sent["initiativeContext"] as? String == "shop.example.com")
-                // The gateway saw the Merchant Identity certificate.
-                #expect((reply.json["clientSubject"] as? [String: Any])?.isEmpty == false)
-                #expect(gateway.received.count == 1)
-            })
+        try await LocalGateway.with { gateway in
+            try await ServerHarness.with(
+                configure: { configuration in
+                    configuration.store.merchantValidation.gatewayBaseURL = gateway.baseURL
+                    configuration.store.merchantValidation.domain = "shop.example.com"
+                    configuration.gatewayTrustedRootsPath = gateway.serverCertificatePath
+                },
+                body: { server in
+                    let reply = try await server.post("/v1/apple-pay/merchant-session", json: [String: Any]())
+                    #expect(reply.status == 200, "\(reply.text)")
+                    #expect(reply.json["merchantSessionIdentifier"] as? String == "SSH-TEST-SESSION")
+                    let sent = try (reply.json["received"] as? [String: Any]).orThrow("received")
+                    #expect(sent["merchantIdentifier"] as? String == "merchant.com.example.tests")
+                    #expect(sent["displayName"] as? String == "Example Coffee Roasters")
+                    #expect(sent["initiative"] as? String == "web")
+                    #expect(sent["initiativeContext"] as? String == "shop.example.com")
+                    // The gateway saw the Merchant Identity certificate.
+                    #expect((reply.json["clientSubject"] as? [String: Any])?.isEmpty == false)
+                    #expect(gateway.received.count == 1)
+                })
 
-        // Without the client certificate the gateway refuses the TLS handshake.
-        let anonymous = HTTPClient(
-            configuration: .init(
-                timeout: .seconds(10),
-                trustedRootsPEM: FileManager.default.contents(atPath: gateway.serverCertificatePath)))
-        await #expect(throws: HTTPClientError.self) {
-            let response = try await anonymous.send(
-                HTTPClientRequest.postJSON(gateway.baseURL + "/paymentservices/paymentSession", body: Data("{}".utf8)))
-            // Some TLS stacks report the refusal only when reading: any answer here would be a failure.
-            throw HarnessError("answered \(response.status)")
+            // Without the client certificate the gateway refuses the TLS handshake.
+            let anonymous = HTTPClient(
+                configuration: .init(
+                    timeout: .seconds(10),
+                    trustedRootsPEM: FileManager.default.contents(atPath: gateway.serverCertificatePath)))
+            await #expect(throws: HTTPClientError.self) {
+                let response = try await anonymous.send(
+                    HTTPClientRequest.postJSON(
+                        gateway.baseURL + "/paymentservices/paymentSession", body: Data("{}".utf8)))
+                // Some TLS stacks report the refusal only when reading: any answer here would be a failure.
+                throw HarnessError("answered \(response.status)")
+            }
+            #expect(gateway.received.count == 1)
         }
-        #expect(gateway.received.count == 1)
     }
 
     @Test(
@@ -153,22 +150,19 @@ struct MerchantValidationAPITests {
 
     @Test("a validation URL pointing at a reachable non-Apple host gets no request")
     func noRequestToOtherHosts() async throws {
-        let sandbox = try await SharedSandbox.get()
-        let directory = try TemporaryDirectory(prefix: "gateway")
-        defer { directory.remove() }
-        let gateway = try await LocalGateway.start(directory: directory, sandboxFolder: sandbox.folder)
-        defer { gateway.stop() }
-        try await ServerHarness.with(
-            configure: { configuration in
-                configuration.gatewayTrustedRootsPath = gateway.serverCertificatePath
-            },
-            body: { server in
-                let reply = try await server.post(
-                    "/v1/apple-pay/merchant-session",
-                    json: ["validationURL": gateway.baseURL + "/paymentservices/paymentSession"])
-                #expect(reply.errorCode == "validationURLNotAllowed")
-                #expect(gateway.received.isEmpty)
-            })
+        try await LocalGateway.with { gateway in
+            try await ServerHarness.with(
+                configure: { configuration in
+                    configuration.gatewayTrustedRootsPath = gateway.serverCertificatePath
+                },
+                body: { server in
+                    let reply = try await server.post(
+                        "/v1/apple-pay/merchant-session",
+                        json: ["validationURL": gateway.baseURL + "/paymentservices/paymentSession"])
+                    #expect(reply.errorCode == "validationURLNotAllowed")
+                    #expect(gateway.received.isEmpty)
+                })
+        }
         #expect(MerchantValidator.isAllowed("https://apple-pay-gateway.apple.com/paymentservices/paymentSession"))
         #expect(
             MerchantValidator.isAllowed("https://cn-apple-pay-gateway-tj-pod3.apple.com/paymentservices/startSession"))

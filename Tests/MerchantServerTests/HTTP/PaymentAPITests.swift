@@ -5,7 +5,7 @@ import MerchantCore
 import MerchantSandbox
 import MerchantServer
 import Sandbox
-import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -37,9 +37,7 @@ struct PaymentAPITests {
     func successAndReplay() async throws {
         let processor = SandboxProcessor(hangDuration: .seconds(5))
         try await ServerHarness.with(processor: processor, live: true) { server in
-            let checkout = try await server.createCheckout()
-            let total = try await server.shipToCalifornia(checkout.id)
-            let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData)
+            let (checkout, body) = try await server.shippedCheckout()
             let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
             #expect(paid.status == 200)
             #expect(paid.json["status"] as? String == "success")
@@ -64,7 +62,7 @@ struct PaymentAPITests {
             #expect(!server.log.text.contains(secret), "the order's secret is never logged")
             let payment = try (order.json["payment"] as? [String: Any]).orThrow("payment")
             #expect(payment["lastFour"] as? String == "0492")
-            #expect((order.json["totals"] as? [String: Any])?["total"] as? String == total)
+            #expect((order.json["totals"] as? [String: Any])?["total"] as? String == checkout.total)
             // Never the PAN, the expiry or the cryptogram: not in the answer, the database or the log.
             let pan = "4761120010000492"
             #expect(!order.text.contains(pan))
@@ -85,19 +83,14 @@ struct PaymentAPITests {
 
     @Test("a retry after the token's 5 minutes gets the first answer when it was charged; an uncharged one is refused")
     func lateRetry() async throws {
-        let offset = Mutex<TimeInterval>(0)
+        let clock = MovableClock()
         let processor = SandboxProcessor()
-        let clock: @Sendable () -> Date = { Date().addingTimeInterval(offset.withLock { $0 }) }
-        try await ServerHarness.with(processor: processor, clock: clock) { server in
-            let checkout = try await server.createCheckout()
-            let total = try await server.shipToCalifornia(checkout.id)
-            let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData)
+        try await ServerHarness.with(processor: processor, clock: clock.now) { server in
+            let (checkout, body) = try await server.shippedCheckout()
             let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
             #expect(paid.status == 200)
-            let unpaid = try await server.createCheckout()
-            let unpaidTotal = try await server.shipToCalifornia(unpaid.id)
-            let stale = try server.paymentBody(amount: unpaidTotal, applicationData: unpaid.applicationData)
-            offset.withLock { $0 = 600 }  // ten minutes later
+            let (unpaid, stale) = try await server.shippedCheckout()
+            clock.move(ahead: 600)  // ten minutes later
             let retry = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
             #expect(retry.status == 200, "\(retry.text)")
             #expect(retry.body == paid.body)
@@ -110,18 +103,15 @@ struct PaymentAPITests {
 
     @Test("an expired checkout takes no new payment (410 checkoutExpired); a payment recorded in time is replayed")
     func expiredCheckoutPayment() async throws {
-        let offset = Mutex<TimeInterval>(0)
+        let clock = MovableClock()
         let processor = SandboxProcessor()
-        let clock: @Sendable () -> Date = { Date().addingTimeInterval(offset.withLock { $0 }) }
-        try await ServerHarness.with(processor: processor, clock: clock) { server in
-            let paid = try await server.createCheckout()
-            let paidTotal = try await server.shipToCalifornia(paid.id)
-            let body = try server.paymentBody(amount: paidTotal, applicationData: paid.applicationData)
+        try await ServerHarness.with(processor: processor, clock: clock.now) { server in
+            let (paid, body) = try await server.shippedCheckout()
             let first = try await server.post("/v1/checkouts/\(paid.id)/payment", raw: body)
             #expect(first.status == 200)
             let unpaid = try await server.createCheckout()
             let unpaidTotal = try await server.shipToCalifornia(unpaid.id)
-            offset.withLock { $0 = 2 * 86_400 }  // two days later: past the default lifetime of a day
+            clock.move(ahead: 2 * 86_400)  // two days later: past the default lifetime of a day
             let later = Date().addingTimeInterval(2 * 86_400)
             let fresh = try server.paymentBody(
                 amount: unpaidTotal, applicationData: unpaid.applicationData, signingTime: later)
@@ -140,9 +130,7 @@ struct PaymentAPITests {
     func doubleSubmit() async throws {
         let processor = SandboxProcessor(hangDuration: .seconds(30))
         try await ServerHarness.with(processor: processor) { server in
-            let checkout = try await server.createCheckout()
-            let total = try await server.shipToCalifornia(checkout.id)
-            let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData)
+            let (checkout, body) = try await server.shippedCheckout()
             let path = "/v1/checkouts/\(checkout.id)/payment"
             async let first = server.post(path, raw: body)
             async let second = server.post(path, raw: body)
@@ -157,9 +145,8 @@ struct PaymentAPITests {
     @Test("an RSA_v1 token pays too")
     func rsaToken() async throws {
         try await ServerHarness.with { server in
-            let checkout = try await server.createCheckout([["sku": "COFFEE-250", "quantity": 1]])
-            let total = try await server.shipToCalifornia(checkout.id)
-            let body = try server.paymentBody(amount: total, applicationData: checkout.applicationData, version: .rsaV1)
+            let (checkout, body) = try await server.shippedCheckout(
+                [["sku": "COFFEE-250", "quantity": 1]], version: .rsaV1)
             let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
             #expect(paid.status == 200, "\(paid.text)")
         }
@@ -276,9 +263,7 @@ struct PaymentAPITests {
                     amount: first.total, applicationData: first.applicationData, card: try card(endingIn: "0054"))
                 let held = Task { try await server.post("/v1/checkouts/\(first.id)/payment", raw: hanging) }
                 while try server.statuses().isEmpty { try await Task.sleep(for: .milliseconds(20)) }
-                var second = try await server.createCheckout()
-                second.total = try await server.shipToCalifornia(second.id)
-                let body = try server.paymentBody(amount: second.total, applicationData: second.applicationData)
+                let (second, body) = try await server.shippedCheckout()
                 let before = try server.counts()
                 let clock = ContinuousClock()
                 let start = clock.now
@@ -361,24 +346,9 @@ struct PaymentAPITests {
 func sendAndHangUp(port: UInt16, data: Data) async throws -> Bool {
     try await withCheckedThrowingContinuation { continuation in
         Thread {
-            #if canImport(Glibc)
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            #else
-                let fd = socket(AF_INET, SOCK_STREAM, 0)
-            #endif
+            let fd = LoopbackSocket.open()
             defer { close(fd) }
-            var timeout = timeval(tv_sec: 5, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard connected == 0 else {
+            guard LoopbackSocket.connect(fd, port: port) else {
                 continuation.resume(throwing: HarnessError("cannot connect"))
                 return
             }

@@ -46,6 +46,16 @@ final class CapturedLog: Sendable {
 }
 
 /// A real merchant server on 127.0.0.1:0 with the shared sandbox's keys and a fresh SQLite file.
+/// A server clock a test moves: `now` runs the offset given to ``move(ahead:)`` (none at first) ahead of the time.
+final class MovableClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+
+    var now: @Sendable () -> Date { { Date().addingTimeInterval(self.offset.withLock { $0 }) } }
+
+    /// From now on the clock runs `seconds` ahead.
+    func move(ahead seconds: TimeInterval) { offset.withLock { $0 = seconds } }
+}
+
 struct ServerHarness {
     let application: MerchantApplication
     let sandbox: Sandbox
@@ -191,6 +201,18 @@ struct ServerHarness {
         return (id, total, applicationData)
     }
 
+    /// A new checkout shipped to California (its total updated), with the payment body for that total.
+    func shippedCheckout(_ items: [[String: Any]] = [["sku": "MUG-01", "quantity": 2]], version: TokenVersion = .ecV1)
+        async throws -> (checkout: (id: String, total: String, applicationData: String), body: Data)
+    {
+        var checkout = try await createCheckout(items)
+        checkout.total = try await shipToCalifornia(checkout.id)
+        return (
+            checkout,
+            try paymentBody(amount: checkout.total, applicationData: checkout.applicationData, version: version)
+        )
+    }
+
     /// Sets a Californian shipping address and returns the new total.
     func shipToCalifornia(_ checkoutID: String) async throws -> String {
         let reply = try await post(
@@ -200,6 +222,20 @@ struct ServerHarness {
             throw HarnessError("shipping contact failed: \(reply.status) \(reply.text)")
         }
         return total
+    }
+
+    /// The `ApplePayPayment` body for `token`, shipped to Cupertino for the person named, billed to 95014.
+    static func paymentJSON(token: Any, givenName: String, familyName: String) throws -> Data {
+        try JSONSerialization.data(withJSONObject: [
+            "token": token,
+            "shippingContact": [
+                "givenName": givenName, "familyName": familyName,
+                "emailAddress": "\(givenName.lowercased())@example.com", "phoneNumber": "+1 408 555 0100",
+                "addressLines": ["1 Infinite Loop"], "locality": "Cupertino", "administrativeArea": "CA",
+                "postalCode": "95014", "countryCode": "US",
+            ],
+            "billingContact": ["postalCode": "95014", "countryCode": "US"],
+        ])
     }
 
     /// A sandbox token for `amount` bound to `applicationData`, as the `ApplePayPayment` body.
@@ -221,16 +257,7 @@ struct ServerHarness {
             : try sandbox.mint(request, version: version)
         var tokenObject = try (JSONSerialization.jsonObject(with: token.jsonData()) as? [String: Any]).orThrow("token")
         tamper?(&tokenObject)
-        let body: [String: Any] = [
-            "token": tokenObject,
-            "shippingContact": [
-                "givenName": "Ada", "familyName": "Lovelace", "emailAddress": "ada@example.com",
-                "phoneNumber": "+1 408 555 0100", "addressLines": ["1 Infinite Loop"], "locality": "Cupertino",
-                "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US",
-            ],
-            "billingContact": ["postalCode": "95014", "countryCode": "US"],
-        ]
-        return try JSONSerialization.data(withJSONObject: body)
+        return try Self.paymentJSON(token: tokenObject, givenName: "Ada", familyName: "Lovelace")
     }
 
     // MARK: The database, read directly

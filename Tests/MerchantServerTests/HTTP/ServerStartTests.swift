@@ -159,17 +159,20 @@ struct ServerStartTests {
         let defaults = try load([:])
         #expect(defaults.store.storeName == StoreConfiguration.demo.storeName)
         #expect(defaults.perClientConnectionLimit == 64)
+        #expect(defaults.connectionLimit == 4096)
         #expect(defaults.requestTimeout == 30)
         #expect(defaults.rateLimits == RateLimits())
         #expect(defaults.checkoutLifetime == .seconds(86_400))
         #expect(defaults.proxy == nil)
         let chosen = try load([
-            "requestTimeout": 5, "perClientConnectionLimit": 3, "checkoutLifetimeSeconds": 3600,
+            "requestTimeout": 5, "connectionLimit": 10_000, "perClientConnectionLimit": 3,
+            "checkoutLifetimeSeconds": 3600,
             "pruneIntervalSeconds": 60, "proxy": "http://proxy.internal:3128",
             "rateLimits": ["checkouts": ["perMinute": 10, "burst": 5]],
         ])
         #expect(chosen.requestTimeout == 5)
         #expect(chosen.perClientConnectionLimit == 3)
+        #expect(chosen.connectionLimit == 10_000)
         #expect(chosen.checkoutLifetime == .seconds(3600))
         #expect(chosen.pruneInterval == .seconds(60))
         #expect(chosen.proxy == "http://proxy.internal:3128")
@@ -177,7 +180,8 @@ struct ServerStartTests {
         #expect(chosen.rateLimits?.updates == RateLimits().updates)
         #expect(try load(["rateLimits": "off"]).rateLimits == nil)
         for bad: [String: Any] in [
-            ["requestTimeout": 0], ["perClientConnectionLimit": -1], ["checkoutLifetimeSeconds": 5],
+            ["requestTimeout": 0], ["connectionLimit": 0], ["perClientConnectionLimit": -1],
+            ["checkoutLifetimeSeconds": 5],
             ["rateLimits": ["updates": ["perMinute": 0, "burst": 1]]], ["pruneIntervalSeconds": 0],
         ] {
             #expect(throws: ServerStartError(.invalidConfiguration, ""), "\(bad)") { _ = try load(bad) }

@@ -13,15 +13,7 @@ import Testing
 struct SandboxTokensTests {
     /// The payment body the page posts after the sheet's authorization (the sandbox wallet's contacts).
     static func payment(token: Any) throws -> Data {
-        try JSONSerialization.data(withJSONObject: [
-            "token": token,
-            "shippingContact": [
-                "givenName": "Jane", "familyName": "Appleseed", "emailAddress": "jane@example.com",
-                "phoneNumber": "+1 408 555 0100", "addressLines": ["1 Infinite Loop"], "locality": "Cupertino",
-                "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US",
-            ],
-            "billingContact": ["postalCode": "95014", "countryCode": "US"],
-        ])
+        try ServerHarness.paymentJSON(token: token, givenName: "Jane", familyName: "Appleseed")
     }
 
     @Test(

@@ -1,0 +1,207 @@
+import ApplePay
+import Foundation
+import Foundations
+import MerchantCore
+import SQLCore
+
+/// Provider webhook events applied to orders (the ``ProviderEventStore`` contract), once for every dialect: one
+/// transaction records the event's provider and id in `provider_events` (taken already: a duplicate, nothing
+/// else happens), locks the order and moves it only from the states the event expects.
+extension SQLStore: ProviderEventStore {
+    public func apply(_ event: ProviderEvent, settlingPendingBefore cutoff: Date) async throws(OrderStoreError)
+        -> ProviderEventResult
+    {
+        try await write("apply provider event") { connection throws(SQLError) -> ProviderEventResult in
+            let now = self.clock().unixMilliseconds
+            let recorded = try connection.run(
+                """
+                INSERT INTO provider_events (provider, event_id, kind, outcome, received_at)
+                VALUES (\(bind: event.provider), \(bind: event.id), \(bind: event.kind.rawValue), 'received', \
+                \(bind: now))
+                \(raw: connection.dialect.onConflictDoNothing("provider", "event_id"))
+                """)
+            guard recorded == 1 else { return ProviderEventResult(.duplicate) }
+            let result = try self.applyOnce(event, cutoff: cutoff.unixMilliseconds, now: now, connection)
+            try connection.run(
+                """
+                UPDATE provider_events SET outcome = \(bind: result.outcome.rawValue), order_id = \(bind: result.orderID)
+                WHERE provider = \(bind: event.provider) AND event_id = \(bind: event.id)
+                """, expectingRows: 1)
+            return result
+        }
+    }
+
+    public func disputes(orderID: String) async throws(OrderStoreError) -> [DisputeRecord] {
+        try await read("read disputes") { connection throws(SQLError) -> [DisputeRecord] in
+            var disputes: [DisputeRecord] = []
+            for row in try connection.query(
+                """
+                SELECT id, order_id, provider, reference, amount_minor, currency, reason, opened_at FROM disputes
+                WHERE order_id = \(bind: orderID) ORDER BY opened_at, id
+                """)
+            {
+                disputes.append(
+                    DisputeRecord(
+                        id: try row.string("id"), orderID: try row.string("order_id"),
+                        provider: try row.string("provider"), reference: try row.string("reference"),
+                        amount: try row.optionalInt64("amount_minor"), currencyCode: try row.optionalString("currency"),
+                        reason: try row.optionalString("reason"),
+                        openedAt: Date(unixMilliseconds: try row.int64("opened_at"))))
+            }
+            return disputes
+        }
+    }
+
+    /// The event's effect, in the caller's transaction (the event is recorded already).
+    private func applyOnce(_ event: ProviderEvent, cutoff: Int64, now: Int64, _ connection: Connection)
+        throws(SQLError) -> ProviderEventResult
+    {
+        guard let orderID = try findOrder(event, connection), let order = try lockOrder(connection, orderID) else {
+            return ProviderEventResult(.orderNotFound)
+        }
+        func result(_ outcome: ProviderEventResult.Outcome) -> ProviderEventResult {
+            ProviderEventResult(outcome, orderID: order.id)
+        }
+        if let currency = event.currencyCode, currency.uppercased() != order.currencyCode.uppercased() {
+            return result(.mismatch)
+        }
+        switch event.kind {
+        case .paymentSucceeded, .paymentFailed:
+            let inFlight = order.status == .pending && order.updatedAt.unixMilliseconds >= cutoff
+            guard order.status.isUnsettled, !inFlight else { return result(.noChange) }
+            let succeeded = event.kind == .paymentSucceeded
+            if succeeded, let amount = event.amount, amount != order.payment.amount { return result(.mismatch) }
+            let charge = ProcessorCharge(
+                reference: event.paymentReference ?? order.payment.processorReference ?? event.id,
+                idempotencyKey: order.payment.transactionID,
+                amount: Money(
+                    minorUnits: order.payment.amount, currency: Currency(code: order.currencyCode) ?? .usDollar),
+                status: succeeded ? .approved : .declined,
+                declineReason: succeeded ? nil : DeclineReason(code: event.reason ?? "declined"))
+            let key = OrderKey(id: order.id, checkoutID: order.checkoutID, status: order.status)
+            try apply(PaymentTransition(settling: charge), to: key, from: [.pending, .unknown], connection)
+            return result(.applied)
+        case .refundSucceeded:
+            return result(try recordRefund(event, order: order, now: now, connection))
+        case .refundFailed:
+            guard let pending = try matchingRefund(event, order: order, status: "pending", connection) else {
+                return result(.noChange)
+            }
+            try connection.run("DELETE FROM refunds WHERE id = \(bind: pending.id) AND status = 'pending'")
+            try appendEvent(
+                connection, "refundCancelled", checkoutID: order.checkoutID, orderID: order.id,
+                detail(event, ["refundId": pending.id, "amount": String(pending.amount)]), at: now)
+            return result(.applied)
+        case .disputeOpened:
+            let reference = event.reference ?? event.paymentReference ?? event.id
+            let inserted = try connection.run(
+                """
+                INSERT INTO disputes (id, order_id, provider, reference, amount_minor, currency, reason, opened_at)
+                VALUES (\(bind: "dsp_" + randomHex(bytes: 12)), \(bind: order.id), \(bind: event.provider), \
+                \(bind: reference), \(bind: event.amount), \(bind: event.currencyCode?.uppercased()), \
+                \(bind: event.reason), \(bind: now))
+                \(raw: connection.dialect.onConflictDoNothing("provider", "reference"))
+                """)
+            guard inserted == 1 else { return result(.noChange) }
+            var fields = ["reference": reference]
+            fields["amount"] = event.amount.map { String($0) }
+            fields["reason"] = event.reason
+            try appendEvent(
+                connection, "disputeOpened", checkoutID: order.checkoutID, orderID: order.id, detail(event, fields),
+                at: now)
+            return result(.applied)
+        }
+    }
+
+    /// A succeeded refund: known already (its provider reference), our pending refund completed, or a refund made
+    /// at the provider added, within what is left to refund.
+    private func recordRefund(_ event: ProviderEvent, order: Order, now: Int64, _ connection: Connection)
+        throws(SQLError) -> ProviderEventResult.Outcome
+    {
+        if let reference = event.reference,
+            !(try loadRefunds(connection, where: "processor_reference = \(bind: reference) AND status = 'succeeded'")
+                .isEmpty)
+        {
+            return .noChange
+        }
+        let refund: RefundRecord
+        if let pending = try matchingRefund(event, order: order, status: "pending", connection) {
+            refund = pending
+        } else {
+            guard let amount = event.amount, amount > 0 else { return .mismatch }
+            guard order.status == .paid || order.status == .partiallyRefunded else { return .mismatch }
+            let reserved =
+                try connection.query(
+                    "SELECT coalesce(sum(amount_minor), 0) AS n FROM refunds WHERE order_id = \(bind: order.id)"
+                ).first?.int64("n") ?? 0
+            guard amount <= order.totals.total - reserved else { return .mismatch }
+            refund = RefundRecord(
+                id: "rfd_" + randomHex(bytes: 12), orderID: order.id,
+                idempotencyKey: "\(event.provider):\(event.reference ?? event.id)", amount: amount, succeeded: false)
+            try connection.run(
+                """
+                INSERT INTO refunds (id, order_id, idempotency_key, amount_minor, status, created_at, updated_at)
+                VALUES (\(bind: refund.id), \(bind: order.id), \(bind: refund.idempotencyKey), \(bind: amount), \
+                'pending', \(bind: now), \(bind: now))
+                """)
+        }
+        try connection.run(
+            """
+            UPDATE refunds SET status = 'succeeded', \
+            processor_reference = coalesce(\(bind: event.reference), processor_reference), updated_at = \(bind: now) \
+            WHERE id = \(bind: refund.id) AND status = 'pending'
+            """, expectingRows: 1)
+        let refunded = order.refunded + refund.amount
+        let status: OrderStatus = refunded >= order.totals.total ? .refunded : .partiallyRefunded
+        try connection.run(
+            """
+            UPDATE orders SET refunded_minor = \(bind: refunded), status = \(bind: status.rawValue), \
+            updated_at = \(bind: now) WHERE id = \(bind: order.id)
+            """, expectingRows: 1)
+        try appendEvent(
+            connection, "refundSucceeded", checkoutID: order.checkoutID, orderID: order.id,
+            detail(event, ["refundId": refund.id, "amount": String(refund.amount), "status": status.rawValue]),
+            at: now)
+        return .applied
+    }
+
+    /// The order's refund in `status` this event is about: the one with its provider reference, else (none has it)
+    /// the oldest without a reference of the event's amount.
+    private func matchingRefund(_ event: ProviderEvent, order: Order, status: String, _ connection: Connection)
+        throws(SQLError) -> RefundRecord?
+    {
+        let refunds = try loadRefunds(connection, where: "order_id = \(bind: order.id) AND status = \(bind: status)")
+        if let reference = event.reference, let match = refunds.first(where: { $0.processorReference == reference }) {
+            return match
+        }
+        guard let amount = event.amount else { return nil }
+        return refunds.first { $0.processorReference == nil && $0.amount == amount }
+    }
+
+    /// The order an event names: by our reference (the order id or the payment's transaction id), else by the
+    /// provider's payment reference.
+    private func findOrder(_ event: ProviderEvent, _ connection: Connection) throws(SQLError) -> String? {
+        if let reference = event.merchantReference, !reference.isEmpty,
+            let row = try connection.query(
+                """
+                SELECT o.id FROM orders o JOIN payments p ON p.order_id = o.id
+                WHERE o.id = \(bind: reference) OR p.transaction_id = \(bind: reference)
+                """
+            ).first
+        {
+            return try row.string("id")
+        }
+        guard let reference = event.paymentReference, !reference.isEmpty else { return nil }
+        return try connection.query("SELECT order_id FROM payments WHERE processor_reference = \(bind: reference)")
+            .first?.string("order_id")
+    }
+
+    /// The event log's detail for a provider event: where it came from, and `fields`.
+    private func detail(_ event: ProviderEvent, _ fields: [String: String]) -> [String: String] {
+        var detail = fields
+        detail["source"] = "webhook"
+        detail["provider"] = event.provider
+        detail["providerEventId"] = event.id
+        return detail
+    }
+}

@@ -1,0 +1,178 @@
+import ApplePay
+import Foundation
+import MerchantCore
+
+/// Reads each provider's webhook bodies (already verified) into ``MerchantCore/ProviderEvent``s. Events of other
+/// types are not read (an empty list): the endpoint acknowledges them and changes nothing.
+public enum ProviderEventReader {
+    /// The metadata keys a Stripe object may carry our reference under, in this order.
+    public static let stripeReferenceKeys = ["merchant_reference", "reference", "order_id", "transaction_id"]
+
+    /// The events of one body. - Returns: `nil` when the body is not the provider's JSON shape.
+    public static func events(_ provider: WebhookProvider, body: Data) -> [ProviderEvent]? {
+        switch provider {
+        case .stripe: return WebhookJSON.parse(body).flatMap(stripe)
+        case .checkout: return WebhookJSON.parse(body).flatMap(checkout)
+        case .adyen: return AdyenSignature.items(ofNotification: body).map { $0.compactMap(adyen) }
+        }
+    }
+
+    /// A Stripe event: `payment_intent.succeeded` / `.payment_failed`, `refund.*` and `charge.refund.updated`
+    /// (by the refund's status), `charge.dispute.created`.
+    static func stripe(_ event: JSONValue) -> [ProviderEvent]? {
+        guard let id = event["id"]?.stringValue, let type = event["type"]?.stringValue,
+            let object = event["data"]?["object"], case .object = object
+        else { return nil }
+        let metadata = object["metadata"]
+        let reference = stripeReferenceKeys.lazy.compactMap { metadata?[$0]?.stringValue }.first
+        let currency = object["currency"]?.stringValue?.uppercased()
+        func make(_ kind: ProviderEvent.Kind, payment: String?, own: String?, amount: JSONValue?, reason: String?)
+            -> [ProviderEvent]
+        {
+            [
+                ProviderEvent(
+                    provider: "stripe", id: id, kind: kind, merchantReference: reference, paymentReference: payment,
+                    reference: own, amount: minorUnits(amount), currencyCode: currency, reason: safeReason(reason))
+            ]
+        }
+        let objectID = object["id"]?.stringValue
+        switch type {
+        case "payment_intent.succeeded":
+            return make(
+                .paymentSucceeded, payment: objectID, own: nil, amount: object["amount_received"] ?? object["amount"],
+                reason: nil)
+        case "payment_intent.payment_failed":
+            let error = object["last_payment_error"]
+            return make(
+                .paymentFailed, payment: objectID, own: nil, amount: object["amount"],
+                reason: error?["decline_code"]?.stringValue ?? error?["code"]?.stringValue)
+        case "refund.created", "refund.updated", "refund.failed", "charge.refund.updated":
+            guard object["object"]?.stringValue == "refund" else { return [] }
+            let kind: ProviderEvent.Kind
+            switch object["status"]?.stringValue {
+            case "succeeded": kind = .refundSucceeded
+            case "failed", "canceled": kind = .refundFailed
+            default: return []  // pending, requires_action: the final event follows
+            }
+            // A refund of a charge made without a PaymentIntent names only the charge.
+            return make(
+                kind, payment: object["payment_intent"]?.stringValue ?? object["charge"]?.stringValue, own: objectID,
+                amount: object["amount"], reason: object["failure_reason"]?.stringValue)
+        case "charge.dispute.created":
+            return make(
+                .disputeOpened, payment: object["payment_intent"]?.stringValue, own: objectID,
+                amount: object["amount"], reason: object["reason"]?.stringValue)
+        default:
+            return []
+        }
+    }
+
+    /// One Adyen notification item: `AUTHORISATION`, `REFUND` (by `success`), `REFUND_FAILED`, `CHARGEBACK` and
+    /// `NOTIFICATION_OF_CHARGEBACK`. Adyen's duplicates share `eventCode`, `pspReference` and `success`.
+    static func adyen(_ item: JSONValue) -> ProviderEvent? {
+        guard let code = item["eventCode"]?.stringValue, let psp = item["pspReference"]?.stringValue else {
+            return nil
+        }
+        let success = item["success"]?.stringValue == "true" || item["success"] == .bool(true)
+        let original = item["originalReference"]?.stringValue
+        let kind: ProviderEvent.Kind
+        var payment = psp
+        var own: String?
+        switch code {
+        case "AUTHORISATION": kind = success ? .paymentSucceeded : .paymentFailed
+        case "REFUND", "REFUND_FAILED":
+            kind = success && code == "REFUND" ? .refundSucceeded : .refundFailed
+            payment = original ?? psp
+            own = psp
+        case "CHARGEBACK", "NOTIFICATION_OF_CHARGEBACK":
+            kind = .disputeOpened
+            payment = original ?? psp
+            own = psp
+        default: return nil
+        }
+        // The reason of a success is not a reason (an authorisation's is "authCode:last four:expiry"): only a failure's.
+        return ProviderEvent(
+            provider: "adyen", id: "\(code):\(psp):\(success)", kind: kind,
+            merchantReference: item["merchantReference"]?.stringValue, paymentReference: payment, reference: own,
+            amount: minorUnits(item["amount"]?["value"]), currencyCode: item["amount"]?["currency"]?.stringValue,
+            reason: success && kind != .disputeOpened ? nil : safeReason(item["reason"]?.stringValue))
+    }
+
+    /// A Checkout.com event: `payment_approved` / `payment_captured`, `payment_declined`, `payment_refunded`,
+    /// `payment_refund_declined`, `payment_chargeback` and `dispute_evidence_required`.
+    static func checkout(_ event: JSONValue) -> [ProviderEvent]? {
+        guard let id = event["id"]?.stringValue, let type = event["type"]?.stringValue,
+            let data = event["data"], case .object = data
+        else { return nil }
+        let dataID = data["id"]?.stringValue
+        let action = data["action_id"]?.stringValue
+        func make(_ kind: ProviderEvent.Kind, payment: String?, own: String?, reference: String?, reason: String?)
+            -> [ProviderEvent]
+        {
+            [
+                ProviderEvent(
+                    provider: "checkout", id: id, kind: kind, merchantReference: reference, paymentReference: payment,
+                    reference: own, amount: minorUnits(data["amount"]),
+                    currencyCode: data["currency"]?.stringValue?.uppercased(), reason: safeReason(reason))
+            ]
+        }
+        let reference = data["reference"]?.stringValue
+        switch type {
+        case "payment_approved", "payment_captured":
+            return make(.paymentSucceeded, payment: dataID, own: nil, reference: reference, reason: nil)
+        case "payment_declined":
+            return make(
+                .paymentFailed, payment: dataID, own: nil, reference: reference,
+                reason: data["response_summary"]?.stringValue)
+        case "payment_refunded":
+            return make(.refundSucceeded, payment: dataID, own: action, reference: reference, reason: nil)
+        case "payment_refund_declined":
+            return make(
+                .refundFailed, payment: dataID, own: action, reference: reference,
+                reason: data["response_summary"]?.stringValue)
+        case "payment_chargeback":
+            return make(
+                .disputeOpened, payment: dataID, own: action ?? dataID, reference: reference,
+                reason: data["reason_code"]?.stringValue)
+        case "dispute_evidence_required":
+            return make(
+                .disputeOpened, payment: data["payment_id"]?.stringValue, own: dataID,
+                reference: data["payment_reference"]?.stringValue, reason: data["reason_code"]?.stringValue)
+        default:
+            return []
+        }
+    }
+
+    /// An amount in minor units (a JSON integer, or its text as Adyen sometimes sends it); `nil` when it is not a
+    /// whole number from 0 to `Int64.max`.
+    static func minorUnits(_ value: JSONValue?) -> Int64? {
+        guard let minor = wholeNumber(value), minor >= 0 else { return nil }
+        return minor
+    }
+
+    private static func wholeNumber(_ value: JSONValue?) -> Int64? {
+        switch value {
+        case .number(let number):
+            var rounded = number
+            var source = number
+            NSDecimalRound(&rounded, &source, 0, .plain)
+            guard rounded == number, let minor = Int64(exactly: NSDecimalNumber(decimal: number).int64Value),
+                Decimal(minor) == number
+            else { return nil }
+            return minor
+        case .string(let text): return Int64(text)
+        default: return nil
+        }
+    }
+
+    /// A provider's reason kept only as a short code of letters, spaces, dots, hyphens and underscores (no digits:
+    /// nothing that could be a card number, expiry or authorisation code), at most 64 characters.
+    static func safeReason(_ text: String?) -> String? {
+        guard let text, !text.isEmpty, text.count <= 64,
+            text.unicodeScalars.allSatisfy({
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || " ._-".unicodeScalars.contains($0)
+            })
+        else { return nil }
+        return text
+    }
+}

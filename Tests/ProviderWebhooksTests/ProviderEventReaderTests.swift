@@ -1,0 +1,97 @@
+import ApplePay
+import Foundation
+import MerchantCore
+import Testing
+
+@testable import ProviderWebhooks
+
+@Suite("Provider events read from each provider's bodies")
+struct ProviderEventReaderTests {
+    private func example(_ path: String) throws -> Data {
+        try Data(contentsOf: pspFolder.appendingPathComponent(path))
+    }
+
+    @Test("Adyen's own example webhooks: an authorisation, a failed refund; a cancellation is not read")
+    func adyenExamples() throws {
+        let authorisation = try #require(
+            ProviderEventReader.events(.adyen, body: try example("adyen/examples/adyen-webhook-authorisation.json")))
+        #expect(
+            authorisation == [
+                ProviderEvent(
+                    provider: "adyen", id: "AUTHORISATION:QFQTPCQ8HXSKGK82:true", kind: .paymentSucceeded,
+                    merchantReference: "YOUR_MERCHANT_REFERENCE", paymentReference: "QFQTPCQ8HXSKGK82", amount: 1000,
+                    currencyCode: "EUR")
+            ])
+        let refund = try #require(
+            ProviderEventReader.events(.adyen, body: try example("adyen/examples/adyen-webhook-refund.json")))
+        #expect(refund.first?.kind == .refundFailed)
+        #expect(refund.first?.paymentReference == "9913140798220028")
+        #expect(refund.first?.reference == "QFQTPCQ8HXSKGK82")
+        let cancellation = ProviderEventReader.events(
+            .adyen, body: try example("adyen/examples/adyen-webhook-cancellation.json"))
+        #expect(cancellation == [])
+    }
+
+    @Test("Stripe: a payment intent, Stripe's refund fixture in a refund.updated event, a dispute; others not read")
+    func stripe() throws {
+        let refundObject = try JSONValue(parsing: try example("stripe/examples/stripe-refund-object-fixture.json"))
+        let body = try JSONEncoder().encode(
+            JSONValue.object([
+                "id": .string("evt_1"), "type": .string("refund.updated"),
+                "data": .object(["object": refundObject]),
+            ]))
+        let refund = try #require(ProviderEventReader.events(.stripe, body: body))
+        #expect(refund.count == 1)
+        #expect(refund.first?.kind == .refundSucceeded)
+        #expect(refund.first?.reference == "re_1NnmX5GPxmnHQRkJzG1txqB9")
+        #expect(refund.first?.amount == 100)
+        #expect(refund.first?.currencyCode == "USD")
+        // Stripe's fixture refunds a charge without a PaymentIntent: the charge is the payment's reference.
+        #expect(refund.first?.paymentReference == "ch_1NnlpSGPxmnHQRkJcYsK19E8")
+        let succeeded = Data(
+            #"""
+            {"id":"evt_2","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1","object":"payment_intent",
+            "amount":1099,"amount_received":1099,"currency":"eur","metadata":{"reference":"ord_1"}}}}
+            """#.utf8)
+        #expect(
+            ProviderEventReader.events(.stripe, body: succeeded) == [
+                ProviderEvent(
+                    provider: "stripe", id: "evt_2", kind: .paymentSucceeded, merchantReference: "ord_1",
+                    paymentReference: "pi_1", amount: 1099, currencyCode: "EUR")
+            ])
+        let dispute = Data(
+            #"{"id":"evt_3","type":"charge.dispute.created","data":{"object":{"id":"dp_1","object":"dispute","amount":5,"currency":"usd","payment_intent":"pi_1","reason":"fraudulent"}}}"#
+                .utf8)
+        #expect(ProviderEventReader.events(.stripe, body: dispute)?.first?.kind == .disputeOpened)
+        #expect(ProviderEventReader.events(.stripe, body: dispute)?.first?.reason == "fraudulent")
+        let other = Data(#"{"id":"evt_4","type":"customer.created","data":{"object":{"id":"cus_1"}}}"#.utf8)
+        #expect(ProviderEventReader.events(.stripe, body: other) == [])
+        #expect(ProviderEventReader.events(.stripe, body: Data("nope".utf8)) == nil)
+    }
+
+    @Test("Checkout.com: captured, refunded (the action is the refund), declined; a reason with digits is dropped")
+    func checkout() throws {
+        func body(_ type: String, _ data: String) -> Data {
+            Data(#"{"id":"evt_\#(type)","type":"\#(type)","data":\#(data)}"#.utf8)
+        }
+        let captured = ProviderEventReader.events(
+            .checkout,
+            body: body("payment_captured", #"{"id":"pay_1","reference":"ord_1","amount":500,"currency":"GBP"}"#))
+        #expect(captured?.first?.kind == .paymentSucceeded)
+        #expect(captured?.first?.merchantReference == "ord_1")
+        let refunded = ProviderEventReader.events(
+            .checkout, body: body("payment_refunded", #"{"id":"pay_1","action_id":"act_9","amount":200}"#))
+        #expect(refunded?.first?.kind == .refundSucceeded)
+        #expect(refunded?.first?.reference == "act_9")
+        let declined = ProviderEventReader.events(
+            .checkout, body: body("payment_declined", #"{"id":"pay_2","response_summary":"Card 4242 declined"}"#))
+        #expect(declined?.first?.kind == .paymentFailed)
+        #expect(declined?.first?.reason == nil)
+        let negative = ProviderEventReader.events(
+            .checkout, body: body("payment_refunded", #"{"id":"pay_1","action_id":"act_8","amount":-200}"#))
+        #expect(negative?.first?.amount == nil)
+        #expect(ProviderEventReader.minorUnits(.string("1130")) == 1130)
+        #expect(ProviderEventReader.minorUnits(.number(Decimal(string: "10.5")!)) == nil)
+        #expect(ProviderEventReader.minorUnits(.number(Decimal(string: "1e30")!)) == nil)
+    }
+}
