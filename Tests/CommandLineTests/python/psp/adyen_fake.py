@@ -5,6 +5,8 @@ by pspReference; refunds, cancels and reversals `received`, their outcome left t
 has no look-up of a payment.
 """
 import base64
+import hashlib
+import hmac
 import itertools
 import json
 import os
@@ -149,6 +151,22 @@ class AdyenFake(Fake):
                 payment["additionalData"]["tokenization.storedPaymentMethodId"] = payment["stored"]
         self.payments[payment["pspReference"]] = payment
         return Answer(200, {k: v for k, v in payment.items() if k not in ("stored", "refunded", "reversed")})
+
+    def authorisation_webhook(self, merchant_reference, hmac_key_hex):
+        """The AUTHORISATION notification Adyen sends for the payment of `merchant_reference`, signed as Adyen signs
+        it (HMAC-SHA256 with the hex key over the item's eight fields, base64): (headers, body bytes)."""
+        payment = next(p for p in self.payments.values() if p["merchantReference"] == merchant_reference)
+        item = {"amount": payment["amount"], "eventCode": "AUTHORISATION", "eventDate": "2026-12-01T12:00:00+01:00",
+                "merchantAccountCode": self.merchant_account, "merchantReference": merchant_reference,
+                "pspReference": payment["pspReference"], "success": "true" if payment["resultCode"] == "Authorised"
+                else "false", "reason": "044925:0492:12/2030", "paymentMethod": "applepay"}
+        fields = [item["pspReference"], "", item["merchantAccountCode"], item["merchantReference"],
+                  str(item["amount"]["value"]), item["amount"]["currency"], item["eventCode"], item["success"]]
+        signature = base64.b64encode(hmac.new(bytes.fromhex(hmac_key_hex), ":".join(fields).encode(),
+                                              hashlib.sha256).digest()).decode()
+        item["additionalData"] = {"hmacSignature": signature}
+        body = {"live": "false", "notificationItems": [{"NotificationRequestItem": item}]}
+        return {"Content-Type": "application/json"}, json.dumps(body).encode()
 
     def state(self):
         return {"payments": list(self.payments.values()), "modifications": self.modifications}

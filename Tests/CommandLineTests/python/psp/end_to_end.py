@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from psp_setup import base_url, configure, private_file  # noqa: E402
+from psp_setup import ADYEN_HMAC_KEY as HMAC_KEY, base_url, configure, private_file  # noqa: E402
 
 provider, applepay, sandbox, workdir = sys.argv[1:5]
 mode = sys.argv[5] if len(sys.argv) > 5 else "passThrough"
@@ -84,6 +84,15 @@ if not match:
     print(json.dumps({"error": "the server did not start", "log": "".join(log_lines)[-4000:]}))
     sys.exit(1)
 base = match.group(1)
+
+
+def raw_post(url, body, headers):
+    req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
 
 
 def control(path, body):
@@ -169,6 +178,31 @@ try:
         _, settled = request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
         after = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1] if lost_order else None
         check("lost answer waits for the webhook", order_status(after) == "unknown", [settled, after])
+        if lost_order:
+            key = lost_order["payment"]["transactionId"]
+            headers, body = fake.authorisation_webhook(key, HMAC_KEY)
+            # A forged one first (signed with another key): ignored.
+            forged_headers, forged = fake.authorisation_webhook(key, "00" * 32)
+            status, answer = raw_post(base + "/webhooks/adyen", forged, forged_headers)
+            unchanged = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1]
+            check("a forged webhook is ignored", status == 400 and order_status(unchanged) == "unknown",
+                  [status, answer, unchanged])
+            status, answer = raw_post(base + "/webhooks/adyen", body, headers)
+            after = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1]
+            check("lost answer settled by the webhook", status == 200 and answer == b"[accepted]"
+                  and order_status(after) == "paid", [status, answer, after])
+
+    if provider in ("stripe", "checkout") and lost_order:
+        # A forged webhook claiming the lost payment failed: refused, and the payment stays paid.
+        header = {"stripe": ("Stripe-Signature", "t=%d,v1=%s" % (int(time.time()), "0" * 64)),
+                  "checkout": ("Cko-Signature", "0" * 64)}[provider]
+        forged = json.dumps({"id": "evt_forged", "type": "payment_intent.payment_failed" if provider == "stripe"
+                             else "payment_declined", "data": {"object": {"id": "pi_x"}}}).encode()
+        status, answer = raw_post(base + "/webhooks/" + provider, forged,
+                                  {"Content-Type": "application/json", header[0]: header[1]})
+        unchanged = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1]
+        check("a forged webhook is ignored", status == 400 and order_status(unchanged) == "paid",
+              [status, answer, unchanged])
 
     # 5. A refund of the first payment.
     if paid_order:

@@ -2,6 +2,9 @@
 scripts/crash_test.py."""
 import os
 
+# Adyen's HMAC key, in hex, as its Customer Area shows one.
+ADYEN_HMAC_KEY = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
+
 
 def private_file(workdir, name, text):
     path = os.path.join(workdir, name)
@@ -36,5 +39,5 @@ def configure(provider, workdir):
         from adyen_fake import AdyenFake
         fake = AdyenFake("AQEfakeAdyenApiKey", "ExampleECOM")
         section = {"kind": "adyen", "apiKeyFile": private_file(workdir, "adyen.key", "AQEfakeAdyenApiKey"),
-                   "merchantAccount": "ExampleECOM", "webhookHMACKeyFile": private_file(workdir, "adyen.hmac", "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056")}
+                   "merchantAccount": "ExampleECOM", "webhookHMACKeyFile": private_file(workdir, "adyen.hmac", ADYEN_HMAC_KEY)}
     return fake, section
