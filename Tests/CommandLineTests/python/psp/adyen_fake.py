@@ -47,9 +47,6 @@ class AdyenFake(Fake):
         return {"status": status, "errorCode": "000" if status >= 500 else "702", "message": "status %d" % status,
                 "errorType": "internal" if status >= 500 else "validation"}
 
-    def charge_count(self):
-        return sum(1 for p in self.payments.values() if p["resultCode"] == "Authorised")
-
     def ledger_charges(self):
         """Every payment as the crash test reads a ledger."""
         with self.lock:
@@ -57,13 +54,6 @@ class AdyenFake(Fake):
                      "status": "approved" if p["resultCode"] == "Authorised" else "declined",
                      "amount": p["amount"]["value"], "currencyCode": p["amount"]["currency"]}
                     for p in self.payments.values()]
-
-    def double_charges(self):
-        seen = {}
-        for payment in self.payments.values():
-            if payment["resultCode"] == "Authorised":
-                seen[payment["merchantReference"]] = seen.get(payment["merchantReference"], 0) + 1
-        return sum(count - 1 for count in seen.values())
 
     def api_path(self, path):
         if not path.startswith(self.prefix):

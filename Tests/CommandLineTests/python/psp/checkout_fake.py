@@ -79,23 +79,12 @@ class CheckoutFake(Fake):
     def error_body(self, status):
         return None
 
-    def charge_count(self):
-        return sum(1 for p in self.payments.values() if p["approved"] and p["status"] != "Voided")
-
     def ledger_charges(self):
         """Every payment as the crash test reads a ledger."""
         with self.lock:
             return [{"idempotencyKey": p.get("metadata", {}).get("transaction_id"), "reference": p["id"],
                      "status": "approved" if p["approved"] else "declined", "amount": p["amount"],
                      "currencyCode": p["currency"]} for p in self.payments.values()]
-
-    def double_charges(self):
-        seen = {}
-        for payment in self.payments.values():
-            if payment["approved"]:
-                key = payment.get("metadata", {}).get("transaction_id")
-                seen[key] = seen.get(key, 0) + 1
-        return sum(count - 1 for count in seen.values())
 
     # -- validation
     def validate_request(self, method, path, headers, raw):

@@ -169,6 +169,21 @@ class Fake:
     def state(self):
         return {}
 
+    def ledger_charges(self):
+        """Every charge as a ledger lists it: idempotencyKey, reference, status (approved, …), amount, currencyCode."""
+        raise NotImplementedError
+
+    def charge_count(self):
+        return sum(1 for charge in self.ledger_charges() if charge["status"] == "approved")
+
+    def double_charges(self):
+        """Approved charges beyond the first for one transaction id."""
+        approved = {}
+        for charge in self.ledger_charges():
+            if charge["status"] == "approved":
+                approved[charge["idempotencyKey"]] = approved.get(charge["idempotencyKey"], 0) + 1
+        return sum(count - 1 for count in approved.values())
+
     # -- shared behaviour
     def take_fault(self, method, path):
         with self.lock:

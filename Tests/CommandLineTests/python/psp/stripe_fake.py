@@ -51,24 +51,12 @@ class StripeFake(Fake):
     void_suffixes = ("/cancel",)
     settles_by_look_up = True
 
-    def charge_count(self):
-        return sum(1 for i in self.intents.values() if i["status"] == "succeeded")
-
     def ledger_charges(self):
         """Every PaymentIntent as the crash test reads a ledger: one per transaction id."""
         with self.lock:
             return [{"idempotencyKey": i["metadata"].get("transaction_id"), "reference": i["id"],
                      "status": "approved" if i["status"] == "succeeded" else i["status"], "amount": i["amount"],
                      "currencyCode": i["currency"].upper()} for i in self.intents.values()]
-
-    def double_charges(self):
-        """Succeeded PaymentIntents beyond the first for one transaction id."""
-        seen = {}
-        for intent in self.intents.values():
-            if intent["status"] == "succeeded":
-                key = intent["metadata"].get("transaction_id")
-                seen[key] = seen.get(key, 0) + 1
-        return sum(count - 1 for count in seen.values())
 
     def __init__(self, secret):
         super().__init__(secret)
