@@ -15,6 +15,10 @@
 # on any violation (listed on standard error; the work folder is then kept and named).
 #
 # Usage: scripts/crash-test.sh [PAYMENTS] [SERVER_KILLS] [PROCESSOR_KILLS]   (defaults 300, 20, 5)
+# With CRASH_PSP=stripe|checkout|adyen the server charges through that provider's connector against its local fake
+# (Tests/CommandLineTests/python/psp, validating against ../shared/vectors/psp) instead of the processor service; the
+# fake is never killed, and payments only a webhook could settle (Adyen, Checkout.com after a restart) are counted as
+# awaitingWebhook.
 # Environment: APPLEPAY (use this binary instead of building one), SCRATCH (build folder, default .build),
 # CRASH_CLIENTS (client threads, default 8), CRASH_SEED (replay a run's kill schedule; printed as "seed").
 set -euo pipefail
@@ -37,6 +41,7 @@ trap cleanup EXIT
 
 seed=()
 [ -n "${CRASH_SEED:-}" ] && seed=(--seed "$CRASH_SEED")
+[ -n "${CRASH_PSP:-}" ] && seed+=(--psp "$CRASH_PSP")
 code=0
 python3 "$ROOT/scripts/crash_test.py" --applepay "$APPLEPAY" --work "$WORK" --payments "$PAYMENTS" \
     --server-kills "$SERVER_KILLS" --processor-kills "$PROCESSOR_KILLS" --clients "${CRASH_CLIENTS:-8}" \

@@ -13,7 +13,9 @@ DEBIAN_PACKAGES=(
     chromium chromium-driver    # tests only: the browser test of the checkout page
     postgresql libpq-dev        # the shared order store (libpq) and the private cluster `make test` starts
 )
-PYTHON_PACKAGES=(cryptography selenium jsonschema)  # tests only: an independent implementation; the browser test; the Wallet Orders schema
+# Tests only: an independent implementation; the browser test; the Wallet Orders schema and the payment providers'
+# fakes, which validate against the providers' OpenAPI specs (module:PyPI name when they differ).
+PYTHON_PACKAGES=(cryptography selenium jsonschema openapi_schema_validator:openapi-schema-validator yaml:PyYAML)
 
 missing=()
 for package in "${DEBIAN_PACKAGES[@]}"; do
@@ -28,8 +30,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 PYTHON="${PYTHON:-python3}"
-for package in "${PYTHON_PACKAGES[@]}"; do
-    if ! "$PYTHON" -c "import $package" 2>/dev/null; then
+for entry in "${PYTHON_PACKAGES[@]}"; do
+    module="${entry%%:*}"
+    package="${entry#*:}"
+    if ! "$PYTHON" -c "import $module" 2>/dev/null; then
         echo "setup: installing Python package $package (tests only)" >&2
         "$PYTHON" -m pip install -q "$package"
     fi

@@ -339,6 +339,12 @@ extension SQLStore: OrderStore {
         }
     }
 
+    public func refunds(orderID: String) async throws(OrderStoreError) -> [RefundRecord] {
+        try await read("read refunds") { connection throws(SQLError) -> [RefundRecord] in
+            try self.loadRefunds(connection, where: "order_id = \(bind: orderID)")
+        }
+    }
+
     public func recordVoid(orderID: String) async throws(OrderStoreError) -> Order {
         try await write("record void") { connection throws(SQLError) -> Result<Order, OrderStoreError> in
             guard let order = try self.lockOrder(connection, orderID) else {

@@ -21,8 +21,8 @@ struct PaymentTransition {
                 eventKind: "paymentDeclined")
         case .unknown(let error):
             self.init(
-                orderStatus: .unknown, paymentStatus: .unknown, failureCode: error.code.rawValue,
-                failureMessage: error.message, eventKind: "paymentOutcomeUnknown")
+                orderStatus: .unknown, paymentStatus: .unknown, reference: error.processorReference,
+                failureCode: error.code.rawValue, failureMessage: error.message, eventKind: "paymentOutcomeUnknown")
         }
     }
 

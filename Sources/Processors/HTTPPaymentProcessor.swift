@@ -22,6 +22,8 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
     /// The longest one call may take.
     public let timeout: Duration
     private let client: HTTPClient
+    /// Sent as `Authorization: Bearer …` on every request when set (secret: never printed).
+    private let bearerToken: String?
 
     /// - Parameters:
     ///   - baseURL: the service's base URL (`http` or `https`), without a trailing `/v1`.
@@ -29,16 +31,16 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
     ///   - clientIdentity: a TLS client certificate, when the service asks for one.
     ///   - trustedRootsPEM: roots to trust instead of the system's, for a private service.
     ///   - proxy: the proxy to use; `nil` goes direct whatever the environment's proxy variables say.
+    ///   - bearerToken: sent as `Authorization: Bearer` on every request, when the service asks for one.
     public init(
         baseURL: URL, timeout: Duration = .seconds(10), clientIdentity: ClientIdentity? = nil,
-        trustedRootsPEM: Data? = nil, proxy: String? = nil
+        trustedRootsPEM: Data? = nil, proxy: String? = nil, bearerToken: String? = nil
     ) {
+        self.bearerToken = bearerToken
         self.baseURL = baseURL
         self.timeout = timeout
-        self.client = HTTPClient(
-            configuration: .init(
-                timeout: timeout, connectTimeout: min(timeout, .seconds(5)), clientIdentity: clientIdentity,
-                trustedRootsPEM: trustedRootsPEM, maximumResponseSize: 1024 * 1024, proxy: proxy))
+        self.client = HTTPClient.processorClient(
+            timeout: timeout, clientIdentity: clientIdentity, trustedRootsPEM: trustedRootsPEM, proxy: proxy)
     }
 
     public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
@@ -183,6 +185,8 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
     private func send<T: Decodable>(_ request: HTTPClientRequest, as type: T.Type, what: String)
         async throws(ProcessorError) -> T
     {
+        var request = request
+        if let bearerToken { request.headers.append(("Authorization", "Bearer " + bearerToken)) }
         let response: HTTPClientResponse
         switch await Self.cancellableSend(request, with: client) {
         case .success(let answer): response = answer
@@ -195,6 +199,9 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
             } catch {
                 throw ProcessorError(.invalidAnswer, "the \(what) answer (\(response.status)) could not be read")
             }
+        case 401, 403:
+            throw ProcessorError(
+                .notAuthorized, "the processor refused our credentials (\(response.status)) for the \(what)")
         case 500...:
             throw ProcessorError(
                 .serverError,
@@ -208,8 +215,10 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
                 case "notVoidable"?: .notVoidable
                 case "paymentMethodNotFound"?: .paymentMethodNotFound
                 case "refundExceedsCharge"?: .refundExceedsCharge
+                // A bare 404 (no code) is a wrong URL or a proxy's page, never "no such charge": a look-up
+                // answered so would settle a charged payment as declined.
                 case nil, "invalidRequest"?, "badRequest"?, "notFound"?, "methodNotAllowed"?, "payloadTooLarge"?:
-                    response.status == 404 && wire == nil ? .chargeNotFound : .invalidRequest
+                    .invalidRequest
                 case let other?: ProcessorError.Code(other)
                 }
             let message =

@@ -96,7 +96,7 @@ struct ConfigurationTests {
         ("fee for an unknown payment method type", .duplicateIdentifier, { setFee(&$0, "type", "cash") }),
         ("fee above 10 percent", .invalidRate, { setFee(&$0, "percent", "12") }),
         ("processor timeout above the sheet's 30 s", .invalidProcessor, { $0["processor"] = ["timeoutSeconds": 31] }),
-        ("a processor kind the server cannot run", .invalidProcessor, { $0["processor"] = ["kind": "stripe"] }),
+        ("a processor kind the server cannot run", .invalidProcessor, { $0["processor"] = ["kind": "paypal"] }),
     ]
 
     @Test("invalid configurations are refused with a stable code", arguments: invalid.indices)
@@ -159,7 +159,7 @@ struct ConfigurationTests {
         ("tax as a percentage", "shippingZones[0].taxRate", { setZone(&$0, "taxRate", "20") }),
         ("zone with an unknown country", "shippingZones[0].countries[0]", { setZone(&$0, "countries", ["ZZ"]) }),
         ("fee above 10 percent", "paymentMethodFees[0].percent", { setFee(&$0, "percent", "12") }),
-        ("a processor kind the server cannot run", "processor.kind", { $0["processor"] = ["kind": "stripe"] }),
+        ("a processor kind the server cannot run", "processor.kind", { $0["processor"] = ["kind": "paypal"] }),
     ]
 
     @Test(

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import HTTPServer
 import MerchantCore
 import MerchantServer
 import ProcessorAPI
@@ -172,5 +173,31 @@ struct HTTPPaymentProcessorTests {
         #expect(error.map { !$0.description.contains("4817499999010019") } == true)
         let attempt = await PaymentProcessing.charge(request(key: "gone"), with: processor, timeout: .seconds(20))
         #expect(attempt == .unknown(ProcessorError(.unreachable, "")))
+    }
+}
+
+/// Answers every request with a bare 404: no body, as a wrong URL or a proxy's error page may.
+private struct BareNotFound: Responder {
+    func respond(to request: HTTPRequest) async -> HTTPResponse { HTTPResponse(status: 404) }
+}
+
+@Suite("HTTPPaymentProcessor against a server that is not a processor")
+struct HTTPPaymentProcessorBareAnswerTests {
+    @Test("a bare 404 is neither a decline nor 'no such charge': a look-up answered so settles nothing")
+    func bareNotFound() async throws {
+        let server = try HTTPServer.start(configuration: .init(port: 0), responder: BareNotFound())
+        let processor = HTTPPaymentProcessor(
+            baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(10))
+        let lookUp = await #expect(throws: ProcessorError.self) {
+            try await processor.charge(idempotencyKey: "bare-404")
+        }
+        #expect(lookUp?.code == .invalidRequest)
+        let attempt = await PaymentProcessing.charge(request(key: "bare-404"), with: processor, timeout: .seconds(10))
+        guard case .unknown = attempt else {
+            Issue.record("a bare 404 was taken as an outcome: \(attempt)")
+            await server.shutdown()
+            return
+        }
+        await server.shutdown()
     }
 }

@@ -84,7 +84,7 @@ struct ServerConfigurationTests {
                 "host": 3, "port": 70_000, "storePoolSize": 0, "store": "mysql://x", "publicURL": "http://shop",
                 "requestTimeout": 0, "rateLimits": "sometimes", "threads": 0, "adminToken": "",
             ],
-            "processor": ["kind": "stripe", "timeoutSeconds": 31],
+            "processor": ["kind": "paypal", "timeoutSeconds": 31],
         ])
         let paths = Set(problems.map(\.path))
         #expect(

@@ -679,9 +679,10 @@ public struct MerchantValidationSettings: Codable, Sendable, Equatable {
 /// configuration file. The server (MerchantServer's `ProcessorChoice`) reads the rest of the section, such as the
 /// `url` of an `http` processor.
 public struct ProcessorSettings: Codable, Sendable, Equatable {
-    /// The processor kinds the server can run: `sandbox` (the sandbox processor, which only sandbox mode runs) and
-    /// `http` (a service speaking docs/PROCESSOR-PROTOCOL.md at the section's `url`).
-    public static let kinds: Set<String> = ["sandbox", "http"]
+    /// The processor kinds the server can run: `sandbox` (the sandbox processor, which only sandbox mode runs),
+    /// `http` (a service speaking docs/PROCESSOR-PROTOCOL.md at the section's `url`) and the provider connectors
+    /// `stripe`, `adyen` and `checkout` (docs/PROCESSORS.md).
+    public static let kinds: Set<String> = ["sandbox", "http", "stripe", "adyen", "checkout"]
 
     /// One of ``kinds``; validation refuses any other, so that a payment never goes to the sandbox by mistake.
     public var kind: String

@@ -53,6 +53,8 @@ public protocol OrderStore: WalletOrderStore {
     func completeRefund(id: String, processorReference: String) async throws(OrderStoreError) -> Order
     /// Forgets a pending refund the processor refused (it reserved nothing there).
     func cancelRefund(id: String) async throws(OrderStoreError)
+    /// The order's refunds, pending ones (``RefundRecord/succeeded`` false) included.
+    func refunds(orderID: String) async throws(OrderStoreError) -> [RefundRecord]
     /// Records a void: a `paid` order with no refunds becomes `voided`.
     /// - Throws: ``OrderStoreError`` `conflict` when the order is not `paid` or has refunds.
     func recordVoid(orderID: String) async throws(OrderStoreError) -> Order

@@ -124,9 +124,12 @@ public struct CheckoutPayments: Sendable {
             checkout: checkout, breakdown: breakdown, transactionID: opened.transactionID,
             token: opened.networkToken, shippingContact: shippingContact,
             billingContact: billingContact, configuration: configuration)
+        // Verified and decrypted above: only now may the sealed token go to a processor that decrypts it itself.
+        let sealed = SealedApplePayToken(tokenJSON: tokenJSON)
         guard let (product, plan) = pricing.planProduct(of: checkout) else {
             return .processed(
-                try await service.pay(order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint))
+                try await service.pay(
+                    order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, sealedToken: sealed))
         }
         guard let subscriptions, let plans else { return .refused(.plansUnavailable) }
         let method = PlanPaymentMethod(token: opened.networkToken)
@@ -149,7 +152,8 @@ public struct CheckoutPayments: Sendable {
         // reconciler that later finds the charge starts the subscription from them (nothing secret is kept).
         try await plans.remember(method, transactionID: opened.transactionID, checkoutID: checkout.id)
         var result = try await service.pay(
-            order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, storePaymentMethod: true)
+            order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, storePaymentMethod: true,
+            sealedToken: sealed)
         // The token's details only for its own order (a checkout locked by another token's order has its own).
         let own = result.order.payment.transactionID == opened.transactionID
         if own, result.order.status.isUnsettled {

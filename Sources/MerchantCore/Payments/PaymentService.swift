@@ -74,9 +74,11 @@ public struct PaymentService: Sendable {
     ///   - order: the order to record (its `transactionID` is the idempotency key).
     ///   - token: the decrypted network token.
     ///   - rootFingerprint: the root the token chained to (a sandbox processor checks it).
+    ///   - sealedToken: the same token as the device sealed it, for a processor that decrypts it itself.
     /// - Throws: ``OrderStoreError`` when the store fails before anything was charged.
     public func pay(
-        _ order: NewOrder, token: NetworkToken, rootFingerprint: String? = nil, storePaymentMethod: Bool = false
+        _ order: NewOrder, token: NetworkToken, rootFingerprint: String? = nil, storePaymentMethod: Bool = false,
+        sealedToken: SealedApplePayToken? = nil
     )
         async throws(OrderStoreError)
         -> Result
@@ -92,14 +94,14 @@ public struct PaymentService: Sendable {
             let request = ChargeRequest(
                 token: token, amount: Money(minorUnits: order.totals.total, currency: currency),
                 idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint,
-                storePaymentMethod: storePaymentMethod)
+                storePaymentMethod: storePaymentMethod, sealedToken: sealedToken)
             let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
             if case .unknown(let error) = attempt {
                 logger.log(
                     "warn", "payment outcome unknown",
                     [
                         "orderId": pending.id, "transactionId": order.transactionID, "code": error.code.rawValue,
-                        "processor": processor.name,
+                        "processor": processor.name, "processorReference": error.processorReference ?? "",
                     ])
             }
             do {

@@ -61,11 +61,17 @@ public struct Reconciler: Sendable {
         let candidates = try await store.unsettledOrders(
             updatedBefore: clock().addingTimeInterval(-seconds), limit: limit)
         var settled: [Settlement] = []
+        let resolution = processor.unknownOutcomes
         for order in candidates {
             let key = order.payment.transactionID
+            // Past the processor's key lifetime a look-up would guess: the payment waits for a person instead
+            // (``needingAttention(limit:)``, the admin API's `GET /admin/v1/attention`).
+            if Self.isPastKeyLifetime(order, resolution, now: clock()) { continue }
+            // Only the processor's webhook can tell (Adyen): nothing to ask.
+            if case .webhook = resolution { continue }
             let charge: ProcessorCharge?
             do {
-                charge = try await lookUp(key)
+                charge = try await lookUp(order)
             } catch {
                 logger.log(
                     "warn", "reconciliation look-up failed",
@@ -114,10 +120,35 @@ public struct Reconciler: Sendable {
         }
     }
 
-    private func lookUp(_ key: String) async throws(ProcessorError) -> ProcessorCharge? {
+    /// Unsettled payments older than the processor keeps an idempotency key: no look-up can tell what became of
+    /// them any more, so the reconciler leaves them to a person (who asks the provider's dashboard).
+    public func needingAttention(limit: Int = 500) async throws(OrderStoreError) -> [Order] {
+        let resolution = processor.unknownOutcomes
+        guard let lifetime = resolution.keyLifetime else { return [] }
+        let now = clock()
+        return try await store.unsettledOrders(
+            updatedBefore: now.addingTimeInterval(-Self.seconds(lifetime)), limit: limit
+        ).filter { Self.isPastKeyLifetime($0, resolution, now: now) }
+    }
+
+    static func isPastKeyLifetime(_ order: Order, _ resolution: UnknownOutcomeResolution, now: Date) -> Bool {
+        guard let lifetime = resolution.keyLifetime else { return false }
+        return order.createdAt.addingTimeInterval(seconds(lifetime)) < now
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    private func lookUp(_ order: Order) async throws(ProcessorError) -> ProcessorCharge? {
         let processor = self.processor
+        let lookup = ChargeLookup(
+            idempotencyKey: order.payment.transactionID,
+            amount: Money(
+                minorUnits: order.payment.amount, currency: Currency(code: order.payment.currencyCode) ?? .usDollar),
+            processorReference: order.payment.processorReference)
         return try await PaymentProcessing.withTimeLimit(timeout) { () async throws(ProcessorError) in
-            try await processor.charge(idempotencyKey: key)
+            try await processor.charge(lookingUp: lookup)
         }.get()
     }
 }

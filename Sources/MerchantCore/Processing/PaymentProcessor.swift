@@ -151,11 +151,15 @@ public struct ChargeRequest: Sendable, CustomStringConvertible, CustomReflectabl
     /// Keep this payment's method for merchant-initiated charges later (subscriptions): an approved charge then
     /// carries ``ProcessorCharge/paymentMethodReference`` (look the charge up by its key to read it).
     public let storePaymentMethod: Bool
+    /// The token as the device sealed it, for a processor that decrypts it itself (pass-through); `nil` when the
+    /// caller has only the decrypted token. Set only after the token passed every check.
+    public let sealedToken: SealedApplePayToken?
 
     public init(
         token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String? = nil,
-        storePaymentMethod: Bool = false
+        storePaymentMethod: Bool = false, sealedToken: SealedApplePayToken? = nil
     ) {
+        self.sealedToken = sealedToken
         self.storePaymentMethod = storePaymentMethod
         self.token = token
         self.amount = amount
@@ -277,18 +281,37 @@ public struct ProcessorError: CodedError {
         public static let paymentMethodNotFound = Code("paymentMethodNotFound")
         /// The processor refused the request as malformed (4xx).
         public static let invalidRequest = Code("processorInvalidRequest")
+        /// The processor refused our credentials (401/403): a configuration error, not a payment's.
+        public static let notAuthorized = Code("processorNotAuthorized")
+        /// The processor has no look-up for this payment (its webhook settles it). Outcome unknown.
+        public static let lookUpUnavailable = Code("processorLookUpUnavailable")
 
         /// Codes that leave the outcome unknown.
-        public static let unknownOutcome: Set<Code> = [.timeout, .unreachable, .serverError, .invalidAnswer]
+        public static let unknownOutcome: Set<Code> = [
+            .timeout, .unreachable, .serverError, .invalidAnswer, .lookUpUnavailable,
+        ]
     }
 
     public let code: Code
     /// For logs: never card data.
     public let message: String
+    /// The processor's id for the payment when it was known before the answer was lost (a Stripe PaymentIntent
+    /// created, its confirmation unanswered): recorded with the unknown payment, so a webhook and the reconciler
+    /// find it by it.
+    public private(set) var processorReference: String?
 
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
+    }
+
+    /// This error carrying the processor's id for the payment, when the outcome is unknown (a definite error is
+    /// left as it is).
+    public func referencing(_ reference: String) -> ProcessorError {
+        guard outcomeIsUnknown else { return self }
+        var error = self
+        error.processorReference = reference
+        return error
     }
 
     /// True when the processor may have acted on the request (timeout, lost connection, 5xx, unreadable answer).
@@ -328,6 +351,18 @@ public protocol PaymentProcessor: Sendable {
     /// Charges a kept payment method, merchant-initiated (no cryptogram), once per `idempotencyKey` (the merchant
     /// uses one key per subscription, billing cycle and attempt). Look-up by key as for ``charge(_:)``.
     func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome
+
+    /// How this processor's unknown outcomes are settled, and how long it keeps an idempotency key.
+    var unknownOutcomes: UnknownOutcomeResolution { get }
+
+    /// The charge a payment whose answer was lost became, or `nil` when nothing was charged: what the reconciler
+    /// asks. A provider without a look-up by key sends the first request again with the same key, or throws
+    /// `lookUpUnavailable` when only its webhook can tell.
+    func charge(lookingUp payment: ChargeLookup) async throws(ProcessorError) -> ProcessorCharge?
+
+    /// A cheap authenticated call at start-up, where the processor has one: throws `notAuthorized` when the
+    /// credentials are refused (a configuration error), other codes when the processor cannot be reached.
+    func checkCredentials() async throws(ProcessorError)
 }
 
 /// A merchant-initiated charge of a kept payment method.
@@ -345,6 +380,17 @@ public struct StoredMethodChargeRequest: Sendable, Equatable {
 }
 
 extension PaymentProcessor {
+    /// Looked up by idempotency key, for as long as the processor keeps its ledger.
+    public var unknownOutcomes: UnknownOutcomeResolution { .lookUp(keyLifetime: nil) }
+
+    /// ``charge(idempotencyKey:)``.
+    public func charge(lookingUp payment: ChargeLookup) async throws(ProcessorError) -> ProcessorCharge? {
+        try await charge(idempotencyKey: payment.idempotencyKey)
+    }
+
+    /// No check: the first payment finds out.
+    public func checkCredentials() async throws(ProcessorError) {}
+
     /// Processors that cannot keep payment methods refuse to.
     public func storePaymentMethod(_ token: NetworkToken, idempotencyKey: String, rootFingerprint: String?)
         async throws(ProcessorError) -> String

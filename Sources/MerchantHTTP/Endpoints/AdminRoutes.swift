@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import MerchantCore
 import MerchantWallet
+import Synchronization
 
 /// The admin API's orders, in the admin group under `/admin/v1` (behind ``BearerAuthentication`` with the admin
 /// token; the group does not exist when no token is configured): orders with their contacts, refunds, voids,
@@ -15,6 +16,8 @@ struct AdminRoutes: RouteCollection {
     let logger: RequestLogger
     /// Wallet orders: fulfilment steps and refunds push to registered devices; nil: no fulfilment route.
     let walletOrders: WalletOrdersService?
+    /// Refunds and voids on their way to the processor, by order: one kind never starts while the other is.
+    let inFlight = ProcessorOperations()
 
     func register(on group: inout RouterGroup) {
         group.add(.get, "/orders") { request, _ in try await listOrders(request) }
@@ -25,6 +28,7 @@ struct AdminRoutes: RouteCollection {
             try await recordFulfillment(request, context)
         }
         group.add(.post, "/reconcile") { request, _ in try await reconcile(request) }
+        group.add(.get, "/attention") { _, _ in try await attention() }
     }
 
     func listOrders(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
@@ -79,6 +83,13 @@ struct AdminRoutes: RouteCollection {
         else {
             throw .invalidRequest("idempotencyKey must be 1 to 200 of A-Z a-z 0-9 - _ . : ~.")
         }
+        // A void on its way to the processor: the refund is refused here, never sent.
+        guard inFlight.begin(.refund, orderID: order.id) else {
+            throw HTTPError(
+                status: 409, code: "voidPending", message: "A void of order \(order.id) is on its way to the processor."
+            )
+        }
+        defer { inFlight.end(.refund, orderID: order.id) }
         let start = try await storing { () async throws(OrderStoreError) in
             try await store.beginRefund(
                 orderID: order.id, amount: amount.minorUnits, idempotencyKey: body.idempotencyKey)
@@ -214,6 +225,20 @@ struct AdminRoutes: RouteCollection {
                 message:
                     "Order \(order.id) is \(order.status.rawValue); only a paid order without refunds can be voided.")
         }
+        // A refund pending (on its way, or its outcome unknown): the void is refused here, never sent.
+        guard inFlight.begin(.void, orderID: order.id) else {
+            throw HTTPError(
+                status: 409, code: "refundPending",
+                message: "A refund of order \(order.id) is on its way to the processor; the void is not sent.")
+        }
+        defer { inFlight.end(.void, orderID: order.id) }
+        let refunds = try await storing { () async throws(OrderStoreError) in try await store.refunds(orderID: order.id)
+        }
+        if refunds.contains(where: { !$0.succeeded }) {
+            throw HTTPError(
+                status: 409, code: "refundPending",
+                message: "Order \(order.id) has a refund whose outcome is not known yet; the void is not sent.")
+        }
         let processor = self.processor
         let result = await bounded { () async throws(ProcessorError) -> ProcessorCharge in
             try await processor.void(reference: reference)
@@ -235,6 +260,28 @@ struct AdminRoutes: RouteCollection {
                 status: 409, code: error.code == .notVoidable ? "orderNotVoidable" : error.code.rawValue,
                 message: "The processor refused the void (\(error.code)).")
         }
+    }
+
+    /// `GET /admin/v1/attention`: payments whose outcome is unknown past the time the processor keeps an idempotency
+    /// key (Stripe and Checkout.com 24 hours, Adyen 31 days): no look-up can tell any more, so a person must (the
+    /// provider's dashboard, by the order's transaction id). Answers `{"orders", "resolution", "keyLifetimeSeconds"}`.
+    func attention() async throws(HTTPError) -> HTTPResponse {
+        struct Answer: Encodable {
+            var orders: [Order]
+            var resolution: String
+            var keyLifetimeSeconds: Int64?
+        }
+        let orders = try await storing { () async throws(OrderStoreError) in try await reconciler.needingAttention() }
+        let resolution = processor.unknownOutcomes
+        let kind =
+            switch resolution {
+            case .lookUp: "lookUp"
+            case .webhook: "webhook"
+            }
+        var response = HTTPResponse.encoding(
+            Answer(orders: orders, resolution: kind, keyLifetimeSeconds: resolution.keyLifetime?.components.seconds))
+        response.headers["Cache-Control"] = "no-store"
+        return response
     }
 
     func reconcile(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
@@ -285,5 +332,33 @@ struct AdminRoutes: RouteCollection {
         -> Result<T, ProcessorError>
     {
         await PaymentProcessing.withTimeLimit(timeout, call)
+    }
+}
+
+/// Refunds and voids on their way to the processor, by order id, in this process: a refund never starts while a
+/// void of the same order is under way, nor a void while a refund is (several refunds may run at once; the store
+/// keeps them within the amount).
+final class ProcessorOperations: Sendable {
+    enum Kind: Sendable { case refund, void }
+    private let running = Mutex<[String: (kind: Kind, count: Int)]>([:])
+
+    /// Starts an operation; false when one of the other kind is running for the order (or another void).
+    func begin(_ kind: Kind, orderID: String) -> Bool {
+        running.withLock { running in
+            if let current = running[orderID] {
+                guard current.kind == kind, kind == .refund else { return false }
+                running[orderID] = (kind, current.count + 1)
+            } else {
+                running[orderID] = (kind, 1)
+            }
+            return true
+        }
+    }
+
+    func end(_ kind: Kind, orderID: String) {
+        running.withLock { running in
+            guard let current = running[orderID], current.kind == kind else { return }
+            running[orderID] = current.count > 1 ? (kind, current.count - 1) : nil
+        }
     }
 }

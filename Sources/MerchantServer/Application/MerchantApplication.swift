@@ -150,7 +150,8 @@ public final class MerchantApplication: Sendable {
             } catch {
                 throw ServerStartError(.invalidStore, "cannot open the store \(location.redacted): \(error)")
             }
-            let chosenProcessor = try choosePayments(configuration, override: processor ?? pluginProcessor)
+            let chosenProcessor = try await choosePayments(
+                configuration, override: processor ?? pluginProcessor, logger: logger)
             let settings = configuration.store.merchantValidation
             let validator = MerchantValidator(
                 merchantIdentifier: configuration.store.merchantIdentifier,
@@ -358,16 +359,97 @@ public final class MerchantApplication: Sendable {
     /// else the configured one. There is no default: a server with real keys must never "approve" payments that no
     /// processor captured.
     private static func choosePayments(
-        _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?
-    ) throws(ServerStartError) -> any PaymentProcessor {
+        _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?, logger: RequestLogger
+    ) async throws(ServerStartError) -> any PaymentProcessor {
         if let override { return override }
+        let sandboxMode = configuration.sandboxFolder != nil
+        let timeout = configuration.store.processor.timeout
+        let processor: any PaymentProcessor
         switch configuration.processor {
         case .http(let url):
+            let authentication = configuration.processorAuthentication
+            guard sandboxMode || (url.scheme == "https" && !authentication.isEmpty) else {
+                throw ServerStartError(
+                    .invalidConfiguration,
+                    "outside sandbox mode the http processor must be https and authenticated (processor.bearerTokenFile "
+                        + "or processor.clientCertificate)")
+            }
+            let token = try authentication.bearerTokenFile.map { path throws(ServerStartError) in
+                try readSecret(path, role: "http processor bearer token")
+            }
+            let identity = try authentication.clientCertificate.map { paths throws(ServerStartError) in
+                try MerchantCredential.load(paths, role: "http processor client").clientIdentity
+            }
             return HTTPPaymentProcessor(
-                baseURL: url, timeout: configuration.store.processor.timeout, proxy: configuration.proxy)
+                baseURL: url, timeout: timeout, clientIdentity: identity, proxy: configuration.proxy,
+                bearerToken: token)
+        case .stripe(let settings), .adyen(let settings), .checkout(let settings):
+            guard ProviderSettings.allows(settings.baseURL, sandboxMode: sandboxMode) else {
+                throw ServerStartError(
+                    .invalidConfiguration,
+                    "processor.baseURL must be https (a loopback http:// URL only in sandbox mode), got "
+                        + settings.baseURL.absoluteString.prefix(80))
+            }
+            let secret = try readSecret(
+                settings.secretKeyFile,
+                role: configuration.processor.kind == "adyen" ? "Adyen API key" : "API secret key")
+            let applePay: ApplePayHandling = settings.applePay == .decrypted ? .decrypted : .passThrough
+            switch configuration.processor {
+            case .stripe:
+                processor = StripeProcessor(
+                    baseURL: settings.baseURL, secretKey: secret, applePay: applePay, timeout: timeout,
+                    proxy: configuration.proxy)
+            case .checkout:
+                let publicKey = try settings.publicKeyFile.map { path throws(ServerStartError) in
+                    try readSecret(path, role: "Checkout.com public key")
+                }
+                processor = CheckoutProcessor(
+                    baseURL: settings.baseURL, secretKey: secret, publicKey: publicKey,
+                    processingChannelID: settings.processingChannelId ?? "", applePay: applePay, timeout: timeout,
+                    proxy: configuration.proxy)
+            default:
+                processor = AdyenProcessor(
+                    baseURL: settings.baseURL, apiKey: secret, merchantAccount: settings.merchantAccount ?? "",
+                    applePay: applePay, returnURL: configuration.publicURL?.text ?? "https://localhost/",
+                    timeout: timeout, proxy: configuration.proxy)
+            }
         case .sandbox:
             throw ServerStartError(.noProcessor, "no payment processor: pass --processor URL")
         }
+        // A refused key is a configuration error, found now rather than at the first payment.
+        let check = await PaymentProcessing.withTimeLimit(timeout) { () async throws(ProcessorError) in
+            try await processor.checkCredentials()
+        }
+        if case .failure(let error) = check {
+            guard error.code != .notAuthorized else {
+                throw ServerStartError(
+                    .processorNotAuthorized, "\(processor.name) refused the configured key: \(error.message)")
+            }
+            logger.log(
+                "warn", "the processor's credentials could not be checked at start-up",
+                ["processor": processor.name, "code": error.code.rawValue])
+        }
+        return processor
+    }
+
+    /// A secret from a file readable by its owner alone (no link, not open to group or others), trimmed of
+    /// surrounding white space. The secret is never logged; messages name the file only.
+    static func readSecret(_ path: String, role: String) throws(ServerStartError) -> String {
+        let data: Data
+        do {
+            data = try KeyFile.read(path, description: "the \(role) file")
+        } catch {
+            switch error.code {
+            case .missing: throw ServerStartError(.missingFile, error.message)
+            case .unreadable: throw ServerStartError(.unreadableFile, error.message)
+            default: throw ServerStartError(.insecureKeyFile, error.message)
+            }
+        }
+        let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !secret.isEmpty, !secret.contains(where: { $0.isNewline || $0 == " " }) else {
+            throw ServerStartError(.unreadableFile, "the \(role) file \(path) must hold one secret on one line")
+        }
+        return secret
     }
 }
 

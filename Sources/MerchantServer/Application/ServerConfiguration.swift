@@ -11,7 +11,7 @@ import MerchantWallet
 import ProviderWebhooks
 
 /// A certificate file and its private key file (both PEM).
-public struct CertificateKeyPaths: Codable, Sendable, Equatable {
+public struct CertificateKeyPaths: Codable, Sendable, Hashable {
     public var certificate: String
     public var key: String
 
@@ -66,6 +66,9 @@ public struct MerchantServerConfiguration: Sendable {
     /// only in sandbox mode, whose plug-in runs the sandbox processor service in process, its ledger in
     /// ``sandboxLedgerPath``.
     public var processor: ProcessorChoice = .sandbox
+    /// How the `http` processor authenticates us (`processor.bearerTokenFile` or `processor.clientCertificate`):
+    /// required outside sandbox mode.
+    public var processorAuthentication = HTTPProcessorAuthentication()
     /// The one base URL every published URL is under (`--public-url`, the file's `server.publicURL`); `nil`: the
     /// server's own address once bound, `http://HOST:PORT` (see ``PublicURL``).
     public var publicURL: PublicURL?
@@ -198,6 +201,8 @@ public struct ServerStartError: CodedError {
         public static let cannotListen = Code("cannotListen")
         /// No payment processor: outside sandbox mode, `--processor URL` is required.
         public static let noProcessor = Code("noProcessor")
+        /// The payment provider refused the configured key at start-up (401/403).
+        public static let processorNotAuthorized = Code("processorNotAuthorized")
     }
 
     public let code: Code

@@ -14,8 +14,11 @@ import ProviderWebhooks
 /// ```
 /// {
 ///   "storeName": …, "products": […], …        the catalog (StoreConfiguration); absent: the demo catalog
-///   "processor": {"kind": "sandbox" | "http", "url": "https://…", "timeoutSeconds": 10,
-///                 "webhookSecretFile" | "webhookHMACKeyFile": "…"},
+///   "processor": {"kind": "sandbox" | "http" | "stripe" | "adyen" | "checkout", "url": "https://…" (http),
+///                 "bearerTokenFile", "clientCertificate" (http), "baseURL", "secretKeyFile" (stripe, checkout),
+///                 "apiKeyFile", "merchantAccount", "webhookHMACKeyFile" (adyen), "webhookSecretFile" (stripe,
+///                 checkout), "processingChannelId", "publicKeyFile" (checkout), "applePay": "passThrough" | "decrypted",
+///                 "timeoutSeconds": 10},
 ///   "server": {"host", "port", "publicURL", "store", "storePoolSize", "maximumBodySize", "connectionTimeout",
 ///              "requestTimeout", "connectionLimit", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
 ///              "pruneIntervalSeconds", "proxy", "threads", "paymentProcessing", "merchantIdentity", "trustedRoot",
@@ -239,22 +242,125 @@ struct ProcessorSection: Decodable {
     var kind: String?
     var url: String?
     var timeoutSeconds: Double?
+    var baseURL: String?
+    var secretKeyFile: String?
+    var apiKeyFile: String?
     /// Stripe's or Checkout.com's webhook signing secret, in a file.
     var webhookSecretFile: String?
     /// Adyen's webhook HMAC key (hex), in a file.
     var webhookHMACKeyFile: String?
+    var merchantAccount: String?
+    var processingChannelId: String?
+    var publicKeyFile: String?
+    var applePay: String?
+    var bearerTokenFile: String?
+    var clientCertificate: CertificateKeyPaths?
     var problems: [ConfigurationProblem] = []
 
-    enum CodingKeys: String, CodingKey { case kind, url, timeoutSeconds, webhookSecretFile, webhookHMACKeyFile }
+    enum CodingKeys: String, CodingKey {
+        case kind, url, timeoutSeconds, baseURL, secretKeyFile, apiKeyFile, webhookSecretFile, webhookHMACKeyFile
+        case merchantAccount, processingChannelId, publicKeyFile, applePay, bearerTokenFile, clientCertificate
+    }
 
     init(from decoder: any Decoder) throws {
         var reader = try FieldReader(decoder, keys: CodingKeys.self)
         kind = reader.read(.kind)
         url = reader.read(.url)
         timeoutSeconds = reader.read(.timeoutSeconds)
+        baseURL = reader.read(.baseURL)
+        secretKeyFile = reader.read(.secretKeyFile)
+        apiKeyFile = reader.read(.apiKeyFile)
         webhookSecretFile = reader.read(.webhookSecretFile)
         webhookHMACKeyFile = reader.read(.webhookHMACKeyFile)
+        merchantAccount = reader.read(.merchantAccount)
+        processingChannelId = reader.read(.processingChannelId)
+        publicKeyFile = reader.read(.publicKeyFile)
+        applePay = reader.read(.applePay)
+        bearerTokenFile = reader.read(.bearerTokenFile)
+        clientCertificate = reader.read(.clientCertificate)
         problems = reader.problems
+    }
+
+    /// The fields each kind takes (besides `kind` and `timeoutSeconds`), the first of each pair required.
+    static let fields: [String: (required: [String], optional: [String])] = [
+        "sandbox": ([], []),
+        "http": (["url"], ["bearerTokenFile", "clientCertificate"]),
+        "stripe": (["baseURL", "secretKeyFile"], ["webhookSecretFile", "applePay"]),
+        "adyen": (["baseURL", "apiKeyFile", "merchantAccount"], ["webhookHMACKeyFile", "applePay"]),
+        "checkout": (
+            ["baseURL", "secretKeyFile", "processingChannelId"], ["webhookSecretFile", "publicKeyFile", "applePay"]
+        ),
+    ]
+
+    /// The fields given, by name.
+    var given: [String: Bool] {
+        [
+            "url": url != nil, "baseURL": baseURL != nil, "secretKeyFile": secretKeyFile != nil,
+            "apiKeyFile": apiKeyFile != nil, "webhookSecretFile": webhookSecretFile != nil,
+            "webhookHMACKeyFile": webhookHMACKeyFile != nil, "merchantAccount": merchantAccount != nil,
+            "processingChannelId": processingChannelId != nil, "publicKeyFile": publicKeyFile != nil,
+            "applePay": applePay != nil,
+            "bearerTokenFile": bearerTokenFile != nil, "clientCertificate": clientCertificate != nil,
+        ]
+    }
+
+    /// A provider kind's settings, each field checked with its path; `nil` when one is missing or wrong.
+    func providerSettings(
+        kind: String, resolve: (String) -> String, report: (String, ConfigurationProblem.Code, String) -> Void
+    ) -> ProviderSettings? {
+        var valid = true
+        func text(_ key: String, _ value: String?) -> String? {
+            guard let value else { return nil }
+            if value.isEmpty {
+                report("processor.\(key)", .malformed, "processor.\(key) is empty")
+                valid = false
+                return nil
+            }
+            return value
+        }
+        var base: URL?
+        if let baseURL = text("baseURL", baseURL) {
+            if let url = URL(string: baseURL), url.scheme == "http" || url.scheme == "https",
+                url.host?.isEmpty == false,
+                url.query == nil
+            {
+                base = url
+            } else {
+                report(
+                    "processor.baseURL", .invalidURL,
+                    "processor.baseURL must be an https URL with a host (got '\(baseURL.prefix(80))')")
+                valid = false
+            }
+        }
+        let keyName = kind == "adyen" ? "apiKeyFile" : "secretKeyFile"
+        let key = text(keyName, kind == "adyen" ? apiKeyFile : secretKeyFile)
+        var mode = ProviderSettings.ApplePay.passThrough
+        if let applePay {
+            if let chosen = ProviderSettings.ApplePay(rawValue: applePay) {
+                mode = chosen
+            } else {
+                report(
+                    "processor.applePay", .invalidProcessor,
+                    "processor.applePay must be passThrough or decrypted (got '\(applePay.prefix(40))')")
+                valid = false
+            }
+        }
+        let account = text("merchantAccount", merchantAccount)
+        let channel = text("processingChannelId", processingChannelId)
+        let webhookSecret = text("webhookSecretFile", webhookSecretFile)
+        let webhookHMAC = text("webhookHMACKeyFile", webhookHMACKeyFile)
+        let publicKey = text("publicKeyFile", publicKeyFile)
+        if kind == "checkout", mode == .passThrough, publicKeyFile == nil {
+            report(
+                "processor.publicKeyFile", .invalidProcessor,
+                "checkout in passThrough mode needs processor.publicKeyFile: POST /tokens takes the public key")
+            valid = false
+        }
+        guard valid, let base, let key else { return nil }
+        return ProviderSettings(
+            baseURL: base, secretKeyFile: resolve(key), webhookSecretFile: webhookSecret.map(resolve),
+            webhookHMACKeyFile: webhookHMAC.map(resolve), merchantAccount: account, processingChannelId: channel,
+            publicKeyFile: publicKey.map(resolve), applePay: mode)
     }
 }
 
@@ -341,6 +447,20 @@ extension MerchantServerConfiguration {
             } else {
                 report("processor.url", .invalidProcessor, "a processor of kind http needs a url")
             }
+        case "stripe", "adyen", "checkout":
+            if let section, let settings = section.providerSettings(kind: kind, resolve: resolve, report: report) {
+                processor =
+                    switch kind {
+                    case "stripe": .stripe(settings)
+                    case "adyen": .adyen(settings)
+                    default: .checkout(settings)
+                    }
+            }
+            if url != nil {
+                report(
+                    section?.url != nil ? "processor.url" : "server.processor", .invalidProcessor,
+                    "only a processor of kind http has a url (this one is of kind \(kind): give processor.baseURL)")
+            }
         case "sandbox":
             processor = .sandbox
             if url != nil {
@@ -370,6 +490,36 @@ extension MerchantServerConfiguration {
                 continue
             }
             webhookSecretFiles[provider] = resolve(path)
+        }
+
+        if let section, let fields = ProcessorSection.fields[kind] {
+            // The webhooks' secret files are checked below, with the kinds whose provider signs with them.
+            let webhookFiles: Set<String> = ["webhookSecretFile", "webhookHMACKeyFile"]
+            for (name, given) in section.given.sorted(by: { $0.key < $1.key }) where !webhookFiles.contains(name) {
+                if given, !fields.required.contains(name), !fields.optional.contains(name), name != "url" {
+                    report(
+                        "processor.\(name)", .invalidProcessor,
+                        "processor.\(name) is not a setting of a processor of kind \(kind)")
+                } else if !given, fields.required.contains(name), name != "url" {
+                    report(
+                        "processor.\(name)", .invalidProcessor, "a processor of kind \(kind) needs processor.\(name)")
+                }
+            }
+            if kind == "http" {
+                if section.bearerTokenFile?.isEmpty == true {
+                    report("processor.bearerTokenFile", .malformed, "processor.bearerTokenFile is empty")
+                }
+                if section.bearerTokenFile != nil, section.clientCertificate != nil {
+                    report(
+                        "processor.clientCertificate", .conflict,
+                        "give one way to authenticate: processor.bearerTokenFile or processor.clientCertificate")
+                }
+                processorAuthentication = HTTPProcessorAuthentication(
+                    bearerTokenFile: section.bearerTokenFile.flatMap { $0.isEmpty ? nil : resolve($0) },
+                    clientCertificate: section.clientCertificate.map {
+                        CertificateKeyPaths(certificate: resolve($0.certificate), key: resolve($0.key))
+                    })
+            }
         }
 
         // The one public URL.

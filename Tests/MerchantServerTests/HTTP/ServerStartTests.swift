@@ -8,6 +8,10 @@ import Sandbox
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("Starting the server: configuration and key checks")
 struct ServerStartTests {
     /// A copy of the sandbox's merchant files that a test may damage.
@@ -45,7 +49,31 @@ struct ServerStartTests {
             #expect(error.code == .noProcessor)
             #expect(error.message.contains("--processor URL"))
         }
+        // Outside sandbox mode the http processor is https and authenticated.
         configuration.processor = .http(url: URL(string: "http://127.0.0.1:9")!)
+        do {
+            let application = try await MerchantApplication.start(
+                configuration, plugins: [SandboxMode()], logger: .silent)
+            await application.shutdown()
+            Issue.record("started with a plain-http, unauthenticated processor outside sandbox mode")
+        } catch {
+            #expect(error.code == .invalidConfiguration)
+            #expect(error.message.contains("https and authenticated"))
+        }
+        let tokenFile = directory.path("processor.token")
+        try Data("a-bearer-token\n".utf8).write(to: URL(fileURLWithPath: tokenFile))
+        chmod(tokenFile, 0o644)
+        configuration.processor = .http(url: URL(string: "https://127.0.0.1:9")!)
+        configuration.processorAuthentication = HTTPProcessorAuthentication(bearerTokenFile: tokenFile)
+        do {
+            let application = try await MerchantApplication.start(
+                configuration, plugins: [SandboxMode()], logger: .silent)
+            await application.shutdown()
+            Issue.record("read a bearer token file other users can read")
+        } catch {
+            #expect(error.code == .insecureKeyFile)
+        }
+        chmod(tokenFile, 0o600)
         let application = try await MerchantApplication.start(configuration, plugins: [SandboxMode()], logger: .silent)
         #expect(application.processor.name == "http")
         await application.shutdown()

@@ -1,0 +1,234 @@
+import ApplePay
+import Foundation
+import MerchantCore
+import Synchronization
+
+/// Charges Apple Pay through Checkout.com's payments API (JSON, `Authorization: Bearer sk_…`), every charge,
+/// refund and void with a `Cko-Idempotency-Key` derived from the payment's key.
+///
+/// - pass-through: `POST /tokens` (`type: applepay`, `token_data`: the token's `paymentData`; authenticated with the
+///   public key, as Checkout.com asks), then `POST /payments` with `source: {type: token, token}`;
+/// - decrypted: `POST /payments` with `source: {type: network_token, token_type: applepay, token, expiry_month,
+///   expiry_year, cryptogram, eci}`.
+///
+/// `reference` is the payment's key (cut to Checkout.com's 50 characters) and `metadata.transaction_id` the whole
+/// key, so a webhook finds the payment. Checkout.com keeps a key 24 hours: an answer lost is looked up by sending
+/// the same request again with the same key (its first answer comes back). The request is kept in memory for that
+/// (bounded, never written anywhere); after a restart the payment waits for the webhook, and past 24 hours for a
+/// person.
+public struct CheckoutProcessor: PaymentProcessor {
+    public let name = "checkout"
+    public let connection: ProviderConnection
+    /// `POST /tokens` takes the public key.
+    let tokens: ProviderConnection?
+    public let applePay: ApplePayHandling
+    public let processingChannelID: String
+    public static let keyLifetime: Duration = .seconds(24 * 3600)
+    static let referenceLimit = 50
+    static let keyLimit = 255
+    private let sent = SentRequests()
+    private let recent = RecentCharges()
+
+    public init(
+        baseURL: URL, secretKey: String, publicKey: String?, processingChannelID: String, applePay: ApplePayHandling,
+        timeout: Duration, proxy: String? = nil, trustedRootsPEM: Data? = nil
+    ) {
+        self.applePay = applePay
+        self.processingChannelID = processingChannelID
+        self.connection = ProviderConnection(
+            provider: "checkout", baseURL: baseURL, credentials: [("Authorization", "Bearer " + secretKey)],
+            idempotencyHeader: "Cko-Idempotency-Key", timeout: timeout, trustedRootsPEM: trustedRootsPEM,
+            proxy: proxy)
+        self.tokens = publicKey.map {
+            ProviderConnection(
+                provider: "checkout", baseURL: baseURL, credentials: [("Authorization", "Bearer " + $0)],
+                idempotencyHeader: "Cko-Idempotency-Key", timeout: timeout, trustedRootsPEM: trustedRootsPEM,
+                proxy: proxy)
+        }
+    }
+
+    public var unknownOutcomes: UnknownOutcomeResolution { .lookUp(keyLifetime: Self.keyLifetime) }
+
+    public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        let source: [String: Any]
+        switch applePay {
+        case .passThrough:
+            source = ["type": "token", "token": try await token(for: try request.sealed(for: name))]
+        case .decrypted:
+            guard let secure = request.token.threeDSecure else {
+                throw ProcessorError(.invalidRequest, "checkout takes 3-D Secure Apple Pay tokens only (not EMV)")
+            }
+            let expiry = request.token.expiry
+            var network: [String: Any] = [
+                "type": "network_token", "token_type": "applepay", "token": request.token.primaryAccountNumber,
+                "expiry_month": Int(expiry.month) ?? 0, "expiry_year": Int(expiry.year) ?? 0,
+                "cryptogram": secure.cryptogram,
+            ]
+            network["eci"] = secure.eci
+            source = network
+        }
+        var body = paymentBody(key: request.idempotencyKey, amount: request.amount)
+        body["source"] = source
+        if request.storePaymentMethod { body["payment_type"] = "Recurring" }
+        let data = try ProviderConnection.json(body)
+        sent.keep(data, for: request.idempotencyKey)
+        return try await pay(data, key: request.idempotencyKey, amount: request.amount)
+    }
+
+    public func charge(lookingUp payment: ChargeLookup) async throws(ProcessorError) -> ProcessorCharge? {
+        if let charge = recent.charge(payment.idempotencyKey) { return charge }
+        guard let data = sent.request(for: payment.idempotencyKey) else {
+            throw ProcessorError(
+                .lookUpUnavailable, "checkout: the request is no longer in memory; its webhook settles the payment")
+        }
+        switch try await pay(data, key: payment.idempotencyKey, amount: payment.amount) {
+        case .approved, .declined: return recent.charge(payment.idempotencyKey)
+        }
+    }
+
+    public func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
+        if let charge = recent.charge(idempotencyKey) { return charge }
+        throw ProcessorError(.lookUpUnavailable, "checkout looks a payment up by sending it again (charge(lookingUp:))")
+    }
+
+    public func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
+        let data = try ProviderConnection.json(["reference": String(reference.prefix(Self.referenceLimit))])
+        let answer = try await connection.send(
+            "POST", "/payments/\(ProviderKeys.pathSegment(reference))/voids", body: .json(data),
+            idempotencyKey: ProviderKeys.key(reference, purpose: "void", limit: Self.keyLimit), what: "void")
+        guard answer.status == 202 || answer.status == 200 else {
+            if answer.status == 403 || answer.status == 422 {
+                throw ProcessorError(
+                    .notVoidable, "checkout refused the void (\(answer.errorCode ?? "\(answer.status)"))")
+            }
+            throw Self.refusal(answer, what: "void")
+        }
+        return ProcessorCharge(
+            reference: reference, idempotencyKey: "", amount: .zero(.usDollar), status: .voided)
+    }
+
+    public func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
+        -> ProcessorRefund
+    {
+        let data = try ProviderConnection.json([
+            "amount": amount.minorUnits, "reference": String(idempotencyKey.prefix(Self.referenceLimit)),
+        ])
+        let answer = try await connection.send(
+            "POST", "/payments/\(ProviderKeys.pathSegment(reference))/refunds", body: .json(data),
+            idempotencyKey: ProviderKeys.key(idempotencyKey, purpose: "refund", limit: Self.keyLimit), what: "refund")
+        guard answer.status == 202 || answer.status == 200, let action = answer.object?.string("action_id") else {
+            throw Self.refusal(answer, what: "refund")
+        }
+        let charge = ProcessorCharge(
+            reference: reference, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount)
+        return ProcessorRefund(reference: action, idempotencyKey: idempotencyKey, amount: amount, charge: charge)
+    }
+
+    public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        var body = paymentBody(key: request.idempotencyKey, amount: request.amount)
+        body["source"] = ["type": "id", "id": request.paymentMethodReference]
+        body["payment_type"] = "Recurring"
+        body["merchant_initiated"] = true
+        return try await pay(try ProviderConnection.json(body), key: request.idempotencyKey, amount: request.amount)
+    }
+
+    /// `GET /payments/pay_…` of no payment: 404 with the key accepted, 401 without.
+    public func checkCredentials() async throws(ProcessorError) {
+        let answer = try await connection.send(
+            "GET", "/payments/pay_aaaaaaaaaaaaaaaaaaaaaaaaaa", what: "credentials check")
+        guard answer.status == 404 || (200..<300).contains(answer.status) else {
+            throw Self.refusal(answer, what: "credentials check")
+        }
+    }
+
+    // MARK: - Steps
+
+    private func paymentBody(key: String, amount: Money) -> [String: Any] {
+        [
+            "amount": amount.minorUnits, "currency": amount.currency.code, "capture": true,
+            "reference": String(key.prefix(Self.referenceLimit)), "processing_channel_id": processingChannelID,
+            "metadata": ["transaction_id": key],
+        ]
+    }
+
+    private func token(for sealed: SealedApplePayToken) async throws(ProcessorError) -> String {
+        guard let tokens else {
+            throw ProcessorError(.invalidRequest, "checkout in passThrough mode needs processor.publicKeyFile")
+        }
+        let data = try ProviderConnection.json([
+            "type": "applepay",
+            "token_data": [
+                "version": sealed.version, "data": sealed.data, "signature": sealed.signature, "header": sealed.header,
+            ],
+        ])
+        let answer = try await tokens.send("POST", "/tokens", body: .json(data), what: "Apple Pay token")
+        guard answer.status == 201 || answer.status == 200, let token = answer.object?.string("token") else {
+            throw Self.refusal(answer, what: "Apple Pay token")
+        }
+        return token
+    }
+
+    private func pay(_ data: Data, key: String, amount: Money) async throws(ProcessorError) -> ChargeOutcome {
+        let answer = try await connection.send(
+            "POST", "/payments", body: .json(data), idempotencyKey: ProviderKeys.key(key, limit: Self.keyLimit),
+            what: "payment")
+        guard answer.status == 201 || answer.status == 202 || answer.status == 200, let payment = answer.object else {
+            throw Self.refusal(answer, what: "payment")
+        }
+        guard let id = payment.string("id") else {
+            throw ProcessorError(.invalidAnswer, "checkout's payment answer has no id")
+        }
+        let outcome: ChargeOutcome
+        if payment.bool("approved") == true {
+            outcome = .approved(reference: id)
+        } else if answer.status == 202 || payment.string("status") == "Pending" {
+            // 3-D Secure asked for: the customer is not here to complete it.
+            outcome = .declined(DeclineReason(code: "authenticationRequired"))
+        } else {
+            outcome = .declined(.provider(payment.string("response_code") ?? payment.string("status")))
+        }
+        var status = ProcessorChargeStatus.approved
+        var reason: DeclineReason?
+        if case .declined(let why) = outcome {
+            status = .declined
+            reason = why
+        }
+        recent.keep(
+            ProcessorCharge(
+                reference: id, idempotencyKey: key, amount: amount, status: status, declineReason: reason,
+                paymentMethodReference: status == .approved ? payment.object("source")?.string("id") : nil))
+        sent.forget(key)
+        return outcome
+    }
+
+    /// A 4xx that is not a decline: Checkout.com's `error_type` and first `error_codes` (never card data).
+    static func refusal(_ answer: ProviderAnswer, what: String) -> ProcessorError {
+        let code = answer.errorCode ?? "status \(answer.status)"
+        switch answer.status {
+        case 404: return ProcessorError(.chargeNotFound, "checkout has no such payment for the \(what)")
+        case 409: return ProcessorError(.serverError, "checkout is still answering an earlier \(what) with this key")
+        default:
+            if code.contains("refund_amount_exceeds_balance") || code.contains("amount_exceeds_balance") {
+                return ProcessorError(.refundExceedsCharge, "checkout refused the \(what) (\(code))")
+            }
+            return ProcessorError(.invalidRequest, "checkout refused the \(what) (\(answer.status) \(code))")
+        }
+    }
+}
+
+/// Requests sent and not yet answered, by idempotency key, to be sent again as they were when an answer is lost.
+/// In memory only (they may hold a network token), bounded, each forgotten once answered.
+final class SentRequests: Sendable {
+    private let requests = Mutex<[String: Data]>([:])
+    static let capacity = 4096
+
+    func keep(_ data: Data, for key: String) {
+        requests.withLock { requests in
+            if requests.count >= Self.capacity { requests.removeAll(keepingCapacity: true) }
+            requests[key] = data
+        }
+    }
+
+    func request(for key: String) -> Data? { requests.withLock { $0[key] } }
+    func forget(_ key: String) { _ = requests.withLock { $0.removeValue(forKey: key) } }
+}

@@ -1,0 +1,346 @@
+import ApplePay
+import Foundation
+import HTTPClient
+import MerchantCore
+import Synchronization
+
+/// Charges Apple Pay through Stripe's PaymentIntents API (form-encoded, `Authorization: Bearer sk_…`).
+///
+/// A charge is three or four requests, each with an `Idempotency-Key` derived from the payment's key:
+/// 1. `POST /v1/payment_intents` (amount, currency, `payment_method_types[]=card`, `metadata[transaction_id]`),
+///    key `K`: made only from what the order records, so the reconciler can send it again later;
+/// 2. pass-through: `POST /v1/tokens` with `pk_token` (key `token-K`), then `POST /v1/payment_methods` with
+///    `card[token]` (key `method-K`); decrypted: `POST /v1/payment_methods` with the device PAN and expiry;
+/// 3. `POST /v1/payment_intents/{id}/confirm` with the method (key `confirm-K`; the cryptogram and ECI in
+///    `payment_method_options[card][network_token]` when decrypted).
+///
+/// An answer lost at any step is settled by sending step 1 again with key `K` (Stripe answers the same
+/// PaymentIntent for 24 hours) and reading its status: `succeeded` is approved, a `last_payment_error` declined,
+/// never confirmed is cancelled (so nothing can charge it later) and counts as nothing charged.
+public struct StripeProcessor: PaymentProcessor {
+    public let name = "stripe"
+    public let connection: ProviderConnection
+    public let applePay: ApplePayHandling
+    /// Stripe keeps an idempotency key at least 24 hours.
+    public static let keyLifetime: Duration = .seconds(24 * 3600)
+    /// Stripe's longest idempotency key.
+    static let keyLimit = 255
+    private let recent = RecentCharges()
+
+    public init(
+        baseURL: URL, secretKey: String, applePay: ApplePayHandling, timeout: Duration, proxy: String? = nil,
+        trustedRootsPEM: Data? = nil
+    ) {
+        self.applePay = applePay
+        self.connection = ProviderConnection(
+            provider: "stripe", baseURL: baseURL, credentials: [("Authorization", "Bearer " + secretKey)],
+            idempotencyHeader: "Idempotency-Key", timeout: timeout, trustedRootsPEM: trustedRootsPEM, proxy: proxy)
+    }
+
+    public var unknownOutcomes: UnknownOutcomeResolution { .lookUp(keyLifetime: Self.keyLifetime) }
+
+    public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        let key = request.idempotencyKey
+        let intent = try await createIntent(key: key, amount: request.amount)
+        if let decided = Self.decided(intent) {
+            return remember(intent, key: key, amount: request.amount, decided)
+        }
+        // From here the PaymentIntent's id is known: an answer lost later is recorded with it.
+        let id = try Self.identifier(intent)
+        do {
+            return try await confirm(intent: id, request)
+        } catch {
+            throw error.referencing(id)
+        }
+    }
+
+    /// Steps 2 and 3: the payment method, then the confirmation.
+    private func confirm(intent id: String, _ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        let key = request.idempotencyKey
+        let method = try await paymentMethod(for: request)
+        var confirm = FormBody()
+        confirm.add("payment_method", method)
+        if request.storePaymentMethod { confirm.add("setup_future_usage", "off_session") }
+        if applePay == .decrypted, let secure = request.token.threeDSecure {
+            confirm.add("payment_method_options[card][network_token][cryptogram]", secure.cryptogram)
+            confirm.add("payment_method_options[card][network_token][electronic_commerce_indicator]", secure.eci)
+        }
+        let answer = try await connection.send(
+            "POST", "/v1/payment_intents/\(ProviderKeys.pathSegment(id))/confirm", body: .form(confirm),
+            idempotencyKey: derived(key, "confirm"), what: "confirmation")
+        let intent = try Self.intent(from: answer, what: "confirmation")
+        guard let decided = Self.decided(intent) else {
+            throw ProcessorError(
+                .invalidAnswer, "stripe left the PaymentIntent \(intent.string("status") ?? "?") after confirmation")
+        }
+        return remember(intent, key: key, amount: request.amount, decided)
+    }
+
+    public func charge(lookingUp payment: ChargeLookup) async throws(ProcessorError) -> ProcessorCharge? {
+        let key = payment.idempotencyKey
+        let intent = try await createIntent(key: key, amount: payment.amount)
+        if let decided = Self.decided(intent) {
+            _ = remember(intent, key: key, amount: payment.amount, decided)
+            return recent.charge(key)
+        }
+        switch intent.string("status") {
+        case "processing":
+            throw ProcessorError(.serverError, "stripe is still processing the payment")
+        case "canceled":
+            return nil
+        default:
+            // Never confirmed: cancelled, so that nothing can charge it later; nothing was charged.
+            var body = FormBody()
+            body.add("cancellation_reason", "abandoned")
+            let id = try Self.identifier(intent)
+            let answer = try await connection.send(
+                "POST", "/v1/payment_intents/\(ProviderKeys.pathSegment(id))/cancel", body: .form(body),
+                idempotencyKey: derived(key, "cancel"), what: "cancellation of an unconfirmed payment")
+            let cancelled = try Self.intent(from: answer, what: "cancellation")
+            if let decided = Self.decided(cancelled) {  // confirmed meanwhile
+                _ = remember(cancelled, key: key, amount: payment.amount, decided)
+                return recent.charge(key)
+            }
+            return nil
+        }
+    }
+
+    public func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
+        if let charge = recent.charge(idempotencyKey) { return charge }
+        throw ProcessorError(.lookUpUnavailable, "stripe looks a payment up by its amount too (charge(lookingUp:))")
+    }
+
+    public func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
+        var body = FormBody()
+        body.add("cancellation_reason", "requested_by_customer")
+        let answer = try await connection.send(
+            "POST", "/v1/payment_intents/\(ProviderKeys.pathSegment(reference))/cancel", body: .form(body),
+            idempotencyKey: ProviderKeys.key(reference, purpose: "void", limit: Self.keyLimit), what: "void")
+        if answer.status == 400 {
+            throw ProcessorError(
+                .notVoidable, "stripe cancels only uncaptured payments (\(answer.errorCode ?? "400")): refund it")
+        }
+        let intent = try Self.intent(from: answer, what: "void")
+        guard intent.string("status") == "canceled" else {
+            throw ProcessorError(.notVoidable, "stripe did not cancel the payment")
+        }
+        return try Self.charge(intent, key: "", status: .voided)
+    }
+
+    public func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
+        -> ProcessorRefund
+    {
+        var body = FormBody()
+        body.add("payment_intent", reference)
+        body.add("amount", String(amount.minorUnits))
+        body.add("metadata[refund_key]", idempotencyKey)
+        let answer = try await connection.send(
+            "POST", "/v1/refunds", body: .form(body),
+            idempotencyKey: ProviderKeys.key(idempotencyKey, purpose: "refund", limit: Self.keyLimit), what: "refund")
+        guard (200..<300).contains(answer.status), let refund = answer.object, let id = refund.string("id") else {
+            throw Self.refusal(answer, what: "refund")
+        }
+        guard refund.string("status") != "failed", refund.string("status") != "canceled" else {
+            throw ProcessorError(
+                .invalidRequest, "stripe failed the refund (\(refund.string("failure_reason") ?? "?"))")
+        }
+        let charge = ProcessorCharge(
+            reference: reference, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount)
+        return ProcessorRefund(reference: id, idempotencyKey: idempotencyKey, amount: amount, charge: charge)
+    }
+
+    public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        var body = FormBody()
+        body.add("amount", String(request.amount.minorUnits))
+        body.add("currency", request.amount.currency.code.lowercased())
+        body.add("payment_method", request.paymentMethodReference)
+        body.add("payment_method_types[0]", "card")
+        body.add("confirm", "true")
+        body.add("off_session", "true")
+        body.add("metadata[transaction_id]", request.idempotencyKey)
+        let answer = try await connection.send(
+            "POST", "/v1/payment_intents", body: .form(body),
+            idempotencyKey: ProviderKeys.key(request.idempotencyKey, limit: Self.keyLimit),
+            what: "merchant-initiated charge")
+        let intent = try Self.intent(from: answer, what: "merchant-initiated charge")
+        guard let decided = Self.decided(intent) else {
+            throw ProcessorError(.invalidAnswer, "stripe left the merchant-initiated PaymentIntent unconfirmed")
+        }
+        return remember(intent, key: request.idempotencyKey, amount: request.amount, decided)
+    }
+
+    /// `GET /v1/payment_intents?limit=1`: the cheapest authenticated call.
+    public func checkCredentials() async throws(ProcessorError) {
+        let answer = try await connection.send("GET", "/v1/payment_intents?limit=1", what: "credentials check")
+        guard (200..<300).contains(answer.status) else { throw Self.refusal(answer, what: "credentials check") }
+    }
+
+    // MARK: - Steps
+
+    /// Step 1, made only from the key and the amount: the same request whenever it is sent.
+    private func createIntent(key: String, amount: Money) async throws(ProcessorError) -> JSONObject {
+        var body = FormBody()
+        body.add("amount", String(amount.minorUnits))
+        body.add("currency", amount.currency.code.lowercased())
+        body.add("payment_method_types[0]", "card")
+        body.add("metadata[transaction_id]", key)
+        let answer = try await connection.send(
+            "POST", "/v1/payment_intents", body: .form(body),
+            idempotencyKey: ProviderKeys.key(key, limit: Self.keyLimit),
+            what: "payment creation")
+        return try Self.intent(from: answer, what: "payment creation")
+    }
+
+    /// Step 2: the PaymentMethod the confirmation charges.
+    private func paymentMethod(for request: ChargeRequest) async throws(ProcessorError) -> String {
+        let key = request.idempotencyKey
+        var method = FormBody()
+        method.add("type", "card")
+        switch applePay {
+        case .passThrough:
+            let sealed = try request.sealed(for: name)
+            var token = FormBody()
+            token.add("pk_token", sealed.paymentDataJSON)
+            token.add("pk_token_instrument_name", sealed.displayName)
+            token.add("pk_token_payment_network", sealed.network)
+            token.add("pk_token_transaction_id", sealed.transactionIdentifier)
+            let answer = try await connection.send(
+                "POST", "/v1/tokens", body: .form(token), idempotencyKey: derived(key, "token"),
+                what: "Apple Pay token")
+            guard (200..<300).contains(answer.status), let id = answer.object?.string("id") else {
+                throw Self.refusal(answer, what: "Apple Pay token")
+            }
+            method.add("card[token]", id)
+        case .decrypted:
+            let expiry = request.token.expiry
+            method.add("card[number]", request.token.primaryAccountNumber)
+            method.add("card[exp_month]", String(Int(expiry.month) ?? 0))
+            method.add("card[exp_year]", expiry.year)
+        }
+        method.add("metadata[transaction_id]", key)
+        let answer = try await connection.send(
+            "POST", "/v1/payment_methods", body: .form(method), idempotencyKey: derived(key, "method"),
+            what: "payment method")
+        guard (200..<300).contains(answer.status), let id = answer.object?.string("id") else {
+            throw Self.refusal(answer, what: "payment method")
+        }
+        return id
+    }
+
+    private func derived(_ key: String, _ purpose: String) -> String {
+        ProviderKeys.key(key, purpose: purpose, limit: Self.keyLimit)
+    }
+
+    private func remember(_ intent: JSONObject, key: String, amount: Money, _ outcome: ChargeOutcome) -> ChargeOutcome {
+        let status: ProcessorChargeStatus
+        var reason: DeclineReason?
+        switch outcome {
+        case .approved: status = .approved
+        case .declined(let why):
+            status = .declined
+            reason = why
+        }
+        recent.keep(
+            ProcessorCharge(
+                reference: intent.string("id") ?? "", idempotencyKey: key, amount: amount, status: status,
+                declineReason: reason,
+                paymentMethodReference: status == .approved ? intent.string("payment_method") : nil))
+        return outcome
+    }
+
+    // MARK: - Answers
+
+    /// The outcome a PaymentIntent has decided, or `nil` while it has none.
+    static func decided(_ intent: JSONObject) -> ChargeOutcome? {
+        switch intent.string("status") {
+        case "succeeded", "requires_capture":
+            return .approved(reference: intent.string("id") ?? "")
+        case "requires_action":
+            // Stripe wants the customer (3-D Secure): not possible for a server payment.
+            return .declined(DeclineReason(code: "authenticationRequired"))
+        case "requires_payment_method":
+            guard let error = intent.object("last_payment_error") else { return nil }
+            return .declined(.provider(error.string("decline_code") ?? error.string("code")))
+        default:
+            return nil
+        }
+    }
+
+    /// The PaymentIntent of a 2xx answer, or of a 402 card error (a decline); anything else is a refusal.
+    static func intent(from answer: ProviderAnswer, what: String) throws(ProcessorError) -> JSONObject {
+        if (200..<300).contains(answer.status), let object = answer.object, object.string("object") == "payment_intent"
+        {
+            return object
+        }
+        if answer.status == 402, let error = answer.object?.object("error") {
+            if let intent = error.object("payment_intent"), intent.object("last_payment_error") != nil {
+                return intent
+            }
+            // A card error without its PaymentIntent: declined all the same.
+            var members = error.object("payment_intent")?.members ?? [:]
+            members["status"] = "requires_payment_method"
+            members["last_payment_error"] = error.members
+            return JSONObject(members)
+        }
+        if (200..<300).contains(answer.status) {
+            throw ProcessorError(.invalidAnswer, "stripe's \(what) answer is not a PaymentIntent")
+        }
+        throw refusal(answer, what: what)
+    }
+
+    static func identifier(_ intent: JSONObject) throws(ProcessorError) -> String {
+        guard let id = intent.string("id"), !id.isEmpty else {
+            throw ProcessorError(.invalidAnswer, "stripe's PaymentIntent has no id")
+        }
+        return id
+    }
+
+    static func charge(_ intent: JSONObject, key: String, status: ProcessorChargeStatus) throws(ProcessorError)
+        -> ProcessorCharge
+    {
+        guard let code = intent.string("currency"), let currency = Currency(code: code.uppercased()),
+            let amount = intent.integer("amount")
+        else { throw ProcessorError(.invalidAnswer, "stripe's PaymentIntent has no amount or currency") }
+        return ProcessorCharge(
+            reference: try identifier(intent), idempotencyKey: key,
+            amount: Money(minorUnits: amount, currency: currency),
+            status: status)
+    }
+
+    /// A 4xx that is not a decline: a clear error with Stripe's code (never card data: Stripe's messages are not
+    /// copied).
+    static func refusal(_ answer: ProviderAnswer, what: String) -> ProcessorError {
+        let error = answer.object?.object("error")
+        let code = error?.string("code") ?? error?.string("type") ?? "status \(answer.status)"
+        switch (answer.status, code) {
+        case (404, _), (_, "resource_missing"):
+            return ProcessorError(.chargeNotFound, "stripe has no such payment for the \(what) (\(code))")
+        case (_, "idempotency_key_in_use"):
+            return ProcessorError(.serverError, "stripe is still answering an earlier \(what) with this key")
+        case (_, "charge_already_refunded"), (_, "amount_too_large"):
+            return ProcessorError(.refundExceedsCharge, "stripe refused the \(what) (\(code))")
+        default:
+            if error?.string("type") == "idempotency_error" {
+                return ProcessorError(
+                    .idempotencyConflict, "stripe refused the \(what): key reused with other parameters")
+            }
+            return ProcessorError(.invalidRequest, "stripe refused the \(what) (\(answer.status) \(code))")
+        }
+    }
+}
+
+/// The last charges a connector decided, by idempotency key, so a look-up right after a charge (a plan reading its
+/// kept method) needs no request. Bounded; nothing secret.
+final class RecentCharges: Sendable {
+    private let charges = Mutex<[String: ProcessorCharge]>([:])
+    static let capacity = 1024
+
+    func keep(_ charge: ProcessorCharge) {
+        charges.withLock { charges in
+            if charges.count >= Self.capacity { charges.removeAll(keepingCapacity: true) }
+            charges[charge.idempotencyKey] = charge
+        }
+    }
+
+    func charge(_ key: String) -> ProcessorCharge? { charges.withLock { $0[key] } }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The Stripe, Checkout.com and Adyen connectors as a merchant runs them: `applepay serve --sandbox DIR --config
+/// provider.json` against a local fake of each provider (Tests/CommandLineTests/python/psp), which validates every
+/// request it receives and every answer it gives against the provider's published spec in ../shared/vectors/psp.
+@Suite("provider connectors against spec-validating fakes", .serialized)
+struct ProviderConnectorTests {
+    static let scripts = Repository.root.appendingPathComponent("Tests/CommandLineTests/python/psp")
+    static let vectors = Repository.root.deletingLastPathComponent().appendingPathComponent("shared/vectors/psp")
+
+    static var environment: [String: String] { ["PSP_VECTORS": vectors.path, "PYTHONDONTWRITEBYTECODE": "1"] }
+
+    /// Runs a script of the fakes' folder and reads its JSON report.
+    func run(_ script: String, _ arguments: [String]) async throws -> (
+        status: Int32, report: [String: Any], text: String
+    ) {
+        let result = try await Subprocess.run(
+            "python3", [Self.scripts.appendingPathComponent(script).path] + arguments,
+            environment: Self.environment, timeout: 600)
+        let report =
+            (try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8))) as? [String: Any] ?? [:]
+        return (result.status, report, result.standardOutput + result.standardError)
+    }
+
+    @Test(
+        "each fake refuses a request that breaks its provider's spec, and accepts a valid one",
+        arguments: ["stripe", "checkout", "adyen"])
+    func fakesValidate(provider: String) async throws {
+        let (status, report, text) = try await run("fake_selftest.py", [provider])
+        #expect(status == 0, "\(text)")
+        #expect((report["cases"] as? [String: Any])?.count ?? 0 >= 4, "\(text)")
+    }
+
+    @Test(
+        "pays sandbox tokens end to end: authorised, declined, retried, lost then settled or left to the webhook, refunded",
+        arguments: [
+            ("stripe", "passThrough"), ("stripe", "decrypted"), ("checkout", "passThrough"), ("checkout", "decrypted"),
+            ("adyen", "passThrough"), ("adyen", "decrypted"),
+        ])
+    func endToEnd(provider: String, mode: String) async throws {
+        let folder = try TemporaryDirectory(prefix: "psp-\(provider)")
+        defer { folder.remove() }
+        let sandbox = folder.path("sandbox")
+        try FileManager.default.copyItem(atPath: try await CommandLineSandbox.path(), toPath: sandbox)
+        let work = folder.path("work")
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let (status, report, text) = try await run(
+            "end_to_end.py", [provider, CommandLineTool.executable.path, sandbox, work, mode])
+        #expect(status == 0, "\(text)")
+        let checks = report["checks"] as? [String: Bool] ?? [:]
+        let required = [
+            "a refused key stops the start", "authorised", "declined", "decline reason kept", "retried after 500",
+            "retried after 429", "lost answer is unknown, not declined", "refund", "void after refund refused",
+            "void while a refund is pending refused, not sent", "plan payment starts a subscription",
+            "merchant-initiated charge approved", "merchant-initiated flags sent", "nothing needs a person yet",
+            "no spec mismatch", "every charge had an idempotency key", "no double charge", "no secret in the log",
+            "a forged webhook is ignored",
+        ]
+        for name in required {
+            #expect(checks[name] == true, "\(name): \(text)")
+        }
+        let settled = provider == "adyen" ? "lost answer waits for the webhook" : "lost answer settled by look-up"
+        #expect(checks[settled] == true, "\(settled): \(text)")
+        if provider == "adyen" {
+            #expect(checks["lost answer settled by the webhook"] == true, "\(text)")
+        }
+        #expect(report["double charges"] as? Int == 0)
+    }
+}

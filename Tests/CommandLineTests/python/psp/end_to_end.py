@@ -1,0 +1,262 @@
+"""`applepay serve --sandbox DIR --config provider.json` against a local fake of one provider, as a merchant runs
+it: sandbox tokens paid end to end. Prints one JSON object of results; exits 1 when a check fails.
+
+Usage: end_to_end.py PROVIDER APPLEPAY SANDBOX WORKDIR [passThrough|decrypted]
+
+Checks: an authorised payment; a refused one (the provider's reason kept); 500 and 429 answers retried with the
+same key (one charge); an answer lost after the provider committed, settled by the reconciler's look-up (Stripe,
+Checkout.com) or left for the webhook (Adyen); a refund; every request the connector sent and every answer the fake
+gave valid against the provider's published spec.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from psp_setup import ADYEN_HMAC_KEY as HMAC_KEY, base_url, configure, private_file  # noqa: E402
+
+provider, applepay, sandbox, workdir = sys.argv[1:5]
+mode = sys.argv[5] if len(sys.argv) > 5 else "passThrough"
+ADMIN = "admin-token-for-tests"
+CONTACT = {"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"}
+results = {"provider": provider, "mode": mode, "checks": {}, "failures": []}
+
+
+def check(name, condition, detail=None):
+    results["checks"][name] = bool(condition)
+    if not condition:
+        results["failures"].append({"check": name, "detail": detail})
+
+
+def request(method, url, body=None, admin=False, timeout=60):
+    headers = {"Content-Type": "application/json"}
+    if admin:
+        headers["Authorization"] = "Bearer " + ADMIN
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        text = error.read()
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, {"raw": text.decode(errors="replace")}
+
+
+fake, section = configure(provider, workdir)
+port = fake.serve()
+section.update(baseURL=base_url(provider, port), applePay=mode, timeoutSeconds=8)
+config = os.path.join(workdir, "provider.json")
+with open(config, "w") as file:
+    json.dump({"processor": section, "server": {"adminToken": ADMIN}}, file)
+
+# A key the provider refuses is a configuration error found at start-up, before any payment.
+wrong = dict(section)
+key_field = "apiKeyFile" if provider == "adyen" else "secretKeyFile"
+wrong[key_field] = private_file(workdir, "wrong.key", "not-the-key")
+wrong_config = os.path.join(workdir, "wrong.json")
+with open(wrong_config, "w") as file:
+    json.dump({"processor": wrong}, file)
+refused = subprocess.run(
+    [applepay, "serve", "--sandbox", sandbox, "--config", wrong_config, "--port", "0",
+     "--store", "sqlite:" + os.path.join(workdir, "wrong.sqlite")], capture_output=True, text=True, timeout=60)
+check("a refused key stops the start", refused.returncode != 0 and "processorNotAuthorized" in refused.stderr
+      and "not-the-key" not in refused.stderr + refused.stdout, refused.stderr[-2000:])
+
+server = subprocess.Popen(
+    [applepay, "serve", "--sandbox", sandbox, "--config", config, "--port", "0",
+     "--store", "sqlite:" + os.path.join(workdir, "orders.sqlite")],
+    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+log_lines = []
+threading.Thread(target=lambda: log_lines.extend(server.stderr), daemon=True).start()
+banner = server.stdout.readline()
+match = re.search(r"on (http://\S+)", banner)
+if not match:
+    server.wait(timeout=30)
+    print(json.dumps({"error": "the server did not start", "log": "".join(log_lines)[-4000:]}))
+    sys.exit(1)
+base = match.group(1)
+
+
+def raw_post(url, body, headers):
+    req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def control(path, body):
+    return request("POST", "http://127.0.0.1:%d/_fake/%s" % (port, path), body)
+
+
+def fake_state():
+    return request("GET", "http://127.0.0.1:%d/_fake/state" % port)[1]
+
+
+def pay():
+    """A checkout paid with a fresh sandbox token: (payment answer status, body, order)."""
+    _, checkout = request("POST", base + "/v1/checkouts", {"items": [{"sku": "MUG-01", "quantity": 1}]})
+    _, update = request("POST", base + "/v1/checkouts/%s/shipping-contact" % checkout["id"], CONTACT)
+    token = subprocess.run(
+        [applepay, "sandbox", "mint", sandbox, "--amount", update["newTotal"]["amount"], "--currency", "USD",
+         "--application-data", checkout["paymentRequest"]["applicationData"]],
+        check=True, capture_output=True, text=True, timeout=60).stdout
+    status, answer = request("POST", base + "/v1/checkouts/%s/payment" % checkout["id"],
+                             {"token": json.loads(token), "shippingContact": CONTACT})
+    order = None
+    if answer.get("orderId"):
+        order = request("GET", base + "/admin/v1/orders/" + answer["orderId"], admin=True)[1]
+    return status, answer, order
+
+
+def order_status(order):
+    return (order or {}).get("status")
+
+
+try:
+    # 1. Authorised.
+    status, answer, order = pay()
+    check("authorised", order_status(order) == "paid", [status, answer, order])
+    paid_order = order
+
+    # 2. Refused, with the provider's reason.
+    control("decline", {"times": 1, "reason": "insufficient_funds"})
+    status, answer, order = pay()
+    check("declined", order_status(order) == "declined", [status, answer, order])
+    check("decline reason kept", "insufficientFunds" in json.dumps(order), order)
+
+    # 3. A 500 and a 429, each retried with the same key: one charge, paid.
+    retried = []
+    for kind in ("500", "429"):
+        control("faults", {"faults": [{"path": fake.charge_path, "kind": kind, "times": 1}]})
+        status, answer, order = pay()
+        check("retried after %s" % kind, order_status(order) == "paid", [status, answer, order])
+        retried.append(order)
+
+    # A refund whose answer is lost stays pending; a void meanwhile is refused with 409 and never sent.
+    if retried[0]:
+        control("faults", {"faults": [{"path": fake.refund_path, "kind": "lost", "times": 10}]})
+        status, refund = request("POST", base + "/admin/v1/orders/%s/refunds" % retried[0]["id"],
+                                 {"amount": "1.00", "idempotencyKey": "refund-lost"}, admin=True)
+        check("lost refund answer is unknown", status == 202, [status, refund])
+        with fake.lock:
+            fake.faults.clear()
+        voids = lambda: [r for r in fake_state()["requests"] if r["path"].endswith(fake.void_suffixes)]
+        before = len(voids())
+        status, void = request("POST", base + "/admin/v1/orders/%s/void" % retried[0]["id"], {}, admin=True)
+        check("void while a refund is pending refused, not sent",
+              status == 409 and void.get("error", {}).get("code") == "refundPending" and len(voids()) == before,
+              [status, void])
+
+    # 4. The answer lost after the provider committed, every time: unknown, then settled.
+    control("faults", {"faults": [{"path": fake.charge_path, "kind": "lost", "times": 10}]})
+    status, answer, order = pay()
+    check("lost answer is unknown, not declined", order_status(order) in ("unknown", "pending"), [status, answer, order])
+    lost_order = order
+    if provider == "stripe":
+        # The PaymentIntent was created before the answer was lost: recorded with the unknown payment.
+        reference = ((order or {}).get("payment") or {}).get("processorReference") or ""
+        check("unknown payment carries the provider's reference", reference.startswith("pi_"), order)
+    control("faults", {"faults": [{"path": fake.charge_path, "kind": "lost", "times": -10}]})
+    with fake.lock:
+        fake.faults.clear()
+    if fake.settles_by_look_up:
+        _, settled = request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
+        after = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1] if lost_order else None
+        check("lost answer settled by look-up", order_status(after) == "paid", [settled, after])
+    else:
+        _, settled = request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
+        after = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1] if lost_order else None
+        check("lost answer waits for the webhook", order_status(after) == "unknown", [settled, after])
+        if lost_order:
+            key = lost_order["payment"]["transactionId"]
+            headers, body = fake.authorisation_webhook(key, HMAC_KEY)
+            # A forged one first (signed with another key): ignored.
+            forged_headers, forged = fake.authorisation_webhook(key, "00" * 32)
+            status, answer = raw_post(base + "/webhooks/adyen", forged, forged_headers)
+            unchanged = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1]
+            check("a forged webhook is ignored", status == 400 and order_status(unchanged) == "unknown",
+                  [status, answer, unchanged])
+            status, answer = raw_post(base + "/webhooks/adyen", body, headers)
+            after = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1]
+            check("lost answer settled by the webhook", status == 200 and answer == b"[accepted]"
+                  and order_status(after) == "paid", [status, answer, after])
+
+    if provider in ("stripe", "checkout") and lost_order:
+        # A forged webhook claiming the lost payment failed: refused, and the payment stays paid.
+        header = {"stripe": ("Stripe-Signature", "t=%d,v1=%s" % (int(time.time()), "0" * 64)),
+                  "checkout": ("Cko-Signature", "0" * 64)}[provider]
+        forged = json.dumps({"id": "evt_forged", "type": "payment_intent.payment_failed" if provider == "stripe"
+                             else "payment_declined", "data": {"object": {"id": "pi_x"}}}).encode()
+        status, answer = raw_post(base + "/webhooks/" + provider, forged,
+                                  {"Content-Type": "application/json", header[0]: header[1]})
+        unchanged = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1]
+        check("a forged webhook is ignored", status == 400 and order_status(unchanged) == "paid",
+              [status, answer, unchanged])
+
+    # 5. A refund of the first payment.
+    if paid_order:
+        status, refund = request("POST", base + "/admin/v1/orders/%s/refunds" % paid_order["id"],
+                                 {"amount": "1.00", "idempotencyKey": "refund-one"}, admin=True)
+        check("refund", status == 200 and refund.get("refund", {}).get("status") == "succeeded", [status, refund])
+        # A void after a refund: refused by us, never sent.
+        before = len(fake_state()["requests"])
+        status, void = request("POST", base + "/admin/v1/orders/%s/void" % paid_order["id"], {}, admin=True)
+        check("void after refund refused", status == 409 and len(fake_state()["requests"]) == before, [status, void])
+
+    # 6. A subscription: the plan's first payment keeps the method, the next cycle is a merchant-initiated charge.
+    _, plan = request("POST", base + "/v1/checkouts", {"items": [{"sku": "BEANS-MONTHLY", "quantity": 1}]})
+    scenario = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../../scenarios/plain-purchase.json")
+    simulated = subprocess.run(
+        [applepay, "simulate", scenario, "--merchant-url", base, "--checkout", plan["id"], "--sandbox", sandbox],
+        capture_output=True, text=True, timeout=120)
+    _, listed = request("GET", base + "/admin/v1/subscriptions?checkoutId=" + plan["id"], admin=True)
+    subscriptions = listed.get("subscriptions") or []
+    check("plan payment starts a subscription", len(subscriptions) == 1,
+          [simulated.returncode, simulated.stdout[-1500:], simulated.stderr[-1500:], listed])
+    if subscriptions:
+        _, shown = request("GET", base + "/admin/v1/subscriptions/" + subscriptions[0]["id"], admin=True)
+        due = shown["subscription"]["nextChargeAt"]
+        _, charged = request("POST", base + "/admin/v1/subscriptions/charge-due", {"now": due}, admin=True)
+        statuses = [c.get("status") for c in charged.get("charges", [])]
+        check("merchant-initiated charge approved", statuses == ["approved"], charged)
+        marker = {"stripe": "off_session=true", "checkout": '"merchant_initiated":true',
+                  "adyen": '"shopperInteraction":"ContAuth"'}[provider]
+        check("merchant-initiated flags sent", any(marker in r["body"] for r in fake_state()["requests"]),
+              [r["body"][:300] for r in fake_state()["requests"][-3:]])
+
+    _, attention = request("GET", base + "/admin/v1/attention", admin=True)
+    check("nothing needs a person yet", attention.get("orders") == [] and attention.get("keyLifetimeSeconds"),
+          attention)
+
+    state = fake_state()
+    check("no spec mismatch", not state["mismatches"], state["mismatches"])
+    check("every charge had an idempotency key", all(
+        r["idempotencyKey"] for r in state["requests"] if r["method"] == "POST" and not r["path"].endswith(("/tokens", "/paymentMethods"))),
+        state["requests"])
+    results["charges"] = fake.charge_count()
+    results["double charges"] = fake.double_charges()
+    check("no double charge", fake.double_charges() == 0, fake.state())
+    secrets = [s for s in ("sk_test_fake_secret", "sk_sbox_fake_secret", "AQEfakeAdyenApiKey")]
+    check("no secret in the log", not any(s in line for line in log_lines for s in secrets))
+finally:
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    fake.stop()
+
+results["log tail"] = "".join(log_lines)[-3000:] if results["failures"] else ""
+print(json.dumps(results, indent=1))
+sys.exit(1 if results["failures"] else 0)

@@ -1,0 +1,89 @@
+"""The fakes catch what they are there to catch: a request that breaks the provider's spec is recorded as a
+mismatch (and answered 400), one without its idempotency key too, and a valid one is not. Prints JSON; exits 1
+when a fake misses one. Usage: fake_selftest.py PROVIDER"""
+import base64
+import json
+import sys
+import urllib.error
+import urllib.request
+
+provider = sys.argv[1]
+
+
+def send(port, path, body, headers):
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=body, headers=headers,
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+cases = []
+if provider == "stripe":
+    from stripe_fake import StripeFake
+    fake = StripeFake("sk_test_self")
+    form = {"Authorization": "Bearer sk_test_self", "Content-Type": "application/x-www-form-urlencoded"}
+    cases = [
+        ("valid", "/v1/payment_intents", b"amount=100&currency=usd&payment_method_types[0]=card",
+         dict(form, **{"Idempotency-Key": "a"}), False),
+        ("amount not a number", "/v1/payment_intents", b"amount=ten&currency=usd", dict(form, **{"Idempotency-Key": "b"}), True),
+        ("unknown parameter", "/v1/payment_intents", b"amount=100&currency=usd&colour=red",
+         dict(form, **{"Idempotency-Key": "c"}), True),
+        ("no idempotency key", "/v1/payment_intents", b"amount=100&currency=usd", form, True),
+        ("JSON instead of a form", "/v1/payment_intents", b'{"amount": 100}',
+         {"Authorization": "Bearer sk_test_self", "Content-Type": "application/json", "Idempotency-Key": "d"}, True),
+        ("pk_token not a token", "/v1/tokens", b"pk_token=%7B%7D", dict(form, **{"Idempotency-Key": "e"}), True),
+    ]
+elif provider == "checkout":
+    from checkout_fake import CheckoutFake
+    fake = CheckoutFake("sk_sbox_self")
+    js = {"Authorization": "Bearer sk_sbox_self", "Content-Type": "application/json"}
+    valid = {"source": {"type": "token", "token": "tok_ubfj2q76miwundwlk72vxt2i7q"}, "amount": 100, "currency": "USD",
+             "processing_channel_id": "pc_fakechannel000000000000000", "reference": "x"}
+    cases = [
+        ("valid shape, unknown token", "/payments", json.dumps(valid).encode(), dict(js, **{"Cko-Idempotency-Key": "a"}), False),
+        ("amount not a number", "/payments", json.dumps(dict(valid, amount="ten")).encode(),
+         dict(js, **{"Cko-Idempotency-Key": "b"}), True),
+        ("source of no type", "/payments", json.dumps(dict(valid, source={"token": "x"})).encode(),
+         dict(js, **{"Cko-Idempotency-Key": "c"}), True),
+        ("no idempotency key", "/payments", json.dumps(valid).encode(), js, True),
+        ("token of no token_data", "/tokens", json.dumps({"type": "applepay"}).encode(),
+         dict(js, Authorization="Bearer pk_sbox_fake_public"), True),
+        ("token with the secret key", "/tokens", json.dumps({"type": "applepay", "token_data": {
+            "version": "EC_v1", "data": "x", "signature": "y", "header": {}}}).encode(), js, True),
+    ]
+else:
+    from adyen_fake import AdyenFake
+    fake = AdyenFake("AQEself", "ExampleECOM")
+    js = {"X-API-Key": "AQEself", "Content-Type": "application/json"}
+    valid = {"merchantAccount": "ExampleECOM", "reference": "x", "amount": {"currency": "USD", "value": 100},
+             "returnUrl": "https://shop.example/",
+             "paymentMethod": {"type": "applepay", "applePayToken": base64.b64encode(json.dumps(
+                 {"version": "EC_v1", "data": "x", "signature": "y", "header": {}}).encode()).decode()}}
+    cases = [
+        ("valid", "/v71/payments", json.dumps(valid).encode(), dict(js, **{"Idempotency-Key": "a"}), False),
+        ("amount not a number", "/v71/payments",
+         json.dumps(dict(valid, amount={"currency": "USD", "value": "ten"})).encode(), dict(js, **{"Idempotency-Key": "b"}), True),
+        ("no merchant account", "/v71/payments",
+         json.dumps({k: v for k, v in valid.items() if k != "merchantAccount"}).encode(), dict(js, **{"Idempotency-Key": "c"}), True),
+        ("no idempotency key", "/v71/payments", json.dumps(valid).encode(), js, True),
+        ("applePayToken not a token", "/v71/payments", json.dumps(dict(valid, paymentMethod={
+            "type": "applepay", "applePayToken": "eyJ2ZXJzaW9uIjoiRUNfdjEifQ=="})).encode(),
+         dict(js, **{"Idempotency-Key": "d"}), True),
+        ("key longer than 64", "/v71/payments", json.dumps(valid).encode(), dict(js, **{"Idempotency-Key": "k" * 65}), True),
+    ]
+
+port = fake.serve()
+report = {"provider": provider, "cases": {}, "missed": []}
+for name, path, body, headers, bad in cases:
+    before = len(fake.mismatches)
+    status = send(port, path, body, headers)
+    caught = len(fake.mismatches) > before
+    report["cases"][name] = {"status": status, "mismatch": caught}
+    if caught != bad:
+        report["missed"].append({"case": name, "mismatches": fake.mismatches[before:]})
+fake.stop()
+print(json.dumps(report, indent=1))
+sys.exit(1 if report["missed"] else 0)

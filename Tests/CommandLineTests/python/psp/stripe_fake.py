@@ -1,0 +1,268 @@
+"""A fake of Stripe's PaymentIntents API as the spec in ../shared/vectors/psp/stripe documents it: form-encoded
+requests validated against each operation's requestBody schema (values coerced as the schema types them),
+answers built from Stripe's own fixtures and validated against the response schemas, an idempotency store (a key
+reused with other parameters is Stripe's `idempotency_error`), PaymentIntents, tokens, PaymentMethods, refunds.
+
+Not in Stripe's public spec and accepted by name only: `pk_token`, `pk_token_instrument_name`,
+`pk_token_payment_network`, `pk_token_transaction_id` on /v1/tokens (what Stripe's iOS SDK sends), and
+`payment_method_options[card][network_token][cryptogram|electronic_commerce_indicator]` on a confirmation
+(merchant-decrypted Apple Pay, enabled per account).
+"""
+import copy
+import itertools
+import json
+import os
+import re
+import time
+import urllib.parse
+
+from fake_common import Answer, Fake, Spec, SpecMismatch
+
+VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), "../../../../../shared/vectors/psp"))
+
+PK_TOKEN_FIELDS = ("pk_token", "pk_token_instrument_name", "pk_token_payment_network", "pk_token_transaction_id")
+NETWORK_TOKEN_FIELDS = ("cryptogram", "electronic_commerce_indicator")
+
+
+def parse_form(raw):
+    """`a[b][0]=v&…` into nested dicts (lists stay dicts with digit keys until the schema says array)."""
+    result = {}
+    for name, value in urllib.parse.parse_qsl(raw.decode(), keep_blank_values=True, strict_parsing=bool(raw)):
+        parts = re.findall(r"[^\[\]]+", name)
+        if not parts or name.count("[") != name.count("]"):
+            raise SpecMismatch("malformed form field name %r" % name)
+        node = result
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise SpecMismatch("form field %r given twice with different shapes" % name)
+        if parts[-1] in node:
+            raise SpecMismatch("form field %r given twice" % name)
+        node[parts[-1]] = value
+    return result
+
+
+class StripeFake(Fake):
+    name = "stripe"
+    idempotency_header = "Idempotency-Key"
+    # The request that charges, for fault injection; Stripe's lost answers are settled by looking up.
+    charge_path = "/v1/payment_intents/*/confirm"
+    refund_path = "/v1/refunds"
+    void_suffixes = ("/cancel",)
+    settles_by_look_up = True
+
+    def ledger_charges(self):
+        """Every PaymentIntent as the crash test reads a ledger: one per transaction id."""
+        with self.lock:
+            return [{"idempotencyKey": i["metadata"].get("transaction_id"), "reference": i["id"],
+                     "status": "approved" if i["status"] == "succeeded" else i["status"], "amount": i["amount"],
+                     "currencyCode": i["currency"].upper()} for i in self.intents.values()]
+
+    def __init__(self, secret):
+        super().__init__(secret)
+        self.spec = Spec(json.load(open(os.path.join(VECTORS, "stripe/spec3-subset-2023-09-12.json"))))
+        self.fixtures = json.load(open(os.path.join(VECTORS, "stripe/fixtures3-2023-09-12.json")))["resources"]
+        self.counter = itertools.count(1)
+        self.intents, self.tokens, self.methods, self.refunds = {}, {}, {}, {}
+
+    def new_id(self, prefix):
+        return "%s_fake%08d" % (prefix, next(self.counter))
+
+    def authorised(self, headers):
+        return headers.get("authorization") == "Bearer " + self.credentials
+
+    def unauthorised_body(self):
+        return {"error": {"type": "invalid_request_error", "message": "Invalid API Key provided."}}
+
+    def error_body(self, status):
+        return {"error": {"type": "api_error", "message": "status %d" % status}}
+
+    # -- validation
+    def coerce(self, schema, value):
+        schema = self.spec.resolve(schema or {})
+        if "anyOf" in schema:
+            for alternative in schema["anyOf"]:
+                candidate = self.coerce(alternative, value)
+                try:
+                    self.spec.validate(alternative, candidate, "alternative")
+                    return candidate
+                except SpecMismatch:
+                    continue
+            return value
+        kind = schema.get("type")
+        if isinstance(value, str):
+            if kind == "integer" and re.fullmatch(r"-?\d+", value):
+                return int(value)
+            if kind == "boolean" and value in ("true", "false"):
+                return value == "true"
+            return value
+        if isinstance(value, dict):
+            if kind == "array" and all(k.isdigit() for k in value):
+                ordered = [value[k] for k in sorted(value, key=int)]
+                if sorted(value, key=int) != [str(i) for i in range(len(value))]:
+                    raise SpecMismatch("array indexes are not 0..n-1")
+                return [self.coerce(schema.get("items"), v) for v in ordered]
+            properties = schema.get("properties", {})
+            extra = schema.get("additionalProperties")
+            return {k: self.coerce(properties.get(k, extra if isinstance(extra, dict) else {}), v)
+                    for k, v in value.items()}
+        return value
+
+    def validate_request(self, method, path, headers, raw):
+        template, operation = self.spec.operation(method, path)
+        if method == "GET":
+            return
+        if headers.get("content-type") != "application/x-www-form-urlencoded":
+            raise SpecMismatch("Stripe takes form-encoded bodies, got %r" % headers.get("content-type"))
+        if not headers.get("idempotency-key"):
+            raise SpecMismatch("a POST without Idempotency-Key")
+        if len(headers["idempotency-key"]) > 255:
+            raise SpecMismatch("Idempotency-Key longer than 255 characters")
+        form = parse_form(raw)
+        if template == "/v1/tokens":
+            for field in PK_TOKEN_FIELDS:
+                value = form.pop(field, None)
+                if field == "pk_token":
+                    token = json.loads(value or "null")
+                    if not isinstance(token, dict) or set(token) != {"version", "data", "signature", "header"}:
+                        raise SpecMismatch("pk_token is not an Apple Pay paymentData object")
+                elif value is not None and not isinstance(value, str):
+                    raise SpecMismatch("%s must be a string" % field)
+        if template.endswith("/confirm"):
+            card = form.get("payment_method_options", {}).get("card", {})
+            network_token = card.pop("network_token", None)
+            if network_token is not None:
+                if set(network_token) - set(NETWORK_TOKEN_FIELDS) or "cryptogram" not in network_token:
+                    raise SpecMismatch("network_token takes cryptogram and electronic_commerce_indicator")
+                if not card:
+                    form["payment_method_options"].pop("card")
+                if not form["payment_method_options"]:
+                    form.pop("payment_method_options")
+        schema = operation["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+        self.spec.validate(schema, self.coerce(schema, form), "request body")
+
+    def validate_answer(self, method, path, answer):
+        _, operation = self.spec.operation(method, path)
+        schema = self.spec.response_schema(operation, answer.status)
+        if schema is not None:
+            self.spec.validate(schema, answer.body, "answer %d" % answer.status)
+
+    def conflict(self, key):
+        return Answer(400, {"error": {"type": "idempotency_error",
+                                      "message": "Keys for idempotent requests can only be used with the same parameters they were first used with."}})
+
+    # -- the API
+    def handle(self, method, path, query, headers, raw):
+        form = parse_form(raw) if method == "POST" else {}
+        if method == "GET":
+            if path == "/v1/payment_intents":
+                return Answer(200, {"object": "list", "data": list(self.intents.values())[-1:], "has_more": False,
+                                    "url": "/v1/payment_intents"})
+            match = re.fullmatch(r"/v1/payment_intents/([^/]+)", path)
+            if match and match.group(1) in self.intents:
+                return Answer(200, self.intents[match.group(1)])
+            return self.missing("payment_intent")
+        fingerprint = (path, raw)
+        return self.idempotent(headers.get("idempotency-key"), fingerprint, lambda: self.post(path, form))
+
+    def missing(self, what):
+        return Answer(404, {"error": {"type": "invalid_request_error", "code": "resource_missing",
+                                      "message": "No such %s" % what}})
+
+    def post(self, path, form):
+        if path == "/v1/payment_intents":
+            return self.create_intent(form)
+        if path == "/v1/tokens":
+            token = copy.deepcopy(self.fixtures["token"])
+            token.update(id=self.new_id("tok"), created=int(time.time()))
+            token["card"].update(id=self.new_id("card"), tokenization_method="apple_pay")
+            self.tokens[token["id"]] = token
+            return Answer(200, token)
+        if path == "/v1/payment_methods":
+            card = form.get("card", {})
+            if "token" in card and card["token"] not in self.tokens:
+                return self.missing("token")
+            method = copy.deepcopy(self.fixtures["payment_method"])
+            method.update(id=self.new_id("pm"), created=int(time.time()),
+                          metadata=form.get("metadata", {}))
+            if "number" in card:
+                method["card"]["last4"] = card["number"][-4:]
+            self.methods[method["id"]] = method
+            return Answer(200, method)
+        if path == "/v1/refunds":
+            return self.refund(form)
+        match = re.fullmatch(r"/v1/payment_intents/([^/]+)/(confirm|cancel)", path)
+        if match:
+            intent = self.intents.get(match.group(1))
+            if intent is None:
+                return self.missing("payment_intent")
+            return self.confirm(intent, form) if match.group(2) == "confirm" else self.cancel(intent)
+        return self.missing("resource")
+
+    def create_intent(self, form):
+        intent = copy.deepcopy(self.fixtures["payment_intent"])
+        intent.update(id=self.new_id("pi"), amount=int(form["amount"]), currency=form["currency"],
+                      created=int(time.time()), metadata=form.get("metadata", {}), canceled_at=None,
+                      status="requires_payment_method")
+        intent["client_secret"] = intent["id"] + "_secret_fake"
+        self.intents[intent["id"]] = intent
+        if form.get("confirm") == "true":
+            return self.confirm(intent, form)
+        return Answer(200, intent)
+
+    def confirm(self, intent, form):
+        if intent["status"] not in ("requires_payment_method", "requires_confirmation"):
+            return Answer(400, {"error": {"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
+                                          "message": "This PaymentIntent's status is %s." % intent["status"]}})
+        method = form.get("payment_method")
+        if method not in self.methods:
+            return self.missing("payment_method")
+        intent["payment_method"] = method
+        if form.get("setup_future_usage"):
+            intent["setup_future_usage"] = form["setup_future_usage"]
+        decline = self.take_decline()
+        if decline:
+            reason = decline.get("reason", "generic_decline")
+            intent["status"] = "requires_payment_method"
+            intent["last_payment_error"] = {"type": "card_error", "code": "card_declined", "decline_code": reason,
+                                            "message": "Your card was declined."}
+            return Answer(402, {"error": {"type": "card_error", "code": "card_declined", "decline_code": reason,
+                                          "message": "Your card was declined.", "payment_intent": intent}})
+        intent.update(status="succeeded", amount_received=intent["amount"], last_payment_error=None,
+                      latest_charge=self.new_id("ch"))
+        intent["refunded"] = 0
+        return Answer(200, self.public(intent))
+
+    def cancel(self, intent):
+        if intent["status"] in ("succeeded", "canceled"):
+            return Answer(400, {"error": {"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
+                                          "message": "You cannot cancel this PaymentIntent because it has a status of %s." % intent["status"]}})
+        intent.update(status="canceled", canceled_at=int(time.time()), cancellation_reason="abandoned")
+        return Answer(200, self.public(intent))
+
+    def refund(self, form):
+        intent = self.intents.get(form.get("payment_intent"))
+        if intent is None:
+            return self.missing("payment_intent")
+        if intent["status"] != "succeeded":
+            return Answer(400, {"error": {"type": "invalid_request_error", "code": "charge_not_refundable",
+                                          "message": "This PaymentIntent has no successful charge."}})
+        amount = int(form.get("amount", intent["amount"] - intent.get("refunded", 0)))
+        if amount > intent["amount"] - intent.get("refunded", 0):
+            return Answer(400, {"error": {"type": "invalid_request_error", "code": "amount_too_large",
+                                          "message": "Refund amount is greater than the unrefunded amount."}})
+        intent["refunded"] = intent.get("refunded", 0) + amount
+        refund = copy.deepcopy(self.fixtures["refund"])
+        refund.update(id=self.new_id("re"), amount=amount, currency=intent["currency"], created=int(time.time()),
+                      payment_intent=intent["id"], charge=intent["latest_charge"], status="succeeded",
+                      metadata=form.get("metadata", {}))
+        self.refunds[refund["id"]] = refund
+        return Answer(200, refund)
+
+    @staticmethod
+    def public(intent):
+        return {k: v for k, v in intent.items() if k != "refunded"}
+
+    def state(self):
+        return {"payment_intents": [self.public(i) | {"refunded": i.get("refunded", 0)} for i in self.intents.values()],
+                "refunds": list(self.refunds.values()), "tokens": len(self.tokens)}

@@ -1,0 +1,80 @@
+import ApplePay
+import Foundation
+import MerchantCore
+import MerchantStore
+import Processors
+import TestSupport
+import Testing
+
+/// The reconciler and the provider connectors' ways of settling a lost answer: Stripe and Checkout.com are looked
+/// up while they keep the key (24 hours), Adyen waits for its webhook (31 days); past that, a person decides.
+@Suite("Reconciling provider payments")
+struct ProviderReconciliationTests {
+    /// A payment whose answer was never seen: the connector's provider is not listening.
+    func unknownPayment(with processor: any PaymentProcessor) async throws -> (any OrderStore, Order) {
+        let store = try await OrderStoreLocation(parsing: "sqlite::memory:").open(clock: { fixedNow })
+        let configuration = StoreConfiguration.demo
+        let checkout = try Checkout.create(
+            items: [CheckoutItem(sku: "MUG-01", quantity: 1)], configuration: configuration)
+        try await store.insertCheckout(checkout)
+        let breakdown = try CheckoutPricing(configuration: configuration).price(checkout)
+        let order = NewOrder(
+            checkout: checkout, breakdown: breakdown, transactionID: String(repeating: "ab", count: 32),
+            token: testToken(), shippingContact: nil, billingContact: nil, configuration: configuration)
+        let service = PaymentService(store: store, processor: processor, timeout: .seconds(10), logger: .silent)
+        let result = try await service.pay(order, token: testToken())
+        #expect(result.order.status == .unknown, "\(result.order.status)")
+        return (store, result.order)
+    }
+
+    static let nowhere = URL(string: "http://127.0.0.1:9")!
+
+    @Test("Stripe: looked up for 24 hours, then left to a person in the admin API")
+    func stripeKeyLifetime() async throws {
+        let stripe = StripeProcessor(
+            baseURL: Self.nowhere, secretKey: "sk_test_unused", applePay: .decrypted, timeout: .seconds(3))
+        #expect(stripe.unknownOutcomes == .lookUp(keyLifetime: .seconds(86_400)))
+        let (store, order) = try await unknownPayment(with: stripe)
+        func reconciler(after seconds: TimeInterval) -> Reconciler {
+            Reconciler(
+                store: store, processor: stripe, settleAfter: .seconds(31), timeout: .seconds(3), logger: .silent,
+                clock: { fixedNow.addingTimeInterval(seconds) })
+        }
+        // Within the day: looked up (the provider is still unreachable, so it stays unknown), nobody flagged.
+        #expect(try await reconciler(after: 3600).reconcileOnce().isEmpty)
+        #expect(try await reconciler(after: 3600).needingAttention().isEmpty)
+        // Past the key lifetime: no guess, a person.
+        let flagged = try await reconciler(after: 86_400 + 60).needingAttention()
+        #expect(flagged.map(\.id) == [order.id])
+        #expect(try await reconciler(after: 86_400 + 60).reconcileOnce().isEmpty)
+        #expect(try await store.order(id: order.id)?.status == .unknown)
+    }
+
+    @Test("Adyen: never looked up; its webhook settles, and past 31 days a person")
+    func adyenWaitsForTheWebhook() async throws {
+        let adyen = AdyenProcessor(
+            baseURL: Self.nowhere, apiKey: "AQE-unused", merchantAccount: "ExampleECOM", applePay: .decrypted,
+            returnURL: "https://shop.example/", timeout: .seconds(3))
+        #expect(adyen.unknownOutcomes == .webhook(keyLifetime: .seconds(31 * 86_400)))
+        let (store, order) = try await unknownPayment(with: adyen)
+        let soon = Reconciler(
+            store: store, processor: adyen, settleAfter: .seconds(31), timeout: .seconds(3), logger: .silent,
+            clock: { fixedNow.addingTimeInterval(3600) })
+        #expect(try await soon.reconcileOnce().isEmpty)
+        #expect(try await soon.needingAttention().isEmpty)
+        let late = Reconciler(
+            store: store, processor: adyen, settleAfter: .seconds(31), timeout: .seconds(3), logger: .silent,
+            clock: { fixedNow.addingTimeInterval(32 * 86_400) })
+        #expect(try await late.needingAttention().map(\.id) == [order.id])
+    }
+
+    @Test("idempotency keys derived per request fit each provider's limit and differ by purpose")
+    func derivedKeys() {
+        let key = String(repeating: "0123456789abcdef", count: 4)
+        #expect(ProviderKeys.key(key, limit: 64) == key)
+        let refund = ProviderKeys.key(key, purpose: "refund", limit: 64)
+        let void = ProviderKeys.key(key, purpose: "void", limit: 64)
+        #expect(refund.count == 64 && void.count == 64 && refund != void && refund != key)
+        #expect(ProviderKeys.key(key, purpose: "confirm", limit: 255) == "confirm-" + key)
+    }
+}
