@@ -16,7 +16,7 @@
 #
 # Usage: scripts/crash-test.sh [PAYMENTS] [SERVER_KILLS] [PROCESSOR_KILLS]   (defaults 300, 20, 5)
 # With CRASH_PSP=stripe|checkout|adyen the server charges through that provider's connector against its local fake
-# (Tests/CommandLineTests/python/psp, validating against ../shared/vectors/psp) instead of the processor service; the
+# (Tests/CommandLineTests/python/psp, validating against Tests/Fixtures/psp) instead of the processor service; the
 # fake is never killed, and payments only a webhook could settle (Adyen, Checkout.com after a restart) are counted as
 # awaitingWebhook.
 # Environment: APPLEPAY (use this binary instead of building one), SCRATCH (build folder, default .build),

@@ -26,7 +26,7 @@ struct CrashTestScriptTests {
         "against each provider's fake: 30 payments, 3 merchant server kills, nothing lost, nothing charged twice",
         arguments: ["stripe", "checkout", "adyen"])
     func againstProviderFake(provider: String) async throws {
-        let vectors = Repository.root.deletingLastPathComponent().appendingPathComponent("shared/vectors/psp")
+        let vectors = Repository.pspVectors
         let result = try await Subprocess.run(
             executable: Repository.root.appendingPathComponent("scripts/crash-test.sh"), ["30", "3", "0"],
             environment: [

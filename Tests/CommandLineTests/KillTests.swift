@@ -124,7 +124,10 @@ struct KillTests {
         merchant = try await setup.merchant(processor: processorURL)
         let url = try #require(merchant.baseURL)
         let before = try await Setup.admin(url + "/admin/v1/orders")
-        #expect((before["orders"] as? [[String: Any]])?.map { $0["status"] as? String } == ["pending"])
+        // Not seen: `pending` when the kill came first, `unknown` when the server's 10 s processor deadline passed
+        // before the kill (a busy machine). Never paid or failed before the look-up.
+        let statusBefore = (before["orders"] as? [[String: Any]])?.map { $0["status"] as? String }
+        #expect(statusBefore == ["pending"] || statusBefore == ["unknown"], "\(before)")
         let pass = try await Setup.admin(url + "/admin/v1/reconcile?olderThanSeconds=0", "POST")
         #expect((pass["settled"] as? [[String: Any]])?.first?["to"] as? String == "paid", "\(pass)")
         let after = try await Setup.admin(url + "/admin/v1/orders")

@@ -4,11 +4,11 @@ import Testing
 
 /// The Stripe, Checkout.com and Adyen connectors as a merchant runs them: `applepay serve --sandbox DIR --config
 /// provider.json` against a local fake of each provider (Tests/CommandLineTests/python/psp), which validates every
-/// request it receives and every answer it gives against the provider's published spec in ../shared/vectors/psp.
+/// request it receives and every answer it gives against the provider's published spec in Tests/Fixtures/psp.
 @Suite("provider connectors against spec-validating fakes", .serialized)
 struct ProviderConnectorTests {
     static let scripts = Repository.root.appendingPathComponent("Tests/CommandLineTests/python/psp")
-    static let vectors = Repository.root.deletingLastPathComponent().appendingPathComponent("shared/vectors/psp")
+    static let vectors = Repository.pspVectors
 
     static var environment: [String: String] { ["PSP_VECTORS": vectors.path, "PYTHONDONTWRITEBYTECODE": "1"] }
 

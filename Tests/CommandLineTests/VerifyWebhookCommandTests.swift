@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `applepay processor verify-webhook` against the 34 signature vectors taken from the providers' official libraries'
-/// tests (`../shared/vectors/psp/webhook-vectors.json`): each gives its expected answer through the built binary.
+/// tests (`Tests/Fixtures/psp/webhook-vectors.json`): each gives its expected answer through the built binary.
 @Suite("applepay processor verify-webhook")
 struct VerifyWebhookCommandTests {
     /// The providers' vectors (``TestSupport/Repository/pspVectors``).

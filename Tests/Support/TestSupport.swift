@@ -21,10 +21,10 @@ public enum Repository {
     public static let scenarios = root.appendingPathComponent("scenarios")
 
     /// The payment providers' published specs, examples and webhook vectors: `PSP_VECTORS`, else
-    /// `../shared/vectors/psp` beside the repository.
+    /// `Tests/Fixtures/psp` (a copy of the team's `shared/vectors/psp`, with its PROVENANCE.md and licences).
     public static let pspVectors: URL = {
         if let folder = ProcessInfo.processInfo.environment["PSP_VECTORS"] { return URL(fileURLWithPath: folder) }
-        return root.deletingLastPathComponent().appendingPathComponent("shared/vectors/psp")
+        return root.appendingPathComponent("Tests/Fixtures/psp")
     }()
 }
 

@@ -1,4 +1,4 @@
-"""A fake of Adyen's Checkout API v71 as its OpenAPI 3.1 spec in ../shared/vectors/psp/adyen documents it: every
+"""A fake of Adyen's Checkout API v71 as its OpenAPI 3.1 spec in Tests/Fixtures/psp/adyen documents it: every
 request validated against its operation's requestBody schema, every answer against the documented response
 schema; `X-API-Key`; an idempotency store on `Idempotency-Key` (at most 64 characters, as the spec says); payments
 by pspReference; refunds, cancels and reversals `received`, their outcome left to webhooks (as Adyen does). Adyen
@@ -14,7 +14,7 @@ import re
 
 from fake_common import Answer, Fake, Spec, SpecMismatch
 
-VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), "../../../../../shared/vectors/psp"))
+VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), "../../../Fixtures/psp"))
 
 
 class AdyenFake(Fake):

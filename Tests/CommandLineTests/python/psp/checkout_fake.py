@@ -1,4 +1,4 @@
-"""A fake of Checkout.com's payments API as its spec in ../shared/vectors/psp/checkout documents it (the current
+"""A fake of Checkout.com's payments API as its spec in Tests/Fixtures/psp/checkout documents it (the current
 "NAS" multi-file spec, bundled here the way its build does: paths/a@b.yaml is /a/b, components/<kind>/**/X.yaml is
 #/components/<kind>/X). Every request is validated against its operation's requestBody schema (discriminators
 followed), every answer against the documented response schema; an idempotency store on `Cko-Idempotency-Key`;
@@ -17,7 +17,7 @@ import yaml
 
 from fake_common import Answer, Fake, Spec, SpecMismatch
 
-VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), "../../../../../shared/vectors/psp"))
+VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), "../../../Fixtures/psp"))
 PUBLIC_KEY = "pk_sbox_fake_public"
 
 

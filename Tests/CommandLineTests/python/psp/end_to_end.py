@@ -23,7 +23,7 @@ from psp_setup import ADYEN_HMAC_KEY as HMAC_KEY, base_url, configure, private_f
 
 provider, applepay, sandbox, workdir = sys.argv[1:5]
 mode = sys.argv[5] if len(sys.argv) > 5 else "passThrough"
-ADMIN = "admin-token-for-tests"
+ADMIN = "admin-token-for-the-provider-end-to-end-tests"  # at least 32 characters, as the server requires
 CONTACT = {"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"}
 results = {"provider": provider, "mode": mode, "checks": {}, "failures": []}
 
@@ -55,8 +55,8 @@ fake, section = configure(provider, workdir)
 port = fake.serve()
 section.update(baseURL=base_url(provider, port), applePay=mode, timeoutSeconds=8)
 config = os.path.join(workdir, "provider.json")
-with open(config, "w") as file:
-    json.dump({"processor": section, "server": {"adminToken": ADMIN}}, file)
+# A file holding the admin token must be readable by its owner alone.
+private_file(workdir, "provider.json", json.dumps({"processor": section, "server": {"adminToken": ADMIN}}))
 
 # A key the provider refuses is a configuration error found at start-up, before any payment.
 wrong = dict(section)

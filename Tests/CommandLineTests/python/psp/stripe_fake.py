@@ -1,4 +1,4 @@
-"""A fake of Stripe's PaymentIntents API as the spec in ../shared/vectors/psp/stripe documents it: form-encoded
+"""A fake of Stripe's PaymentIntents API as the spec in Tests/Fixtures/psp/stripe documents it: form-encoded
 requests validated against each operation's requestBody schema (values coerced as the schema types them),
 answers built from Stripe's own fixtures and validated against the response schemas, an idempotency store (a key
 reused with other parameters is Stripe's `idempotency_error`), PaymentIntents, tokens, PaymentMethods, refunds.
@@ -18,7 +18,7 @@ import urllib.parse
 
 from fake_common import Answer, Fake, Spec, SpecMismatch
 
-VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), "../../../../../shared/vectors/psp"))
+VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), "../../../Fixtures/psp"))
 
 PK_TOKEN_FIELDS = ("pk_token", "pk_token_instrument_name", "pk_token_payment_network", "pk_token_transaction_id")
 NETWORK_TOKEN_FIELDS = ("cryptogram", "electronic_commerce_indicator")
