@@ -109,6 +109,12 @@ def main():
                         f"{number(l['requestsPerSecond'])} | {l['latencyMs']['p50']:.2f} | "
                         f"{l['latencyMs']['p99']:.2f} | {l['errors']} | {l['clientCPUShare']:.0%} | "
                         f"{l['loadAverage']} | {TARGETS.get(scenario, '')} |")
+    switches = [l for l in lines if l.get("scenario") == "payments" and "contextSwitchesPerPayment" in l]
+    if switches:
+        out += ["", "Context switches of the server per payment (`perf stat -e context-switches` over the payments "
+                "scenario, the in-process sandbox processor included): " + ", ".join(
+                    f"{'SQLite' if l['store'] == 'sqlite' else 'PostgreSQL'} {l['contextSwitchesPerPayment']}"
+                    for l in switches) + "."]
     outside = [l for l in lines if l.get("scenario") in ("paymentsSlowProcessor", "paymentsUnderNotificationFlood")]
     if outside:
         out += ["", "### Payments while outside parties misbehave (SQLite)", "",

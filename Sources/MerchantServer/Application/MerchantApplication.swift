@@ -453,17 +453,24 @@ public final class MerchantApplication: Sendable {
     }
 }
 
-/// The merchant API once assembled; until then (the moment between binding and assembly) a 503.
+/// The merchant API once assembled; until then (the moment between binding and assembly) a 503. Every request
+/// reads it: published once, it is read without a lock and held by reference, so a request retains one object
+/// instead of copying the whole `MerchantAPI` (its configuration and every service in it) out of a lock.
 private final class LateResponder: Responder {
-    private let target = Mutex<MerchantAPI?>(nil)
+    private final class Assembled: Sendable {
+        let api: MerchantAPI
+        init(_ api: MerchantAPI) { self.api = api }
+    }
+    private let target = AtomicLazyReference<Assembled>()
 
-    func answer(with api: MerchantAPI) { target.withLock { $0 = api } }
+    /// Publishes `api`; only the first call counts (the server assembles its API once).
+    func answer(with api: MerchantAPI) { _ = target.storeIfNil(Assembled(api)) }
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
-        guard let api = target.withLock({ $0 }) else {
+        guard let assembled = target.load() else {
             return HTTPResponse(status: 503, headers: ["Retry-After": "1"])
         }
-        return await api.respond(to: request)
+        return await assembled.api.respond(to: request)
     }
 
     var answersOversizedRequests: Bool { true }
