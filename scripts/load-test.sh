@@ -96,8 +96,15 @@ for folder in "${FOLDERS[@]}"; do
 done
 charged=$(store_payments)
 [ "$charged" -eq "$expected" ] || fail "$charged payments recorded for $expected checkouts (double charge?)"
-sleep 1 # wrk's connections are closed; give the server a moment to see it
+# wrk's connections are closed; the server's kept connections to the processor close once idle for the client's
+# idle connection lifetime (30 s): wait for the descriptors to come back, at most 45 s.
+sleep 1
 FDS_AFTER=$(descriptors)
+for _ in $(seq 1 44); do
+    [ "$FDS_AFTER" -le "$((FDS_BEFORE + 2))" ] && break
+    sleep 1
+    FDS_AFTER=$(descriptors)
+done
 jq -nc --arg store "$STORE" --argjson orders "$expected" --argjson charged "$charged" \
     --argjson before "$FDS_BEFORE" --argjson after "$FDS_AFTER" --argjson rss "$(rss_kb)" --arg load "$(loadavg)" \
     --argjson cores "$CORES" '{scenario: "checks", store: $store, orders: $orders, paidOnce: true,

@@ -210,8 +210,15 @@ def main():
     soak.stop.set()
     for thread in threads:
         thread.join(timeout=120)
-    time.sleep(2)  # the clients' connections are closed; give the server a moment to see it
+    # The clients' connections are closed; the server's kept connections to the processor close once idle for the
+    # client's idle connection lifetime (30 s): wait for the descriptors to come back, at most 45 s.
+    time.sleep(2)
     _, fds_after, _ = read_sample(pid)
+    for _ in range(43):
+        if fds_after <= int(fds_before) + 2:
+            break
+        time.sleep(1)
+        _, fds_after, _ = read_sample(pid)
     # The first sample is taken before any traffic: leave it out of the flatness checks.
     measured = samples[1:] if len(samples) > 3 else samples
     rss_flat, rss_first, rss_last = flat(measured, "rssKB", lambda first: max(first * 0.10, 5 * 1024))
