@@ -11,15 +11,9 @@ SECONDS_TO_RUN="${1:-120}"
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then TARGETS=(request store http); fi
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-SCRATCH="${FUZZ_SCRATCH:-$ROOT/.build-fuzz/libfuzzer}"
+. "$(dirname "$0")/lib/fuzz-build.sh"
 WORK="$ROOT/.build-fuzz/merchant"
-SWIFT="${SWIFT:-swift}"
-cd "$ROOT"
-
-"$SWIFT" build -c release --scratch-path "$SCRATCH" --product FuzzMerchant \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING 2>&1 | grep -v "Cannot export local symbol" >&2
-BINARY="$("$SWIFT" build -c release --scratch-path "$SCRATCH" --show-bin-path)/FuzzMerchant"
+fuzz_build FuzzMerchant
 
 # -detect_leaks=0: as in fuzz-token.sh (objects kept for the whole run read as leaks). -max_len: the body limit is
 # 64 KB; 8 KB inputs reach every field limit and keep executions fast.

@@ -5,15 +5,9 @@
 # and leaves any finding as crash-*/timeout-*/oom-* in .build-fuzz/findings. Exits non-zero on a finding.
 set -euo pipefail
 SECONDS_TO_RUN="${1:-120}"
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-SCRATCH="${FUZZ_SCRATCH:-$ROOT/.build-fuzz/libfuzzer}"
+. "$(dirname "$0")/lib/fuzz-build.sh"
 WORK="$ROOT/.build-fuzz"
-SWIFT="${SWIFT:-swift}"
-cd "$ROOT"
-
-"$SWIFT" build -c release --scratch-path "$SCRATCH" --product FuzzPaymentToken \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING 2>&1 | grep -v "Cannot export local symbol" >&2
-BINARY="$("$SWIFT" build -c release --scratch-path "$SCRATCH" --show-bin-path)/FuzzPaymentToken"
+fuzz_build FuzzPaymentToken
 
 # The seed corpus: every real token, the DER of its CMS signature, and the regression corpus.
 SEEDS="$WORK/seeds"

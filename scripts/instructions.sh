@@ -18,6 +18,7 @@ set -euo pipefail
 REQUESTS=${1:-2000}
 REQUEST_PATH=${2:-/v1/products}
 cd "$(dirname "$0")/.."
+. scripts/lib/await.sh
 for tool in valgrind cc python3 jq; do
     command -v "$tool" >/dev/null || { echo "instructions: needs $tool" >&2; exit 1; }
 done
@@ -54,13 +55,11 @@ count() { # REQUESTS -> the run's total instructions
         "$APPLEPAY" serve --sandbox "$WORK/sandbox" --config "$WORK/server.json" \
         --store "sqlite:$WORK/orders.$1.sqlite" --port 0 >"$WORK/server.out" 2>"$WORK/server.log") &
     SERVER_PID=$!
-    for _ in $(seq 1 600); do
-        base=$(sed -n 's|.*on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$WORK/server.out")
-        [ -n "$base" ] && break
-        kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; exit 1; }
-        sleep 0.2
-    done
-    [ -n "$base" ] || { echo "instructions: the server did not start" >&2; exit 1; }
+    base=$(await_address "$WORK/server.out" 's|.*on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$SERVER_PID" 600 0.2) \
+        || case $? in
+            1) cat "$WORK/server.log" >&2; exit 1 ;;
+            *) echo "instructions: the server did not start" >&2; exit 1 ;;
+        esac
     python3 - "$base" "$1" "$REQUEST_PATH" <<'PY'
 import http.client, sys, urllib.parse
 url, count, path = urllib.parse.urlparse(sys.argv[1]), int(sys.argv[2]), sys.argv[3]

@@ -32,9 +32,7 @@ DURATION=${1:-10}
 CONNECTIONS=${2:-16}
 PAYMENTS=${3:-2000}
 NAME=load-test
-cd "$(dirname "$0")/.."
-
-. scripts/load/server.sh
+. "$(dirname "$0")/load/server.sh"
 
 # The untimed part first: checkouts for the sheet updates and the payments, priced, tokens minted in one process.
 mkdir -p "$WORK/pay"

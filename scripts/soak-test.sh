@@ -12,8 +12,7 @@ set -euo pipefail
 MINUTES=${1:-10}
 RATE=${2:-100}
 NAME=soak-test
-cd "$(dirname "$0")/.."
-. scripts/load/server.sh
+. "$(dirname "$0")/load/server.sh"
 
 mkdir -p "$WORK/soak"
 python3 scripts/load/soak.py "$BASE" "$WORK/soak" "$MINUTES" "$APPLEPAY" "$WORK/sandbox" "$SERVER_PID" \

@@ -2,6 +2,13 @@ import ApplePay
 import Foundation
 import Testing
 
+/// `value` with `change` made to it: a sample with a field or two altered.
+func changed<Value>(_ value: Value, _ change: (inout Value) -> Void) -> Value {
+    var value = value
+    change(&value)
+    return value
+}
+
 /// One change to a valid request, and what `validate()` should say about it.
 struct RuleCase: Sendable, CustomTestStringConvertible {
     let rule: String
@@ -170,9 +177,9 @@ let invalidCases: [RuleCase] = [
         "automatic reload threshold not a decimal", .amountNotADecimal,
         at: "automaticReloadPaymentRequest.automaticReloadBilling.automaticReloadPaymentThresholdAmount"
     ) {
-        var reload = Samples.reload
-        reload.automaticReloadBilling.automaticReloadPaymentThresholdAmount = "five"
-        $0.automaticReloadPaymentRequest = reload
+        $0.automaticReloadPaymentRequest = changed(Samples.reload) {
+            $0.automaticReloadBilling.automaticReloadPaymentThresholdAmount = "five"
+        }
     },
     // Contacts and shipping.
     .invalid("contact field unknown", .contactFieldUnknown, at: "requiredShippingContactFields[1]") {
@@ -219,114 +226,70 @@ let invalidCases: [RuleCase] = [
         $0.multiTokenContexts = Samples.contexts(["6.001"])
     },
     .invalid(
-        "free cancellation date without time zone", .freeCancellationIncomplete,
-        at: "deferredPaymentRequest.freeCancellationDateTimeZone"
-    ) {
-        var deferred = Samples.deferred
-        deferred.freeCancellationDate = "2027-02-25T12:00:00Z"
-        $0.deferredPaymentRequest = deferred
-    },
-    .invalid(
-        "free cancellation time zone without date", .freeCancellationIncomplete,
-        at: "deferredPaymentRequest.freeCancellationDate"
-    ) {
-        var deferred = Samples.deferred
-        deferred.freeCancellationDateTimeZone = "Europe/Paris"
-        $0.deferredPaymentRequest = deferred
-    },
-    .invalid(
-        "free cancellation time zone unknown", .timeZoneUnknown,
-        at: "deferredPaymentRequest.freeCancellationDateTimeZone"
-    ) {
-        var deferred = Samples.deferred
-        deferred.freeCancellationDate = "2027-02-25T12:00:00Z"
-        deferred.freeCancellationDateTimeZone = "Mars/Olympus_Mons"
-        $0.deferredPaymentRequest = deferred
-    },
-    .invalid(
-        "free cancellation date not ISO 8601", .freeCancellationDateInvalid,
-        at: "deferredPaymentRequest.freeCancellationDate"
-    ) {
-        var deferred = Samples.deferred
-        deferred.freeCancellationDate = "next Tuesday"
-        deferred.freeCancellationDateTimeZone = "Europe/Paris"
-        $0.deferredPaymentRequest = deferred
-    },
-    .invalid(
         "billing agreement over 500 characters", .billingAgreementTooLong,
         at: "recurringPaymentRequest.billingAgreement"
     ) {
-        var recurring = Samples.recurring
-        recurring.billingAgreement = String(repeating: "é", count: 501)
-        $0.recurringPaymentRequest = recurring
+        $0.recurringPaymentRequest = changed(Samples.recurring) {
+            $0.billingAgreement = String(repeating: "é", count: 501)
+        }
     },
     .invalid(
         "deferred billing agreement over 500", .billingAgreementTooLong, at: "deferredPaymentRequest.billingAgreement"
     ) {
-        var deferred = Samples.deferred
-        deferred.billingAgreement = String(repeating: "a", count: 600)
-        $0.deferredPaymentRequest = deferred
+        $0.deferredPaymentRequest = changed(Samples.deferred) {
+            $0.billingAgreement = String(repeating: "a", count: 600)
+        }
     },
     .invalid("management URL not https", .urlInvalid, at: "recurringPaymentRequest.managementURL") {
-        var recurring = Samples.recurring
-        recurring.managementURL = "manage page"
-        $0.recurringPaymentRequest = recurring
+        $0.recurringPaymentRequest = changed(Samples.recurring) { $0.managementURL = "manage page" }
     },
     .invalid("payment description empty", .descriptionEmpty, at: "automaticReloadPaymentRequest.paymentDescription") {
-        var reload = Samples.reload
-        reload.paymentDescription = ""
-        $0.automaticReloadPaymentRequest = reload
+        $0.automaticReloadPaymentRequest = changed(Samples.reload) { $0.paymentDescription = "" }
     },
     .invalid(
         "recurring regular billing amount invalid", .amountNotADecimal,
         at: "recurringPaymentRequest.regularBilling.amount"
     ) {
-        var recurring = Samples.recurring
-        recurring.regularBilling.amount = "$4.99"
-        $0.recurringPaymentRequest = recurring
+        $0.recurringPaymentRequest = changed(Samples.recurring) { $0.regularBilling.amount = "$4.99" }
     },
     // WebKit's rules for the special payment requests' billing items (ApplePaySession.cpp) and the total.
     .invalid(
         "regularBilling without paymentTiming recurring", .regularBillingNotRecurring,
         at: "recurringPaymentRequest.regularBilling.paymentTiming"
     ) {
-        var recurring = Samples.recurring
-        recurring.regularBilling.paymentTiming = nil
-        $0.recurringPaymentRequest = recurring
+        $0.recurringPaymentRequest = changed(Samples.recurring) { $0.regularBilling.paymentTiming = nil }
     },
     .invalid(
         "trialBilling without paymentTiming recurring", .trialBillingNotRecurring,
         at: "recurringPaymentRequest.trialBilling.paymentTiming"
     ) {
-        var recurring = Samples.recurring
-        recurring.trialBilling = PaymentSummaryItem(label: "Trial", amount: "0.00")
-        $0.recurringPaymentRequest = recurring
+        $0.recurringPaymentRequest = changed(Samples.recurring) {
+            $0.trialBilling = PaymentSummaryItem(label: "Trial", amount: "0.00")
+        }
     },
     .invalid(
         "automaticReloadBilling without paymentTiming automaticReload", .reloadBillingNotAutomaticReload,
         at: "automaticReloadPaymentRequest.automaticReloadBilling.paymentTiming"
     ) {
-        var reload = Samples.reload
-        reload.automaticReloadBilling.paymentTiming = .recurring
-        $0.automaticReloadPaymentRequest = reload
+        $0.automaticReloadPaymentRequest = changed(Samples.reload) {
+            $0.automaticReloadBilling.paymentTiming = .recurring
+        }
     },
     .invalid(
         "automaticReloadBilling without threshold, even when pending", .itemThresholdMissing,
         at: "automaticReloadPaymentRequest.automaticReloadBilling.automaticReloadPaymentThresholdAmount"
     ) {
-        var reload = Samples.reload
-        reload.automaticReloadBilling.type = .pending
-        reload.automaticReloadBilling.amount = nil
-        reload.automaticReloadBilling.automaticReloadPaymentThresholdAmount = nil
-        $0.automaticReloadPaymentRequest = reload
+        $0.automaticReloadPaymentRequest = changed(Samples.reload) {
+            $0.automaticReloadBilling.type = .pending
+            $0.automaticReloadBilling.amount = nil
+            $0.automaticReloadBilling.automaticReloadPaymentThresholdAmount = nil
+        }
     },
     .invalid(
         "deferredBilling without paymentTiming deferred", .deferredBillingNotDeferred,
         at: "deferredPaymentRequest.deferredBilling.paymentTiming"
     ) {
-        var deferred = Samples.deferred
-        deferred.deferredBilling.paymentTiming = .immediate
-        $0.deferredPaymentRequest = deferred
+        $0.deferredPaymentRequest = changed(Samples.deferred) { $0.deferredBilling.paymentTiming = .immediate }
     },
     .invalid("pending total without amount", .totalAmountMissing, at: "total.amount") {
         $0.total = PaymentSummaryItem(label: "Taxi", amount: nil, type: .pending)
@@ -359,6 +322,34 @@ let invalidCases: [RuleCase] = [
     },
 ]
 
+/// The deferred request's free cancellation: a date and a time zone, both or neither, each valid. The rule, its code,
+/// the field named, and the date and time zone set.
+let freeCancellationCases: [RuleCase] = [
+    (
+        "free cancellation date without time zone", .freeCancellationIncomplete, "freeCancellationDateTimeZone",
+        "2027-02-25T12:00:00Z", nil
+    ),
+    (
+        "free cancellation time zone without date", .freeCancellationIncomplete, "freeCancellationDate", nil,
+        "Europe/Paris"
+    ),
+    (
+        "free cancellation time zone unknown", .timeZoneUnknown, "freeCancellationDateTimeZone", "2027-02-25T12:00:00Z",
+        "Mars/Olympus_Mons"
+    ),
+    (
+        "free cancellation date not ISO 8601", .freeCancellationDateInvalid, "freeCancellationDate", "next Tuesday",
+        "Europe/Paris"
+    ),
+].map { (rule: String, code: ValidationProblem.Code, field: String, date: String?, zone: String?) in
+    .invalid(rule, code, at: "deferredPaymentRequest." + field) {
+        $0.deferredPaymentRequest = changed(Samples.deferred) {
+            $0.freeCancellationDate = date
+            $0.freeCancellationDateTimeZone = zone
+        }
+    }
+}
+
 let validCases: [RuleCase] = [
     .valid("the sample itself") { _ in },
     .valid("zero total (allowed since Apple Pay JS v4)") {
@@ -382,10 +373,10 @@ let validCases: [RuleCase] = [
         $0.shippingMethods = [ShippingMethod(label: "Pickup", detail: "", amount: "0.00", identifier: "pickup")]
     },
     .valid("pending regular billing without amount, still recurring") {
-        var recurring = Samples.recurring
-        recurring.regularBilling.type = .pending
-        recurring.regularBilling.amount = nil
-        $0.recurringPaymentRequest = recurring
+        $0.recurringPaymentRequest = changed(Samples.recurring) {
+            $0.regularBilling.type = .pending
+            $0.regularBilling.amount = nil
+        }
     },
     .valid("recurring trial billing") {
         var recurring = Samples.recurring
@@ -428,20 +419,20 @@ let validCases: [RuleCase] = [
         $0.shippingMethods = methods
     },
     .valid("recurring alone, with dates and interval") {
-        var recurring = Samples.recurring
-        recurring.regularBilling.recurringPaymentIntervalCount = 3
-        recurring.regularBilling.recurringPaymentStartDate = "2027-01-01"
-        recurring.regularBilling.recurringPaymentEndDate = "2028-01-01T00:00:00.000Z"
-        recurring.billingAgreement = String(repeating: "é", count: 500)
-        recurring.tokenNotificationURL = "https://example.com/notify"
-        $0.recurringPaymentRequest = recurring
+        $0.recurringPaymentRequest = changed(Samples.recurring) {
+            $0.regularBilling.recurringPaymentIntervalCount = 3
+            $0.regularBilling.recurringPaymentStartDate = "2027-01-01"
+            $0.regularBilling.recurringPaymentEndDate = "2028-01-01T00:00:00.000Z"
+            $0.billingAgreement = String(repeating: "é", count: 500)
+            $0.tokenNotificationURL = "https://example.com/notify"
+        }
     },
     .valid("automatic reload alone") { $0.automaticReloadPaymentRequest = Samples.reload },
     .valid("deferred alone, with free cancellation date and time zone") {
-        var deferred = Samples.deferred
-        deferred.freeCancellationDate = "2027-02-25T12:00:00Z"
-        deferred.freeCancellationDateTimeZone = "America/Los_Angeles"
-        $0.deferredPaymentRequest = deferred
+        $0.deferredPaymentRequest = changed(Samples.deferred) {
+            $0.freeCancellationDate = "2027-02-25T12:00:00Z"
+            $0.freeCancellationDateTimeZone = "America/Los_Angeles"
+        }
     },
     .valid("token contexts equal to the total") { $0.multiTokenContexts = Samples.contexts(["6.00", "6.00"]) },
     .valid("token contexts below the total") { $0.multiTokenContexts = Samples.contexts(["5.00"]) },
@@ -494,7 +485,9 @@ let versionCases: [VersionCase] = [
 
 @Suite("PaymentRequest.validate(): Apple's rules")
 struct ValidationTests {
-    @Test("a request breaking one rule gets that rule's code at that path", arguments: invalidCases)
+    @Test(
+        "a request breaking one rule gets that rule's code at that path",
+        arguments: invalidCases + freeCancellationCases)
     func invalid(rule: RuleCase) throws {
         let problems = rule.request.validate()
         let code = try #require(rule.code)
@@ -577,7 +570,9 @@ struct ValidationTests {
 
     @Test("every rule code is exercised by at least one invalid case")
     func everyCodeCovered() {
-        let covered = Set(invalidCases.compactMap(\.code) + versionCases.compactMap(\.code)).union([
+        let covered = Set(
+            (invalidCases + freeCancellationCases).compactMap(\.code) + versionCases.compactMap(\.code)
+        ).union([
             .updateNewTotalMissing, .orderDetailsURLInvalid,  // updates() and authorizationResult()
             .errorCodeUnknown, .errorContactFieldUnknown,
         ])

@@ -51,8 +51,7 @@ struct MerchantCommandTests {
 
     @Test("inspect reads a DER .cer: merchant identifier, hash, kind, validity, key match; --pem-out writes PEM")
     func inspectDER() async throws {
-        let box = try await CommandLineSandbox.path()
-        let folder = try TemporaryDirectory()
+        let (box, folder) = try await CommandLineSandbox.pathAndFolder()
         defer { folder.remove() }
         let cer = folder.path("apple_pay.cer")
         let converted = try await ExternalTool.run(

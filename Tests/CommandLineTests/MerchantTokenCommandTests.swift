@@ -183,13 +183,11 @@ struct MerchantTokenCommandTests {
     static func notified(
         arguments: [String], gateway: RunningServer, _ body: (RunningServer) async throws -> Void
     ) async throws {
-        do {
+        try await withCleanup {
             try await RunningServer.with(arguments: arguments, body)
-        } catch {
+        } cleanup: {
             await gateway.stop()
-            throw error
         }
-        await gateway.stop()
     }
 
     @Test("gateway emit retries a 5xx: two 503s then 200 is three attempts and success; only 503s is exit 1")

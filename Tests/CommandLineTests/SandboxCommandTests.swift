@@ -30,6 +30,10 @@ enum CommandLineSandbox {
         return path
     }
     static func path() async throws -> String { try await creation.value }
+    /// The shared sandbox's path, and a new empty folder (for the caller to remove) for what a test writes.
+    static func pathAndFolder() async throws -> (String, TemporaryDirectory) {
+        (try await path(), try TemporaryDirectory())
+    }
 }
 
 struct ExternalToolFailure: Error, CustomStringConvertible {
@@ -113,8 +117,7 @@ struct SandboxCommandTests {
 
     @Test("mint writes a PKPaymentToken that the independent Python code decrypts", arguments: ["EC_v1", "RSA_v1"])
     func mintDecrypts(kind: String) async throws {
-        let box = try await CommandLineSandbox.path()
-        let folder = try TemporaryDirectory()
+        let (box, folder) = try await CommandLineSandbox.pathAndFolder()
         defer { folder.remove() }
         let out = folder.path("token.json")
         let result = try await CommandLineTool.run([
@@ -180,8 +183,7 @@ struct SandboxCommandTests {
 
     @Test("mint bad inputs: missing folder, unknown currency, too many decimals, bad options; no file is written")
     func mintBadInputs() async throws {
-        let box = try await CommandLineSandbox.path()
-        let folder = try TemporaryDirectory()
+        let (box, folder) = try await CommandLineSandbox.pathAndFolder()
         defer { folder.remove() }
         let out = folder.path("token.json")
         let cases: [([String], Int32, String)] = [
@@ -223,8 +225,7 @@ struct SandboxCommandTests {
 
     @Test("mint --batch writes one token per line, each bound to its amount, currency and applicationData")
     func mintBatch() async throws {
-        let box = try await CommandLineSandbox.path()
-        let folder = try TemporaryDirectory()
+        let (box, folder) = try await CommandLineSandbox.pathAndFolder()
         defer { folder.remove() }
         let applicationData = Data("checkout:chk_1".utf8).base64EncodedString()
         let lines = [
@@ -270,8 +271,7 @@ struct SandboxCommandTests {
 
     @Test("mint --batch refuses a bad line (naming it), per-token options and a missing --out-dir; writes nothing")
     func mintBatchRefusals() async throws {
-        let box = try await CommandLineSandbox.path()
-        let folder = try TemporaryDirectory()
+        let (box, folder) = try await CommandLineSandbox.pathAndFolder()
         defer { folder.remove() }
         let out = folder.path("tokens")
         let cases: [(String, [String], Int32, String)] = [

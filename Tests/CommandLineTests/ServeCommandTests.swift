@@ -9,21 +9,24 @@ import Testing
 /// `applepay serve` as a user runs it: a sandbox, a free port, a request, SIGTERM.
 @Suite("applepay serve", .serialized)
 struct ServeCommandTests {
-    /// A private copy of the command-line tests' shared sandbox in `folder`.
-    func makeSandbox(_ folder: TemporaryDirectory) async throws -> String {
-        let source = try await CommandLineSandbox.path()
-        let path = folder.path("sandbox")
-        try FileManager.default.copyItem(atPath: source, toPath: path)
-        return path
+    /// A new folder holding a private copy of the command-line tests' shared sandbox, and the copy's path.
+    func makeSandbox(prefix: String) async throws -> (TemporaryDirectory, String) {
+        let folder = try TemporaryDirectory(prefix: prefix)
+        do {
+            let path = folder.path("sandbox")
+            try FileManager.default.copyItem(atPath: try await CommandLineSandbox.path(), toPath: path)
+            return (folder, path)
+        } catch {
+            folder.remove()
+            throw error
+        }
     }
 
     @Test("prints its URL, answers over HTTP, and exits 0 on SIGTERM after logging JSON lines")
     func servesAndStops() async throws {
-        let folder = try TemporaryDirectory(prefix: "serve")
+        let (folder, sandbox) = try await makeSandbox(prefix: "serve")
         defer { folder.remove() }
-        let sandbox = try await makeSandbox(folder)
-        let store = folder.path("orders.sqlite")
-        let arguments = ["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"]
+        let arguments = RunningServer.serveArguments(sandbox, in: folder)
         let (banner, products, status, log) = try await RunningServer.with(arguments: arguments) { server in
             let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
             let curl = try await Subprocess.run("curl", ["-s", "--max-time", "10", url + "/v1/products"])
@@ -39,48 +42,47 @@ struct ServeCommandTests {
         }
         #expect(lines.contains { $0["route"] as? String == "/v1/products" && $0["status"] as? Int == 200 })
         #expect(lines.contains { $0["msg"] as? String == "stopped" })
-        #expect(FileManager.default.fileExists(atPath: store))
+        #expect(FileManager.default.fileExists(atPath: folder.path("orders.sqlite")))
     }
 
-    @Test("refuses to start when a merchant key is readable by other users")
-    func refusesReadableKey() async throws {
-        let folder = try TemporaryDirectory(prefix: "serve")
-        defer { folder.remove() }
-        let sandbox = try await makeSandbox(folder)
-        chmod(sandbox + "/merchant-identity.key.pem", 0o644)
-        let store = folder.path("orders.sqlite")
-        let result = try await CommandLineTool.run(
-            ["serve", "--sandbox", sandbox, "--store", "sqlite:" + store, "--port", "0"], timeout: 30)
-        #expect(result.status == 1)
-        #expect(result.standardError.contains("merchant-identity.key.pem is readable by other users"))
-        #expect(result.standardError.contains("insecureKeyFile"))
+    /// How a merchant key is left unsafe, and what the refusal says of it.
+    enum UnsafeKey: String, CaseIterable, Sendable {
+        case readableByOthers, symbolicLink
+
+        /// Makes the key in `sandbox` unsafe (a link points into `folder`); answers what the error must say.
+        func apply(to sandbox: String, folder: TemporaryDirectory) throws -> String {
+            switch self {
+            case .readableByOthers:
+                chmod(sandbox + "/merchant-identity.key.pem", 0o644)
+                return "merchant-identity.key.pem is readable by other users"
+            case .symbolicLink:
+                let key = sandbox + "/payment-processing-ec.key.pem"
+                let moved = folder.path("real-key.pem")
+                try FileManager.default.moveItem(atPath: key, toPath: moved)
+                try FileManager.default.createSymbolicLink(atPath: key, withDestinationPath: moved)
+                return "payment-processing-ec.key.pem is a symbolic link"
+            }
+        }
     }
 
-    @Test("refuses to start when a merchant key is a symbolic link, even to a private file")
-    func refusesSymlinkedKey() async throws {
-        let folder = try TemporaryDirectory(prefix: "serve")
+    @Test(
+        "refuses to start when a merchant key is readable by other users, or a symbolic link even to a private file",
+        arguments: UnsafeKey.allCases)
+    func refusesUnsafeKey(_ unsafe: UnsafeKey) async throws {
+        let (folder, sandbox) = try await makeSandbox(prefix: "serve")
         defer { folder.remove() }
-        let sandbox = try await makeSandbox(folder)
-        let key = sandbox + "/payment-processing-ec.key.pem"
-        let moved = folder.path("real-key.pem")
-        try FileManager.default.moveItem(atPath: key, toPath: moved)
-        try FileManager.default.createSymbolicLink(atPath: key, withDestinationPath: moved)
-        let result = try await CommandLineTool.run(
-            ["serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0"],
-            timeout: 30)
+        let message = try unsafe.apply(to: sandbox, folder: folder)
+        let result = try await CommandLineTool.run(RunningServer.serveArguments(sandbox, in: folder), timeout: 30)
         #expect(result.status == 1)
-        #expect(result.standardError.contains("payment-processing-ec.key.pem is a symbolic link"))
+        #expect(result.standardError.contains(message))
         #expect(result.standardError.contains("insecureKeyFile"))
     }
 
     @Test("refuses an admin token shorter than 32 characters, from APPLEPAY_ADMIN_TOKEN or the file, never printing it")
     func refusesShortAdminToken() async throws {
-        let folder = try TemporaryDirectory(prefix: "serve")
+        let (folder, sandbox) = try await makeSandbox(prefix: "serve")
         defer { folder.remove() }
-        let sandbox = try await makeSandbox(folder)
-        let arguments = [
-            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
-        ]
+        let arguments = RunningServer.serveArguments(sandbox, in: folder)
         let short = "short-admin-token-0123456789"  // 28 characters
         let fromEnvironment = try await CommandLineTool.run(
             arguments, environment: ["APPLEPAY_ADMIN_TOKEN": short], timeout: 30)
@@ -101,17 +103,13 @@ struct ServeCommandTests {
 
     @Test("refuses a configuration file holding an admin token that other users may read")
     func refusesReadableConfigurationWithToken() async throws {
-        let folder = try TemporaryDirectory(prefix: "serve")
+        let (folder, sandbox) = try await makeSandbox(prefix: "serve")
         defer { folder.remove() }
-        let sandbox = try await makeSandbox(folder)
         let file = folder.path("server.json")
         let token = String(repeating: "0123456789abcdef", count: 3)
         try Data(#"{"server": {"adminToken": "\#(token)"}}"#.utf8).write(to: URL(fileURLWithPath: file))
         chmod(file, 0o644)
-        let arguments = [
-            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
-            "--config", file,
-        ]
+        let arguments = RunningServer.serveArguments(sandbox, in: folder, ["--config", file])
         let result = try await CommandLineTool.run(arguments, timeout: 30)
         #expect(result.status == 1)
         #expect(result.standardError.contains("insecureConfigurationFile"), "\(result.standardError)")
@@ -129,19 +127,15 @@ struct ServeCommandTests {
 
     @Test("the file's trustedProxies reach the server: clients behind the loopback proxy get buckets of their own")
     func trustedProxiesFromFile() async throws {
-        let folder = try TemporaryDirectory(prefix: "serve")
+        let (folder, sandbox) = try await makeSandbox(prefix: "serve")
         defer { folder.remove() }
-        let sandbox = try await makeSandbox(folder)
         let file = folder.path("server.json")
         let settings = #"""
             {"server": {"trustedProxies": ["127.0.0.1", "::1"],
                         "rateLimits": {"checkouts": {"perMinute": 1, "burst": 1}}}}
             """#
         try Data(settings.utf8).write(to: URL(fileURLWithPath: file))
-        let arguments = [
-            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
-            "--config", file,
-        ]
+        let arguments = RunningServer.serveArguments(sandbox, in: folder, ["--config", file])
         let statuses = try await RunningServer.with(arguments: arguments) { server -> [String] in
             let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
             var statuses: [String] = []
@@ -162,13 +156,9 @@ struct ServeCommandTests {
 
     @Test("--public-url: the one base URL, logged at start; an http or trailing-slash URL is a usage error")
     func publicURL() async throws {
-        let folder = try TemporaryDirectory(prefix: "serve-public")
+        let (folder, sandbox) = try await makeSandbox(prefix: "serve-public")
         defer { folder.remove() }
-        let sandbox = try await makeSandbox(folder)
-        let arguments = [
-            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
-            "--public-url", "https://shop.example.com",
-        ]
+        let arguments = RunningServer.serveArguments(sandbox, in: folder, ["--public-url", "https://shop.example.com"])
         let log = try await RunningServer.with(arguments: arguments) { server in
             _ = try #require(server.baseURL, "the server did not start: \(server.standardError)")
             _ = await server.stop()
@@ -210,9 +200,8 @@ struct ServeCommandTests {
     @Test("applepay demo plays the scenarios against a live server and prints transcripts and orders")
     func demo() async throws {
         let scenarios = Repository.scenarios.path
-        let folder = try TemporaryDirectory(prefix: "demo")
+        let (folder, sandbox) = try await makeSandbox(prefix: "demo")
         defer { folder.remove() }
-        let sandbox = try await makeSandbox(folder)
         let result = try await CommandLineTool.run(
             ["demo", "--scenarios", scenarios, "--sandbox", sandbox], timeout: 120)
         #expect(result.status == 0, "\(result.standardError)")

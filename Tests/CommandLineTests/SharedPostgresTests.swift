@@ -11,27 +11,23 @@ import Testing
 struct SharedPostgresTests {
     @Test("the same token sent 200 times to both servers, among 200 other tokens: one charge and one order per token")
     func oneChargePerToken() async throws {
-        let setup = try await SharedPostgres.make()
+        let (setup, servers) = try await SharedPostgres.started()
         defer { setup.folder.remove() }
-        let processor = try await setup.processor()
-        let processorURL = try #require(processor.baseURL)
-        let first = try await setup.merchant(processor: processorURL)
-        let second = try await setup.merchant(processor: processorURL)
-        let urls = [try #require(first.baseURL), try #require(second.baseURL)]
-        let payments = try await setup.mint(count: 201, urls: urls)
+        let payments = try await setup.mint(count: 201, urls: servers.urls)
         // Submission k of the shared token (payment 0) goes to server k % 2; between two of them, one of the others.
         var requests: [SharedPostgres.Request] = []
         for k in 0..<200 {
             requests.append(.init(payment: 0, server: k % 2))
             requests.append(.init(payment: k + 1, server: (k + 1) % 2))
         }
-        let answers = try await setup.submit(requests, payments: payments, urls: urls)
-        let charges = try await SharedPostgres.curlJSON([processorURL + "/v1/charges"])["charges"] as? [[String: Any]]
+        let answers = try await setup.submit(requests, payments: payments, urls: servers.urls)
+        let charges =
+            try await SharedPostgres.curlJSON([servers.processorURL + "/v1/charges"])["charges"] as? [[String: Any]]
         let approved = (charges ?? []).filter { $0["status"] as? String == "approved" }
         #expect(approved.count == 201)
         #expect(Set(approved.compactMap { $0["idempotencyKey"] as? String }).count == 201)
         let list = try await SharedPostgres.curlJSON([
-            "-H", "Authorization: Bearer \(RunningServer.adminToken)", urls[1] + "/admin/v1/orders?limit=1000",
+            "-H", "Authorization: Bearer \(RunningServer.adminToken)", servers.urls[1] + "/admin/v1/orders?limit=1000",
         ])
         let orders = try #require(list["orders"] as? [[String: Any]])
         #expect(orders.count == 201)
@@ -46,27 +42,20 @@ struct SharedPostgresTests {
             #expect(answer.status == "success", "\(answer)")
             #expect(answer.orderId == stored, "payment \(request.payment): \(answer)")
         }
-        await first.stop()
-        await second.stop()
-        await processor.stop()
+        await servers.stop()
     }
 }
 
 extension SharedPostgresTests {
     @Test("both servers' schedulers run at the same moment, cycle after cycle: each subscription cycle charged once")
     func schedulersAtTheSameMoment() async throws {
-        let setup = try await SharedPostgres.make()
+        let (setup, servers) = try await SharedPostgres.started()
         defer { setup.folder.remove() }
-        let processor = try await setup.processor()
-        let processorURL = try #require(processor.baseURL)
-        let first = try await setup.merchant(processor: processorURL)
-        let second = try await setup.merchant(processor: processorURL)
-        let urls = [try #require(first.baseURL), try #require(second.baseURL)]
         let admin = ["-H", "Authorization: Bearer \(RunningServer.adminToken)"]
         // Four monthly plans, bought on both servers; the headless sheet pays each with a merchant token.
         var ids: [String] = []
         for index in 0..<4 {
-            let url = urls[index % 2]
+            let url = servers.urls[index % 2]
             let created = try await SharedPostgres.curlJSON([
                 "-X", "POST", url + "/v1/checkouts", "-H", "Content-Type: application/json", "-d",
                 #"{"items": [{"sku": "BEANS-MONTHLY", "quantity": 1}]}"#,
@@ -85,14 +74,15 @@ extension SharedPostgresTests {
         for cycle in 1...3 {
             var dates: [String] = []
             for id in ids {
-                let shown = try await SharedPostgres.curlJSON(admin + [urls[0] + "/admin/v1/subscriptions/" + id])
+                let shown = try await SharedPostgres.curlJSON(
+                    admin + [servers.urls[0] + "/admin/v1/subscriptions/" + id])
                 dates.append(try #require((shown["subscription"] as? [String: Any])?["nextChargeAt"] as? String))
             }
             // The sandbox clock of both servers moved to the same instant, both schedulers started at once.
             let now = try #require(dates.max())
             let answers = setup.folder.path("charge-due-\(cycle)")
             var config = ""
-            for (index, url) in urls.enumerated() {
+            for (index, url) in servers.urls.enumerated() {
                 if index > 0 { config += "next\n" }
                 config += """
                     url = "\(url)/admin/v1/subscriptions/charge-due"
@@ -111,7 +101,7 @@ extension SharedPostgresTests {
                 "curl", ["-s", "--parallel", "--parallel-immediate", "-K", configPath], timeout: 300)
             #expect(sent.status == 0, "\(sent.standardError)")
             var recorded: [[String: Any]] = []
-            for index in urls.indices {
+            for index in servers.urls.indices {
                 let data = try Data(contentsOf: URL(fileURLWithPath: "\(answers)-\(index).json"))
                 let answer = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
                 recorded += try #require(answer["charges"] as? [[String: Any]], "\(answer)")
@@ -120,18 +110,17 @@ extension SharedPostgresTests {
             #expect(recorded.allSatisfy { $0["cycle"] as? Int == cycle && $0["status"] as? String == "approved" })
         }
         // At the processor: the four trials and three cycles of each, every key once.
-        let ledger = try await SharedPostgres.curlJSON([processorURL + "/v1/charges"])["charges"] as? [[String: Any]]
+        let ledger =
+            try await SharedPostgres.curlJSON([servers.processorURL + "/v1/charges"])["charges"] as? [[String: Any]]
         let approved = (ledger ?? []).filter { $0["status"] as? String == "approved" }
         #expect(approved.count == ids.count * 4)
         #expect(Set(approved.compactMap { $0["idempotencyKey"] as? String }).count == ids.count * 4)
         for id in ids {
-            let shown = try await SharedPostgres.curlJSON(admin + [urls[1] + "/admin/v1/subscriptions/" + id])
+            let shown = try await SharedPostgres.curlJSON(admin + [servers.urls[1] + "/admin/v1/subscriptions/" + id])
             let cycles = (shown["charges"] as? [[String: Any]] ?? []).compactMap { $0["cycle"] as? Int }
             #expect(cycles.sorted() == [1, 2, 3], "\(id)")
         }
-        await first.stop()
-        await second.stop()
-        await processor.stop()
+        await servers.stop()
     }
 
     @Test(
@@ -149,11 +138,8 @@ extension SharedPostgresTests {
         let made = try await SharedPostgres.make()
         defer { made.folder.remove() }
         let setup = SharedPostgres(folder: made.folder, sandbox: made.sandbox, store: base)
-        let processor = try await setup.processor()
-        let processorURL = try #require(processor.baseURL)
-        let first = try await setup.merchant(processor: processorURL)
-        let second = try await setup.merchant(processor: processorURL)
-        let urls = [try #require(first.baseURL), try #require(second.baseURL)]
+        let servers = try await setup.startServers()
+        let (processorURL, urls) = (servers.processorURL, servers.urls)
         let payments = try await setup.mint(count: 30, urls: urls)
         func batch(_ range: Range<Int>) -> [SharedPostgres.Request] { range.map { .init(payment: $0, server: $0 % 2) } }
 
@@ -207,9 +193,7 @@ extension SharedPostgresTests {
         let keys = (charges ?? []).compactMap { $0["idempotencyKey"] as? String }
         #expect(Set(keys).count == keys.count)
         #expect(keys.count <= 30)
-        await first.stop()
-        await second.stop()
-        await processor.stop()
+        await servers.stop()
     }
 }
 
@@ -249,6 +233,42 @@ struct SharedPostgres: Sendable {
         ])
         _ = try #require(server.baseURL, "the server did not start: \(server.standardError)")
         return server
+    }
+
+    /// The processor service and two merchant servers on it.
+    struct Servers: Sendable {
+        let processor: RunningServer
+        let processorURL: String
+        let merchants: [RunningServer]
+        let urls: [String]
+
+        /// Stops the merchant servers, then the processor.
+        func stop() async {
+            for merchant in merchants { await merchant.stop() }
+            await processor.stop()
+        }
+    }
+
+    /// A new setup with its servers started (its folder removed if they do not start).
+    static func started() async throws -> (SharedPostgres, Servers) {
+        let setup = try await make()
+        do {
+            return (setup, try await setup.startServers())
+        } catch {
+            setup.folder.remove()
+            throw error
+        }
+    }
+
+    /// Starts the processor service, then two merchant servers charging through it.
+    func startServers() async throws -> Servers {
+        let processor = try await self.processor()
+        let processorURL = try #require(processor.baseURL)
+        let first = try await merchant(processor: processorURL)
+        let second = try await merchant(processor: processorURL)
+        return Servers(
+            processor: processor, processorURL: processorURL, merchants: [first, second],
+            urls: [try #require(first.baseURL), try #require(second.baseURL)])
     }
 
     /// Which payment goes to which server.

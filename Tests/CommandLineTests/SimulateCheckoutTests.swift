@@ -27,14 +27,7 @@ struct SimulateCheckoutTests {
 
     @Test("pays a checkout made with POST /v1/checkouts; the transcript's orderId is the order GET /v1/orders shows")
     func paysExistingCheckout() async throws {
-        let folder = try TemporaryDirectory(prefix: "simulate-checkout")
-        defer { folder.remove() }
-        let sandbox = try await SimulateCommandTests.makeSandbox(in: folder)
-        let arguments = [
-            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
-        ]
-        try await RunningServer.with(arguments: arguments) { server in
-            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+        try await RunningServer.servingNewSandbox(prefix: "simulate-checkout") { sandbox, url in
             // Two mugs: a cart unlike the scenario's (two bags of coffee), so the test sees whose cart is paid.
             let created = try await Self.curlJSON([
                 "-X", "POST", url + "/v1/checkouts", "-H", "Content-Type: application/json",
@@ -93,8 +86,7 @@ struct SimulateCheckoutTests {
     func walletOnlyScenario() async throws {
         let folder = try TemporaryDirectory(prefix: "simulate-checkout")
         defer { folder.remove() }
-        let data = try Data(contentsOf: URL(fileURLWithPath: SimulateCommandTests.scenario("plain-purchase")))
-        var object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        var object = try SimulateCommandTests.scenarioObject("plain-purchase")
         for key in ["paymentRequest", "checkout", "merchant"] { object[key] = nil }
         let path = folder.path("wallet-only.json")
         try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
@@ -105,11 +97,7 @@ struct SimulateCheckoutTests {
         #expect(alone.status == 1)
         #expect(alone.standardError.contains("paymentRequest"), "\(alone.standardError)")
 
-        let arguments = [
-            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
-        ]
-        try await RunningServer.with(arguments: arguments) { server in
-            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+        try await RunningServer.serving(sandbox, in: folder) { _, url in
             // No cart to create a checkout from: exit 1 naming the field.
             let noCart = try await CommandLineTool.run(
                 ["simulate", path, "--merchant-url", url, "--sandbox", sandbox], timeout: 60)

@@ -23,6 +23,12 @@ struct SimulateCommandTests {
 
     static func scenario(_ name: String) -> String { Repository.scenarios.appendingPathComponent("\(name).json").path }
 
+    /// The example scenario `name` as a JSON object, to change and write elsewhere.
+    static func scenarioObject(_ name: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: scenario(name)))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
     static func makeSandbox(in folder: TemporaryDirectory, merchantIdentifier: String = "merchant.com.example.shop")
         async throws -> String
     {
@@ -32,47 +38,29 @@ struct SimulateCommandTests {
         return path
     }
 
+    /// How the sheet opens in most examples: the merchant validated, then the card and the address selected.
+    static let opening = ["validatemerchant", "paymentmethodselected", "shippingcontactselected"]
+
     /// Expected event sequence and outcome of each example with its in-process merchant.
     static let expectations: [(String, [String], String)] = [
-        (
-            "plain-purchase",
-            [
-                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected",
-                "paymentauthorized", "finished",
-            ], "success"
-        ),
+        ("plain-purchase", opening + ["shippingmethodselected", "paymentauthorized", "finished"], "success"),
         (
             "unserviceable-address",
-            [
-                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "authorizationblocked",
-                "shippingcontactselected", "paymentauthorized", "finished",
-            ], "success"
+            opening + ["authorizationblocked", "shippingcontactselected", "paymentauthorized", "finished"], "success"
         ),
         (
             "coupon-invalid-then-valid",
-            [
-                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "couponcodechanged",
-                "couponcodechanged", "authorizationblocked", "couponcodechanged", "paymentauthorized", "finished",
+            opening + [
+                "couponcodechanged", "couponcodechanged", "authorizationblocked", "couponcodechanged",
+                "paymentauthorized", "finished",
             ], "success"
         ),
         (
             "recurring-subscription", ["validatemerchant", "paymentmethodselected", "paymentauthorized", "finished"],
             "success"
         ),
-        (
-            "cancel",
-            [
-                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected",
-                "cancel", "finished",
-            ], "cancelled"
-        ),
-        (
-            "merchant-timeout",
-            [
-                "validatemerchant", "paymentmethodselected", "shippingcontactselected", "shippingmethodselected",
-                "finished",
-            ], "timedOut"
-        ),
+        ("cancel", opening + ["shippingmethodselected", "cancel", "finished"], "cancelled"),
+        ("merchant-timeout", opening + ["shippingmethodselected", "finished"], "timedOut"),
     ]
 
     @Test("every example scenario runs with its own merchant: events and outcome as expected")
@@ -153,8 +141,7 @@ struct SimulateCommandTests {
     func errors() async throws {
         let folder = try TemporaryDirectory(prefix: "simulate")
         defer { folder.remove() }
-        let data = try Data(contentsOf: URL(fileURLWithPath: Self.scenario("plain-purchase")))
-        var object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        var object = try Self.scenarioObject("plain-purchase")
         var wallet = object["wallet"] as? [String: Any] ?? [:]
         var cards = wallet["cards"] as? [[String: Any]] ?? []
         cards[0]["expirationDate"] = "2912"
@@ -178,14 +165,7 @@ struct SimulateCommandTests {
 
     @Test("with --merchant-url the scenarios run against the merchant server's demo store")
     func merchantServer() async throws {
-        let folder = try TemporaryDirectory(prefix: "simulate-server")
-        defer { folder.remove() }
-        let sandbox = try await Self.makeSandbox(in: folder)
-        let arguments = [
-            "serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0",
-        ]
-        try await RunningServer.with(arguments: arguments) { server in
-            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+        try await RunningServer.servingNewSandbox(prefix: "simulate-server") { sandbox, url in
 
             let expected: [(String, String, String?)] = [
                 ("plain-purchase", "success", nil), ("unserviceable-address", "success", "authorizationblocked"),
@@ -206,6 +186,32 @@ struct SimulateCommandTests {
                 ["simulate", Self.scenario("recurring-subscription"), "--merchant-url", url, "--sandbox", sandbox])
             #expect(subscription.status == 1)
             #expect(subscription.standardError.contains("checkout"))
+        }
+    }
+}
+
+extension RunningServer {
+    /// `serve` on `sandbox` with a SQLite store in `folder` on any free port, then `extra`.
+    static func serveArguments(_ sandbox: String, in folder: TemporaryDirectory, _ extra: [String] = []) -> [String] {
+        ["serve", "--sandbox", sandbox, "--store", "sqlite:" + folder.path("orders.sqlite"), "--port", "0"] + extra
+    }
+
+    /// A sandbox in a new folder and `serve` on it: runs `body` with the sandbox's path and the server's URL, then
+    /// stops the server and removes the folder.
+    static func servingNewSandbox<T>(prefix: String, _ body: (String, String) async throws -> T) async throws -> T {
+        let folder = try TemporaryDirectory(prefix: prefix)
+        defer { folder.remove() }
+        let sandbox = try await SimulateCommandTests.makeSandbox(in: folder)
+        return try await serving(sandbox, in: folder) { _, url in try await body(sandbox, url) }
+    }
+
+    /// `serve` on `sandbox` with a SQLite store in `folder`: runs `body` with the server and its URL, then stops it.
+    static func serving<T>(
+        _ sandbox: String, in folder: TemporaryDirectory, _ body: (RunningServer, String) async throws -> T
+    ) async throws -> T {
+        try await with(arguments: serveArguments(sandbox, in: folder)) { server in
+            let url = try #require(server.baseURL, "the server did not start: \(server.standardError)")
+            return try await body(server, url)
         }
     }
 }
@@ -317,13 +323,10 @@ final class RunningServer: Sendable {
     /// Runs `body` with a started server and stops the server afterwards, whether `body` throws or not.
     static func with<T>(arguments: [String], _ body: (RunningServer) async throws -> T) async throws -> T {
         let server = try await start(arguments: arguments)
-        do {
-            let result = try await body(server)
+        return try await withCleanup {
+            try await body(server)
+        } cleanup: {
             await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
         }
     }
 }

@@ -11,15 +11,20 @@ import Testing
 
 @Suite("HTTP client event loop")
 struct HTTPClientEventLoopTests {
+    /// A responder that answers "ok" `delay` after each request, without holding a thread meanwhile.
+    static func answering(after delay: Duration) -> ClosureResponder {
+        ClosureResponder { _ in
+            let answered = Latch()
+            answered.open(after: delay)
+            await answered.wait()
+            return .text("ok")
+        }
+    }
+
     @Test("1,000 concurrent requests to a server answering after 300 ms complete on a handful of threads")
     func thousandInFlight() async throws {
         try await onTestThreads {
-            let responder = ClosureResponder { _ in
-                let answered = Latch()
-                answered.open(after: .milliseconds(300))
-                await answered.wait()
-                return .text("ok")
-            }
+            let responder = Self.answering(after: .milliseconds(300))
             // Every transfer comes from 127.0.0.1, and each HTTP/1.1 request in flight needs a connection of its own.
             try await HTTPServer.withServer(
                 configuration: .init(port: 0, connectionLimit: 4096, perClientConnectionLimit: 0), responder: responder
@@ -116,12 +121,7 @@ struct HTTPClientEventLoopTests {
     @Test("connections opened by concurrent requests are kept and reused by the next ones")
     func concurrentReuse() async throws {
         try await onTestThreads {
-            let responder = ClosureResponder { _ in
-                let answered = Latch()
-                answered.open(after: .milliseconds(100))
-                await answered.wait()
-                return .text("ok")
-            }
+            let responder = Self.answering(after: .milliseconds(100))
             try await HTTPServer.withServer(
                 configuration: .init(port: 0, perClientConnectionLimit: 0), responder: responder
             ) { server in

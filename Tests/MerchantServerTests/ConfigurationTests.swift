@@ -99,13 +99,20 @@ struct ConfigurationTests {
         ("a processor kind the server cannot run", .invalidProcessor, { $0["processor"] = ["kind": "paypal"] }),
     ]
 
+    /// The sample changed by `mutate` is refused (the expectation named `name`): the error, nil if none was thrown.
+    static func refusal(
+        _ name: String, of mutate: (inout [String: Any]) -> Void
+    ) throws -> StoreConfigurationError? {
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(sample.utf8)) as? [String: Any])
+        mutate(&object)
+        let data = try JSONSerialization.data(withJSONObject: object)
+        return #expect(throws: StoreConfigurationError.self, "\(name)") { try StoreConfiguration.decode(data) }
+    }
+
     @Test("invalid configurations are refused with a stable code", arguments: invalid.indices)
     func invalidConfigurations(index: Int) throws {
         let (name, code, mutate) = Self.invalid[index]
-        var object = try #require(try JSONSerialization.jsonObject(with: Data(Self.sample.utf8)) as? [String: Any])
-        mutate(&object)
-        let data = try JSONSerialization.data(withJSONObject: object)
-        let error = #expect(throws: StoreConfigurationError.self, "\(name)") { try StoreConfiguration.decode(data) }
+        let error = try Self.refusal(name, of: mutate)
         #expect(error?.code == code, "\(name): \(error?.description ?? "")")
         #expect(error?.message.isEmpty == false)
     }
@@ -167,10 +174,7 @@ struct ConfigurationTests {
         arguments: fields.indices)
     func failingField(index: Int) throws {
         let (name, field, mutate) = Self.fields[index]
-        var object = try #require(try JSONSerialization.jsonObject(with: Data(Self.sample.utf8)) as? [String: Any])
-        mutate(&object)
-        let data = try JSONSerialization.data(withJSONObject: object)
-        let error = #expect(throws: StoreConfigurationError.self, "\(name)") { try StoreConfiguration.decode(data) }
+        let error = try Self.refusal(name, of: mutate)
         #expect(error?.field == field, "\(name): \(error?.description ?? "")")
     }
 
@@ -185,26 +189,25 @@ struct ConfigurationTests {
     }
 }
 
+/// Sets `key` of the first entry of the list `list` (products, shipping zones, coupons, fees) of a configuration.
+private func setFirst(_ object: inout [String: Any], of list: String, _ key: String, _ value: Any) {
+    var entries = object[list] as? [[String: Any]] ?? []
+    entries[0][key] = value
+    object[list] = entries
+}
+
 private func setProduct(_ object: inout [String: Any], _ key: String, _ value: Any) {
-    var products = object["products"] as? [[String: Any]] ?? []
-    products[0][key] = value
-    object["products"] = products
+    setFirst(&object, of: "products", key, value)
 }
 
 private func setZone(_ object: inout [String: Any], _ key: String, _ value: Any) {
-    var zones = object["shippingZones"] as? [[String: Any]] ?? []
-    zones[0][key] = value
-    object["shippingZones"] = zones
+    setFirst(&object, of: "shippingZones", key, value)
 }
 
 private func setCoupon(_ object: inout [String: Any], _ key: String, _ value: Any) {
-    var coupons = object["coupons"] as? [[String: Any]] ?? []
-    coupons[0][key] = value
-    object["coupons"] = coupons
+    setFirst(&object, of: "coupons", key, value)
 }
 
 private func setFee(_ object: inout [String: Any], _ key: String, _ value: Any) {
-    var fees = object["paymentMethodFees"] as? [[String: Any]] ?? []
-    fees[0][key] = value
-    object["paymentMethodFees"] = fees
+    setFirst(&object, of: "paymentMethodFees", key, value)
 }

@@ -10,24 +10,39 @@ import Processors
 import TestSupport
 import Testing
 
-/// A processor service on 127.0.0.1 with a ledger in a temporary folder, and clients for it.
-private struct Service {
+/// The processor service on loopback with a ledger in a temporary folder, and a client for it.
+struct LoopbackProcessor {
     let folder: TemporaryDirectory
     let server: ProcessorServer
     /// A client with a generous limit, for everything but the timeout tests.
-    let processor: HTTPPaymentProcessor
+    let client: HTTPPaymentProcessor
 
     init() throws {
-        folder = try TemporaryDirectory(prefix: "http-processor")
+        folder = try TemporaryDirectory(prefix: "loopback-processor")
         server = try ProcessorServer.start(ledgerPath: folder.path("ledger.sqlite"))
-        processor = HTTPPaymentProcessor(baseURL: server.url, timeout: .seconds(30))
+        client = HTTPPaymentProcessor(baseURL: server.url, timeout: .seconds(30))
     }
 
+    /// Takes back any fault armed, stops the service and removes its ledger.
     func stop() async {
         server.disarm()
         await server.shutdown()
         folder.remove()
     }
+}
+
+/// A charge of `request` through `processor` fails with `code` and an outcome that is unknown: the error.
+@discardableResult
+private func expectUnknownOutcome(
+    of request: ChargeRequest, from processor: HTTPPaymentProcessor, code: ProcessorError.Code,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async -> ProcessorError? {
+    let error = await #expect(throws: ProcessorError.self, sourceLocation: sourceLocation) {
+        try await processor.charge(request)
+    }
+    #expect(error?.code == code, sourceLocation: sourceLocation)
+    #expect(error?.outcomeIsUnknown == true, sourceLocation: sourceLocation)
+    return error
 }
 
 private func request(key: String, amount: Int64 = 1250, pan: String = "4817499999010019") -> ChargeRequest {
@@ -42,8 +57,8 @@ private func request(key: String, amount: Int64 = 1250, pan: String = "481749999
 struct HTTPPaymentProcessorTests {
     @Test("charges, replays, declines, looks up, voids and refunds with the definite error codes")
     func lifecycle() async throws {
-        let service = try Service()
-        let processor = service.processor
+        let service = try LoopbackProcessor()
+        let processor = service.client
         let outcome = try await processor.charge(request(key: "t-1"))
         guard case .approved(let reference) = outcome else {
             Issue.record("expected an approval, got \(outcome)")
@@ -88,48 +103,38 @@ struct HTTPPaymentProcessorTests {
 
     @Test("a 500 before committing is an unknown outcome, and the look-up finds nothing")
     func failBeforeCommit() async throws {
-        let service = try Service()
+        let service = try LoopbackProcessor()
         try service.server.arm(FaultBody(kind: .failBeforeCommit))
-        let error = await #expect(throws: ProcessorError.self) {
-            try await service.processor.charge(request(key: "f-fail"))
-        }
-        #expect(error?.code == .serverError)
-        #expect(error?.outcomeIsUnknown == true)
-        #expect(try await service.processor.charge(idempotencyKey: "f-fail") == nil)
+        await expectUnknownOutcome(of: request(key: "f-fail"), from: service.client, code: .serverError)
+        #expect(try await service.client.charge(idempotencyKey: "f-fail") == nil)
         // The 53 trigger behaves the same way.
         let triggered = await #expect(throws: ProcessorError.self) {
-            try await service.processor.charge(request(key: "f-53", amount: 1253))
+            try await service.client.charge(request(key: "f-53", amount: 1253))
         }
         #expect(triggered?.code == .serverError)
-        #expect(try await service.processor.charge(idempotencyKey: "f-53") == nil)
+        #expect(try await service.client.charge(idempotencyKey: "f-53") == nil)
         await service.stop()
     }
 
     @Test("a connection dropped after committing is unknown (unreachable), and the look-up finds the approval")
     func dropAfterCommit() async throws {
-        let service = try Service()
+        let service = try LoopbackProcessor()
         try service.server.arm(FaultBody(kind: .dropAfterCommit))
-        let error = await #expect(throws: ProcessorError.self) {
-            try await service.processor.charge(request(key: "f-drop"))
-        }
-        #expect(error?.code == .unreachable)
-        #expect(error?.outcomeIsUnknown == true)
-        let found = try await service.processor.charge(idempotencyKey: "f-drop")
+        await expectUnknownOutcome(of: request(key: "f-drop"), from: service.client, code: .unreachable)
+        let found = try await service.client.charge(idempotencyKey: "f-drop")
         #expect(found?.status == .approved)
         // A retry with the same key is the same charge, answered this time.
-        #expect(try await service.processor.charge(request(key: "f-drop")) == found?.outcome)
+        #expect(try await service.client.charge(request(key: "f-drop")) == found?.outcome)
         await service.stop()
     }
 
     @Test("a late answer is a timeout (unknown) at the client's limit, and the look-up finds the approval")
     func delayPastTheLimit() async throws {
-        let service = try Service()
+        let service = try LoopbackProcessor()
         try service.server.arm(FaultBody(kind: .delay, count: 1, seconds: 20))
         let impatient = HTTPPaymentProcessor(baseURL: service.server.url, timeout: .seconds(2))
-        let error = await #expect(throws: ProcessorError.self) { try await impatient.charge(request(key: "f-delay")) }
-        #expect(error?.code == .timeout)
-        #expect(error?.outcomeIsUnknown == true)
-        let found = try await service.processor.charge(idempotencyKey: "f-delay")
+        await expectUnknownOutcome(of: request(key: "f-delay"), from: impatient, code: .timeout)
+        let found = try await service.client.charge(idempotencyKey: "f-delay")
         #expect(found?.status == .approved)
         await service.stop()
     }
@@ -137,9 +142,9 @@ struct HTTPPaymentProcessorTests {
     @Test("cancelling the calling task ends the call early with an unknown outcome")
     func cancellation() async throws {
         try await onTestThreads {
-            let service = try Service()
+            let service = try LoopbackProcessor()
             try service.server.arm(FaultBody(kind: .delay, count: 1, seconds: 20))
-            let processor = service.processor
+            let processor = service.client
             let clock = ContinuousClock()
             let start = clock.now
             let task = Task(executorPreference: TestThreads.shared) { () async -> ProcessorError? in
@@ -167,9 +172,7 @@ struct HTTPPaymentProcessorTests {
         let url = server.url
         await server.shutdown()
         let processor = HTTPPaymentProcessor(baseURL: url, timeout: .seconds(10))
-        let error = await #expect(throws: ProcessorError.self) { try await processor.charge(request(key: "gone")) }
-        #expect(error?.code == .unreachable)
-        #expect(error?.outcomeIsUnknown == true)
+        let error = await expectUnknownOutcome(of: request(key: "gone"), from: processor, code: .unreachable)
         #expect(error.map { !$0.description.contains("4817499999010019") } == true)
         let attempt = await PaymentProcessing.charge(request(key: "gone"), with: processor, timeout: .seconds(20))
         #expect(attempt == .unknown(ProcessorError(.unreachable, "")))

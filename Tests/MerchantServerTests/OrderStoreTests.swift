@@ -127,6 +127,12 @@ struct StoreFixture {
         return result
     }
 
+    /// How many rows the orders and the payments tables hold, in that order.
+    func orderAndPaymentRows() async throws -> [Int64?] {
+        let counts = try await counts()
+        return [counts["orders"], counts["payments"]]
+    }
+
     /// A stored checkout for two coffees and a mug, shipped to California.
     func checkout() async throws -> (Checkout, PriceBreakdown) {
         let checkout = try Checkout.create(
@@ -138,6 +144,17 @@ struct StoreFixture {
             configuration: configuration)
         try await store.insertCheckout(checkout)
         return (checkout, try CheckoutPricing(configuration: configuration).price(checkout))
+    }
+
+    /// A stored checkout (``checkout()``) with a payment begun for it under `transaction`: the pending order, the
+    /// checkout and its price.
+    func pendingOrder(transaction: String) async throws -> (Order, Checkout, PriceBreakdown) {
+        let (checkout, breakdown) = try await checkout()
+        guard
+            case .started(let pending) = try await store.beginPayment(
+                newOrder(checkout, breakdown, transaction: transaction))
+        else { throw StoreTestFailure("expected a new payment for \(transaction)") }
+        return (pending, checkout, breakdown)
     }
 
     func newOrder(
@@ -263,8 +280,7 @@ struct OrderStoreTests {
         #expect(Set(results.map(\.order.id)).count == 1)
         #expect(results.allSatisfy { $0.order.status == .paid })
         #expect(sandbox.chargeCount == 1)
-        let counts = try await fixture.counts()
-        #expect(counts["orders"] == 1 && counts["payments"] == 1)
+        #expect(try await fixture.orderAndPaymentRows() == [1, 1])
     }
 
     @Test(
@@ -364,8 +380,7 @@ struct OrderStoreTests {
         #expect(again.disposition == .checkoutLocked)
         #expect(again.order.id == retry.order.id)
         #expect(sandbox.chargeCount == 1)
-        let counts = try await fixture.counts()
-        #expect(counts["orders"] == 2 && counts["payments"] == 2)
+        #expect(try await fixture.orderAndPaymentRows() == [2, 2])
     }
 
     @Test(
@@ -419,8 +434,7 @@ struct OrderStoreTests {
         var leaky = fixture.newOrder(checkout, breakdown, transaction: "gg11")
         leaky.panLastFour = "4817499999010019"
         await #expect(throws: OrderStoreError(.storage, "")) { try await fixture.store.beginPayment(leaky) }
-        let counts = try await fixture.counts()
-        #expect(counts["orders"] == 0 && counts["payments"] == 0)
+        #expect(try await fixture.orderAndPaymentRows() == [0, 0])
         #expect(try await fixture.store.events(checkoutID: checkout.id).map(\.kind) == ["checkoutCreated"])
     }
 
@@ -430,14 +444,7 @@ struct OrderStoreTests {
     func rollbackOnComplete(_ backend: StoreBackend) async throws {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
-        let (checkout, breakdown) = try await fixture.checkout()
-        guard
-            case .started(let pending) = try await fixture.store.beginPayment(
-                fixture.newOrder(checkout, breakdown, transaction: "hh12"))
-        else {
-            Issue.record("expected a new payment")
-            return
-        }
+        let (pending, _, _) = try await fixture.pendingOrder(transaction: "hh12")
         try await fixture.execute(
             sqlite: """
                 CREATE TRIGGER test_fail BEFORE INSERT ON events WHEN NEW.kind = 'paymentApproved'
@@ -483,11 +490,7 @@ struct OrderStoreTests {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let (unpaid, _) = try await fixture.checkout()
-        let (paid, breakdown) = try await fixture.checkout()
-        guard
-            case .started(let order) = try await fixture.store.beginPayment(
-                fixture.newOrder(paid, breakdown, transaction: "bb01"))
-        else { throw StoreTestFailure("no order") }
+        let (order, paid, _) = try await fixture.pendingOrder(transaction: "bb01")
         _ = try await fixture.store.completePayment(orderID: order.id, outcome: .decided(.approved(reference: "r")))
         let paidEvents = try await fixture.store.events(checkoutID: paid.id)
 
@@ -619,12 +622,8 @@ struct OrderStoreTests {
 
     @Test("an in-memory store (sqlite::memory:) takes a payment too")
     func inMemory() async throws {
-        let store = try await OrderStoreLocation(parsing: "sqlite::memory:").open(clock: { fixedNow })
+        let (store, checkout, breakdown) = try await inMemoryStore(mugs: 2)
         let configuration = StoreConfiguration.demo
-        let checkout = try Checkout.create(
-            items: [CheckoutItem(sku: "MUG-01", quantity: 2)], configuration: configuration)
-        try await store.insertCheckout(checkout)
-        let breakdown = try CheckoutPricing(configuration: configuration).price(checkout)
         let service = PaymentService(store: store, processor: SandboxProcessor(), timeout: .seconds(5))
         let order = NewOrder(
             checkout: checkout, breakdown: breakdown, transactionID: "mem1", token: testToken(), shippingContact: nil,
@@ -657,14 +656,7 @@ struct OrderStoreTests {
     func settleOnce(_ backend: StoreBackend) async throws {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
-        let (checkout, breakdown) = try await fixture.checkout()
-        guard
-            case .started(let pending) = try await fixture.store.beginPayment(
-                fixture.newOrder(checkout, breakdown, transaction: "st01"))
-        else {
-            Issue.record("expected a new payment")
-            return
-        }
+        let (pending, checkout, breakdown) = try await fixture.pendingOrder(transaction: "st01")
         let stores = [fixture.store, try await fixture.another(), try await fixture.another()]
         let charge = ProcessorCharge(
             reference: "ch_1", idempotencyKey: "st01", amount: Money(minorUnits: breakdown.total, currency: .usDollar),
@@ -723,11 +715,7 @@ struct OrderStoreTests {
     func unexpectedStateChangesNothing(_ backend: StoreBackend) async throws {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
-        let (checkout, breakdown) = try await fixture.checkout()
-        guard
-            case .started(let pending) = try await fixture.store.beginPayment(
-                fixture.newOrder(checkout, breakdown, transaction: "us01"))
-        else { throw StoreTestFailure("no order") }
+        let (pending, checkout, _) = try await fixture.pendingOrder(transaction: "us01")
         // Not paid yet: no fulfilment, no void.
         await #expect(throws: OrderStoreError(.conflict, "")) {
             try await fixture.store.recordFulfillment(
@@ -754,6 +742,15 @@ struct OrderStoreTests {
         #expect(try await fixture.store.order(id: pending.id) == paid)
         #expect(try await fixture.column("SELECT count(*) FROM refunds") == ["0"])
     }
+}
+
+/// An in-memory store (`sqlite::memory:`) holding a checkout of `mugs` mugs: the store, the checkout and its price.
+func inMemoryStore(mugs: Int) async throws -> (any OrderStore, Checkout, PriceBreakdown) {
+    let store = try await OrderStoreLocation(parsing: "sqlite::memory:").open(clock: { fixedNow })
+    let checkout = try Checkout.create(
+        items: [CheckoutItem(sku: "MUG-01", quantity: mugs)], configuration: StoreConfiguration.demo)
+    try await store.insertCheckout(checkout)
+    return (store, checkout, try CheckoutPricing(configuration: StoreConfiguration.demo).price(checkout))
 }
 
 struct StoreTestFailure: Error, CustomStringConvertible {

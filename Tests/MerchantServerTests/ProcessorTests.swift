@@ -54,6 +54,18 @@ func usd(_ amount: Int64) -> Money { Money(minorUnits: amount, currency: .usDoll
 
 @Suite("Payment processors")
 struct ProcessorTests {
+    /// `PaymentProcessing.charge` of `request` with `processor` and `timeout`, timed while no test holds the
+    /// cooperative pool: the attempt and how long it took.
+    static func timedCharge(
+        _ request: ChargeRequest, with processor: any PaymentProcessor, timeout: Duration
+    ) async -> (ChargeAttempt, Duration) {
+        await CooperativePool.measuring {
+            let start = ContinuousClock.now
+            let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
+            return (attempt, ContinuousClock.now - start)
+        }
+    }
+
     static let outcomes: [(pan: String, amount: Int64, expected: ChargeAttempt?)] = [
         ("4817499999010019", 4829, nil),  // approved
         ("4817499999000051", 4829, .decided(.declined(.insufficientFunds))),
@@ -104,14 +116,9 @@ struct ProcessorTests {
     @Test("a hanging processor is cut off at the time limit with processorTimeout")
     func timeout() async {
         let sandbox = SandboxProcessor(hangDuration: .seconds(30))
-        let (outcome, elapsed) = await CooperativePool.measuring {
-            let start = ContinuousClock.now
-            let outcome = await PaymentProcessing.charge(
-                ChargeRequest(
-                    token: testToken(pan: "4817499999070054"), amount: usd(100), idempotencyKey: "t"),
-                with: sandbox, timeout: .milliseconds(150))
-            return (outcome, ContinuousClock.now - start)
-        }
+        let (outcome, elapsed) = await Self.timedCharge(
+            ChargeRequest(token: testToken(pan: "4817499999070054"), amount: usd(100), idempotencyKey: "t"),
+            with: sandbox, timeout: .milliseconds(150))
         guard case .unknown(let error) = outcome else {
             Issue.record("expected a timeout, got \(outcome)")
             return
@@ -123,26 +130,18 @@ struct ProcessorTests {
 
     @Test("the time limit holds even when the processor ignores cancellation")
     func stubbornTimeout() async {
-        let (outcome, elapsed) = await CooperativePool.measuring {
-            let start = ContinuousClock.now
-            let outcome = await PaymentProcessing.charge(
-                ChargeRequest(token: testToken(), amount: usd(100), idempotencyKey: "s"),
-                with: StubbornProcessor(delay: 1.5, answer: .approved(reference: "late")), timeout: .milliseconds(100))
-            return (outcome, ContinuousClock.now - start)
-        }
+        let (outcome, elapsed) = await Self.timedCharge(
+            ChargeRequest(token: testToken(), amount: usd(100), idempotencyKey: "s"),
+            with: StubbornProcessor(delay: 1.5, answer: .approved(reference: "late")), timeout: .milliseconds(100))
         #expect(elapsed < .seconds(1))
         #expect(outcome == .unknown(ProcessorError(.timeout, "")))
     }
 
     @Test("a fast answer comes back at once; a thrown error leaves the outcome unknown")
     func fastAndThrowing() async {
-        let (fast, elapsed) = await CooperativePool.measuring {
-            let start = ContinuousClock.now
-            let fast = await PaymentProcessing.charge(
-                ChargeRequest(token: testToken(), amount: usd(100), idempotencyKey: "f"),
-                with: SandboxProcessor(), timeout: .seconds(10))
-            return (fast, ContinuousClock.now - start)
-        }
+        let (fast, elapsed) = await Self.timedCharge(
+            ChargeRequest(token: testToken(), amount: usd(100), idempotencyKey: "f"), with: SandboxProcessor(),
+            timeout: .seconds(10))
         #expect(elapsed < .seconds(1))
         guard case .decided(.approved) = fast else {
             Issue.record("expected approval, got \(fast)")

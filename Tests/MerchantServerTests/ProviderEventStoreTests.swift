@@ -10,11 +10,7 @@ import Testing
 struct ProviderEventStoreTests {
     /// A store fixture with one order of `transaction`, left `pending` (or moved to `status`).
     static func order(_ fixture: StoreFixture, transaction: String, outcome: ChargeAttempt?) async throws -> Order {
-        let (checkout, breakdown) = try await fixture.checkout()
-        guard
-            case .started(let pending) = try await fixture.store.beginPayment(
-                fixture.newOrder(checkout, breakdown, transaction: transaction))
-        else { throw HarnessError("no new payment") }
+        let (pending, _, _) = try await fixture.pendingOrder(transaction: transaction)
         guard let outcome else { return pending }
         return try await fixture.store.completePayment(orderID: pending.id, outcome: outcome)
     }

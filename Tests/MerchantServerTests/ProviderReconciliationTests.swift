@@ -12,12 +12,8 @@ import Testing
 struct ProviderReconciliationTests {
     /// A payment whose answer was never seen: the connector's provider is not listening.
     func unknownPayment(with processor: any PaymentProcessor) async throws -> (any OrderStore, Order) {
-        let store = try await OrderStoreLocation(parsing: "sqlite::memory:").open(clock: { fixedNow })
+        let (store, checkout, breakdown) = try await inMemoryStore(mugs: 1)
         let configuration = StoreConfiguration.demo
-        let checkout = try Checkout.create(
-            items: [CheckoutItem(sku: "MUG-01", quantity: 1)], configuration: configuration)
-        try await store.insertCheckout(checkout)
-        let breakdown = try CheckoutPricing(configuration: configuration).price(checkout)
         let order = NewOrder(
             checkout: checkout, breakdown: breakdown, transactionID: String(repeating: "ab", count: 32),
             token: testToken(), shippingContact: nil, billingContact: nil, configuration: configuration)

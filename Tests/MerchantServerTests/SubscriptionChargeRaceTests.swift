@@ -90,24 +90,6 @@ final class HeldProcessor: PaymentProcessor {
     }
 }
 
-/// The processor service on loopback with a ledger in a temporary folder.
-struct LoopbackProcessor {
-    let folder: TemporaryDirectory
-    let server: ProcessorServer
-    let client: HTTPPaymentProcessor
-
-    init() throws {
-        folder = try TemporaryDirectory(prefix: "held-processor")
-        server = try ProcessorServer.start(ledgerPath: folder.path("ledger.sqlite"))
-        client = HTTPPaymentProcessor(baseURL: server.url, timeout: .seconds(30))
-    }
-
-    func stop() async {
-        await server.shutdown()
-        folder.remove()
-    }
-}
-
 @Suite("Subscription charges that race a change, outages, and schedulers at the same moment")
 struct SubscriptionChargeRaceTests {
     /// A stored subscription whose kept method is at `processor`, due at `fixedNow`.
@@ -123,109 +105,120 @@ struct SubscriptionChargeRaceTests {
         return try await fixture.subscriptions.insertSubscription(subscription)
     }
 
-    /// Runs the scheduler for a new subscription whose kept method is at `loopback`, holds the processor's approval,
-    /// runs `meanwhile`, then releases it: the service, the subscription as it was, and what the scheduler recorded.
-    static func chargeHeld(
-        _ fixture: StoreFixture, _ loopback: LoopbackProcessor, index: Int, lostGiveBacks: Int = 0,
-        meanwhile: (SubscriptionService, Subscription) async throws -> Void
-    ) async throws -> (SubscriptionService, Subscription, [SubscriptionCharge]) {
-        let held = HeldProcessor(loopback.client)
-        held.lostGiveBacks.withLock { $0 = lostGiveBacks }
-        let service = SubscriptionService(
-            store: try fixture.subscriptions, processor: held, logger: .silent, clock: { fixedNow })
-        let subscription = try await subscribed(fixture, loopback.client, index: index)
-        let scheduler = Task { await service.chargeDue(now: fixedNow) }
-        try await held.waitForHeld(1)
-        do {
-            try await meanwhile(service, subscription)
-        } catch {
+    /// What `heldCharge` leaves for the checks: the store, the processor service, the scheduler's service, the
+    /// subscription as it was, and what the scheduler recorded.
+    struct HeldCharge {
+        let fixture: StoreFixture
+        let loopback: LoopbackProcessor
+        let service: SubscriptionService
+        let subscription: Subscription
+        let recorded: [SubscriptionCharge]
+        var store: any SubscriptionStore { get throws { try fixture.subscriptions } }
+    }
+
+    /// On a new store and processor service (both removed after, also on failure): runs the scheduler for a new
+    /// subscription whose kept method is at the service, holds the processor's approval, runs `meanwhile`, releases
+    /// it, then runs `check` on what happened.
+    static func heldCharge(
+        _ backend: StoreBackend, index: Int, lostGiveBacks: Int = 0,
+        meanwhile: (SubscriptionService, Subscription) async throws -> Void,
+        check: (HeldCharge) async throws -> Void
+    ) async throws {
+        let fixture = try await StoreFixture(backend)
+        defer { fixture.folder.remove() }
+        let loopback = try LoopbackProcessor()
+        try await withCleanup {
+            let held = HeldProcessor(loopback.client)
+            held.lostGiveBacks.withLock { $0 = lostGiveBacks }
+            let service = SubscriptionService(
+                store: try fixture.subscriptions, processor: held, logger: .silent, clock: { fixedNow })
+            let subscription = try await subscribed(fixture, loopback.client, index: index)
+            let scheduler = Task { await service.chargeDue(now: fixedNow) }
+            try await held.waitForHeld(1)
+            do {
+                try await meanwhile(service, subscription)
+            } catch {
+                held.release()
+                _ = await scheduler.value
+                throw error
+            }
             held.release()
-            _ = await scheduler.value
-            throw error
+            try await check(
+                HeldCharge(
+                    fixture: fixture, loopback: loopback, service: service, subscription: subscription,
+                    recorded: await scheduler.value))
+        } cleanup: {
+            await loopback.stop()
         }
-        held.release()
-        return (service, subscription, await scheduler.value)
     }
 
     @Test(
         "a cancel while the processor approves: the charge is recorded and voided, with an event; never a silent approval",
         arguments: StoreBackend.available)
     func cancelDuringCharge(_ backend: StoreBackend) async throws {
-        let fixture = try await StoreFixture(backend)
-        defer { fixture.folder.remove() }
-        let loopback = try LoopbackProcessor()
-        let (service, subscription, recorded) = try await Self.chargeHeld(fixture, loopback, index: 1) {
-            service, subscription in
+        try await Self.heldCharge(backend, index: 1) { service, subscription in
             // The processor has approved; the scheduler does not know yet. The customer cancels now.
             let cancelled = try await service.cancel(id: subscription.id, by: "customer")
             #expect(cancelled.status == .cancelled)
+        } check: { held in
+            #expect(held.recorded.map(\.status) == ["approved"], "the approval is recorded")
+            let charges = try await held.store.subscriptionCharges(subscriptionID: held.subscription.id)
+            #expect(charges.count == 1)
+            let charge = try #require(charges.first)
+            #expect(charge.status == "approved" && charge.refundReference != nil && charge.refundedAt != nil)
+            // At the processor the charge is given back.
+            let ledger = try #require(try await held.loopback.client.charge(idempotencyKey: charge.idempotencyKey))
+            #expect(ledger.status == .voided || ledger.status == .refunded, "\(ledger.status)")
+            // The subscription stays cancelled (not revived, cycle not advanced) and the event log says what happened.
+            let after = try #require(try await held.store.subscription(id: held.subscription.id))
+            #expect(after.status == .cancelled && after.cycle == 1 && after.nextChargeAt == nil)
+            #expect(try await held.fixture.subscriptionEventKinds(held.subscription) == ["subscriptionChargeRefunded"])
+            // Nothing more is charged.
+            #expect(await held.service.chargeDue(now: fixedNow.addingTimeInterval(40 * 86_400)).isEmpty)
         }
-        #expect(recorded.map(\.status) == ["approved"], "the approval is recorded")
-        let charges = try await fixture.subscriptions.subscriptionCharges(subscriptionID: subscription.id)
-        #expect(charges.count == 1)
-        let charge = try #require(charges.first)
-        #expect(charge.status == "approved" && charge.refundReference != nil && charge.refundedAt != nil)
-        // At the processor the charge is given back.
-        let ledger = try #require(try await loopback.client.charge(idempotencyKey: charge.idempotencyKey))
-        #expect(ledger.status == .voided || ledger.status == .refunded, "\(ledger.status)")
-        // The subscription stays cancelled (not revived, cycle not advanced) and the event log says what happened.
-        let after = try #require(try await fixture.subscriptions.subscription(id: subscription.id))
-        #expect(after.status == .cancelled && after.cycle == 1 && after.nextChargeAt == nil)
-        let kinds = try await fixture.column(
-            "SELECT kind FROM events WHERE checkout_id = '\(subscription.checkoutID)' AND kind LIKE 'subscription%'")
-        #expect(kinds == ["subscriptionChargeRefunded"])
-        // Nothing more is charged.
-        #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(40 * 86_400)).isEmpty)
-        await loopback.stop()
     }
 
     @Test(
         "a cancel during a charge whose void and refund answers are lost: the refund stays owed and the next pass gives it back",
         arguments: StoreBackend.available)
     func refundOwedAcrossPasses(_ backend: StoreBackend) async throws {
-        let fixture = try await StoreFixture(backend)
-        defer { fixture.folder.remove() }
-        let loopback = try LoopbackProcessor()
-        let store = try fixture.subscriptions
-        let (service, subscription, recorded) = try await Self.chargeHeld(
-            fixture, loopback, index: 4, lostGiveBacks: 2
-        ) { service, subscription in
+        try await Self.heldCharge(backend, index: 4, lostGiveBacks: 2) { service, subscription in
             _ = try await service.cancel(id: subscription.id, by: "customer")
+        } check: { held in
+            let store = try held.store
+            #expect(held.recorded.map(\.status) == ["approved"])
+            let owed = try await store.chargesOwingRefund(limit: 10)
+            #expect(owed.map(\.subscriptionID) == [held.subscription.id] && owed[0].refundedAt == nil)
+            // The next scheduler pass (nothing due) gives it back.
+            #expect(await held.service.chargeDue(now: fixedNow).isEmpty)
+            #expect(try await store.chargesOwingRefund(limit: 10).isEmpty)
+            let charge = try #require(try await store.subscriptionCharges(subscriptionID: held.subscription.id).first)
+            #expect(charge.refundedAt != nil && !charge.refundOwed)
+            let ledger = try await held.loopback.client.charge(idempotencyKey: charge.idempotencyKey)
+            #expect(ledger?.status == .voided || ledger?.status == .refunded)
         }
-        #expect(recorded.map(\.status) == ["approved"])
-        let owed = try await store.chargesOwingRefund(limit: 10)
-        #expect(owed.map(\.subscriptionID) == [subscription.id] && owed[0].refundedAt == nil)
-        // The next scheduler pass (nothing due) gives it back.
-        #expect(await service.chargeDue(now: fixedNow).isEmpty)
-        #expect(try await store.chargesOwingRefund(limit: 10).isEmpty)
-        let charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
-        #expect(charge.refundedAt != nil && !charge.refundOwed)
-        let ledger = try await loopback.client.charge(idempotencyKey: charge.idempotencyKey)
-        #expect(ledger?.status == .voided || ledger?.status == .refunded)
-        await loopback.stop()
     }
 
     @Test(
         "a card update while the processor approves: the charge is recorded and the cycle moves on from the update",
         arguments: StoreBackend.available)
     func cardUpdateDuringCharge(_ backend: StoreBackend) async throws {
-        let fixture = try await StoreFixture(backend)
-        defer { fixture.folder.remove() }
-        let loopback = try LoopbackProcessor()
-        let store = try fixture.subscriptions
-        let (_, subscription, recorded) = try await Self.chargeHeld(fixture, loopback, index: 2) { _, subscription in
+        try await Self.heldCharge(backend, index: 2) { service, subscription in
             var updated = subscription
             updated.cardSuffix = "7777"
             _ = try #require(
-                try await store.updateSubscription(updated, expectedVersion: subscription.version, charge: nil))
+                try await service.store.updateSubscription(
+                    updated, expectedVersion: subscription.version, charge: nil))
+        } check: { held in
+            let store = try held.store
+            #expect(held.recorded.map(\.status) == ["approved"])
+            let after = try #require(try await store.subscription(id: held.subscription.id))
+            #expect(after.cycle == 2 && after.status == .active && after.cardSuffix == "7777")
+            let charges = try await store.subscriptionCharges(subscriptionID: held.subscription.id)
+            #expect(charges.map(\.cycle) == [1] && charges[0].refundedAt == nil)
+            #expect(
+                try await held.loopback.client.charge(idempotencyKey: charges[0].idempotencyKey)?.status == .approved)
         }
-        #expect(recorded.map(\.status) == ["approved"])
-        let after = try #require(try await store.subscription(id: subscription.id))
-        #expect(after.cycle == 2 && after.status == .active && after.cardSuffix == "7777")
-        let charges = try await store.subscriptionCharges(subscriptionID: subscription.id)
-        #expect(charges.map(\.cycle) == [1] && charges[0].refundedAt == nil)
-        #expect(try await loopback.client.charge(idempotencyKey: charges[0].idempotencyKey)?.status == .approved)
-        await loopback.stop()
     }
 
     @Test(
@@ -245,9 +238,7 @@ struct SubscriptionChargeRaceTests {
         #expect(processor.chargeCount == 1)
         let after = try #require(try await store.subscription(id: subscription.id))
         #expect(after.skippedCycles == 3 && after.cycle == 5)
-        let kinds = try await fixture.column(
-            "SELECT kind FROM events WHERE checkout_id = '\(subscription.checkoutID)' AND kind LIKE 'subscription%'")
-        #expect(kinds == ["subscriptionCyclesSkipped"])
+        #expect(try await fixture.subscriptionEventKinds(subscription) == ["subscriptionCyclesSkipped"])
         // On time again: the next cycle alone.
         let fifth = try #require(after.nextChargeAt)
         #expect(await service.chargeDue(now: fifth).map(\.cycle) == [5])

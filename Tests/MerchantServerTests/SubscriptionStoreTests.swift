@@ -14,11 +14,7 @@ extension StoreFixture {
 
     /// A checkout paid with a token (an approved payment): the order.
     func paidOrder(transaction: String) async throws -> Order {
-        let (checkout, breakdown) = try await checkout()
-        guard
-            case .started(let pending) = try await store.beginPayment(
-                newOrder(checkout, breakdown, transaction: transaction))
-        else { throw OrderStoreError(.conflict, "not started") }
+        let (pending, _, _) = try await pendingOrder(transaction: transaction)
         return try await store.completePayment(
             orderID: pending.id, outcome: .decided(.approved(reference: "ref-\(transaction)")))
     }
@@ -30,6 +26,18 @@ extension StoreFixture {
             currencyCode: "USD", merchantTokenIdentifier: "DNITHE000000001", paymentMethodReference: "pm_" + id,
             network: "Visa", cardSuffix: "0019", cardExpiration: "12/30", anchor: fixedNow, nextChargeAt: nextChargeAt,
             createdAt: fixedNow, updatedAt: fixedNow)
+    }
+
+    /// A paid order (`transaction`) and a subscription `id` for it, inserted: the subscription as stored.
+    func storedSubscription(transaction: String, id: String) async throws -> Subscription {
+        let order = try await paidOrder(transaction: transaction)
+        return try await subscriptions.insertSubscription(subscription(for: order, id: id))
+    }
+
+    /// The kinds of the subscription events logged for `subscription`'s checkout, oldest first.
+    func subscriptionEventKinds(_ subscription: Subscription) async throws -> [String?] {
+        try await column(
+            "SELECT kind FROM events WHERE checkout_id = '\(subscription.checkoutID)' AND kind LIKE 'subscription%'")
     }
 
     func charge(_ subscription: Subscription, status: String = "approved") -> SubscriptionCharge {
@@ -78,10 +86,8 @@ struct SubscriptionStoreTests {
     func versionedUpdates(_ backend: StoreBackend) async throws {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
-        let order = try await fixture.paidOrder(transaction: "sub02")
         let store = try fixture.subscriptions
-        let stored = try await store.insertSubscription(
-            fixture.subscription(for: order, id: "sub_cccccccccccccccccccccccc"))
+        let stored = try await fixture.storedSubscription(transaction: "sub02", id: "sub_cccccccccccccccccccccccc")
         var next = stored
         next.cycle = 2
         next.nextChargeAt = fixedNow.addingTimeInterval(86_400 * 30)
@@ -119,11 +125,9 @@ struct SubscriptionStoreTests {
     func racingInstances(_ backend: StoreBackend) async throws {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
-        let order = try await fixture.paidOrder(transaction: "sub03")
         let first = try fixture.subscriptions
         let second = try #require(try await fixture.another() as? any SubscriptionStore)
-        var current = try await first.insertSubscription(
-            fixture.subscription(for: order, id: "sub_dddddddddddddddddddddddd"))
+        var current = try await fixture.storedSubscription(transaction: "sub03", id: "sub_dddddddddddddddddddddddd")
         for cycle in 1...5 {
             var next = current
             next.cycle = cycle + 1
@@ -205,11 +209,7 @@ struct SubscriptionStoreTests {
         await #expect(throws: OrderStoreError(.notFound, "")) {
             try await fixture.store.recordFulfillment(orderID: "ord_nope", shipped)
         }
-        let (checkout, breakdown) = try await fixture.checkout()
-        guard
-            case .started(let pending) = try await fixture.store.beginPayment(
-                fixture.newOrder(checkout, breakdown, transaction: "wal02"))
-        else { throw OrderStoreError(.conflict, "not started") }
+        let (pending, _, _) = try await fixture.pendingOrder(transaction: "wal02")
         await #expect(throws: OrderStoreError(.conflict, "")) {
             try await fixture.store.recordFulfillment(orderID: pending.id, shipped)
         }

@@ -133,6 +133,13 @@ final class RecordingMerchant: PaymentSheetDelegate {
         }
     }
 
+    /// A merchant answering the payment with `authorization`, every other event with the defaults.
+    convenience init(authorization: @escaping @Sendable (Payment) -> PaymentAuthorizationResult) {
+        var answers = Answers()
+        answers.authorization = authorization
+        self.init(answers: answers)
+    }
+
     struct Log {
         var calls: [String] = []
         var contacts: [Contact] = []

@@ -7,14 +7,20 @@ import Testing
 
 @Suite("PaymentSession: Apple's rules")
 struct PaymentSessionTests {
+    /// A begun session whose merchant waits at a gate before answering `event`: the gate, the merchant, the session.
+    static func begunSession(holding event: String) async throws -> (Gate, RecordingMerchant, PaymentSession) {
+        let gate = Gate()
+        let merchant = RecordingMerchant(gates: [event: gate])
+        let session = try await makeSession(merchant: merchant)
+        try await session.begin()
+        return (gate, merchant, session)
+    }
+
     // MARK: One event at a time
 
     @Test("a second event before the merchant answers is refused; cancel is not")
     func oneAtATime() async throws {
-        let gate = Gate()
-        let merchant = RecordingMerchant(gates: ["shippingcontactselected": gate])
-        let session = try await makeSession(merchant: merchant)
-        try await session.begin()
+        let (gate, merchant, session) = try await Self.begunSession(holding: "shippingcontactselected")
         let first = Task { try await session.perform(.selectShippingContact(Fixture.jane)) }
         #expect(await eventually { merchant.calls == ["shippingcontactselected"] })
         #expect(await session.isWaitingForMerchant)
@@ -35,10 +41,7 @@ struct PaymentSessionTests {
 
     @Test("cancel while the merchant is answering ends the session at once; the late answer is dropped")
     func cancelWhileWaiting() async throws {
-        let gate = Gate()
-        let merchant = RecordingMerchant(gates: ["couponcodechanged": gate])
-        let session = try await makeSession(merchant: merchant)
-        try await session.begin()
+        let (gate, merchant, session) = try await Self.begunSession(holding: "couponcodechanged")
         let pending = Task { try await session.perform(.enterCouponCode("WELCOME10")) }
         #expect(await eventually { merchant.calls == ["couponcodechanged"] })
         try await session.perform(.cancel)
@@ -124,14 +127,12 @@ struct PaymentSessionTests {
 
     @Test("a failed authorization with errors keeps the sheet open until they are resolved")
     func authorizationErrors() async throws {
-        var answers = RecordingMerchant.Answers()
-        answers.authorization = { payment in
+        let merchant = RecordingMerchant(authorization: { payment in
             payment.shippingContact?.countryCode == "GB"
                 ? PaymentAuthorizationResult(
                     status: .failure, errors: [PaymentError(code: .shippingContactInvalid, contactField: .postalCode)])
                 : PaymentAuthorizationResult(status: .success)
-        }
-        let merchant = RecordingMerchant(answers: answers)
+        })
         let session = try await makeSession(merchant: merchant)
         try await session.begin()
         try await session.perform(.selectShippingContact(Fixture.london))
@@ -146,14 +147,12 @@ struct PaymentSessionTests {
 
     @Test("a decline (unknown error) blocks until any later successful answer")
     func declineThenRetry() async throws {
-        var answers = RecordingMerchant.Answers()
-        answers.authorization = { payment in
+        let merchant = RecordingMerchant(authorization: { payment in
             payment.billingContact?.postalCode == "95014"
                 ? PaymentAuthorizationResult(
                     status: .failure, errors: [PaymentError(code: .unknown, message: "declined")])
                 : PaymentAuthorizationResult(status: .success)
-        }
-        let merchant = RecordingMerchant(answers: answers)
+        })
         let session = try await makeSession(merchant: merchant)
         try await session.begin()
         try await session.perform(.selectShippingContact(Fixture.jane))
@@ -171,9 +170,7 @@ struct PaymentSessionTests {
 
     @Test("a refused authorization without errors ends the session as failure")
     func refused() async throws {
-        var answers = RecordingMerchant.Answers()
-        answers.authorization = { _ in PaymentAuthorizationResult(status: .failure) }
-        let merchant = RecordingMerchant(answers: answers)
+        let merchant = RecordingMerchant(authorization: { _ in PaymentAuthorizationResult(status: .failure) })
         let session = try await makeSession(merchant: merchant)
         let outcome = await session.run([.selectShippingContact(Fixture.jane), .authorize, .authorize])
         #expect(outcome.kind == .failure)

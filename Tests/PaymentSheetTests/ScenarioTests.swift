@@ -55,58 +55,40 @@ struct ScenarioTests {
             }
         }
         #expect(try field { _ in } == nil)
-        #expect(
-            try field { object in
+        /// Sets `key` of the wallet's card `index`.
+        func card(_ index: Int, _ key: String, _ value: String) -> (inout [String: Any]) -> Void {
+            { object in
                 var wallet = object["wallet"] as? [String: Any] ?? [:]
                 var cards = wallet["cards"] as? [[String: Any]] ?? []
-                cards[1]["devicePAN"] = "1234"
+                cards[index][key] = value
                 wallet["cards"] = cards
                 object["wallet"] = wallet
-            } == "wallet.cards[1].devicePAN")
-        #expect(
-            try field { object in
-                var wallet = object["wallet"] as? [String: Any] ?? [:]
-                var cards = wallet["cards"] as? [[String: Any]] ?? []
-                cards[0]["expirationDate"] = "2913"
-                wallet["cards"] = cards
-                object["wallet"] = wallet
-            } == "wallet.cards[0].expirationDate")
-        #expect(
-            try field { object in
-                var wallet = object["wallet"] as? [String: Any] ?? [:]
-                var cards = wallet["cards"] as? [[String: Any]] ?? []
-                cards[0]["issuingCountry"] = "XX"
-                wallet["cards"] = cards
-                object["wallet"] = wallet
-            } == "wallet.cards[0].issuingCountry")
-        #expect(
-            try field { object in
-                var request = object["paymentRequest"] as? [String: Any] ?? [:]
-                request["currencyCode"] = "usd"
-                object["paymentRequest"] = request
-            } == "paymentRequest.currencyCode")
-        #expect(
-            try field { object in
-                object["actions"] = [["action": "authorize"], ["action": "fly"]]
-            } == "actions[1].action")
-        #expect(
-            try field { object in
-                object["actions"] = [["action": "selectShippingContact", "contact": 7]]
-            } == "actions[0].contact")
-        #expect(
-            try field { object in
-                object["actions"] = [["action": "selectCard", "card": "Amex 1000"]]
-            } == "actions[0].card")
-        #expect(try field { object in object.removeValue(forKey: "wallet") } == "wallet")
-        #expect(
-            try field { object in
-                object["merchant"] = ["lateEvents": ["payment": 40]]
-            } == "merchant.lateEvents.payment")
-        #expect(
-            try field { object in
-                object["merchant"] = ["coupons": [["code": "X", "percentOff": "ten"]]]
-            } == "merchant.coupons[0].percentOff")
-        #expect(try field { object in object["initiative"] = "kiosk" } == "initiative")
+            }
+        }
+        // Each change, and the field its error must name.
+        let changes: [(String, (inout [String: Any]) -> Void)] = [
+            ("wallet.cards[1].devicePAN", card(1, "devicePAN", "1234")),
+            ("wallet.cards[0].expirationDate", card(0, "expirationDate", "2913")),
+            ("wallet.cards[0].issuingCountry", card(0, "issuingCountry", "XX")),
+            (
+                "paymentRequest.currencyCode",
+                { object in
+                    var request = object["paymentRequest"] as? [String: Any] ?? [:]
+                    request["currencyCode"] = "usd"
+                    object["paymentRequest"] = request
+                }
+            ),
+            ("actions[1].action", { $0["actions"] = [["action": "authorize"], ["action": "fly"]] }),
+            ("actions[0].contact", { $0["actions"] = [["action": "selectShippingContact", "contact": 7]] }),
+            ("actions[0].card", { $0["actions"] = [["action": "selectCard", "card": "Amex 1000"]] }),
+            ("wallet", { $0.removeValue(forKey: "wallet") }),
+            ("merchant.lateEvents.payment", { $0["merchant"] = ["lateEvents": ["payment": 40]] }),
+            ("merchant.coupons[0].percentOff", { $0["merchant"] = ["coupons": [["code": "X", "percentOff": "ten"]]] }),
+            ("initiative", { $0["initiative"] = "kiosk" }),
+        ]
+        for (expected, change) in changes {
+            #expect(try field(change) == expected)
+        }
     }
 
     @Test("a scenario that is not JSON, or not an object, is refused")

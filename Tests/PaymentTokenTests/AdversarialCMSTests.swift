@@ -165,6 +165,13 @@ func issuerAndSerial(of certificate: Certificate) -> [UInt8] {
 /// A detached CMS SignedData built field by field, so a test can get any part wrong on purpose; the signed
 /// attributes are really signed (by `openssl dgst`), with whichever key the test names.
 struct CraftedSignature {
+    /// A new authority, a new token, and the signature its leaf would make over the token, to change and encode.
+    static func fresh() throws -> (CraftAuthority, CraftedToken, CraftedSignature) {
+        let authority = try CraftAuthority()
+        let token = try CraftedToken()
+        return (authority, token, CraftedSignature(authority: authority, content: token.signedContent))
+    }
+
     var certificates: [Certificate]
     var signerIdentifier: [UInt8]
     var digestAlgorithm = DER.algorithm(OIDs.sha256)
@@ -537,9 +544,7 @@ struct AdversarialCMSTests {
 
     @Test("signed attributes: each one missing, doubled, misplaced or of the wrong kind")
     func signedAttributes() async throws {
-        let authority = try CraftAuthority()
-        let token = try CraftedToken()
-        let base = CraftedSignature(authority: authority, content: token.signedContent)
+        let (authority, token, base) = try CraftedSignature.fresh()
         let (contentType, signingTime, messageDigest) = (base.attributes[0], base.attributes[1], base.attributes[2])
         func check(_ code: PaymentTokenError.Code, _ change: (inout CraftedSignature) -> Void) async {
             await Self.expectRefusal(code, base, changedBy: change, authority, token)
@@ -617,9 +622,7 @@ struct AdversarialCMSTests {
 
     @Test("signing times at the edges of what ASN.1 can say: a clear code, no trap in parsing or in messages")
     func extremeSigningTimes() async throws {
-        let authority = try CraftAuthority()
-        let token = try CraftedToken()
-        let base = CraftedSignature(authority: authority, content: token.signedContent)
+        let (authority, token, base) = try CraftedSignature.fresh()
         func signed(_ time: [UInt8]) async throws -> Data {
             var craft = base
             craft.attributes[1] = CraftedSignature.attribute(OIDs.signingTime, time)
@@ -652,9 +655,7 @@ struct AdversarialCMSTests {
 
     @Test("algorithms: only SHA-256 with ECDSA (EC_v1); SHA-1, SHA-384 and RSA-PSS claims are refused")
     func algorithms() async throws {
-        let authority = try CraftAuthority()
-        let token = try CraftedToken()
-        let base = CraftedSignature(authority: authority, content: token.signedContent)
+        let (authority, token, base) = try CraftedSignature.fresh()
         func check(_ code: PaymentTokenError.Code, _ change: (inout CraftedSignature) -> Void) async {
             await Self.expectRefusal(code, base, changedBy: change, authority, token)
         }
@@ -678,9 +679,7 @@ struct AdversarialCMSTests {
 
     @Test("structure: embedded content, two signers, BER nesting, lengths past the end or overflowing")
     func structure() async throws {
-        let authority = try CraftAuthority()
-        let token = try CraftedToken()
-        let base = CraftedSignature(authority: authority, content: token.signedContent)
+        let (authority, token, base) = try CraftedSignature.fresh()
         var embedded = base
         embedded.embeddedContent = Array(token.signedContent)
         await expectCode(.malformedSignature) {

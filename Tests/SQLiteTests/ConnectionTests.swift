@@ -181,11 +181,8 @@ struct ConnectionTests {
 
     @Test("a second writer waits for the busy timeout, then fails with busy")
     func busy() throws {
-        let folder = try TemporaryDirectory(prefix: "sqlite-test")
+        let (folder, path, first) = try newDatabase(prefix: "sqlite-test", "busy.sqlite")
         defer { folder.remove() }
-        let path = folder.path("busy.sqlite")
-        let first = try Connection(path: path)
-        try first.execute("CREATE TABLE t (v INTEGER)")
         let second = try Connection(path: path, busyTimeout: .milliseconds(100))
         try first.execute("BEGIN IMMEDIATE")
         let start = ContinuousClock.now

@@ -4,15 +4,27 @@ import Synchronization
 import TestSupport
 import Testing
 
+/// A database file `name` in a new temporary folder (for the caller to remove), with a table `t (v INTEGER)`: the
+/// folder, the file's path and the connection that made the table.
+func newDatabase(prefix: String, _ name: String) throws -> (TemporaryDirectory, String, Connection) {
+    let folder = try TemporaryDirectory(prefix: prefix)
+    let path = folder.path(name)
+    do {
+        let connection = try Connection(path: path)
+        try connection.execute("CREATE TABLE t (v INTEGER)")
+        return (folder, path, connection)
+    } catch {
+        folder.remove()
+        throw error
+    }
+}
+
 @Suite("Reader pool beside a writer")
 struct ReaderPoolTests {
     @Test("readers see each committed write, never an open transaction's, and cannot write")
     func isolation() throws {
-        let folder = try TemporaryDirectory(prefix: "sqlite-readers")
+        let (folder, path, writer) = try newDatabase(prefix: "sqlite-readers", "db.sqlite")
         defer { folder.remove() }
-        let path = folder.path("db.sqlite")
-        let writer = try Connection(path: path)
-        try writer.execute("CREATE TABLE t (v INTEGER)")
         let readers = ReaderPool(path: path, maximumIdle: 2)
         func count() throws -> Value? {
             try readers.read { connection throws(SQLiteError) in
@@ -37,11 +49,8 @@ struct ReaderPoolTests {
 
     @Test("reads from many threads at once all succeed; idle connections are kept up to the limit")
     func concurrentReads() throws {
-        let folder = try TemporaryDirectory(prefix: "sqlite-readers")
+        let (folder, path, writer) = try newDatabase(prefix: "sqlite-readers", "db.sqlite")
         defer { folder.remove() }
-        let path = folder.path("db.sqlite")
-        let writer = try Connection(path: path)
-        try writer.execute("CREATE TABLE t (v INTEGER)")
         for value in 0..<100 { try writer.run("INSERT INTO t (v) VALUES (?)", .integer(Int64(value))) }
         let readers = ReaderPool(path: path, maximumIdle: 3)
         let failures = Atomic(0)

@@ -18,6 +18,13 @@ struct MerchantTokenGatewayTests {
         SandboxGatewayTests().client(for: sandbox, identity: sandbox)
     }
 
+    /// The gateway on the shared sandbox, a client with the merchant's identity and a merchant token issued.
+    func startedWithToken() async throws -> (Sandbox, SandboxGateway, HTTPClient, String) {
+        let sandbox = try await GatewaySandboxes.gatewaySandbox()
+        let gateway = try SandboxGateway.start(sandbox: sandbox)
+        return (sandbox, gateway, identified(sandbox), try issued(sandbox))
+    }
+
     func base(_ gateway: SandboxGateway, _ sandbox: Sandbox) -> String {
         "\(gateway.url)/paymentservices/v1/merchantId/\(sandbox.merchantIdentifier)/merchantToken"
     }
@@ -41,10 +48,7 @@ struct MerchantTokenGatewayTests {
 
     @Test("events: the headers Apple requires, 400 with an ErrorResponse for an unknown event, reason on every event")
     func events() async throws {
-        let sandbox = try await GatewaySandboxes.gatewaySandbox()
-        let gateway = try SandboxGateway.start(sandbox: sandbox)
-        let client = identified(sandbox)
-        let token = try issued(sandbox)
+        let (sandbox, gateway, client, token) = try await startedWithToken()
         for type in ["UPDATED_METADATA", "UPDATED_CARD_ART", "UNLINK"] {
             let emission = try await MerchantTokenEvents.emit(type, sandbox: sandbox, merchantToken: token, attempts: 1)
             let url = base(gateway, sandbox) + "/event/\(emission.eventId)"
@@ -74,10 +78,7 @@ struct MerchantTokenGatewayTests {
 
     @Test("updateMerchantMetadata changes a token's notification URL; refuses another merchant's token and http")
     func updateMerchantMetadata() async throws {
-        let sandbox = try await GatewaySandboxes.gatewaySandbox()
-        let gateway = try SandboxGateway.start(sandbox: sandbox)
-        let client = identified(sandbox)
-        let token = try issued(sandbox)
+        let (sandbox, gateway, client, token) = try await startedWithToken()
         func update(_ identifier: String, _ url: String) async throws -> HTTPClientResponse {
             let body = try JSONSerialization.data(withJSONObject: [
                 "merchantTokenIdentifier": identifier, "merchantMetadata": ["tokenNotificationURL": url],

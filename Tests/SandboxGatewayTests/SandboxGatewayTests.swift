@@ -73,11 +73,16 @@ struct SandboxGatewayTests {
         await gateway.shutdown()
     }
 
-    @Test("refuses a request without a client certificate, and one with another merchant's certificate")
-    func refusesOtherClients() async throws {
+    /// The gateway on the shared sandbox, and another merchant's sandbox: the sandbox, the other one, the gateway.
+    static func startedBesideOther() async throws -> (Sandbox, Sandbox, SandboxGateway) {
         let sandbox = try await GatewaySandboxes.gatewaySandbox()
         let other = try await GatewaySandboxes.otherSandbox()
-        let gateway = try SandboxGateway.start(sandbox: sandbox)
+        return (sandbox, other, try SandboxGateway.start(sandbox: sandbox))
+    }
+
+    @Test("refuses a request without a client certificate, and one with another merchant's certificate")
+    func refusesOtherClients() async throws {
+        let (sandbox, other, gateway) = try await Self.startedBesideOther()
         let anonymous = try await post(client(for: sandbox, identity: nil), gateway, Self.validBody)
         #expect(anonymous.status == 401)
         #expect(String(decoding: anonymous.body, as: UTF8.self).contains("clientCertificateRequired"))
@@ -91,9 +96,7 @@ struct SandboxGatewayTests {
 
     @Test("a client that does not trust the sandbox root cannot connect")
     func untrustedServer() async throws {
-        let sandbox = try await GatewaySandboxes.gatewaySandbox()
-        let other = try await GatewaySandboxes.otherSandbox()
-        let gateway = try SandboxGateway.start(sandbox: sandbox)
+        let (sandbox, other, gateway) = try await Self.startedBesideOther()
         await #expect(throws: HTTPClientError.self) {
             _ = try await post(client(for: other, identity: sandbox), gateway, Self.validBody)
         }

@@ -338,6 +338,19 @@ public enum Subprocess {
     }
 }
 
+/// Runs `body`, then `cleanup`, also when `body` throws: a `defer` that can await (stopping a server, leaving a
+/// gate).
+public func withCleanup<T>(_ body: () async throws -> T, cleanup: () async -> Void) async rethrows -> T {
+    do {
+        let result = try await body()
+        await cleanup()
+        return result
+    } catch {
+        await cleanup()
+        throw error
+    }
+}
+
 /// Keeps apart the tests that hold Swift's whole cooperative pool on purpose (to show that a server answers
 /// anyway) and the tests that measure how quickly something answers on that pool (a 150 ms processor time
 /// limit): all tests share one process, and on two cores the pool has two threads.
@@ -345,14 +358,7 @@ public enum CooperativePool {
     /// Runs `body`, which blocks every cooperative thread on purpose, while no measurement runs.
     public static func blockingEveryThread<T>(_ body: () async throws -> T) async rethrows -> T {
         await gate.enterExclusive()
-        do {
-            let result = try await body()
-            await gate.leaveExclusive()
-            return result
-        } catch {
-            await gate.leaveExclusive()
-            throw error
-        }
+        return try await withCleanup(body) { await gate.leaveExclusive() }
     }
 
     /// Runs the timing measurement `body` while no test holds the pool on purpose, once the pool has worked off
@@ -360,14 +366,7 @@ public enum CooperativePool {
     public static func measuring<T>(_ body: () async throws -> T) async rethrows -> T {
         await gate.enterShared()
         await waitUntilResponsive()
-        do {
-            let result = try await body()
-            await gate.leaveShared()
-            return result
-        } catch {
-            await gate.leaveShared()
-            throw error
-        }
+        return try await withCleanup(body) { await gate.leaveShared() }
     }
 
     /// Waits until a new job on Swift's global executor starts within `threshold` three times in a row (at most

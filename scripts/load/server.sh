@@ -1,10 +1,11 @@
-# Shared by scripts/load-test.sh, scripts/soak-test.sh and scripts/load-outside.sh (sourced, from the repository's
-# root, with NAME set; optionally a before_server function and a SERVE_ARGS array): takes STORE (default sqlite) and
-# SCRATCH (default .build) from the environment and sets CORES, installs the tools, builds, makes WORK (removed on
-# exit), starts `applepay serve` with a sandbox, the admin API and no per-client limits on SQLite or a private
+# Shared by scripts/load-test.sh, scripts/soak-test.sh and scripts/load-outside.sh (sourced with NAME set; optionally
+# a before_server function and a SERVE_ARGS array): makes the repository's root the working folder, takes STORE
+# (default sqlite) and SCRATCH (default .build) from the environment and sets CORES, installs the tools, builds, makes
+# WORK (removed on exit), starts `applepay serve` with a sandbox, the admin API and no per-client limits on SQLite or a private
 # PostgreSQL cluster, and sets BASE, SERVER_PID and FDS_BEFORE. Also: fail, loadavg, descriptors, rss_kb,
 # store_payments, stop_server; EXTRA_PIDS are ended on exit.
 # shellcheck shell=bash
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$PWD
 STORE=${STORE:-sqlite}
 SCRATCH=${SCRATCH:-.build}
@@ -85,14 +86,11 @@ export APPLEPAY_ADMIN_TOKEN="$NAME-admin-token-0123456789abcdef0123456789"
     --store "$STORE_URI" --port 0 \
     >"$WORK/server.out" 2>"$WORK/server.log") &
 SERVER_PID=$!
-BASE=""
-for _ in $(seq 1 300); do
-    BASE=$(sed -n 's|.*on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$WORK/server.out")
-    [ -n "$BASE" ] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; fail "the server did not start"; }
-    sleep 0.1
-done
-[ -n "$BASE" ] || fail "the server did not say where it listens"
+. scripts/lib/await.sh
+BASE=$(await_address "$WORK/server.out" 's|.*on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$SERVER_PID" 300 0.1) || case $? in
+    1) cat "$WORK/server.log" >&2; fail "the server did not start" ;;
+    *) fail "the server did not say where it listens" ;;
+esac
 curl -sf "$BASE/healthz" >/dev/null || fail "GET /healthz"
 descriptors() { ls "/proc/$SERVER_PID/fd" | wc -l; }
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$SERVER_PID/status"; }

@@ -21,6 +21,18 @@ struct ProcessorHarness {
         return ProcessorHarness(service: service, folder: folder)
     }
 
+    /// A service with `fault` armed.
+    static func start(armed fault: FaultBody) async throws -> ProcessorHarness {
+        let harness = try start()
+        do {
+            try harness.service.arm(fault)
+            return harness
+        } catch {
+            await harness.stop()
+            throw error
+        }
+    }
+
     /// The merchant server's client for this service (time limit `timeout`).
     func processor(timeout: Duration) -> HTTPPaymentProcessor {
         HTTPPaymentProcessor(baseURL: service.url, timeout: timeout)
@@ -57,8 +69,8 @@ struct ProcessorHarness {
 struct FailureTests {
     /// Pays a fresh checkout with a fresh token and returns the answer and the token's transaction id.
     static func pay(_ server: ServerHarness) async throws -> (reply: ServerHarness.Reply, checkoutID: String) {
-        let (checkout, body) = try await server.shippedCheckout()
-        return (try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body), checkout.id)
+        let (checkout, _, reply) = try await server.paidCheckout()
+        return (reply, checkout.id)
     }
 
     static func transactionID(of orderID: String, _ server: ServerHarness) async throws -> String {
@@ -74,9 +86,8 @@ struct FailureTests {
 
     @Test("a late approval: the customer hears 'being confirmed', the reconciler finds the charge and pays the order")
     func lateApproval() async throws {
-        let ledger = try ProcessorHarness.start()
+        let ledger = try await ProcessorHarness.start(armed: FaultBody(kind: .delay, count: 1, seconds: 15))
         defer { Task { await ledger.stop() } }
-        try ledger.service.arm(FaultBody(kind: .delay, count: 1, seconds: 15))
         try await ServerHarness.with(
             processor: ledger.processor(timeout: .seconds(2)), configure: { $0.store.processor.timeoutSeconds = 2 },
             body: { server in
@@ -98,9 +109,8 @@ struct FailureTests {
 
     @Test("an answer dropped after the processor committed: unknown, then paid by reconciliation, charged once")
     func droppedAfterCommit() async throws {
-        let ledger = try ProcessorHarness.start()
+        let ledger = try await ProcessorHarness.start(armed: FaultBody(kind: .dropAfterCommit, count: 1))
         defer { Task { await ledger.stop() } }
-        try ledger.service.arm(FaultBody(kind: .dropAfterCommit, count: 1))
         try await ServerHarness.with(processor: ledger.processor(timeout: .seconds(10))) { server in
             let (reply, checkoutID) = try await Self.pay(server)
             #expect(reply.status == 202, "\(reply.text)")
@@ -117,9 +127,8 @@ struct FailureTests {
 
     @Test("a 500 before the processor committed: unknown, then declined by reconciliation; a new token then pays once")
     func failedBeforeCommit() async throws {
-        let ledger = try ProcessorHarness.start()
+        let ledger = try await ProcessorHarness.start(armed: FaultBody(kind: .failBeforeCommit, count: 1))
         defer { Task { await ledger.stop() } }
-        try ledger.service.arm(FaultBody(kind: .failBeforeCommit, count: 1))
         try await ServerHarness.with(processor: ledger.processor(timeout: .seconds(10))) { server in
             var checkout = try await server.createCheckout()
             checkout.total = try await server.shipToCalifornia(checkout.id)

@@ -37,8 +37,7 @@ struct PaymentAPITests {
     func successAndReplay() async throws {
         let processor = SandboxProcessor(hangDuration: .seconds(5))
         try await ServerHarness.with(processor: processor, live: true) { server in
-            let (checkout, body) = try await server.shippedCheckout()
-            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            let (checkout, body, paid) = try await server.paidCheckout()
             #expect(paid.status == 200)
             #expect(paid.json["status"] as? String == "success")
             let orderID = try (paid.json["orderId"] as? String).orThrow("orderId: \(paid.text)")
@@ -86,8 +85,7 @@ struct PaymentAPITests {
         let clock = MovableClock()
         let processor = SandboxProcessor()
         try await ServerHarness.with(processor: processor, clock: clock.now) { server in
-            let (checkout, body) = try await server.shippedCheckout()
-            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            let (checkout, body, paid) = try await server.paidCheckout()
             #expect(paid.status == 200)
             let (unpaid, stale) = try await server.shippedCheckout()
             clock.move(ahead: 600)  // ten minutes later
@@ -106,8 +104,7 @@ struct PaymentAPITests {
         let clock = MovableClock()
         let processor = SandboxProcessor()
         try await ServerHarness.with(processor: processor, clock: clock.now) { server in
-            let (paid, body) = try await server.shippedCheckout()
-            let first = try await server.post("/v1/checkouts/\(paid.id)/payment", raw: body)
+            let (paid, body, first) = try await server.paidCheckout()
             #expect(first.status == 200)
             let unpaid = try await server.createCheckout()
             let unpaidTotal = try await server.shipToCalifornia(unpaid.id)

@@ -107,13 +107,10 @@ struct ServerHarness {
         configure: (inout MerchantServerConfiguration) -> Void = { _ in }, body: (ServerHarness) async throws -> T
     ) async throws -> T {
         let harness = try await start(processor: processor, live: live, clock: clock, configure: configure)
-        do {
-            let result = try await body(harness)
+        return try await withCleanup {
+            try await body(harness)
+        } cleanup: {
             await harness.stop()
-            return result
-        } catch {
-            await harness.stop()
-            throw error
         }
     }
 
@@ -218,6 +215,14 @@ struct ServerHarness {
             checkout,
             try paymentBody(amount: checkout.total, applicationData: checkout.applicationData, version: version)
         )
+    }
+
+    /// A ``shippedCheckout(_:version:)`` with its payment posted: the checkout, the body and the answer.
+    func paidCheckout() async throws -> (
+        checkout: (id: String, total: String, applicationData: String), body: Data, reply: Reply
+    ) {
+        let (checkout, body) = try await shippedCheckout()
+        return (checkout, body, try await post("/v1/checkouts/\(checkout.id)/payment", raw: body))
     }
 
     /// Sets a Californian shipping address and returns the new total.

@@ -31,6 +31,20 @@ struct ServerStartTests {
         await application.shutdown()
     }
 
+    /// Starting with `configuration` fails (else records `unexpected`); `check` looks at the error.
+    func expectRefused(
+        _ configuration: MerchantServerConfiguration, _ unexpected: Comment, check: (ServerStartError) -> Void
+    ) async {
+        do {
+            let application = try await MerchantApplication.start(
+                configuration, plugins: [SandboxMode()], logger: .silent)
+            await application.shutdown()
+            Issue.record(unexpected)
+        } catch {
+            check(error)
+        }
+    }
+
     @Test("outside sandbox mode, refuses to start without --processor, and says why; starts with one")
     func processorRequired() async throws {
         let directory = try TemporaryDirectory(prefix: "start")
@@ -40,38 +54,24 @@ struct ServerStartTests {
         configuration.useSandbox(folder: try await copyOfSandbox(directory))
         configuration.sandboxFolder = nil  // real keys, as a production server has
         configuration.storeLocation = .sqlite(path: directory.path("orders.sqlite"))
-        do {
-            let application = try await MerchantApplication.start(
-                configuration, plugins: [SandboxMode()], logger: .silent)
-            await application.shutdown()
-            Issue.record("started without a processor")
-        } catch {
-            #expect(error.code == .noProcessor)
-            #expect(error.message.contains("--processor URL"))
+        await expectRefused(configuration, "started without a processor") {
+            #expect($0.code == .noProcessor)
+            #expect($0.message.contains("--processor URL"))
         }
         // Outside sandbox mode the http processor is https and authenticated.
         configuration.processor = .http(url: URL(string: "http://127.0.0.1:9")!)
-        do {
-            let application = try await MerchantApplication.start(
-                configuration, plugins: [SandboxMode()], logger: .silent)
-            await application.shutdown()
-            Issue.record("started with a plain-http, unauthenticated processor outside sandbox mode")
-        } catch {
-            #expect(error.code == .invalidConfiguration)
-            #expect(error.message.contains("https and authenticated"))
+        await expectRefused(configuration, "started with a plain-http, unauthenticated processor outside sandbox mode")
+        {
+            #expect($0.code == .invalidConfiguration)
+            #expect($0.message.contains("https and authenticated"))
         }
         let tokenFile = directory.path("processor.token")
         try Data("a-bearer-token\n".utf8).write(to: URL(fileURLWithPath: tokenFile))
         chmod(tokenFile, 0o644)
         configuration.processor = .http(url: URL(string: "https://127.0.0.1:9")!)
         configuration.processorAuthentication = HTTPProcessorAuthentication(bearerTokenFile: tokenFile)
-        do {
-            let application = try await MerchantApplication.start(
-                configuration, plugins: [SandboxMode()], logger: .silent)
-            await application.shutdown()
-            Issue.record("read a bearer token file other users can read")
-        } catch {
-            #expect(error.code == .insecureKeyFile)
+        await expectRefused(configuration, "read a bearer token file other users can read") {
+            #expect($0.code == .insecureKeyFile)
         }
         chmod(tokenFile, 0o600)
         let application = try await MerchantApplication.start(configuration, plugins: [SandboxMode()], logger: .silent)

@@ -37,15 +37,11 @@ struct SubscriptionSettlementTests {
         "a plan payment whose answer was lost starts its subscription when the reconciler finds it charged, as a direct one does"
     )
     func lateApprovalStartsSubscription() async throws {
-        let ledger = try ProcessorHarness.start()
+        let ledger = try await ProcessorHarness.start(armed: FaultBody(kind: .dropAfterCommit, count: 1))
         defer { Task { await ledger.stop() } }
-        try ledger.service.arm(FaultBody(kind: .dropAfterCommit, count: 1))
         try await ServerHarness.with(processor: ledger.processor(timeout: .seconds(10))) { server in
             // The answer of the trial's charge is lost: the customer hears "being confirmed"; no subscription yet.
-            let checkout = try await server.createCheckout([["sku": "BEANS-MONTHLY", "quantity": 1]])
-            let body = try server.paymentBody(
-                amount: checkout.total, applicationData: checkout.applicationData, merchantToken: true)
-            let lost = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            let (checkout, body, lost) = try await server.payWithMerchantToken(sku: "BEANS-MONTHLY")
             #expect(lost.status == 202, "\(lost.text)")
             #expect(lost.errorCode == "paymentOutcomeUnknown")
             #expect(lost.json["subscriptionId"] == nil)
@@ -254,5 +250,17 @@ extension Calendar {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
         return calendar
+    }
+}
+
+extension ServerHarness {
+    /// A checkout for one `sku`, paid with a sandbox merchant token: the checkout, the payment's body and the answer.
+    func payWithMerchantToken(sku: String) async throws -> (
+        checkout: (id: String, total: String, applicationData: String), body: Data, reply: Reply
+    ) {
+        let checkout = try await createCheckout([["sku": sku, "quantity": 1]])
+        let body = try paymentBody(
+            amount: checkout.total, applicationData: checkout.applicationData, merchantToken: true)
+        return (checkout, body, try await post("/v1/checkouts/\(checkout.id)/payment", raw: body))
     }
 }

@@ -28,6 +28,19 @@ struct SubscriptionTests {
         return reply.json
     }
 
+    /// A server on the store at `location` charging through `processor`, and `sku` bought on it: runs `body` with
+    /// the server, the payment's JSON and the subscription's id.
+    static func withSubscription(
+        to sku: String, at location: ServerStoreLocation, processor: SandboxProcessor,
+        _ body: (ServerHarness, [String: Any], String) async throws -> Void
+    ) async throws {
+        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
+            let paid = try await subscribe(harness, sku: sku)
+            let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
+            try await body(harness, paid, id)
+        }
+    }
+
     static let day: TimeInterval = 86_400
 
     /// Runs the scheduler once a day over `days` days from `start`, using `services` in turn each day (several
@@ -49,9 +62,7 @@ struct SubscriptionTests {
     func checkYear(restartHalfway: Bool, backend: StoreBackend) async throws {
         let processor = SandboxProcessor()
         let location = try await backend.serverLocation()
-        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
-            let paid = try await Self.subscribe(harness, sku: "BEANS-MONTHLY")
-            let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
+        try await Self.withSubscription(to: "BEANS-MONTHLY", at: location, processor: processor) { harness, paid, id in
             let first = try #require(try await harness.application.api.subscriptions?.store.subscription(id: id))
             #expect(first.merchantTokenIdentifier?.hasPrefix("DNITHE") == true)
             #expect(first.status == .active)
@@ -132,10 +143,8 @@ struct SubscriptionTests {
         arguments: StoreBackend.available)
     func automaticReload(_ backend: StoreBackend) async throws {
         let processor = SandboxProcessor()
-        let location = try await backend.serverLocation()
-        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
-            let paid = try await Self.subscribe(harness, sku: "CAFE-CARD")
-            let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
+        try await Self.withSubscription(to: "CAFE-CARD", at: try await backend.serverLocation(), processor: processor) {
+            harness, _, id in
             #expect(processor.chargeCount == 1)
             let service = try #require(harness.application.api.subscriptions)
             let above = try await harness.admin(
@@ -217,10 +226,9 @@ struct SubscriptionTests {
         arguments: StoreBackend.available)
     func deferred(_ backend: StoreBackend) async throws {
         let processor = SandboxProcessor()
-        let location = try await backend.serverLocation()
-        try await ServerHarness.with(processor: processor, configure: location.apply) { harness in
-            let paid = try await Self.subscribe(harness, sku: "TASTING-SEAT")
-            let id = try (paid["subscriptionId"] as? String).orThrow("no subscription id")
+        try await Self.withSubscription(
+            to: "TASTING-SEAT", at: try await backend.serverLocation(), processor: processor
+        ) { harness, paid, id in
             #expect(paid["orderId"] == nil)
             #expect(processor.chargeCount == 0)
             let billing = Date(timeIntervalSince1970: 1_901_145_600)

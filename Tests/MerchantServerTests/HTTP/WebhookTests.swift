@@ -197,14 +197,10 @@ struct WebhookTests {
 
     @Test("Stripe: a plan payment whose answer was lost starts its subscription when a signed event settles it")
     func planPaymentSettledByWebhook() async throws {
-        let ledger = try ProcessorHarness.start()
+        let ledger = try await ProcessorHarness.start(armed: FaultBody(kind: .dropAfterCommit, count: 1))
         defer { Task { await ledger.stop() } }
-        try ledger.service.arm(FaultBody(kind: .dropAfterCommit, count: 1))
         try await Self.withServer(processor: ledger.processor(timeout: .seconds(10))) { server in
-            let checkout = try await server.createCheckout([["sku": "BEANS-MONTHLY", "quantity": 1]])
-            let body = try server.paymentBody(
-                amount: checkout.total, applicationData: checkout.applicationData, merchantToken: true)
-            let lost = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            let (checkout, _, lost) = try await server.payWithMerchantToken(sku: "BEANS-MONTHLY")
             #expect(lost.status == 202, "\(lost.text)")
             let orderID = try (lost.json["orderId"] as? String).orThrow("orderId")
             let key = try await FailureTests.transactionID(of: orderID, server)

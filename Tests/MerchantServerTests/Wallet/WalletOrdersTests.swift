@@ -13,6 +13,18 @@ import WalletOrders
 /// signed package, OpenSSL checking the signature on its own, fulfilment updates, 304 and 401.
 @Suite("Wallet orders")
 struct WalletOrdersTests {
+    /// The sandbox APNs for `sandbox`'s order type, trusting a new provider key of team `teamID` (written in `folder`).
+    static func startAPNs(_ sandbox: Sandbox, teamID: String, in folder: TemporaryDirectory) throws
+        -> (SandboxAPNs, (keyID: String, path: String, key: PrivateKey))
+    {
+        let authKey = try SandboxAPNs.makeAuthKey(in: folder.url)
+        let apns = try SandboxAPNs.start(
+            authority: sandbox.authority, folder: folder.url,
+            expectations: .init(
+                keyID: authKey.keyID, teamID: teamID, key: authKey.key.publicKey, topic: sandbox.orderTypeIdentifier))
+        return (apns, authKey)
+    }
+
     /// Pays a checkout on a live server and returns the answer's `orderDetails`.
     static func payForOrderDetails(_ server: ServerHarness) async throws -> (PaymentOrderDetails, String) {
         let (reply, _) = try await FailureTests.pay(server)
@@ -33,12 +45,7 @@ struct WalletOrdersTests {
         let sandbox = try await SharedSandbox.get()
         let folder = try TemporaryDirectory(prefix: "sandbox-apns")
         defer { folder.remove() }
-        let authKey = try SandboxAPNs.makeAuthKey(in: folder.url)
-        let apns = try SandboxAPNs.start(
-            authority: sandbox.authority, folder: folder.url,
-            expectations: .init(
-                keyID: authKey.keyID, teamID: "SANDBOX001", key: authKey.key.publicKey,
-                topic: sandbox.orderTypeIdentifier))
+        let (apns, authKey) = try Self.startAPNs(sandbox, teamID: "SANDBOX001", in: folder)
         defer { apns.shutdown() }
         let rootPath = sandbox.folder.appendingPathComponent(Sandbox.File.root).path
         var apnsClientConfiguration = HTTPClient.Configuration(
@@ -198,11 +205,7 @@ struct WalletOrdersTests {
         let sandbox = try await SharedSandbox.get()
         let folder = try TemporaryDirectory(prefix: "sandbox-apns")
         defer { folder.remove() }
-        let authKey = try SandboxAPNs.makeAuthKey(in: folder.url)
-        let apns = try SandboxAPNs.start(
-            authority: sandbox.authority, folder: folder.url,
-            expectations: .init(
-                keyID: authKey.keyID, teamID: "TEAM", key: authKey.key.publicKey, topic: sandbox.orderTypeIdentifier))
+        let (apns, authKey) = try Self.startAPNs(sandbox, teamID: "TEAM", in: folder)
         defer { apns.shutdown() }
         var configuration = HTTPClient.Configuration(
             timeout: .seconds(20), trustedRootsPEM: Data(sandbox.rootCertificate.pemRepresentation.utf8))

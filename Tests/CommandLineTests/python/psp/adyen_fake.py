@@ -98,8 +98,7 @@ class AdyenFake(Fake):
         body = json.loads(raw)
         if path == "/paymentMethods":
             return Answer(200, {"paymentMethods": [{"type": "applepay", "name": "Apple Pay"}]})
-        fingerprint = (path, json.dumps(body, sort_keys=True))
-        return self.idempotent(headers.get("idempotency-key"), fingerprint, lambda: self.post(path, body))
+        return self.idempotent_json(headers, path, body)
 
     def post(self, path, body):
         if path == "/payments":

@@ -130,8 +130,7 @@ class CheckoutFake(Fake):
                      "token_format": "cryptogram_3ds"}
             self.tokens[token["token"]] = token
             return Answer(201, token)
-        fingerprint = (path, json.dumps(body, sort_keys=True))
-        return self.idempotent(headers.get("cko-idempotency-key"), fingerprint, lambda: self.post(path, body))
+        return self.idempotent_json(headers, path, body)
 
     def post(self, path, body):
         if path == "/payments":

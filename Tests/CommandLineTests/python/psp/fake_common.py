@@ -216,6 +216,12 @@ class Fake:
                 self.idempotency[key] = (fingerprint, answer)
             return answer
 
+    def idempotent_json(self, headers, path, body):
+        """`idempotent` for a JSON request to `post(path, body)`: keyed by the provider's idempotency header, the
+        request known by its path and body."""
+        fingerprint = (path, json.dumps(body, sort_keys=True))
+        return self.idempotent(headers.get(self.idempotency_header.lower()), fingerprint, lambda: self.post(path, body))
+
     def conflict(self, key):
         return Answer(409, {"error": "idempotency conflict"})
 
