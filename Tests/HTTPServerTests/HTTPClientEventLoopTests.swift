@@ -9,6 +9,19 @@ import Testing
     import Glibc
 #endif
 
+/// Cancels `request`, expects it to end with `CancellationError`, and answers how long that took.
+func expectCancelled<T: Sendable>(
+    _ request: Task<T, any Error>, sourceLocation: SourceLocation = #_sourceLocation
+) async -> Duration {
+    let clock = ContinuousClock()
+    let start = clock.now
+    request.cancel()
+    let outcome = await request.result
+    let elapsed = clock.now - start
+    #expect(throws: CancellationError.self, sourceLocation: sourceLocation) { try outcome.get() }
+    return elapsed
+}
+
 @Suite("HTTP client event loop")
 struct HTTPClientEventLoopTests {
     /// A responder that answers "ok" `delay` after each request, without holding a thread meanwhile.
@@ -72,11 +85,7 @@ struct HTTPClientEventLoopTests {
             let deadline = clock.now + .seconds(20)
             while client.transfersInFlight == 0 && clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
             try await Task.sleep(for: .milliseconds(200))
-            let start = clock.now
-            request.cancel()
-            let outcome = await request.result
-            let elapsed = clock.now - start
-            #expect(throws: CancellationError.self) { try outcome.get() }
+            let elapsed = await expectCancelled(request)
             // Removed on the loop thread at once; generous for a busy machine.
             #expect(elapsed < .seconds(3), "took \(elapsed)")
             #expect(client.transfersInFlight == 0)

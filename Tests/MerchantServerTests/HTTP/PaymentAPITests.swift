@@ -82,9 +82,7 @@ struct PaymentAPITests {
 
     @Test("a retry after the token's 5 minutes gets the first answer when it was charged; an uncharged one is refused")
     func lateRetry() async throws {
-        let clock = MovableClock()
-        let processor = SandboxProcessor()
-        try await ServerHarness.with(processor: processor, clock: clock.now) { server in
+        try await ServerHarness.withMovableClock { server, processor, clock in
             let (checkout, body, paid) = try await server.paidCheckout()
             #expect(paid.status == 200)
             let (unpaid, stale) = try await server.shippedCheckout()
@@ -101,9 +99,7 @@ struct PaymentAPITests {
 
     @Test("an expired checkout takes no new payment (410 checkoutExpired); a payment recorded in time is replayed")
     func expiredCheckoutPayment() async throws {
-        let clock = MovableClock()
-        let processor = SandboxProcessor()
-        try await ServerHarness.with(processor: processor, clock: clock.now) { server in
+        try await ServerHarness.withMovableClock { server, processor, clock in
             let (paid, body, first) = try await server.paidCheckout()
             #expect(first.status == 200)
             let unpaid = try await server.createCheckout()

@@ -100,6 +100,15 @@ struct ServerHarness {
             live: live)
     }
 
+    /// A server on a new sandbox processor and a ``MovableClock`` (at the present time until the test moves it).
+    static func withMovableClock(
+        _ body: (ServerHarness, SandboxProcessor, MovableClock) async throws -> Void
+    ) async throws {
+        let processor = SandboxProcessor()
+        let clock = MovableClock()
+        try await with(processor: processor, clock: clock.now) { try await body($0, processor, clock) }
+    }
+
     /// Runs `body` with a started server, stopping it afterwards.
     static func with<T>(
         processor: (any PaymentProcessor)? = nil, live: Bool = false,

@@ -27,6 +27,15 @@ struct SubscriptionSettlementTests {
     static let billingDate = Date(timeIntervalSince1970: 1_901_145_600)  // 2030-03-31T00:00:00Z
     static let freeCancellationDate = Date(timeIntervalSince1970: 1_900_540_800)  // 2030-03-24T00:00:00Z
 
+    /// A server on a new sandbox processor and a ``VirtualClock`` (at the present time until the test sets it).
+    static func withVirtualClock(
+        _ body: (ServerHarness, SandboxProcessor, VirtualClock) async throws -> Void
+    ) async throws {
+        let processor = SandboxProcessor()
+        let clock = VirtualClock()
+        try await ServerHarness.with(processor: processor, clock: clock.read) { try await body($0, processor, clock) }
+    }
+
     static func subscriptions(_ server: ServerHarness) async throws -> [[String: Any]] {
         let list = try await server.admin("GET", "/admin/v1/subscriptions")
         #expect(list.status == 200, "\(list.text)")
@@ -101,9 +110,7 @@ struct SubscriptionSettlementTests {
 
     @Test("a deferred plan cancelled before its free-cancellation date is never charged; after it, charged once")
     func freeCancellationDate() async throws {
-        let processor = SandboxProcessor()
-        let clock = VirtualClock()
-        try await ServerHarness.with(processor: processor, clock: clock.read) { server in
+        try await Self.withVirtualClock { server, processor, clock in
             let free = try await SubscriptionTests.subscribe(server, sku: "TASTING-SEAT")
             let late = try await SubscriptionTests.subscribe(server, sku: "TASTING-SEAT")
             let atDeadline = try await SubscriptionTests.subscribe(server, sku: "TASTING-SEAT")
@@ -173,9 +180,7 @@ struct SubscriptionSettlementTests {
 
     @Test("an owed charge that is declined is retried on the retry days, the subscription staying cancelled")
     func owedChargeDeclined() async throws {
-        let processor = SandboxProcessor()
-        let clock = VirtualClock()
-        try await ServerHarness.with(processor: processor, clock: clock.read) { server in
+        try await Self.withVirtualClock { server, processor, clock in
             let paid = try await SubscriptionTests.subscribe(server, sku: "TASTING-SEAT")
             let id = try (paid["subscriptionId"] as? String).orThrow("id")
             clock.set(Self.freeCancellationDate.addingTimeInterval(Self.day))
