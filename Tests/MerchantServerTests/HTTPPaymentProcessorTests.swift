@@ -17,10 +17,12 @@ struct LoopbackProcessor {
     /// A client with a generous limit, for everything but the timeout tests.
     let client: HTTPPaymentProcessor
 
-    init() throws {
+    /// A new service, with `fault` armed when there is one.
+    init(armed fault: FaultBody? = nil) throws {
         folder = try TemporaryDirectory(prefix: "loopback-processor")
         server = try ProcessorServer.start(ledgerPath: folder.path("ledger.sqlite"))
         client = HTTPPaymentProcessor(baseURL: server.url, timeout: .seconds(30))
+        if let fault { try server.arm(fault) }
     }
 
     /// Takes back any fault armed, stops the service and removes its ledger.
@@ -103,8 +105,7 @@ struct HTTPPaymentProcessorTests {
 
     @Test("a 500 before committing is an unknown outcome, and the look-up finds nothing")
     func failBeforeCommit() async throws {
-        let service = try LoopbackProcessor()
-        try service.server.arm(FaultBody(kind: .failBeforeCommit))
+        let service = try LoopbackProcessor(armed: FaultBody(kind: .failBeforeCommit))
         await expectUnknownOutcome(of: request(key: "f-fail"), from: service.client, code: .serverError)
         #expect(try await service.client.charge(idempotencyKey: "f-fail") == nil)
         // The 53 trigger behaves the same way.
@@ -118,8 +119,7 @@ struct HTTPPaymentProcessorTests {
 
     @Test("a connection dropped after committing is unknown (unreachable), and the look-up finds the approval")
     func dropAfterCommit() async throws {
-        let service = try LoopbackProcessor()
-        try service.server.arm(FaultBody(kind: .dropAfterCommit))
+        let service = try LoopbackProcessor(armed: FaultBody(kind: .dropAfterCommit))
         await expectUnknownOutcome(of: request(key: "f-drop"), from: service.client, code: .unreachable)
         let found = try await service.client.charge(idempotencyKey: "f-drop")
         #expect(found?.status == .approved)
@@ -130,8 +130,7 @@ struct HTTPPaymentProcessorTests {
 
     @Test("a late answer is a timeout (unknown) at the client's limit, and the look-up finds the approval")
     func delayPastTheLimit() async throws {
-        let service = try LoopbackProcessor()
-        try service.server.arm(FaultBody(kind: .delay, count: 1, seconds: 20))
+        let service = try LoopbackProcessor(armed: FaultBody(kind: .delay, count: 1, seconds: 20))
         let impatient = HTTPPaymentProcessor(baseURL: service.server.url, timeout: .seconds(2))
         await expectUnknownOutcome(of: request(key: "f-delay"), from: impatient, code: .timeout)
         let found = try await service.client.charge(idempotencyKey: "f-delay")

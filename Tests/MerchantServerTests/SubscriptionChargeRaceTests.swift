@@ -130,8 +130,7 @@ struct SubscriptionChargeRaceTests {
         try await withCleanup {
             let held = HeldProcessor(loopback.client)
             held.lostGiveBacks.withLock { $0 = lostGiveBacks }
-            let service = SubscriptionService(
-                store: try fixture.subscriptions, processor: held, logger: .silent, clock: { fixedNow })
+            let service = fixture.scheduler(on: try fixture.subscriptions, held)
             let subscription = try await subscribed(fixture, loopback.client, index: index)
             let scheduler = Task { await service.chargeDue(now: fixedNow) }
             try await held.waitForHeld(1)
@@ -229,7 +228,7 @@ struct SubscriptionChargeRaceTests {
         defer { fixture.folder.remove() }
         let processor = SandboxProcessor()
         let store = try fixture.subscriptions
-        let service = SubscriptionService(store: store, processor: processor, logger: .silent, clock: { fixedNow })
+        let service = fixture.scheduler(on: store, processor)
         let subscription = try await Self.subscribed(fixture, processor, index: 3)
         // Cycles 1 to 4 are due (the anchor and three monthly dates after it): the server was down for them.
         let now = fixedNow.addingTimeInterval(92 * 86_400)
@@ -255,12 +254,8 @@ struct SubscriptionChargeRaceTests {
         var ids: [String] = []
         for index in 0..<6 { ids.append(try await Self.subscribed(fixture, processor, index: 10 + index).id) }
         let servers = [
-            SubscriptionService(
-                store: try #require(try await fixture.another() as? any SubscriptionStore), processor: processor,
-                logger: .silent, clock: { fixedNow }),
-            SubscriptionService(
-                store: try #require(try await fixture.another() as? any SubscriptionStore), processor: processor,
-                logger: .silent, clock: { fixedNow }),
+            fixture.scheduler(on: try await fixture.anotherSubscriptionStore(), processor),
+            fixture.scheduler(on: try await fixture.anotherSubscriptionStore(), processor),
         ]
         let store = try fixture.subscriptions
         for cycle in 1...4 {

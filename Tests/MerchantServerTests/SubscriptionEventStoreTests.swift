@@ -49,7 +49,7 @@ struct SubscriptionEventStoreTests {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let store = try fixture.subscriptions
-        let other = try #require(try await fixture.another() as? any SubscriptionStore)
+        let other = try await fixture.anotherSubscriptionStore()
         let stored = try await fixture.storedSubscription(transaction: "evt01", id: "sub_e0e0e0e0e0e0e0e0e0e0e0e0")
 
         // A change that cannot be written rolls the event id back with it: the event is not recorded as applied.

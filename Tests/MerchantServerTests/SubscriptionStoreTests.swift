@@ -28,6 +28,17 @@ extension StoreFixture {
             createdAt: fixedNow, updatedAt: fixedNow)
     }
 
+    /// A second subscription store on the same database, as another server process would open it.
+    func anotherSubscriptionStore() async throws -> any SubscriptionStore {
+        try #require(try await another() as? any SubscriptionStore, "\(backend) does not keep subscriptions")
+    }
+
+    /// The scheduler of one server: a subscription service on `store` charging through `processor`, its clock at
+    /// `fixedNow`, logging nothing.
+    func scheduler(on store: any SubscriptionStore, _ processor: any PaymentProcessor) -> SubscriptionService {
+        SubscriptionService(store: store, processor: processor, logger: .silent, clock: { fixedNow })
+    }
+
     /// A paid order (`transaction`) and a subscription `id` for it, inserted: the subscription as stored.
     func storedSubscription(transaction: String, id: String) async throws -> Subscription {
         let order = try await paidOrder(transaction: transaction)
@@ -126,7 +137,7 @@ struct SubscriptionStoreTests {
         let fixture = try await StoreFixture(backend)
         defer { fixture.folder.remove() }
         let first = try fixture.subscriptions
-        let second = try #require(try await fixture.another() as? any SubscriptionStore)
+        let second = try await fixture.anotherSubscriptionStore()
         var current = try await fixture.storedSubscription(transaction: "sub03", id: "sub_dddddddddddddddddddddddd")
         for cycle in 1...5 {
             var next = current
@@ -169,9 +180,7 @@ struct SubscriptionStoreTests {
         }
         var services: [SubscriptionService] = []
         for _ in 0..<4 {
-            let instance = try #require(try await fixture.another() as? any SubscriptionStore)
-            services.append(
-                SubscriptionService(store: instance, processor: processor, logger: .silent, clock: { fixedNow }))
+            services.append(fixture.scheduler(on: try await fixture.anotherSubscriptionStore(), processor))
         }
         // Cycles 1 to 4 are due (the anchor and the three monthly dates after it): the catch-up rule charges the
         // latest only and skips the three before it, once, whichever instance gets there first.
