@@ -39,10 +39,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 . "$(dirname "$0")/lib/await.sh"
-GATEWAY=$(await_address "$GATEWAY_OUT" 's|.*gateway on \(https://[^ ]*\).*|\1|p' "$GATEWAY_PID" 100 0.1) || case $? in
-    1) echo "run: the sandbox gateway did not start" >&2; exit 1 ;;
-    *) echo "run: the sandbox gateway did not say where it listens" >&2; exit 1 ;;
-esac
+GATEWAY=$(await_address "$GATEWAY_OUT" 's|.*gateway on \(https://[^ ]*\).*|\1|p' "$GATEWAY_PID" 100 0.1) \
+    || case $? in
+        1) echo "run: the sandbox gateway did not start" >&2; exit 1 ;;
+        *) echo "run: the sandbox gateway did not say where it listens" >&2; exit 1 ;;
+    esac
 echo "Sandbox gateway on $GATEWAY" >&2
 echo "Open http://$HOST:$PORT/ for the checkout page; try: curl -s http://$HOST:$PORT/v1/products   (stop with Ctrl-C)" >&2
 "$BIN" serve --sandbox "$SANDBOX" --sandbox-gateway "$GATEWAY" --store "sqlite:$STORE" --host "$HOST" --port "$PORT"

@@ -1,8 +1,8 @@
 # Shared by scripts/load-test.sh, scripts/soak-test.sh and scripts/load-outside.sh (sourced with NAME set; optionally
 # a before_server function and a SERVE_ARGS array): makes the repository's root the working folder, takes STORE
 # (default sqlite) and SCRATCH (default .build) from the environment and sets CORES, installs the tools, builds, makes
-# WORK (removed on exit), starts `applepay serve` with a sandbox, the admin API and no per-client limits on SQLite or a private
-# PostgreSQL cluster, and sets BASE, SERVER_PID and FDS_BEFORE. Also: fail, loadavg, descriptors, rss_kb,
+# WORK (removed on exit), starts `applepay serve` with a sandbox, the admin API and no per-client limits on SQLite or
+# a private PostgreSQL cluster, and sets BASE, SERVER_PID and FDS_BEFORE. Also: fail, loadavg, descriptors, rss_kb,
 # store_payments, stop_server; EXTRA_PIDS are ended on exit.
 # shellcheck shell=bash
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -87,10 +87,11 @@ export APPLEPAY_ADMIN_TOKEN="$NAME-admin-token-0123456789abcdef0123456789"
     >"$WORK/server.out" 2>"$WORK/server.log") &
 SERVER_PID=$!
 . scripts/lib/await.sh
-BASE=$(await_address "$WORK/server.out" 's|.*on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$SERVER_PID" 300 0.1) || case $? in
-    1) cat "$WORK/server.log" >&2; fail "the server did not start" ;;
-    *) fail "the server did not say where it listens" ;;
-esac
+BASE=$(await_address "$WORK/server.out" 's|.*on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$SERVER_PID" 300 0.1) \
+    || case $? in
+        1) cat "$WORK/server.log" >&2; fail "the server did not start" ;;
+        *) fail "the server did not say where it listens" ;;
+    esac
 curl -sf "$BASE/healthz" >/dev/null || fail "GET /healthz"
 descriptors() { ls "/proc/$SERVER_PID/fd" | wc -l; }
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$SERVER_PID/status"; }
