@@ -242,11 +242,6 @@ public struct SubscriptionEvent: Sendable, Equatable {
     /// `subscriptionCyclesSkipped`, `subscriptionChargeRefunded`, ...
     public var kind: String
     public var detail: [String: String]
-
-    public init(kind: String, detail: [String: String]) {
-        self.kind = kind
-        self.detail = detail
-    }
 }
 
 /// Where subscriptions live: the SQL store implements it once for SQLite and PostgreSQL (`SubscriptionStoreSQL`).

@@ -14,11 +14,6 @@ import ProviderWebhooks
 public struct CertificateKeyPaths: Codable, Sendable, Hashable {
     public var certificate: String
     public var key: String
-
-    public init(certificate: String, key: String) {
-        self.certificate = certificate
-        self.key = key
-    }
 }
 
 /// Everything `applepay serve` needs: where to listen, the store, the processor, the public URL, the merchant's keys
@@ -293,10 +288,4 @@ public struct WalletOrdersSettings: Sendable {
     public var intermediatePath: String
     /// APNs for update pushes; nil: no pushes.
     public var apns: APNsSettings?
-
-    public init(orderTypeID: CertificateKeyPaths, intermediatePath: String, apns: APNsSettings? = nil) {
-        self.orderTypeID = orderTypeID
-        self.intermediatePath = intermediatePath
-        self.apns = apns
-    }
 }
