@@ -13,13 +13,19 @@ import Foundation
 /// answered at once does: from the card details the checkout recorded before the charge and the kept method's
 /// reference in the processor's charge.
 public struct Reconciler: Sendable {
-    /// One payment this pass settled.
-    public struct Settlement: Sendable, Equatable {
+    /// One payment this pass settled. Encodes to the `POST /admin/v1/reconcile` answer's shape.
+    public struct Settlement: Sendable, Equatable, Encodable {
         public var orderID: String
         public var transactionID: String
         public var from: OrderStatus
         public var to: OrderStatus
         public var processorReference: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case orderID = "orderId"
+            case transactionID = "transactionId"
+            case from, to, processorReference
+        }
     }
 
     public let store: any OrderStore

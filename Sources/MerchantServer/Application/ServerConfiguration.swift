@@ -213,12 +213,13 @@ public struct ServerStartError: CodedError {
 
     public var description: String { message }
 
-    /// A refused key or secret file (``KeyFile``): `missingFile`, `unreadableFile` or `insecureKeyFile`.
-    init(keyFile error: KeyFile.Failure) {
+    /// A refused key or secret file (``KeyFile``): `missingFile`, `unreadableFile` or `insecure` (a file others may
+    /// read or replace).
+    init(keyFile error: KeyFile.Failure, insecure: Code = .insecureKeyFile) {
         switch error.code {
         case .missing: self.init(.missingFile, error.message)
         case .unreadable: self.init(.unreadableFile, error.message)
-        default: self.init(.insecureKeyFile, error.message)
+        default: self.init(insecure, error.message)
         }
     }
 }
