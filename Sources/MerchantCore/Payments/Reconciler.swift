@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// Settles payments whose outcome was not seen: every `pending` or `unknown` order last touched more than
 /// ``settleAfter`` ago is looked up at the processor by its idempotency key (the token's `transactionId`) and

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// Where a subscription stands.
 public enum SubscriptionStatus: String, Codable, Sendable, CaseIterable {
