@@ -77,7 +77,9 @@ let package = Package(
         // The merchant server in layers (docs/ARCHITECTURE.md): each imports only those above it.
         // The domain and its use cases: catalog, checkout, pricing, plans, orders, payments, subscriptions; the
         // protocols of stores, processors, token opening and Apple's gateway. No I/O module.
-        .target(name: "MerchantCore", dependencies: ["ApplePay", "PaymentToken", "JSONCoding", "Foundations"]),
+        .target(
+            name: "MerchantCore",
+            dependencies: ["ApplePay", "PaymentToken", "Cryptography", "JSONCoding", "Foundations"]),
         // The order, subscription and Wallet stores on SQLite and PostgreSQL.
         .target(
             name: "MerchantStore",

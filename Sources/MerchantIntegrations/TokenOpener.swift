@@ -26,24 +26,7 @@ package struct DecryptingTokenOpener: PaymentTokenOpening {
         -> OpenedPaymentToken
     {
         let parsed = try PaymentToken(jsonData: token)
-        let decrypted = try decryptor.decrypt(parsed, expecting: expectations)
-        let payload = decrypted.payload
-        let authentication: NetworkToken.Authentication
-        switch payload.credentials {
-        case .threeDSecure(let cryptogram, let eci):
-            authentication = .threeDSecure(cryptogram: Data(base64Encoded: cryptogram) ?? Data(), eciIndicator: eci)
-        case .emv(let emvData, let pin):
-            authentication = .emv(data: Data(base64Encoded: emvData) ?? Data(), encryptedPINData: pin)
-        }
         return OpenedPaymentToken(
-            transactionID: decrypted.verification.transactionId,
-            networkToken: NetworkToken(
-                primaryAccountNumber: payload.applicationPrimaryAccountNumber,
-                expirationDate: payload.applicationExpirationDate, authentication: authentication,
-                network: parsed.paymentMethod?.network,
-                merchantToken: payload.merchantTokenIdentifier.map {
-                    MerchantTokenInfo(identifier: $0, metadata: payload.merchantTokenMetadata)
-                }),
-            rootFingerprint: lowercaseHex(decrypted.verification.root.sha256Fingerprint))
+            try decryptor.decrypt(parsed, expecting: expectations), network: parsed.paymentMethod?.network)
     }
 }

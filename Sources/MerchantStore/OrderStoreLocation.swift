@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import MerchantCore
 
 /// Where the order store lives, as given to `applepay serve --store` or the configuration file's `server.store`.

@@ -118,28 +118,6 @@ public struct RecurringPlan: Sendable, Equatable {
         public var price: Decimal
         public var intervalUnit: RecurringIntervalUnit
         public var intervalCount: Int
-
-        public init(price: Decimal, intervalUnit: RecurringIntervalUnit, intervalCount: Int) {
-            self.price = price
-            self.intervalUnit = intervalUnit
-            self.intervalCount = intervalCount
-        }
-
-        private enum CodingKeys: String, CodingKey { case price, intervalUnit, intervalCount }
-
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            price = try decodeDecimal(c, .price)
-            intervalUnit = RecurringIntervalUnit(rawValue: try c.decode(String.self, forKey: .intervalUnit))
-            intervalCount = try c.decodeIfPresent(Int.self, forKey: .intervalCount) ?? 1
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode("\(price)", forKey: .price)
-            try c.encode(intervalUnit.rawValue, forKey: .intervalUnit)
-            try c.encode(intervalCount, forKey: .intervalCount)
-        }
     }
 
     public var intervalUnit: RecurringIntervalUnit
@@ -161,16 +139,29 @@ public struct RecurringPlan: Sendable, Equatable {
     }
 }
 
+extension RecurringPlan.Trial {
+    private enum CodingKeys: String, CodingKey { case price, intervalUnit, intervalCount }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        price = try decodeDecimal(c, .price)
+        intervalUnit = RecurringIntervalUnit(rawValue: try c.decode(String.self, forKey: .intervalUnit))
+        intervalCount = try c.decodeIfPresent(Int.self, forKey: .intervalCount) ?? 1
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode("\(price)", forKey: .price)
+        try c.encode(intervalUnit.rawValue, forKey: .intervalUnit)
+        try c.encode(intervalCount, forKey: .intervalCount)
+    }
+}
+
 /// A stored-value top-up: the product's price is reloaded whenever the merchant reports the balance below
 /// ``thresholdAmount``.
 public struct AutomaticReloadPlan: Sendable, Equatable {
     public var thresholdAmount: Decimal
     public var description: String?
-
-    public init(thresholdAmount: Decimal, description: String? = nil) {
-        self.thresholdAmount = thresholdAmount
-        self.description = description
-    }
 }
 
 /// A payment taken later: the product's price on ``billingDate``, unless cancelled before then (free of charge

@@ -213,35 +213,27 @@ extension ShippingAddress {
     }
 }
 
-/// A checkout request that cannot be honoured (HTTP 400 / 404 territory), with a stable ``code``.
-public struct CheckoutError: CodedError {
-    /// Stable error codes.
-    public struct Code: ErrorCode {
-        public typealias Owner = CheckoutError
-        /// The code as a string.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
+/// A checkout request that cannot be honoured (HTTP 400 / 404 territory), with a stable code
+/// (``CheckoutErrorCode``).
+public typealias CheckoutError = CodedFailure<CheckoutErrorCode>
 
-        /// No items, or more than 100.
-        public static let emptyCheckout = Code("emptyCheckout")
-        /// A SKU the catalog does not have.
-        public static let unknownProduct = Code("unknownProduct")
-        /// A quantity outside 1...999.
-        public static let invalidQuantity = Code("invalidQuantity")
-        /// A shipping method the address's zone does not offer.
-        public static let unknownShippingMethod = Code("unknownShippingMethod")
-        /// A product with a billing plan together with other items, or more than one of it.
-        public static let planNotAlone = Code("planNotAlone")
-        /// An amount too large for 64-bit minor units.
-        public static let amountOverflow = Code("amountOverflow")
-    }
+/// The stable codes of ``CheckoutError``.
+public struct CheckoutErrorCode: ErrorCode {
+    public typealias Owner = CheckoutError
+    /// The code as a string.
+    public let rawValue: String
+    private init(_ rawValue: String) { self.rawValue = rawValue }
 
-    public let code: Code
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+    /// No items, or more than 100.
+    public static let emptyCheckout = Self("emptyCheckout")
+    /// A SKU the catalog does not have.
+    public static let unknownProduct = Self("unknownProduct")
+    /// A quantity outside 1...999.
+    public static let invalidQuantity = Self("invalidQuantity")
+    /// A shipping method the address's zone does not offer.
+    public static let unknownShippingMethod = Self("unknownShippingMethod")
+    /// A product with a billing plan together with other items, or more than one of it.
+    public static let planNotAlone = Self("planNotAlone")
+    /// An amount too large for 64-bit minor units.
+    public static let amountOverflow = Self("amountOverflow")
 }

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// Prices a ``Checkout`` against a ``StoreConfiguration``: line items, shipping methods for the address, discount,
 /// tax, total, and the Apple Pay JS errors the sheet must show.

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 extension CheckoutPricing {
     /// The product with a billing plan a checkout buys (such a checkout holds only it), if any.

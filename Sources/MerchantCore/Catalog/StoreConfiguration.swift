@@ -518,11 +518,6 @@ public struct ShippingRate: Codable, Sendable, Equatable {
 public struct DeliveryEstimate: Codable, Sendable, Equatable {
     public var minimumDays: Int
     public var maximumDays: Int
-
-    public init(minimumDays: Int, maximumDays: Int) {
-        self.minimumDays = minimumDays
-        self.maximumDays = maximumDays
-    }
 }
 
 /// A coupon code: a percentage or a fixed amount off the items, optionally expiring and with a minimum.
@@ -639,7 +634,7 @@ public struct PaymentMethodFee: Codable, Sendable, Equatable {
 public struct MerchantValidationSettings: Codable, Sendable, Equatable {
     /// Base URL of Apple's gateway; tests point it at a local TLS server.
     /// Default: `https://apple-pay-gateway.apple.com`.
-    public var gatewayBaseURL: String
+    public var gatewayBaseURL: String = "https://apple-pay-gateway.apple.com"
     /// The domain sent as `initiativeContext` (the site the button is on), e.g. `shop.example.com`.
     public var domain: String?
     /// `displayName` sent to Apple (≤ 64 characters); defaults to the store name.
@@ -649,16 +644,8 @@ public struct MerchantValidationSettings: Codable, Sendable, Equatable {
     /// Path of its private key (PEM, mode 0600).
     public var identityKeyPath: String?
 
-    public init(
-        gatewayBaseURL: String = "https://apple-pay-gateway.apple.com", domain: String? = nil,
-        displayName: String? = nil, identityCertificatePath: String? = nil, identityKeyPath: String? = nil
-    ) {
-        self.gatewayBaseURL = gatewayBaseURL
-        self.domain = domain
-        self.displayName = displayName
-        self.identityCertificatePath = identityCertificatePath
-        self.identityKeyPath = identityKeyPath
-    }
+    /// Apple's gateway, the other settings unset.
+    public init() {}
 
     private enum CodingKeys: String, CodingKey {
         case gatewayBaseURL, domain, displayName, identityCertificatePath, identityKeyPath
@@ -666,8 +653,7 @@ public struct MerchantValidationSettings: Codable, Sendable, Equatable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        gatewayBaseURL =
-            try c.decodeIfPresent(String.self, forKey: .gatewayBaseURL) ?? "https://apple-pay-gateway.apple.com"
+        gatewayBaseURL = try c.decodeIfPresent(String.self, forKey: .gatewayBaseURL) ?? Self().gatewayBaseURL
         domain = try c.decodeIfPresent(String.self, forKey: .domain)
         displayName = try c.decodeIfPresent(String.self, forKey: .displayName)
         identityCertificatePath = try c.decodeIfPresent(String.self, forKey: .identityCertificatePath)
@@ -768,7 +754,6 @@ public struct StoreConfigurationError: CodedError {
         self.message = message
         self.field = field
     }
-
 }
 
 /// Parses a decimal string such as `"19.99"` or `"-2"`: surrounding spaces and one leading `+` are allowed,

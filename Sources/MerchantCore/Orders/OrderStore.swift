@@ -183,12 +183,6 @@ public struct OrderShippingMethod: Codable, Sendable, Equatable {
     public var label: String
     /// Minor units.
     public var amount: Int64
-
-    public init(identifier: String, label: String, amount: Int64) {
-        self.identifier = identifier
-        self.label = label
-        self.amount = amount
-    }
 }
 
 /// What the caller knows about an order before charging: input of ``OrderStore/beginPayment(_:)``.
@@ -438,33 +432,24 @@ public struct StoreEvent: Sendable, Equatable {
     }
 }
 
-/// A store failure with a stable ``code``.
-public struct OrderStoreError: CodedError {
-    /// Stable error codes.
-    public struct Code: ErrorCode {
-        public typealias Owner = OrderStoreError
-        /// The code as a string.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
+/// A store failure with a stable code (``OrderStoreErrorCode``).
+public typealias OrderStoreError = CodedFailure<OrderStoreErrorCode>
 
-        /// No such checkout or order.
-        public static let notFound = Code("notFound")
-        /// The write contradicts what is stored (duplicate id, order no longer pending).
-        public static let conflict = Code("conflict")
-        /// The database failed (I/O, busy beyond the timeout, ...); nothing was written.
-        public static let storage = Code("storage")
-        /// A stored row could not be read back (corrupt JSON, unknown status).
-        public static let corrupt = Code("corrupt")
-        /// The store location is invalid (`--store` value).
-        public static let invalidLocation = Code("invalidLocation")
-    }
+/// The stable codes of ``OrderStoreError``.
+public struct OrderStoreErrorCode: ErrorCode {
+    public typealias Owner = OrderStoreError
+    /// The code as a string.
+    public let rawValue: String
+    private init(_ rawValue: String) { self.rawValue = rawValue }
 
-    public let code: Code
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+    /// No such checkout or order.
+    public static let notFound = Self("notFound")
+    /// The write contradicts what is stored (duplicate id, order no longer pending).
+    public static let conflict = Self("conflict")
+    /// The database failed (I/O, busy beyond the timeout, ...); nothing was written.
+    public static let storage = Self("storage")
+    /// A stored row could not be read back (corrupt JSON, unknown status).
+    public static let corrupt = Self("corrupt")
+    /// The store location is invalid (`--store` value).
+    public static let invalidLocation = Self("invalidLocation")
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 
 /// A shipping step recorded by the admin API (`POST /admin/v1/orders/{id}/fulfillments`).
 public struct FulfillmentStep: Sendable, Equatable, Codable {

@@ -1,4 +1,6 @@
+import Cryptography
 import Foundation
+import Foundations
 import PaymentToken
 
 /// What a payment needs from a token once it is verified, decrypted and checked against the checkout.
@@ -10,10 +12,28 @@ public struct OpenedPaymentToken: Sendable {
     /// SHA-256 (lowercase hex) of the root certificate the token's signature chained to.
     public var rootFingerprint: String
 
-    public init(transactionID: String, networkToken: NetworkToken, rootFingerprint: String) {
-        self.transactionID = transactionID
-        self.networkToken = networkToken
-        self.rootFingerprint = rootFingerprint
+    /// What a payment keeps of a decrypted token: its transaction id, the network token (the PAN or merchant token,
+    /// its expiry, cryptogram or EMV data, and the merchant token's card details) and the root it chained to.
+    /// - Parameters:
+    ///   - decrypted: the verified, decrypted token.
+    ///   - network: the token's `paymentMethod.network` (`Visa`, ...), outside the encrypted payload.
+    public init(_ decrypted: DecryptedPaymentToken, network: String?) {
+        let payload = decrypted.payload
+        let authentication: NetworkToken.Authentication
+        switch payload.credentials {
+        case .threeDSecure(let cryptogram, let eci):
+            authentication = .threeDSecure(cryptogram: Data(base64Encoded: cryptogram) ?? Data(), eciIndicator: eci)
+        case .emv(let emvData, let pin):
+            authentication = .emv(data: Data(base64Encoded: emvData) ?? Data(), encryptedPINData: pin)
+        }
+        transactionID = decrypted.verification.transactionId
+        networkToken = NetworkToken(
+            primaryAccountNumber: payload.applicationPrimaryAccountNumber,
+            expirationDate: payload.applicationExpirationDate, authentication: authentication, network: network,
+            merchantToken: payload.merchantTokenIdentifier.map {
+                MerchantTokenInfo(identifier: $0, metadata: payload.merchantTokenMetadata)
+            })
+        rootFingerprint = lowercaseHex(decrypted.verification.root.sha256Fingerprint)
     }
 }
 

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// Settles payments whose outcome was not seen: every `pending` or `unknown` order last touched more than
 /// ``settleAfter`` ago is looked up at the processor by its idempotency key (the token's `transactionId`) and
@@ -13,13 +14,19 @@ import Foundation
 /// answered at once does: from the card details the checkout recorded before the charge and the kept method's
 /// reference in the processor's charge.
 public struct Reconciler: Sendable {
-    /// One payment this pass settled.
-    public struct Settlement: Sendable, Equatable {
+    /// One payment this pass settled. Encodes to the `POST /admin/v1/reconcile` answer's shape.
+    public struct Settlement: Sendable, Equatable, Encodable {
         public var orderID: String
         public var transactionID: String
         public var from: OrderStatus
         public var to: OrderStatus
         public var processorReference: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case orderID = "orderId"
+            case transactionID = "transactionId"
+            case from, to, processorReference
+        }
     }
 
     public let store: any OrderStore

@@ -316,7 +316,6 @@ public struct ProcessorError: CodedError {
 
     /// True when the processor may have acted on the request (timeout, lost connection, 5xx, unreadable answer).
     public var outcomeIsUnknown: Bool { Code.unknownOutcome.contains(code) }
-
 }
 
 /// A payment processor (acquirer, gateway): authorises and captures charges, looks them up by idempotency key,
@@ -371,12 +370,6 @@ public struct StoredMethodChargeRequest: Sendable, Equatable {
     public var paymentMethodReference: String
     public var amount: Money
     public var idempotencyKey: String
-
-    public init(paymentMethodReference: String, amount: Money, idempotencyKey: String) {
-        self.paymentMethodReference = paymentMethodReference
-        self.amount = amount
-        self.idempotencyKey = idempotencyKey
-    }
 }
 
 extension PaymentProcessor {

@@ -17,15 +17,6 @@ public struct MerchantTokenEvent: Sendable, Equatable, Codable {
     /// Who originated the event (Apple requires it and documents no values; the sandbox says `user` or `issuer`).
     public var reason: String?
     public var merchantTokenMetadata: Metadata?
-
-    public init(
-        eventType: String, merchantTokenIdentifier: String, reason: String?, merchantTokenMetadata: Metadata? = nil
-    ) {
-        self.eventType = eventType
-        self.merchantTokenIdentifier = merchantTokenIdentifier
-        self.reason = reason
-        self.merchantTokenMetadata = merchantTokenMetadata
-    }
 }
 
 /// Apple's merchant-token API (APPLE-PAY.md §7): pull an event, unlink a token, change its notification URL.

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// What a subscription keeps of the token that paid its checkout: the merchant token's identifier and the card as
 /// the customer sees it. Never the PAN, the MPAN, a cryptogram or any key.

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// Where a subscription stands.
 public enum SubscriptionStatus: String, Codable, Sendable, CaseIterable {
@@ -242,11 +243,6 @@ public struct SubscriptionEvent: Sendable, Equatable {
     /// `subscriptionCyclesSkipped`, `subscriptionChargeRefunded`, ...
     public var kind: String
     public var detail: [String: String]
-
-    public init(kind: String, detail: [String: String]) {
-        self.kind = kind
-        self.detail = detail
-    }
 }
 
 /// Where subscriptions live: the SQL store implements it once for SQLite and PostgreSQL (`SubscriptionStoreSQL`).

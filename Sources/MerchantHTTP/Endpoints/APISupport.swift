@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import HTTPServer
 import MerchantCore
@@ -51,16 +52,7 @@ package enum JSONBody {
     }
 
     private static func path(_ keys: [any CodingKey]) -> String {
-        guard !keys.isEmpty else { return "(the body)" }
-        var text = ""
-        for key in keys {
-            if let index = key.intValue {
-                text += "[\(index)]"
-            } else {
-                text += (text.isEmpty ? "" : ".") + key.stringValue
-            }
-        }
-        return text
+        keys.isEmpty ? "(the body)" : FieldPath.text(keys)
     }
 
     private static func describe(_ type: Any.Type) -> String {

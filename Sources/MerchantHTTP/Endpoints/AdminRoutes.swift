@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import HTTPServer
 import MerchantCore
 import MerchantWallet
@@ -286,14 +287,7 @@ struct AdminRoutes: RouteCollection {
 
     func reconcile(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
         struct Answer: Encodable {
-            var settled: [Item]
-        }
-        struct Item: Encodable {
-            var orderId: String
-            var transactionId: String
-            var from: String
-            var to: String
-            var processorReference: String?
+            var settled: [Reconciler.Settlement]
         }
         var age: Duration?
         if let text = request.query["olderThanSeconds"] {
@@ -305,13 +299,7 @@ struct AdminRoutes: RouteCollection {
         let settled = try await storing { () async throws(OrderStoreError) in
             try await reconciler.reconcileOnce(olderThan: age)
         }
-        return .encoding(
-            Answer(
-                settled: settled.map {
-                    Item(
-                        orderId: $0.orderID, transactionId: $0.transactionID, from: $0.from.rawValue,
-                        to: $0.to.rawValue, processorReference: $0.processorReference)
-                }))
+        return .encoding(Answer(settled: settled))
     }
 
     // MARK: Helpers

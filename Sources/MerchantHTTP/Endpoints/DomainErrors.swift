@@ -1,3 +1,4 @@
+import Foundations
 import HTTPServer
 import MerchantCore
 

@@ -86,9 +86,7 @@ public struct MerchantAPI: Responder {
             logger: logger, clock: clock, plans: plans)
         self.reconciler = reconciler
         let sandboxMode = plugins.contains { $0.standsInForApple }
-        let page = WebCheckout(
-            settings: web, storeName: configuration.storeName, currencyCode: configuration.currencyCode,
-            sandboxMode: sandboxMode)
+        let page = WebCheckout(settings: web, configuration: configuration, sandboxMode: sandboxMode)
         let services = MerchantAPIServices(
             configuration: configuration, store: store, pricing: pricing, logger: logger, clock: clock)
         var router = Router()

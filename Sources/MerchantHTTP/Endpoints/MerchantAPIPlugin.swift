@@ -20,15 +20,4 @@ public struct MerchantAPIServices: Sendable {
     public let pricing: CheckoutPricing
     public let logger: RequestLogger
     public let clock: @Sendable () -> Date
-
-    package init(
-        configuration: StoreConfiguration, store: any OrderStore, pricing: CheckoutPricing, logger: RequestLogger,
-        clock: @escaping @Sendable () -> Date
-    ) {
-        self.configuration = configuration
-        self.store = store
-        self.pricing = pricing
-        self.logger = logger
-        self.clock = clock
-    }
 }

@@ -10,11 +10,6 @@ public struct RequestLogging: Middleware {
     public let logger: RequestLogger
     public let metrics: Metrics
 
-    public init(logger: RequestLogger, metrics: Metrics) {
-        self.logger = logger
-        self.metrics = metrics
-    }
-
     public func handle(_ request: HTTPRequest, context: RequestContext, next: Next) async throws -> HTTPResponse {
         let clock = ContinuousClock()
         let start = clock.now

@@ -32,10 +32,11 @@ public struct WebCheckout: Sendable {
     public let currencyCode: String
     public let sandboxMode: Bool
 
-    public init(settings: Settings, storeName: String, currencyCode: String, sandboxMode: Bool) {
+    /// The page of `configuration`'s store (its name and currency go to `GET /v1/web/config`).
+    public init(settings: Settings, configuration: StoreConfiguration, sandboxMode: Bool) {
         self.settings = settings
-        self.storeName = storeName
-        self.currencyCode = currencyCode
+        storeName = configuration.storeName
+        currencyCode = configuration.currencyCode
         self.sandboxMode = sandboxMode
     }
 

@@ -439,11 +439,7 @@ public final class MerchantApplication: Sendable {
         do {
             data = try KeyFile.read(path, description: "the \(role) file")
         } catch {
-            switch error.code {
-            case .missing: throw ServerStartError(.missingFile, error.message)
-            case .unreadable: throw ServerStartError(.unreadableFile, error.message)
-            default: throw ServerStartError(.insecureKeyFile, error.message)
-            }
+            throw ServerStartError(keyFile: error)
         }
         let secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !secret.isEmpty, !secret.contains(where: { $0.isNewline || $0 == " " }) else {

@@ -14,11 +14,6 @@ import ProviderWebhooks
 public struct CertificateKeyPaths: Codable, Sendable, Hashable {
     public var certificate: String
     public var key: String
-
-    public init(certificate: String, key: String) {
-        self.certificate = certificate
-        self.key = key
-    }
 }
 
 /// Everything `applepay serve` needs: where to listen, the store, the processor, the public URL, the merchant's keys
@@ -218,12 +213,13 @@ public struct ServerStartError: CodedError {
 
     public var description: String { message }
 
-    /// A refused key or secret file (``KeyFile``): `missingFile`, `unreadableFile` or `insecureKeyFile`.
-    init(keyFile error: KeyFile.Failure) {
+    /// A refused key or secret file (``KeyFile``): `missingFile`, `unreadableFile` or `insecure` (a file others may
+    /// read or replace).
+    init(keyFile error: KeyFile.Failure, insecure: Code = .insecureKeyFile) {
         switch error.code {
         case .missing: self.init(.missingFile, error.message)
         case .unreadable: self.init(.unreadableFile, error.message)
-        default: self.init(.insecureKeyFile, error.message)
+        default: self.init(insecure, error.message)
         }
     }
 }
@@ -293,10 +289,4 @@ public struct WalletOrdersSettings: Sendable {
     public var intermediatePath: String
     /// APNs for update pushes; nil: no pushes.
     public var apns: APNsSettings?
-
-    public init(orderTypeID: CertificateKeyPaths, intermediatePath: String, apns: APNsSettings? = nil) {
-        self.orderTypeID = orderTypeID
-        self.intermediatePath = intermediatePath
-        self.apns = apns
-    }
 }

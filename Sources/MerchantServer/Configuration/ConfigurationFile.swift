@@ -1,6 +1,7 @@
 import ApplePay
 import Cryptography
 import Foundation
+import Foundations
 import HTTPServer
 import MerchantCore
 import MerchantHTTP
@@ -383,11 +384,7 @@ extension MerchantServerConfiguration {
             do {
                 data = try KeyFile.read(file, description: "the configuration file holding server.adminToken")
             } catch {
-                switch error.code {
-                case .missing: throw ServerStartError(.missingFile, error.message)
-                case .unreadable: throw ServerStartError(.unreadableFile, error.message)
-                default: throw ServerStartError(.insecureConfigurationFile, error.message)
-                }
+                throw ServerStartError(keyFile: error, insecure: .insecureConfigurationFile)
             }
             decoded = ConfigurationFile.decode(data)
         }

@@ -9,12 +9,6 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
     /// A sentence naming what to fix.
     public var message: String
 
-    public init(path: String, code: Code, message: String) {
-        self.path = path
-        self.code = code
-        self.message = message
-    }
-
     public var description: String { "\(path.isEmpty ? "(file)" : path): \(message) [\(code.rawValue)]" }
 
     /// The stable codes of problems in the file's `server` and `processor` sections.

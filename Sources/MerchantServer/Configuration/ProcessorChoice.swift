@@ -71,22 +71,7 @@ public struct ProviderSettings: Sendable, Hashable {
     /// Checkout.com `publicKeyFile`: `POST /tokens` (pass-through) takes the public key, not the secret one.
     public var publicKeyFile: String?
     /// `applePay`, default `passThrough`.
-    public var applePay: ApplePay
-
-    public init(
-        baseURL: URL, secretKeyFile: String, webhookSecretFile: String? = nil, webhookHMACKeyFile: String? = nil,
-        merchantAccount: String? = nil, processingChannelId: String? = nil, publicKeyFile: String? = nil,
-        applePay: ApplePay = .passThrough
-    ) {
-        self.publicKeyFile = publicKeyFile
-        self.baseURL = baseURL
-        self.secretKeyFile = secretKeyFile
-        self.webhookSecretFile = webhookSecretFile
-        self.webhookHMACKeyFile = webhookHMACKeyFile
-        self.merchantAccount = merchantAccount
-        self.processingChannelId = processingChannelId
-        self.applePay = applePay
-    }
+    public var applePay: ApplePay = .passThrough
 
     /// Whether `url` may be a provider's (or an `http` processor's) base URL: https always; plain http only in
     /// sandbox mode and only to a loopback host (a local fake).

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import MerchantCore
 import MerchantServer
 import MerchantStore

@@ -11,7 +11,7 @@ import Testing
 @Suite("The web pages' assets: files in the source tree, embedded at build time")
 struct WebAssetsTests {
     static let assets = Repository.root.appendingPathComponent("Sources/MerchantHTTP/Web/Assets")
-    let page = WebCheckout(settings: .init(), storeName: "Shop", currencyCode: "USD", sandboxMode: true)
+    let page = WebCheckout(settings: .init(), configuration: .demo, sandboxMode: true)
 
     @Test("no Swift file under Sources holds the page's JavaScript")
     func noScriptInSwift() throws {
@@ -46,7 +46,7 @@ struct WebAssetsTests {
         #expect(html.contains("<!--SDK-->"))
         #expect(try served(page, "/") == Data(html.replacingOccurrences(of: "<!--SDK-->", with: "").utf8))
         let withSDK = WebCheckout(
-            settings: .init(loadsApplePayJSSDK: true), storeName: "Shop", currencyCode: "USD", sandboxMode: false)
+            settings: .init(loadsApplePayJSSDK: true), configuration: .demo, sandboxMode: false)
         let tag = "<script src=\"\(WebCheckout.sdkURL)\" crossorigin=\"anonymous\" defer></script>"
         #expect(try served(withSDK, "/") == Data(html.replacingOccurrences(of: "<!--SDK-->", with: tag).utf8))
         #expect(try served(withSDK, "/checkout.js") == file("checkout.js"))

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
 import MerchantServer
@@ -8,7 +9,7 @@ import Testing
 @Suite("The checkout page's resources and the sandbox gateway allow-list")
 struct WebCheckoutTests {
     let page = WebCheckout(
-        settings: .init(), storeName: "Example Coffee Roasters", currencyCode: "USD", sandboxMode: true)
+        settings: .init(), configuration: .demo, sandboxMode: true)
 
     @Test("serves /, the style sheet and the script with their content types, a strict CSP and ETags")
     func resources() throws {
@@ -35,7 +36,7 @@ struct WebCheckoutTests {
     @Test("with Apple's SDK on, the CSP allows that one host and the page loads it")
     func sdk() throws {
         let withSDK = WebCheckout(
-            settings: .init(loadsApplePayJSSDK: true), storeName: "Shop", currencyCode: "USD", sandboxMode: false)
+            settings: .init(loadsApplePayJSSDK: true), configuration: .demo, sandboxMode: false)
         #expect(withSDK.contentSecurityPolicy.contains("script-src 'self' https://applepay.cdn-apple.com;"))
         let html = String(decoding: try #require(withSDK.resources.first { $0.path == "/" }).body, as: UTF8.self)
         #expect(html.contains(WebCheckout.sdkURL))
