@@ -16,12 +16,6 @@ public struct MerchantTokenIssue: Sendable, Hashable, Codable, CustomStringConve
     /// `merchantTokenMetadata`: card art and card metadata (the card's `fpanSuffix`, expiry, country, descriptions).
     public var metadata: MerchantTokenMetadata
 
-    public init(identifier: String, primaryAccountNumber: String, metadata: MerchantTokenMetadata) {
-        self.identifier = identifier
-        self.primaryAccountNumber = primaryAccountNumber
-        self.metadata = metadata
-    }
-
     /// A new merchant token for a card: a fresh identifier and an MPAN derived from the device PAN.
     public static func issue(for card: SandboxCard) -> MerchantTokenIssue {
         let digits = (0..<18).map { _ in String(Int.random(in: 0...9)) }.joined()
@@ -103,11 +97,6 @@ public struct MerchantTokenMetadata: Sendable, Hashable, Codable {
     }
     public var cardArt: [CardArt]?
     public var cardMetadata: CardMetadata?
-
-    public init(cardArt: [CardArt]? = nil, cardMetadata: CardMetadata? = nil) {
-        self.cardArt = cardArt
-        self.cardMetadata = cardMetadata
-    }
 }
 
 /// The sandbox's record of the merchant tokens it issued and the life-cycle events it emitted, kept as JSON files
@@ -127,18 +116,6 @@ public struct MerchantTokenRegistry: Sendable {
         /// Set when the token was unlinked (by the merchant through the gateway, or by an `UNLINK` event).
         public var unlinkedAt: Date?
         public var issuedAt: Date
-
-        public init(
-            merchantTokenIdentifier: String, merchantIdentifier: String, tokenNotificationURL: String?,
-            metadata: MerchantTokenMetadata, unlinkedAt: Date? = nil, issuedAt: Date
-        ) {
-            self.merchantTokenIdentifier = merchantTokenIdentifier
-            self.merchantIdentifier = merchantIdentifier
-            self.tokenNotificationURL = tokenNotificationURL
-            self.metadata = metadata
-            self.unlinkedAt = unlinkedAt
-            self.issuedAt = issuedAt
-        }
     }
 
     /// Apple's `MerchantTokenEventResponse`, as the gateway answers it.
