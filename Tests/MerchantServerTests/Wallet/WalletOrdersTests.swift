@@ -36,9 +36,7 @@ struct WalletOrdersTests {
         let authKey = try SandboxAPNs.makeAuthKey(in: folder.url)
         let apns = try SandboxAPNs.start(
             authority: sandbox.authority, folder: folder.url,
-            expectations: .init(
-                keyID: authKey.keyID, teamID: "SANDBOX001", key: authKey.key.publicKey,
-                topic: sandbox.orderTypeIdentifier))
+            keyID: authKey.keyID, teamID: "SANDBOX001", key: authKey.key.publicKey, topic: sandbox.orderTypeIdentifier)
         defer { apns.shutdown() }
         let rootPath = sandbox.folder.appendingPathComponent(Sandbox.File.root).path
         var apnsClientConfiguration = HTTPClient.Configuration(
@@ -201,8 +199,7 @@ struct WalletOrdersTests {
         let authKey = try SandboxAPNs.makeAuthKey(in: folder.url)
         let apns = try SandboxAPNs.start(
             authority: sandbox.authority, folder: folder.url,
-            expectations: .init(
-                keyID: authKey.keyID, teamID: "TEAM", key: authKey.key.publicKey, topic: sandbox.orderTypeIdentifier))
+            keyID: authKey.keyID, teamID: "TEAM", key: authKey.key.publicKey, topic: sandbox.orderTypeIdentifier)
         defer { apns.shutdown() }
         var configuration = HTTPClient.Configuration(
             timeout: .seconds(20), trustedRootsPEM: Data(sandbox.rootCertificate.pemRepresentation.utf8))
