@@ -233,11 +233,15 @@ private struct Checker {
         }
     }
 
-    /// Reports a value its type does not know: "'VALUE' is not KIND; use CHOICES".
-    private mutating func known(
-        _ value: (some OpenStringEnumeration)?, at path: String, _ code: Code, is kind: String, use choices: String
+    /// Reports a value its type does not know: "'VALUE' is not KIND; use CHOICES", the choices being the type's
+    /// known values ("a, b or c") unless given.
+    private mutating func known<Value: OpenStringEnumeration>(
+        _ value: Value?, at path: String, _ code: Code, is kind: String, use choices: String? = nil
     ) {
-        if let value, !value.isKnown { error(path, code, "'\(value)' is not \(kind); use \(choices)") }
+        guard let value, !value.isKnown else { return }
+        let names = Value.known.map(\.rawValue)
+        let all = names.dropLast().joined(separator: ", ") + (names.count > 1 ? " or " : "") + (names.last ?? "")
+        error(path, code, "'\(value)' is not \(kind); use \(choices ?? all)")
     }
 
     /// "write it in upper case" when only the letter case is wrong, else nil.
@@ -257,9 +261,7 @@ private struct Checker {
             return
         }
         for (index, capability) in capabilities.values.enumerated() {
-            known(
-                capability, at: "merchantCapabilities[\(index)]", .capabilityUnknown, is: "a merchant capability",
-                use: "supports3DS, supportsEMV, supportsCredit, supportsDebit or instantFundsOut")
+            known(capability, at: "merchantCapabilities[\(index)]", .capabilityUnknown, is: "a merchant capability")
         }
         if !capabilities.contains(.supports3DS) {
             let emvAlone = capabilities.contains(.supportsEMV)
@@ -339,12 +341,10 @@ private struct Checker {
                 "\(path).amount", .amountMissing,
                 "a final item needs an amount; add one, or set \"type\": \"pending\" if it is not known yet")
         }
-        known(
-            item.paymentTiming, at: "\(path).paymentTiming", .itemTimingUnknown, is: "a payment timing",
-            use: "immediate, recurring, deferred or automaticReload")
+        known(item.paymentTiming, at: "\(path).paymentTiming", .itemTimingUnknown, is: "a payment timing")
         known(
             item.recurringPaymentIntervalUnit, at: "\(path).recurringPaymentIntervalUnit", .itemIntervalInvalid,
-            is: "an interval unit", use: "year, month, day, hour or minute")
+            is: "an interval unit")
         if let count = item.recurringPaymentIntervalCount, count < 1 {
             error(
                 "\(path).recurringPaymentIntervalCount", .itemIntervalInvalid,
@@ -394,9 +394,7 @@ private struct Checker {
             ("requiredShippingContactFields", request.requiredShippingContactFields),
         ] {
             for (index, field) in (fields ?? []).enumerated() {
-                known(
-                    field, at: "\(name)[\(index)]", .contactFieldUnknown, is: "a contact field",
-                    use: "email, name, phone, phoneticName or postalAddress")
+                known(field, at: "\(name)[\(index)]", .contactFieldUnknown, is: "a contact field")
             }
         }
         for (name, contact) in [
@@ -413,9 +411,7 @@ private struct Checker {
     // MARK: Shipping
 
     mutating func shipping(_ request: PaymentRequest) {
-        known(
-            request.shippingType, at: "shippingType", .shippingTypeUnknown, is: "a shipping type",
-            use: "shipping, delivery, storePickup or servicePickup")
+        known(request.shippingType, at: "shippingType", .shippingTypeUnknown, is: "a shipping type")
         known(
             request.shippingContactEditingMode, at: "shippingContactEditingMode", .editingModeUnknown,
             is: "an editing mode", use: "available or storePickup")
