@@ -77,7 +77,8 @@ extension PaymentRequestUpdate {
     public var errors: [PaymentError]? { nil }
 }
 
-/// The answer to `onshippingcontactselected`: Apple Pay JS `ApplePayShippingContactUpdate`.
+/// The answer to `onshippingcontactselected`: Apple Pay JS `ApplePayShippingContactUpdate`; also the answer to
+/// `oncouponcodechanged` (``CouponCodeUpdate``), which has the same members.
 public struct ShippingContactUpdate: PaymentRequestUpdate, Hashable, Codable {
     public var newTotal: PaymentSummaryItem?
     public var newLineItems: [PaymentSummaryItem]?
@@ -133,27 +134,9 @@ public struct PaymentMethodUpdate: PaymentRequestUpdate, Hashable, Codable {
     }
 }
 
-/// The answer to `oncouponcodechanged`: Apple Pay JS `ApplePayCouponCodeUpdate`.
-public struct CouponCodeUpdate: PaymentRequestUpdate, Hashable, Codable {
-    public var newTotal: PaymentSummaryItem?
-    public var newLineItems: [PaymentSummaryItem]?
-    public var newShippingMethods: [ShippingMethod]?
-    public var errors: [PaymentError]?
-    public var newRecurringPaymentRequest: RecurringPaymentRequest?
-    public var newAutomaticReloadPaymentRequest: AutomaticReloadPaymentRequest?
-    public var newDeferredPaymentRequest: DeferredPaymentRequest?
-    public var newMultiTokenContexts: [PaymentTokenContext]?
-
-    public init(
-        newTotal: PaymentSummaryItem? = nil, newLineItems: [PaymentSummaryItem]? = nil,
-        newShippingMethods: [ShippingMethod]? = nil, errors: [PaymentError]? = nil
-    ) {
-        self.newTotal = newTotal
-        self.newLineItems = newLineItems
-        self.newShippingMethods = newShippingMethods
-        self.errors = errors
-    }
-}
+/// The answer to `oncouponcodechanged`: Apple Pay JS `ApplePayCouponCodeUpdate`, whose members are those of
+/// `ApplePayShippingContactUpdate` (new total, line items, shipping methods, errors and special requests).
+public typealias CouponCodeUpdate = ShippingContactUpdate
 
 extension PaymentRequest {
     /// The request as the sheet shows it after a merchant update: every `new*` field that is present replaces

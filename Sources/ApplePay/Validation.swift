@@ -233,6 +233,17 @@ private struct Checker {
         }
     }
 
+    /// Reports a value its type does not know: "'VALUE' is not KIND; use CHOICES", the choices being the type's
+    /// known values ("a, b or c") unless given.
+    private mutating func known<Value: OpenStringEnumeration>(
+        _ value: Value?, at path: String, _ code: Code, is kind: String, use choices: String? = nil
+    ) {
+        guard let value, !value.isKnown else { return }
+        let names = Value.known.map(\.rawValue)
+        let all = names.dropLast().joined(separator: ", ") + (names.count > 1 ? " or " : "") + (names.last ?? "")
+        error(path, code, "'\(value)' is not \(kind); use \(choices ?? all)")
+    }
+
     /// "write it in upper case" when only the letter case is wrong, else nil.
     private func caseHint(_ code: String, _ isKnown: (String) -> Bool) -> String? {
         guard code != code.uppercased(), isKnown(code.uppercased()) else { return nil }
@@ -249,11 +260,8 @@ private struct Checker {
                 "at least one merchant capability must be provided; Apple requires supports3DS")
             return
         }
-        for (index, capability) in capabilities.values.enumerated() where !capability.isKnown {
-            error(
-                "merchantCapabilities[\(index)]", .capabilityUnknown,
-                "'\(capability)' is not a merchant capability; use supports3DS, supportsEMV, supportsCredit, "
-                    + "supportsDebit or instantFundsOut")
+        for (index, capability) in capabilities.values.enumerated() {
+            known(capability, at: "merchantCapabilities[\(index)]", .capabilityUnknown, is: "a merchant capability")
         }
         if !capabilities.contains(.supports3DS) {
             let emvAlone = capabilities.contains(.supportsEMV)
@@ -312,9 +320,7 @@ private struct Checker {
                     ? "the total's label is empty; write the business name the customer will see on the statement"
                     : "the label is empty; say what the line is for")
         }
-        if let type = item.type, !type.isKnown {
-            error("\(path).type", .itemTypeUnknown, "'\(type)' is not an item type; use \"final\" or \"pending\"")
-        }
+        known(item.type, at: "\(path).type", .itemTypeUnknown, is: "an item type", use: "\"final\" or \"pending\"")
         if let text = item.amount {
             if let value = amount(text, at: "\(path).amount"), isTotal, value < 0 {
                 error(
@@ -335,16 +341,10 @@ private struct Checker {
                 "\(path).amount", .amountMissing,
                 "a final item needs an amount; add one, or set \"type\": \"pending\" if it is not known yet")
         }
-        if let timing = item.paymentTiming, !timing.isKnown {
-            error(
-                "\(path).paymentTiming", .itemTimingUnknown,
-                "'\(timing)' is not a payment timing; use immediate, recurring, deferred or automaticReload")
-        }
-        if let unit = item.recurringPaymentIntervalUnit, !unit.isKnown {
-            error(
-                "\(path).recurringPaymentIntervalUnit", .itemIntervalInvalid,
-                "'\(unit)' is not an interval unit; use year, month, day, hour or minute")
-        }
+        known(item.paymentTiming, at: "\(path).paymentTiming", .itemTimingUnknown, is: "a payment timing")
+        known(
+            item.recurringPaymentIntervalUnit, at: "\(path).recurringPaymentIntervalUnit", .itemIntervalInvalid,
+            is: "an interval unit")
         if let count = item.recurringPaymentIntervalCount, count < 1 {
             error(
                 "\(path).recurringPaymentIntervalCount", .itemIntervalInvalid,
@@ -393,10 +393,8 @@ private struct Checker {
             ("requiredBillingContactFields", request.requiredBillingContactFields),
             ("requiredShippingContactFields", request.requiredShippingContactFields),
         ] {
-            for (index, field) in (fields ?? []).enumerated() where !field.isKnown {
-                error(
-                    "\(name)[\(index)]", .contactFieldUnknown,
-                    "'\(field)' is not a contact field; use email, name, phone, phoneticName or postalAddress")
+            for (index, field) in (fields ?? []).enumerated() {
+                known(field, at: "\(name)[\(index)]", .contactFieldUnknown, is: "a contact field")
             }
         }
         for (name, contact) in [
@@ -413,16 +411,10 @@ private struct Checker {
     // MARK: Shipping
 
     mutating func shipping(_ request: PaymentRequest) {
-        if let type = request.shippingType, !type.isKnown {
-            error(
-                "shippingType", .shippingTypeUnknown,
-                "'\(type)' is not a shipping type; use shipping, delivery, storePickup or servicePickup")
-        }
-        if let mode = request.shippingContactEditingMode, !mode.isKnown {
-            error(
-                "shippingContactEditingMode", .editingModeUnknown,
-                "'\(mode)' is not an editing mode; use available or storePickup")
-        }
+        known(request.shippingType, at: "shippingType", .shippingTypeUnknown, is: "a shipping type")
+        known(
+            request.shippingContactEditingMode, at: "shippingContactEditingMode", .editingModeUnknown,
+            is: "an editing mode", use: "available or storePickup")
         var identifiers: [String: Int] = [:]
         for (index, method) in (request.shippingMethods ?? []).enumerated() {
             let path = "shippingMethods[\(index)]"
@@ -479,35 +471,11 @@ private struct Checker {
                 "a request may carry only one of recurringPaymentRequest, automaticReloadPaymentRequest, "
                     + "deferredPaymentRequest and multiTokenContexts; it already has \(present[0])")
         }
-        if let recurring = request.recurringPaymentRequest {
-            let path = "recurringPaymentRequest"
-            common(
-                path, description: recurring.paymentDescription, agreement: recurring.billingAgreement,
-                management: recurring.managementURL, notification: recurring.tokenNotificationURL)
-            item(
-                recurring.regularBilling, at: "\(path).regularBilling",
-                timing: (.recurring, .regularBillingNotRecurring))
-            if let trial = recurring.trialBilling {
-                item(trial, at: "\(path).trialBilling", timing: (.recurring, .trialBillingNotRecurring))
-            }
-        }
-        if let reload = request.automaticReloadPaymentRequest {
-            let path = "automaticReloadPaymentRequest"
-            common(
-                path, description: reload.paymentDescription, agreement: reload.billingAgreement,
-                management: reload.managementURL, notification: reload.tokenNotificationURL)
-            item(
-                reload.automaticReloadBilling, at: "\(path).automaticReloadBilling",
-                timing: (.automaticReload, .reloadBillingNotAutomaticReload))
-        }
+        terms(request.recurringPaymentRequest)
+        terms(request.automaticReloadPaymentRequest)
+        terms(request.deferredPaymentRequest)
         if let deferred = request.deferredPaymentRequest {
-            let path = "deferredPaymentRequest"
-            common(
-                path, description: deferred.paymentDescription, agreement: deferred.billingAgreement,
-                management: deferred.managementURL, notification: deferred.tokenNotificationURL)
-            item(
-                deferred.deferredBilling, at: "\(path).deferredBilling",
-                timing: (.deferred, .deferredBillingNotDeferred))
+            let path = DeferredPaymentRequest.field
             switch (deferred.freeCancellationDate, deferred.freeCancellationDateTimeZone) {
             case (nil, nil): break
             case (let date?, let zone?):
@@ -550,21 +518,25 @@ private struct Checker {
         }
     }
 
-    private mutating func common(
-        _ path: String, description: String, agreement: String?, management: String, notification: String?
-    ) {
-        if description.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+    /// The terms every special payment request has (description, agreement, URLs), then its billing items.
+    private mutating func terms(_ request: (some SpecialPaymentTerms)?) {
+        guard let request else { return }
+        let path = type(of: request).field
+        if request.paymentDescription.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             error(
                 "\(path).paymentDescription", .descriptionEmpty,
                 "paymentDescription is empty; describe the payment for the customer")
         }
-        if let agreement, agreement.count > 500 {
+        if let agreement = request.billingAgreement, agreement.count > 500 {
             error(
                 "\(path).billingAgreement", .billingAgreementTooLong,
                 "the billing agreement has \(agreement.count) characters; Apple allows at most 500")
         }
-        url(management, at: "\(path).managementURL")
-        if let notification { url(notification, at: "\(path).tokenNotificationURL") }
+        url(request.managementURL, at: "\(path).managementURL")
+        if let notification = request.tokenNotificationURL { url(notification, at: "\(path).tokenNotificationURL") }
+        for billing in request.billings {
+            item(billing.item, at: "\(path).\(billing.field)", timing: billing.timing)
+        }
     }
 
     private mutating func url(_ text: String, at path: String) {
@@ -604,5 +576,43 @@ private struct Checker {
                 key, .unknownField,
                 "'\(key)' is not a member of ApplePayPaymentRequest; check its spelling (it is kept as is)")
         }
+    }
+}
+
+/// What the recurring, automatic reload and deferred payment requests share: the terms `terms(_:)` checks and
+/// their billing line items, each with the timing it must have and the code reported when it has another.
+/// A billing line item of a special payment request: its member name, the item, and the timing it must have with
+/// the code reported when it has another.
+typealias SpecialBilling = (field: String, item: PaymentSummaryItem, timing: (PaymentTiming, ValidationProblem.Code))
+
+protocol SpecialPaymentTerms {
+    /// The request's member of `PaymentRequest`.
+    static var field: String { get }
+    var paymentDescription: String { get }
+    var billingAgreement: String? { get }
+    var managementURL: String { get }
+    var tokenNotificationURL: String? { get }
+    var billings: [SpecialBilling] { get }
+}
+
+extension RecurringPaymentRequest: SpecialPaymentTerms {
+    static var field: String { "recurringPaymentRequest" }
+    var billings: [SpecialBilling] {
+        [("regularBilling", regularBilling, (.recurring, .regularBillingNotRecurring))]
+            + (trialBilling.map { [("trialBilling", $0, (.recurring, .trialBillingNotRecurring))] } ?? [])
+    }
+}
+
+extension AutomaticReloadPaymentRequest: SpecialPaymentTerms {
+    static var field: String { "automaticReloadPaymentRequest" }
+    var billings: [SpecialBilling] {
+        [("automaticReloadBilling", automaticReloadBilling, (.automaticReload, .reloadBillingNotAutomaticReload))]
+    }
+}
+
+extension DeferredPaymentRequest: SpecialPaymentTerms {
+    static var field: String { "deferredPaymentRequest" }
+    var billings: [SpecialBilling] {
+        [("deferredBilling", deferredBilling, (.deferred, .deferredBillingNotDeferred))]
     }
 }

@@ -157,9 +157,9 @@ struct ASN1Reader {
 }
 
 /// Object identifiers as DER content bytes.
-enum OID {
+package enum OID {
     /// Encodes a dotted-decimal OID as DER content bytes; nil when malformed.
-    static func encode(_ dotted: String) -> [UInt8]? {
+    package static func encode(_ dotted: String) -> [UInt8]? {
         let parts = dotted.split(separator: ".").map { UInt64($0) }
         guard parts.count >= 2, parts.allSatisfy({ $0 != nil }) else { return nil }
         let arcs = parts.map { $0! }

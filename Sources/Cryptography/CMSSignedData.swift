@@ -175,7 +175,8 @@ public struct CMSSignedData: Sendable {
         self.signatureRange = info[5].contentStart..<info[5].contentEnd
     }
 
-    static func derLength(_ count: Int) -> [UInt8] {
+    /// A DER length: short form below 128, long form (the count of length bytes, then big-endian bytes) above.
+    package static func derLength(_ count: Int) -> [UInt8] {
         if count < 0x80 { return [UInt8(count)] }
         var bytes: [UInt8] = []
         var rest = count

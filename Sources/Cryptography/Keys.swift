@@ -55,14 +55,8 @@ public final class PrivateKey: @unchecked Sendable, CustomStringConvertible {
 
     /// Takes ownership of an `EVP_PKEY`; frees it and throws when the kind is unsupported.
     init(takingOwnershipOf pkey: OpaquePointer) throws(CryptographyError) {
-        guard let kind = KeyKind.of(pkey) else {
-            EVP_PKEY_free(pkey)
-            throw CryptographyError(.invalidKey, "unsupported key type: use EC P-256, EC P-384 or RSA")
-        }
-        guard let spki = OpenSSLSupport.der({ i2d_PUBKEY(pkey, $0) }) else {
-            EVP_PKEY_free(pkey)
-            throw CryptographyError.openSSL(.invalidKey, "could not encode the public half of the private key")
-        }
+        let (kind, spki) = try PublicKey.kindAndSPKI(
+            adopting: pkey, kindName: "key", publicPart: "the public half of the private key")
         // The public half gets its own EVP_PKEY, parsed from the SPKI, so that it holds no private material.
         let publicHalf = OpenSSLSupport.parseDER(spki) { cursor, length in d2i_PUBKEY(nil, cursor, length) }
         guard let publicHalf else {
@@ -182,15 +176,24 @@ public final class PublicKey: @unchecked Sendable, Hashable, CustomStringConvert
 
     /// Takes ownership of an `EVP_PKEY`; frees it and throws when it is unsupported.
     convenience init(takingOwnershipOf pkey: OpaquePointer) throws(CryptographyError) {
+        let (kind, spki) = try Self.kindAndSPKI(adopting: pkey, kindName: "public key", publicPart: "the public key")
+        self.init(owning: pkey, kind: kind, spki: spki)
+    }
+
+    /// The kind and DER SubjectPublicKeyInfo of an `EVP_PKEY` being adopted; frees it and throws when its kind is
+    /// unsupported or its public part cannot be encoded (the messages name `kindName` and `publicPart`).
+    static func kindAndSPKI(
+        adopting pkey: OpaquePointer, kindName: String, publicPart: String
+    ) throws(CryptographyError) -> (KeyKind, Data) {
         guard let kind = KeyKind.of(pkey) else {
             EVP_PKEY_free(pkey)
-            throw CryptographyError(.invalidKey, "unsupported public key type: use EC P-256, EC P-384 or RSA")
+            throw CryptographyError(.invalidKey, "unsupported \(kindName) type: use EC P-256, EC P-384 or RSA")
         }
         guard let spki = OpenSSLSupport.der({ i2d_PUBKEY(pkey, $0) }) else {
             EVP_PKEY_free(pkey)
-            throw CryptographyError.openSSL(.invalidKey, "could not encode the public key")
+            throw CryptographyError.openSSL(.invalidKey, "could not encode \(publicPart)")
         }
-        self.init(owning: pkey, kind: kind, spki: spki)
+        return (kind, spki)
     }
 
     /// Parses a DER SubjectPublicKeyInfo. For EC keys the point is checked to be on the curve.

@@ -112,10 +112,6 @@ public struct HTTPRequest: Sendable {
         self.query = query
         self.headers = headers
         self.body = body
-        self.bodyLimitExceeded = nil
-        self.clientCertificate = nil
-        self.clientAddress = nil
-        self.peerAddress = nil
     }
 }
 

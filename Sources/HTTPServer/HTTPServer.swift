@@ -191,13 +191,10 @@ public final class HTTPServer: Sendable {
         configuration: Configuration, responder: any Responder, _ body: (HTTPServer) async throws -> T
     ) async throws -> T {
         let server = try start(configuration: configuration, responder: responder)
-        do {
-            let result = try await body(server)
+        return try await withCleanup {
+            try await body(server)
+        } cleanup: {
             await server.shutdown()
-            return result
-        } catch {
-            await server.shutdown()
-            throw error
         }
     }
 

@@ -56,10 +56,3 @@ public struct PaymentSheetError: CodedError {
     }
 
 }
-
-extension PaymentSheetError.Code {
-    /// Lets `catch PaymentSheetError.Code.eventInProgress` match a thrown `PaymentSheetError` by its code.
-    public static func ~= (pattern: PaymentSheetError.Code, error: any Error) -> Bool {
-        (error as? PaymentSheetError)?.code == pattern
-    }
-}

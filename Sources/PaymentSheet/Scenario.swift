@@ -107,16 +107,6 @@ public struct ScenarioMerchantRules: Sendable, Codable, Hashable {
     /// Seconds the merchant takes to answer an event, by Apple Pay JS event name (`shippingcontactselected`,
     /// `paymentauthorized`, ...). Time passes on the session's clock, so 45 s costs nothing in real time.
     public var lateEvents: [String: Int]?
-
-    public init(
-        lineItems: [PaymentSummaryItem]? = nil, shippingZones: [ScenarioShippingZone]? = nil,
-        coupons: [ScenarioCoupon]? = nil, lateEvents: [String: Int]? = nil
-    ) {
-        self.lineItems = lineItems
-        self.shippingZones = shippingZones
-        self.coupons = coupons
-        self.lateEvents = lateEvents
-    }
 }
 
 /// A shipping zone: countries (ISO 3166-1 alpha-2), optionally only some administrative areas, its methods and
@@ -128,17 +118,6 @@ public struct ScenarioShippingZone: Sendable, Codable, Hashable {
     public var methods: [ShippingMethod]
     /// A decimal fraction as a string, for example `"0.0725"`.
     public var taxRate: String?
-
-    public init(
-        name: String? = nil, countries: [String], administrativeAreas: [String]? = nil, methods: [ShippingMethod],
-        taxRate: String? = nil
-    ) {
-        self.name = name
-        self.countries = countries
-        self.administrativeAreas = administrativeAreas
-        self.methods = methods
-        self.taxRate = taxRate
-    }
 
 }
 
@@ -154,18 +133,6 @@ public struct ScenarioCoupon: Sendable, Codable, Hashable {
     public var minimumTotal: String?
     /// An expired coupon is answered with `couponCodeExpired`.
     public var expired: Bool?
-
-    public init(
-        code: String, label: String? = nil, percentOff: String? = nil, amountOff: String? = nil,
-        minimumTotal: String? = nil, expired: Bool? = nil
-    ) {
-        self.code = code
-        self.label = label
-        self.percentOff = percentOff
-        self.amountOff = amountOff
-        self.minimumTotal = minimumTotal
-        self.expired = expired
-    }
 }
 
 // MARK: - The document

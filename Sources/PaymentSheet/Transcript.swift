@@ -11,12 +11,7 @@ import Foundation
 public struct TranscriptEntry: Sendable, Hashable {
     public var event: String
     /// Every other member of the line.
-    public var fields: [String: JSONValue]
-
-    public init(event: String, fields: [String: JSONValue] = [:]) {
-        self.event = event
-        self.fields = fields
-    }
+    public var fields: [String: JSONValue] = [:]
 
     /// The entry as one line of JSON, `event` first, the other members in key order.
     public var jsonLine: String {

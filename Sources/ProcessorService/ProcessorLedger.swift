@@ -70,7 +70,8 @@ final class ProcessorLedger: Sendable {
             database = try SQLiteDatabase(
                 path: path, migrator: Migrator(Self.migrations.map { SQLMigration($0.name, sql: $0.sql) }))
         } catch {
-            throw ProcessorServiceError(.cannotOpenLedger, "cannot open the ledger \(path): \(error.message)")
+            throw ProcessorServiceError(
+                code: .cannotOpenLedger, message: "cannot open the ledger \(path): \(error.message)")
         }
     }
 

@@ -52,22 +52,21 @@ public final class ProcessorServer: Sendable {
     private let server: HTTPServer
     private let routes: ProcessorRoutes
 
-    private init(configuration: Configuration, url: URL, server: HTTPServer, routes: ProcessorRoutes) {
-        self.configuration = configuration
-        self.url = url
-        self.server = server
-        self.routes = routes
-    }
-
     /// Opens the ledger and starts listening.
     /// - Throws: ``ProcessorServiceError`` `cannotOpenLedger`, `cannotListen`, or `invalidRequest` for a bad fault.
     public static func start(_ configuration: Configuration) throws(ProcessorServiceError) -> ProcessorServer {
+        try ProcessorServer(configuration)
+    }
+
+    private init(_ configuration: Configuration) throws(ProcessorServiceError) {
         let ledger = try ProcessorLedger(path: configuration.ledgerPath)
         let routes = ProcessorRoutes(
             ledger: ledger, rootFingerprint: configuration.rootFingerprint?.lowercased(),
             hangDuration: configuration.hangDuration)
         if let fault = configuration.fault {
-            do { try routes.arm(fault) } catch { throw ProcessorServiceError(.invalidFault, error.message) }
+            do { try routes.arm(fault) } catch {
+                throw ProcessorServiceError(code: .invalidFault, message: error.message)
+            }
         }
         let responder = LoggingResponder(router: routes.makeRouter(), log: configuration.log)
         let server: HTTPServer
@@ -80,12 +79,14 @@ public final class ProcessorServer: Sendable {
                     perClientConnectionLimit: 0),
                 responder: responder)
         } catch {
-            throw ProcessorServiceError(.cannotListen, "\(error)")
+            throw ProcessorServiceError(code: .cannotListen, message: "\(error)")
         }
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         let printable = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        let url = URL(string: "http://\(printable):\(server.port)")!
-        return ProcessorServer(configuration: configuration, url: url, server: server, routes: routes)
+        self.configuration = configuration
+        self.url = URL(string: "http://\(printable):\(server.port)")!
+        self.server = server
+        self.routes = routes
     }
 
     /// Starts a service on 127.0.0.1 with a ledger at `ledgerPath`.
@@ -99,7 +100,7 @@ public final class ProcessorServer: Sendable {
     /// Arms a fault for the next charge requests, as `POST /v1/faults` does.
     /// - Throws: ``ProcessorServiceError`` `invalidFault`.
     public func arm(_ fault: FaultBody) throws(ProcessorServiceError) {
-        do { try routes.arm(fault) } catch { throw ProcessorServiceError(.invalidFault, error.message) }
+        do { try routes.arm(fault) } catch { throw ProcessorServiceError(code: .invalidFault, message: error.message) }
     }
 
     /// Disarms any fault, as `DELETE /v1/faults` does.

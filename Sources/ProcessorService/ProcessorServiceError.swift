@@ -5,7 +5,7 @@ public struct ProcessorServiceError: CodedError {
     public struct Code: ErrorCode {
         public typealias Owner = ProcessorServiceError
         public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
+        private init(_ rawValue: String) { self.rawValue = rawValue }
 
         /// The ledger file cannot be created, opened or migrated.
         public static let cannotOpenLedger = Code("cannotOpenLedger")
@@ -17,10 +17,5 @@ public struct ProcessorServiceError: CodedError {
 
     public let code: Code
     public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
 
 }

@@ -98,6 +98,14 @@ public enum ProviderEventReader {
             reason: success && kind != .disputeOpened ? nil : safeReason(item["reason"]?.stringValue))
     }
 
+    /// Checkout.com's payment and refund outcomes by event type: the kind, whether it is a refund's (whose action
+    /// is the event's own reference) and whether it is a decline (whose response summary is the reason).
+    private static let checkoutOutcomes: [String: (kind: ProviderEvent.Kind, isRefund: Bool, declined: Bool)] = [
+        "payment_approved": (.paymentSucceeded, false, false), "payment_captured": (.paymentSucceeded, false, false),
+        "payment_declined": (.paymentFailed, false, true), "payment_refunded": (.refundSucceeded, true, false),
+        "payment_refund_declined": (.refundFailed, true, true),
+    ]
+
     /// A Checkout.com event: `payment_approved` / `payment_captured`, `payment_declined`, `payment_refunded`,
     /// `payment_refund_declined`, `payment_chargeback` and `dispute_evidence_required`.
     static func checkout(_ event: JSONValue) -> [ProviderEvent]? {
@@ -117,19 +125,12 @@ public enum ProviderEventReader {
             ]
         }
         let reference = data["reference"]?.stringValue
+        if let outcome = checkoutOutcomes[type] {
+            return make(
+                outcome.kind, payment: dataID, own: outcome.isRefund ? action : nil, reference: reference,
+                reason: outcome.declined ? data["response_summary"]?.stringValue : nil)
+        }
         switch type {
-        case "payment_approved", "payment_captured":
-            return make(.paymentSucceeded, payment: dataID, own: nil, reference: reference, reason: nil)
-        case "payment_declined":
-            return make(
-                .paymentFailed, payment: dataID, own: nil, reference: reference,
-                reason: data["response_summary"]?.stringValue)
-        case "payment_refunded":
-            return make(.refundSucceeded, payment: dataID, own: action, reference: reference, reason: nil)
-        case "payment_refund_declined":
-            return make(
-                .refundFailed, payment: dataID, own: action, reference: reference,
-                reason: data["response_summary"]?.stringValue)
         case "payment_chargeback":
             return make(
                 .disputeOpened, payment: dataID, own: action ?? dataID, reference: reference,

@@ -16,23 +16,13 @@ public struct MerchantTokenIssue: Sendable, Hashable, Codable, CustomStringConve
     /// `merchantTokenMetadata`: card art and card metadata (the card's `fpanSuffix`, expiry, country, descriptions).
     public var metadata: MerchantTokenMetadata
 
-    public init(identifier: String, primaryAccountNumber: String, metadata: MerchantTokenMetadata) {
-        self.identifier = identifier
-        self.primaryAccountNumber = primaryAccountNumber
-        self.metadata = metadata
-    }
-
     /// A new merchant token for a card: a fresh identifier and an MPAN derived from the device PAN.
     public static func issue(for card: SandboxCard) -> MerchantTokenIssue {
         let digits = (0..<18).map { _ in String(Int.random(in: 0...9)) }.joined()
         return MerchantTokenIssue(
             identifier: "DNITHE" + digits, primaryAccountNumber: merchantPAN(for: card.devicePAN),
             metadata: MerchantTokenMetadata(
-                cardArt: [
-                    .init(
-                        name: "background", type: "image/png",
-                        url: "https://sandbox.applepay.invalid/cardart/\(hex(SecureRandom.bytes(8))).png")
-                ],
+                cardArt: MerchantTokenMetadata.freshCardArt(),
                 cardMetadata: .init(
                     expirationDate: formattedExpiry(card.expirationDate), fpanSuffix: card.displayLastFour,
                     cardCountry: "US", shortDescription: "\(card.network.rawValue) \(card.type.rawValue)",
@@ -72,11 +62,6 @@ public struct MerchantTokenMetadata: Sendable, Hashable, Codable {
         public var name: String
         public var type: String
         public var url: String
-        public init(name: String, type: String, url: String) {
-            self.name = name
-            self.type = type
-            self.url = url
-        }
     }
     public struct CardMetadata: Sendable, Hashable, Codable {
         /// At most 8 characters (Apple documents no format; the sandbox writes `MM/YY`).
@@ -90,23 +75,31 @@ public struct MerchantTokenMetadata: Sendable, Hashable, Codable {
         public var shortDescription: String?
         /// At most 128 characters.
         public var longDescription: String?
-        public init(
-            expirationDate: String?, fpanSuffix: String?, cardCountry: String? = nil, shortDescription: String? = nil,
-            longDescription: String? = nil
-        ) {
-            self.expirationDate = expirationDate
-            self.fpanSuffix = fpanSuffix
-            self.cardCountry = cardCountry
-            self.shortDescription = shortDescription
-            self.longDescription = longDescription
-        }
     }
     public var cardArt: [CardArt]?
     public var cardMetadata: CardMetadata?
 
-    public init(cardArt: [CardArt]? = nil, cardMetadata: CardMetadata? = nil) {
-        self.cardArt = cardArt
-        self.cardMetadata = cardMetadata
+    /// Card art as the issuer sends it, at issue and with `UPDATED_CARD_ART`: one background image at a fresh
+    /// sandbox URL.
+    public static func freshCardArt() -> [CardArt] {
+        [
+            CardArt(
+                name: "background", type: "image/png",
+                url: "https://sandbox.applepay.invalid/cardart/\(hex(SecureRandom.bytes(8))).png")
+        ]
+    }
+
+    /// The metadata after the issuer renewed the card (`UPDATED_METADATA`): a new expiry (December, four years
+    /// on) and funding PAN suffix; the country (US when none) and descriptions kept.
+    public func renewingCard(now: Date = Date()) -> MerchantTokenMetadata {
+        var renewed = self
+        let year = Calendar(identifier: .gregorian).component(.year, from: now) % 100 + 4
+        renewed.cardMetadata = CardMetadata(
+            expirationDate: String(format: "12/%02d", year),
+            fpanSuffix: String(format: "%04d", Int.random(in: 0...9999)),
+            cardCountry: cardMetadata?.cardCountry ?? "US", shortDescription: cardMetadata?.shortDescription,
+            longDescription: cardMetadata?.longDescription)
+        return renewed
     }
 }
 
@@ -127,18 +120,6 @@ public struct MerchantTokenRegistry: Sendable {
         /// Set when the token was unlinked (by the merchant through the gateway, or by an `UNLINK` event).
         public var unlinkedAt: Date?
         public var issuedAt: Date
-
-        public init(
-            merchantTokenIdentifier: String, merchantIdentifier: String, tokenNotificationURL: String?,
-            metadata: MerchantTokenMetadata, unlinkedAt: Date? = nil, issuedAt: Date
-        ) {
-            self.merchantTokenIdentifier = merchantTokenIdentifier
-            self.merchantIdentifier = merchantIdentifier
-            self.tokenNotificationURL = tokenNotificationURL
-            self.metadata = metadata
-            self.unlinkedAt = unlinkedAt
-            self.issuedAt = issuedAt
-        }
     }
 
     /// Apple's `MerchantTokenEventResponse`, as the gateway answers it.

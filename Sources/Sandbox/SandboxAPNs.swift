@@ -20,17 +20,11 @@ public final class SandboxAPNs: Sendable {
     }
 
     /// What a provider token must be.
-    public struct Expectations: Sendable {
-        public var keyID: String
-        public var teamID: String
-        public var key: PublicKey
-        public var topic: String
-        public init(keyID: String, teamID: String, key: PublicKey, topic: String) {
-            self.keyID = keyID
-            self.teamID = teamID
-            self.key = key
-            self.topic = topic
-        }
+    struct Expectations: Sendable {
+        var keyID: String
+        var teamID: String
+        var key: PublicKey
+        var topic: String
     }
 
     /// `https://127.0.0.1:<port>`.
@@ -42,10 +36,17 @@ public final class SandboxAPNs: Sendable {
     /// - Parameters:
     ///   - authority: issues the TLS certificate (chained to the sandbox root: clients trust `root.pem`).
     ///   - folder: where the TLS certificate chain and key are written (key 0600).
+    ///   - keyID: the `kid` a provider token must carry.
+    ///   - teamID: the `iss` a provider token must carry.
+    ///   - authKey: the key a provider token must be signed with (ES256).
+    ///   - topic: the `apns-topic` every push must name (the order type identifier).
+    ///   - port: 0 picks a free one.
     /// - Throws: `CryptographyError`, `SandboxError.Code.writeFailed`, `HTTP2ServerError`.
     public static func start(
-        authority: SandboxAuthority, folder: URL, expectations: Expectations, port: UInt16 = 0
+        authority: SandboxAuthority, folder: URL, keyID: String, teamID: String, key authKey: PublicKey,
+        topic: String, port: UInt16 = 0
     ) throws -> SandboxAPNs {
+        let expectations = Expectations(keyID: keyID, teamID: teamID, key: authKey, topic: topic)
         let key = try PrivateKey.generate(.p256)
         var builder = CertificateBuilder(
             subject: DistinguishedName(commonName: "localhost", organization: SandboxAuthority.organization),

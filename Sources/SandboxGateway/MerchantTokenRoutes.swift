@@ -196,25 +196,11 @@ public enum MerchantTokenEvents {
         var metadata: MerchantTokenMetadata?
         switch eventType {
         case "UPDATED_METADATA":
-            var updated = record.metadata
-            let year = Calendar(identifier: .gregorian).component(.year, from: Date()) % 100 + 4
-            updated.cardMetadata = .init(
-                expirationDate: String(format: "12/%02d", year),
-                fpanSuffix: String(format: "%04d", Int.random(in: 0...9999)),
-                cardCountry: record.metadata.cardMetadata?.cardCountry ?? "US",
-                shortDescription: record.metadata.cardMetadata?.shortDescription,
-                longDescription: record.metadata.cardMetadata?.longDescription)
-            metadata = updated
-            record.metadata = updated
+            record.metadata = record.metadata.renewingCard()
+            metadata = record.metadata
         case "UPDATED_CARD_ART":
-            var updated = record.metadata
-            updated.cardArt = [
-                .init(
-                    name: "background", type: "image/png",
-                    url: "https://sandbox.applepay.invalid/cardart/\(UUID().uuidString.lowercased()).png")
-            ]
-            metadata = updated
-            record.metadata = updated
+            record.metadata.cardArt = MerchantTokenMetadata.freshCardArt()
+            metadata = record.metadata
         case "UNLINK":
             record.unlinkedAt = Date()
         default:

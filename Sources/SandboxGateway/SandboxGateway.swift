@@ -37,13 +37,6 @@ public final class SandboxGateway: Sendable {
     private let server: HTTPServer
     private let state: GatewayState
 
-    private init(url: String, port: UInt16, server: HTTPServer, state: GatewayState) {
-        self.url = url
-        self.port = port
-        self.server = server
-        self.state = state
-    }
-
     /// What the gateway has seen so far.
     public var activity: Activity { state.activity.withLock { $0 } }
 
@@ -59,10 +52,14 @@ public final class SandboxGateway: Sendable {
         sandbox: Sandbox, host: String = "127.0.0.1", port: UInt16 = 0,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) throws -> SandboxGateway {
+        try SandboxGateway(sandbox: sandbox, host: host, port: port, log: log)
+    }
+
+    private init(sandbox: Sandbox, host: String, port: UInt16, log: @escaping @Sendable (String) -> Void) throws {
         let credential = try GatewayCertificate.issue(by: sandbox.authority)
         let state = GatewayState(sandbox: sandbox, log: log)
         var router = Router()
-        routes(&router, state: state)
+        Self.routes(&router, state: state)
         let server = try HTTPServer.start(
             configuration: .init(
                 host: host, port: port, threads: 1, maximumBodySize: 16 * 1024, responderThreads: 2,
@@ -73,8 +70,10 @@ public final class SandboxGateway: Sendable {
                         + sandbox.authority.root.certificate.pemRepresentation)),
             responder: router)
         let shownHost = host == "127.0.0.1" || host == "localhost" ? "localhost" : host
-        return SandboxGateway(
-            url: "https://\(shownHost):\(server.port)", port: server.port, server: server, state: state)
+        self.url = "https://\(shownHost):\(server.port)"
+        self.port = server.port
+        self.server = server
+        self.state = state
     }
 
     /// Stops accepting connections and finishes the requests in flight.

@@ -6,37 +6,13 @@ import Testing
 
 /// DER encoding for hand-built CMS structures (definite lengths unless a test writes its own bytes).
 enum DER {
-    static func length(_ count: Int) -> [UInt8] {
-        if count < 0x80 { return [UInt8(count)] }
-        var bytes: [UInt8] = []
-        var rest = count
-        while rest > 0 {
-            bytes.insert(UInt8(rest & 0xff), at: 0)
-            rest >>= 8
-        }
-        return [0x80 | UInt8(bytes.count)] + bytes
-    }
+    static func length(_ count: Int) -> [UInt8] { CMSSignedData.derLength(count) }
     static func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] { [tag] + length(content.count) + content }
     static func sequence(_ parts: [UInt8]...) -> [UInt8] { tlv(0x30, parts.flatMap { $0 }) }
     static func set(_ parts: [[UInt8]]) -> [UInt8] { tlv(0x31, parts.flatMap { $0 }) }
     static func octets(_ bytes: some Sequence<UInt8>) -> [UInt8] { tlv(0x04, Array(bytes)) }
     static func integer(_ value: UInt8) -> [UInt8] { [0x02, 0x01, value] }
-    static func oid(_ dotted: String) -> [UInt8] {
-        let arcs = dotted.split(separator: ".").compactMap { UInt64($0) }
-        var out: [UInt8] = []
-        func base128(_ value: UInt64) {
-            var stack: [UInt8] = [UInt8(value & 0x7f)]
-            var rest = value >> 7
-            while rest > 0 {
-                stack.append(UInt8(rest & 0x7f) | 0x80)
-                rest >>= 7
-            }
-            out += stack.reversed()
-        }
-        base128(arcs[0] * 40 + arcs[1])
-        for arc in arcs.dropFirst(2) { base128(arc) }
-        return tlv(0x06, out)
-    }
+    static func oid(_ dotted: String) -> [UInt8] { tlv(0x06, OID.encode(dotted)!) }
     static func utcTime(_ date: Date) -> [UInt8] {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

@@ -51,9 +51,7 @@ struct SandboxAPNsCommand: Command {
         let team = teamID ?? sandbox.configuration.teamIdentifier
         let apns = try SandboxAPNs.start(
             authority: sandbox.authority, folder: sandbox.folder.appendingPathComponent("apns"),
-            expectations: .init(
-                keyID: key.keyID, teamID: team, key: key.key.publicKey, topic: sandbox.orderTypeIdentifier),
-            port: port)
+            keyID: key.keyID, teamID: team, key: key.key.publicKey, topic: sandbox.orderTypeIdentifier, port: port)
         let report = Report(
             url: apns.url, keyID: key.keyID, teamID: team, keyPath: key.path, topic: sandbox.orderTypeIdentifier,
             trustedRoots: sandbox.folder.appendingPathComponent(Sandbox.File.root).path)

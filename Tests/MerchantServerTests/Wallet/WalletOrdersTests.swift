@@ -20,8 +20,7 @@ struct WalletOrdersTests {
         let authKey = try SandboxAPNs.makeAuthKey(in: folder.url)
         let apns = try SandboxAPNs.start(
             authority: sandbox.authority, folder: folder.url,
-            expectations: .init(
-                keyID: authKey.keyID, teamID: teamID, key: authKey.key.publicKey, topic: sandbox.orderTypeIdentifier))
+            keyID: authKey.keyID, teamID: teamID, key: authKey.key.publicKey, topic: sandbox.orderTypeIdentifier)
         return (apns, authKey)
     }
 
