@@ -61,7 +61,9 @@ if command -v perf >/dev/null 2>&1; then
     perf stat -e context-switches -x, -o "$WORK/switches.csv" -p "$SERVER_PID" >/dev/null 2>&1 &
     STAT_PID=$!
     sleep 0.3
+    cpu_before=$(cpu_ms)
     line=$(run_once payments "$WORK/pay" answers)
+    cpu_after=$(cpu_ms)
     kill -INT "$STAT_PID" 2>/dev/null || true
     wait "$STAT_PID" 2>/dev/null || true
     switches=$(awk -F, '$3 == "context-switches" { print $1 }' "$WORK/switches.csv")
@@ -69,11 +71,21 @@ if command -v perf >/dev/null 2>&1; then
         line=$(jq -c --argjson s "$switches" --argjson n "$(wc -l <"$WORK/pay/checkouts.tsv")" \
             '. + {contextSwitchesPerPayment: (($s / $n * 10 | round) / 10)}' <<<"$line")
     fi
-    echo "$line"
 else
-    run_once payments "$WORK/pay" answers
+    cpu_before=$(cpu_ms)
+    line=$(run_once payments "$WORK/pay" answers)
+    cpu_after=$(cpu_ms)
 fi
-run_once replays "$WORK/pay" replays
+# The server's CPU time per payment (the in-process sandbox processor's included): a figure the machine's noise
+# moves far less than the rate.
+per_payment() { # scenario-line cpu-before cpu-after
+    jq -c --argjson b "$2" --argjson a "$3" --argjson n "$(wc -l <"$WORK/pay/checkouts.tsv")" \
+        '. + {serverCPUMillisecondsPerRequest: ((($a - $b) / $n * 100 | round) / 100)}' <<<"$1"
+}
+per_payment "$line" "$cpu_before" "$cpu_after"
+cpu_before=$(cpu_ms)
+line=$(run_once replays "$WORK/pay" replays)
+per_payment "$line" "$cpu_before" "$(cpu_ms)"
 if [ -n "${PERF_OUT:-}" ]; then # the same scenario again on fresh checkouts, recorded (its figures say perf's cost)
     perf record -g -o "$WORK/perf.data" -p "$SERVER_PID" >"$WORK/perf.log" 2>&1 &
     PERF_PID=$!

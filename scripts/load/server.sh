@@ -96,6 +96,8 @@ done
 curl -sf "$BASE/healthz" >/dev/null || fail "GET /healthz"
 descriptors() { ls "/proc/$SERVER_PID/fd" | wc -l; }
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$SERVER_PID/status"; }
+# The server's CPU time so far (user + system), in milliseconds: the fields after the command's closing parenthesis.
+cpu_ms() { sed 's/.*) //' "/proc/$SERVER_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13) * 1000 / hz }'; }
 FDS_BEFORE=$(descriptors)
 echo "$NAME: server $BASE (pid $SERVER_PID, $FDS_BEFORE descriptors, store $STORE); load average $(loadavg)," \
     "$CORES cores" >&2

@@ -152,14 +152,47 @@ public struct ChargeRequest: Sendable, CustomStringConvertible, CustomReflectabl
     /// carries ``ProcessorCharge/paymentMethodReference`` (look the charge up by its key to read it).
     public let storePaymentMethod: Bool
     /// The token as the device sealed it, for a processor that decrypts it itself (pass-through); `nil` when the
-    /// caller has only the decrypted token. Set only after the token passed every check.
-    public let sealedToken: SealedApplePayToken?
+    /// caller has only the decrypted token. Set only after the token passed every check. Given as the token's JSON,
+    /// it is read here, when a pass-through processor asks, and never for the others.
+    public var sealedToken: SealedApplePayToken? {
+        switch sealed {
+        case .token(let token): token
+        case .json(let json): SealedApplePayToken(tokenJSON: json)
+        case nil: nil
+        }
+    }
+    private let sealed: Sealed?
+
+    private enum Sealed: Sendable {
+        case token(SealedApplePayToken)
+        case json(Data)
+    }
 
     public init(
         token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String? = nil,
         storePaymentMethod: Bool = false, sealedToken: SealedApplePayToken? = nil
     ) {
-        self.sealedToken = sealedToken
+        self.init(
+            token: token, amount: amount, idempotencyKey: idempotencyKey, rootFingerprint: rootFingerprint,
+            storePaymentMethod: storePaymentMethod, sealed: sealedToken.map(Sealed.token))
+    }
+
+    /// A request whose sealed token is `tokenJSON`, the whole token object as the device sent it (verified and
+    /// decrypted already): read into ``sealedToken`` only by a processor that asks for it.
+    public init(
+        token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String? = nil,
+        storePaymentMethod: Bool = false, sealedTokenJSON: Data
+    ) {
+        self.init(
+            token: token, amount: amount, idempotencyKey: idempotencyKey, rootFingerprint: rootFingerprint,
+            storePaymentMethod: storePaymentMethod, sealed: .json(sealedTokenJSON))
+    }
+
+    private init(
+        token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String?,
+        storePaymentMethod: Bool, sealed: Sealed?
+    ) {
+        self.sealed = sealed
         self.storePaymentMethod = storePaymentMethod
         self.token = token
         self.amount = amount
