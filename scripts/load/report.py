@@ -115,6 +115,12 @@ def main():
                 "scenario, the in-process sandbox processor included): " + ", ".join(
                     f"{'SQLite' if l['store'] == 'sqlite' else 'PostgreSQL'} {l['contextSwitchesPerPayment']}"
                     for l in switches) + "."]
+    cpu = [l for l in lines if l.get("scenario") in ("payments", "replays") and "serverCPUMillisecondsPerRequest" in l]
+    if cpu:
+        out += ["", "The server's CPU time per request (user + system, from `/proc`, over the scenario; the in-process "
+                "sandbox processor included), the figure the machine's noise moves least: " + ", ".join(
+                    f"{l['scenario']} {'SQLite' if l['store'] == 'sqlite' else 'PostgreSQL'} "
+                    f"{l['serverCPUMillisecondsPerRequest']} ms" for l in cpu) + "."]
     outside = [l for l in lines if l.get("scenario") in ("paymentsSlowProcessor", "paymentsUnderNotificationFlood")]
     if outside:
         out += ["", "### Payments while outside parties misbehave (SQLite)", "",
