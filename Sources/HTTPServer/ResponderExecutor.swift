@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Foundations
 
 /// The threads that run responders: a `TaskExecutor` of its own, so that requests are answered even while Swift's
 /// shared cooperative pool (as many threads as cores) is held by blocking work elsewhere in the process.
@@ -10,19 +10,13 @@ import Synchronization
 /// enqueued from that thread while it does so stay on it, and whatever resumes the task later from another thread
 /// goes to the worker threads. An answer that needs no waiting then costs no hand-off between threads.
 final class ResponderExecutor: TaskExecutor, Sendable {
-    private struct State {
-        var jobs: [UnownedJob] = []
-        var next = 0
-        var stopped = false
-    }
-
     /// The jobs a thread in ``runInline(_:)`` keeps for itself; touched by that thread only.
     private final class InlineJobs {
         var jobs: [UnownedJob] = []
     }
 
-    private let state: Mutex<State> = Mutex(State())
-    private let condition = NSCondition()
+    /// The jobs waiting for a worker thread.
+    private let queue = JobQueue<UnownedJob>()
     /// The thread-specific slot that points at a thread's ``InlineJobs`` while it runs jobs inline.
     private let inlineKey: pthread_key_t
 
@@ -60,10 +54,7 @@ final class ResponderExecutor: TaskExecutor, Sendable {
             Unmanaged<InlineJobs>.fromOpaque(inline).takeUnretainedValue().jobs.append(unowned)
             return
         }
-        condition.lock()
-        state.withLock { $0.jobs.append(unowned) }
-        condition.signal()
-        condition.unlock()
+        queue.append(unowned)
     }
 
     /// Calls `start` (which starts tasks that prefer this executor), then runs on the calling thread every job
@@ -84,39 +75,9 @@ final class ResponderExecutor: TaskExecutor, Sendable {
     }
 
     /// Lets the workers finish the jobs already queued, then end.
-    func stop() {
-        condition.lock()
-        state.withLock { $0.stopped = true }
-        condition.broadcast()
-        condition.unlock()
-    }
+    func stop() { queue.stop() }
 
     private func work() {
-        while true {
-            condition.lock()
-            var next: UnownedJob?
-            while true {
-                let (job, stopped) = state.withLock { state -> (UnownedJob?, Bool) in
-                    guard state.next < state.jobs.count else {
-                        state.jobs.removeAll(keepingCapacity: true)
-                        state.next = 0
-                        return (nil, state.stopped)
-                    }
-                    defer { state.next += 1 }
-                    return (state.jobs[state.next], false)
-                }
-                if let job {
-                    next = job
-                    break
-                }
-                if stopped {
-                    condition.unlock()
-                    return
-                }
-                condition.wait()
-            }
-            condition.unlock()
-            next?.runSynchronously(on: asUnownedTaskExecutor())
-        }
+        while let job = queue.next() { job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 }

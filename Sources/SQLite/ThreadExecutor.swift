@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import SQLCore
 
 /// A serial executor on one thread of its own: an actor that owns a database connection runs every job there, so

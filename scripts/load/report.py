@@ -111,9 +111,11 @@ def main():
                         f"{l['loadAverage']} | {TARGETS.get(scenario, '')} |")
     switches = [l for l in lines if l.get("scenario") == "payments" and "contextSwitchesPerPayment" in l]
     if switches:
-        out += ["", "Context switches of the server per payment (`perf stat -e context-switches` over the payments "
-                "scenario, the in-process sandbox processor included): " + ", ".join(
+        out += ["", "Context switches of the server per payment (from `/proc`, over the payments scenario, the "
+                "in-process sandbox processor included; all, and in brackets the voluntary ones: a thread waiting "
+                "for another, the hand-offs): " + ", ".join(
                     f"{'SQLite' if l['store'] == 'sqlite' else 'PostgreSQL'} {l['contextSwitchesPerPayment']}"
+                    + (f" ({l['voluntarySwitchesPerPayment']})" if "voluntarySwitchesPerPayment" in l else "")
                     for l in switches) + "."]
     cpu = [l for l in lines if l.get("scenario") in ("payments", "replays") and "serverCPUMillisecondsPerRequest" in l]
     if cpu:
