@@ -469,7 +469,8 @@ public enum PaymentProcessing {
     }
 
     /// Runs a processor call within `limit`. The call runs in a task of its own, started on the calling thread (a
-    /// call that sends its request and waits costs no hand-off to begin), that this function abandons when the
+    /// call that sends its request and waits costs no hand-off to begin) and preferring the calling thread's task
+    /// executor (an HTTP server's responders: it goes on there once answered), that this function abandons when the
     /// limit or the caller's cancellation comes first: the call is cancelled and its late answer ignored, so a call
     /// that ignores cancellation cannot hold the limit hostage. At the limit the answer is
     /// `ProcessorError.timeout` (outcome unknown); a cancelled caller gets `timeout` ("the call was cancelled").
@@ -477,7 +478,7 @@ public enum PaymentProcessing {
         _ limit: Duration, _ call: @escaping @Sendable () async throws(ProcessorError) -> T
     ) async -> Result<T, ProcessorError> {
         let race = TimeLimitRace<T>()
-        let task = Task.immediate {
+        let task = Task.immediate(executorPreference: CurrentThread.currentExecutor) {
             do throws(ProcessorError) {
                 race.finish(with: .success(try await call()))
             } catch {
