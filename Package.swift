@@ -49,12 +49,12 @@ let package = Package(
         .target(name: "Cryptography", dependencies: ["COpenSSL", "Foundations"]),
         // One database protocol, dialect, query builder and migrator for the stores (Foundation only, no C).
         .target(name: "SQLCore"),
-        .target(name: "SQLite", dependencies: ["CSQLite", "SQLCore"]),
+        .target(name: "SQLite", dependencies: ["CSQLite", "SQLCore", "Foundations"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "JSONCoding", "Foundations"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "Foundations"]),
         // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
         .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
-        .target(name: "Postgres", dependencies: ["CPostgres", "SQLCore"]),
+        .target(name: "Postgres", dependencies: ["CPostgres", "SQLCore", "Foundations"]),
 
         // The domain.
         .target(name: "ApplePay", dependencies: ["Foundations"]),

@@ -14,8 +14,9 @@
 #   replays       the same bodies posted again
 # Each line carries requests/s, latency p50/p99/max in ms, errors, the client's CPU share (wrk's user+system CPU
 # time over wall time x cores, from /usr/bin/time) and the load average after the scenario.
-# The payments line also carries contextSwitchesPerPayment (the server's context switches during the scenario over
-# its payments, from `perf stat -e context-switches`) when perf is installed.
+# The payments line also carries contextSwitchesPerPayment and voluntarySwitchesPerPayment (the server's context
+# switches during the scenario over its payments, all and the voluntary ones, from /proc) and the payments and
+# replays lines serverCPUMillisecondsPerRequest (the server's user + system CPU time over the requests).
 # Then the checks (the run fails otherwise): every payment answered success with its own order; every replay
 # answered byte for byte the same; every order reads back `paid` with its checkout's total over
 # GET /v1/orders/{id}?secret=...; the store holds exactly one payment per checkout; no 5xx in the server's log; the
@@ -52,26 +53,28 @@ echo '/v1/checkouts	{"items":[{"sku":"COFFEE-250","quantity":2},{"sku":"MUG-01",
 run_wrk products /v1/products
 run_wrk checkouts /v1/checkouts "$WORK/checkout.tsv"
 run_wrk sheetUpdates / "$WORK/pay/sheet.tsv"
-# The payments scenario with the server's context switches counted (perf's software counter, when perf is there):
-# how many times a payment's threads hand over to one another, per payment, the in-process sandbox processor
-# included.
-if command -v perf >/dev/null 2>&1; then
-    perf stat -e context-switches -x, -o "$WORK/switches.csv" -p "$SERVER_PID" >/dev/null 2>&1 &
-    STAT_PID=$!
-    sleep 0.3
-    line=$(run_once payments "$WORK/pay" answers)
-    kill -INT "$STAT_PID" 2>/dev/null || true
-    wait "$STAT_PID" 2>/dev/null || true
-    switches=$(awk -F, '$3 == "context-switches" { print $1 }' "$WORK/switches.csv")
-    if [ -n "$switches" ] && [ "$switches" -eq "$switches" ] 2>/dev/null; then
-        line=$(jq -c --argjson s "$switches" --argjson n "$(wc -l <"$WORK/pay/checkouts.tsv")" \
-            '. + {contextSwitchesPerPayment: (($s / $n * 10 | round) / 10)}' <<<"$line")
-    fi
-    echo "$line"
-else
-    run_once payments "$WORK/pay" answers
-fi
-run_once replays "$WORK/pay" replays
+# The payments scenario with the server's context switches counted from /proc, the in-process sandbox processor
+# included: voluntary ones (a thread waits for another: how many times a payment's threads hand over to one another)
+# and involuntary ones (the scheduler preempts a thread: the machine is busy), per payment.
+read -r voluntary_before involuntary_before <<<"$(switches)"
+cpu_before=$(cpu_ms)
+line=$(run_once payments "$WORK/pay" answers)
+cpu_after=$(cpu_ms)
+read -r voluntary_after involuntary_after <<<"$(switches)"
+line=$(jq -c --argjson v "$((voluntary_after - voluntary_before))" \
+    --argjson i "$((involuntary_after - involuntary_before))" --argjson n "$(wc -l <"$WORK/pay/checkouts.tsv")" \
+    '. + {contextSwitchesPerPayment: ((($v + $i) / $n * 10 | round) / 10),
+        voluntarySwitchesPerPayment: (($v / $n * 10 | round) / 10)}' <<<"$line")
+# The server's CPU time per request (the in-process sandbox processor's included): a figure the machine's noise
+# moves far less than the rate.
+per_payment() { # scenario-line cpu-before cpu-after
+    jq -c --argjson b "$2" --argjson a "$3" --argjson n "$(wc -l <"$WORK/pay/checkouts.tsv")" \
+        '. + {serverCPUMillisecondsPerRequest: ((($a - $b) / $n * 100 | round) / 100)}' <<<"$1"
+}
+per_payment "$line" "$cpu_before" "$cpu_after"
+cpu_before=$(cpu_ms)
+line=$(run_once replays "$WORK/pay" replays)
+per_payment "$line" "$cpu_before" "$(cpu_ms)"
 if [ -n "${PERF_OUT:-}" ]; then # the same scenario again on fresh checkouts, recorded (its figures say perf's cost)
     perf record -g -o "$WORK/perf.data" -p "$SERVER_PID" >"$WORK/perf.log" 2>&1 &
     PERF_PID=$!

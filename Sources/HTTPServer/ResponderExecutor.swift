@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Foundations
 
 /// The threads that run responders: a `TaskExecutor` of its own, so that requests are answered even while Swift's
 /// shared cooperative pool (as many threads as cores) is held by blocking work elsewhere in the process.
@@ -10,113 +10,35 @@ import Synchronization
 /// enqueued from that thread while it does so stay on it, and whatever resumes the task later from another thread
 /// goes to the worker threads. An answer that needs no waiting then costs no hand-off between threads.
 final class ResponderExecutor: TaskExecutor, Sendable {
-    private struct State {
-        var jobs: [UnownedJob] = []
-        var next = 0
-        var stopped = false
-    }
-
-    /// The jobs a thread in ``runInline(_:)`` keeps for itself; touched by that thread only.
-    private final class InlineJobs {
-        var jobs: [UnownedJob] = []
-    }
-
-    private let state: Mutex<State> = Mutex(State())
-    private let condition = NSCondition()
-    /// The thread-specific slot that points at a thread's ``InlineJobs`` while it runs jobs inline.
-    private let inlineKey: pthread_key_t
+    /// The jobs waiting for a worker thread.
+    private let queue = JobQueue<UnownedJob>()
 
     /// Starts `threads` worker threads; they end when `stop()` is called and the queue is empty.
     init(threads: Int, name: String = "HTTPServer.responder") {
-        var key = pthread_key_t()
-        pthread_key_create(&key, nil)
-        inlineKey = key
         for index in 0..<max(1, threads) {
             Thread { [self] in
-                Self.nameCurrentThread("\(name).\(index)")
+                CurrentThread.setName("\(name).\(index)")
+                CurrentThread.setCurrentExecutor(self)
                 work()
             }.start()
         }
     }
 
-    deinit { pthread_key_delete(inlineKey) }
-
-    /// Gives the calling thread a name the system shows (perf, top, /proc): at most 15 bytes of it are kept.
-    private static func nameCurrentThread(_ name: String) {
-        #if os(Linux)
-            let descriptor = open("/proc/thread-self/comm", O_WRONLY)
-            guard descriptor >= 0 else { return }
-            let bytes = Array(name.utf8.prefix(15))
-            _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            close(descriptor)
-        #else
-            Thread.current.name = name
-        #endif
-    }
-
     func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
-        if let inline = pthread_getspecific(inlineKey) {
-            Unmanaged<InlineJobs>.fromOpaque(inline).takeUnretainedValue().jobs.append(unowned)
-            return
-        }
-        condition.lock()
-        state.withLock { $0.jobs.append(unowned) }
-        condition.signal()
-        condition.unlock()
+        if CurrentThread.keep(unowned, for: self) { return }
+        queue.append(unowned)
     }
 
     /// Calls `start` (which starts tasks that prefer this executor), then runs on the calling thread every job
     /// enqueued from it, until none is left: a task runs here until it waits for something another thread will
     /// resume, and from then on on the worker threads. Must not be called from a task.
-    func runInline(_ start: () -> Void) {
-        let inline = InlineJobs()
-        pthread_setspecific(inlineKey, Unmanaged.passUnretained(inline).toOpaque())
-        start()
-        var index = 0
-        while index < inline.jobs.count {
-            let job = inline.jobs[index]
-            index += 1
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
-        pthread_setspecific(inlineKey, nil)
-        withExtendedLifetime(inline) {}
-    }
+    func runInline(_ start: () -> Void) { CurrentThread.runKeeping(start) }
 
     /// Lets the workers finish the jobs already queued, then end.
-    func stop() {
-        condition.lock()
-        state.withLock { $0.stopped = true }
-        condition.broadcast()
-        condition.unlock()
-    }
+    func stop() { queue.stop() }
 
     private func work() {
-        while true {
-            condition.lock()
-            var next: UnownedJob?
-            while true {
-                let (job, stopped) = state.withLock { state -> (UnownedJob?, Bool) in
-                    guard state.next < state.jobs.count else {
-                        state.jobs.removeAll(keepingCapacity: true)
-                        state.next = 0
-                        return (nil, state.stopped)
-                    }
-                    defer { state.next += 1 }
-                    return (state.jobs[state.next], false)
-                }
-                if let job {
-                    next = job
-                    break
-                }
-                if stopped {
-                    condition.unlock()
-                    return
-                }
-                condition.wait()
-            }
-            condition.unlock()
-            next?.runSynchronously(on: asUnownedTaskExecutor())
-        }
+        while let job = queue.next() { job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import SQLCore
 
 /// A fixed number of connections to one database, each owned by a thread of its own: libpq's blocking calls run

@@ -72,11 +72,12 @@ public final class ProcessorServer: Sendable {
         let server: HTTPServer
         do {
             // Its clients are a few merchant servers, each with many connections from one address: no per-client
-            // connection limit.
+            // connection limit. Its routes never block a thread (the ledger's reads are short, its writes and the
+            // delays are awaited): a charge runs on the polling thread until it waits for the ledger's commit.
             server = try HTTPServer.start(
                 configuration: .init(
                     host: configuration.host, port: configuration.port, connectionLimit: 4096,
-                    perClientConnectionLimit: 0),
+                    perClientConnectionLimit: 0, answersOnPollingThreads: true),
                 responder: responder)
         } catch {
             throw ProcessorServiceError(code: .cannotListen, message: "\(error)")

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import SQLCore
 
 /// A serial executor on one thread of its own: an actor that owns a database connection runs every job there, so
@@ -21,14 +22,19 @@ public final class ThreadExecutor: SerialExecutor, Sendable {
     /// The jobs waiting for the thread; the thread holds this, not the executor, so the executor can go away.
     private let queue = JobQueue<Scheduled>()
 
-    /// Starts the thread, named `name` for debuggers.
+    /// Starts the thread, named `name` (as the system shows it: perf, top, /proc).
+    ///
+    /// A task that a job of this thread resumes (a write's caller, once its commit is on disk) goes on here until it
+    /// next waits, when its executor cooperates (``CurrentThread/runKeeping(_:)``, as an HTTP server's responders
+    /// do): an answer goes out from the commit's thread, with no hand-off to another first.
     public init(name: String) {
         let queue = self.queue
-        let thread = Thread {
-            while let next = queue.next() { next.job.runSynchronously(on: next.executor) }
-        }
-        thread.name = name
-        thread.start()
+        Thread {
+            CurrentThread.setName(name)
+            while let next = queue.next() {
+                CurrentThread.runKeeping { next.job.runSynchronously(on: next.executor) }
+            }
+        }.start()
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {

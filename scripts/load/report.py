@@ -111,10 +111,18 @@ def main():
                         f"{l['loadAverage']} | {TARGETS.get(scenario, '')} |")
     switches = [l for l in lines if l.get("scenario") == "payments" and "contextSwitchesPerPayment" in l]
     if switches:
-        out += ["", "Context switches of the server per payment (`perf stat -e context-switches` over the payments "
-                "scenario, the in-process sandbox processor included): " + ", ".join(
+        out += ["", "Context switches of the server per payment (from `/proc`, over the payments scenario, the "
+                "in-process sandbox processor included; all, and in brackets the voluntary ones: a thread waiting "
+                "for another, the hand-offs): " + ", ".join(
                     f"{'SQLite' if l['store'] == 'sqlite' else 'PostgreSQL'} {l['contextSwitchesPerPayment']}"
+                    + (f" ({l['voluntarySwitchesPerPayment']})" if "voluntarySwitchesPerPayment" in l else "")
                     for l in switches) + "."]
+    cpu = [l for l in lines if l.get("scenario") in ("payments", "replays") and "serverCPUMillisecondsPerRequest" in l]
+    if cpu:
+        out += ["", "The server's CPU time per request (user + system, from `/proc`, over the scenario; the in-process "
+                "sandbox processor included), the figure the machine's noise moves least: " + ", ".join(
+                    f"{l['scenario']} {'SQLite' if l['store'] == 'sqlite' else 'PostgreSQL'} "
+                    f"{l['serverCPUMillisecondsPerRequest']} ms" for l in cpu) + "."]
     outside = [l for l in lines if l.get("scenario") in ("paymentsSlowProcessor", "paymentsUnderNotificationFlood")]
     if outside:
         out += ["", "### Payments while outside parties misbehave (SQLite)", "",

@@ -95,6 +95,12 @@ BASE=$(await_address "$WORK/server.out" 's|.*on \(http://127\.0\.0\.1:[0-9]*\).*
 curl -sf "$BASE/healthz" >/dev/null || fail "GET /healthz"
 descriptors() { ls "/proc/$SERVER_PID/fd" | wc -l; }
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$SERVER_PID/status"; }
+# The server's voluntary and involuntary context switches so far, summed over its threads (two numbers): a thread
+# that waits for another switches voluntarily, one the scheduler preempts (a busy machine) involuntarily.
+switches() { cat /proc/"$SERVER_PID"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { v += $2 }
+    /^nonvoluntary_ctxt_switches/ { n += $2 } END { print v, n }'; }
+# The server's CPU time so far (user + system), in milliseconds: the fields after the command's closing parenthesis.
+cpu_ms() { sed 's/.*) //' "/proc/$SERVER_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13) * 1000 / hz }'; }
 FDS_BEFORE=$(descriptors)
 echo "$NAME: server $BASE (pid $SERVER_PID, $FDS_BEFORE descriptors, store $STORE); load average $(loadavg)," \
     "$CORES cores" >&2

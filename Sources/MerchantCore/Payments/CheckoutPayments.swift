@@ -125,11 +125,12 @@ public struct CheckoutPayments: Sendable {
             token: opened.networkToken, shippingContact: shippingContact,
             billingContact: billingContact, configuration: configuration)
         // Verified and decrypted above: only now may the sealed token go to a processor that decrypts it itself.
-        let sealed = SealedApplePayToken(tokenJSON: tokenJSON)
+        let sealed = tokenJSON
         guard let (product, plan) = pricing.planProduct(of: checkout) else {
             return .processed(
                 try await service.pay(
-                    order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, sealedToken: sealed))
+                    order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, sealedTokenJSON: sealed)
+            )
         }
         guard let subscriptions, let plans else { return .refused(.plansUnavailable) }
         let method = PlanPaymentMethod(token: opened.networkToken)
@@ -153,7 +154,7 @@ public struct CheckoutPayments: Sendable {
         try await plans.remember(method, transactionID: opened.transactionID, checkoutID: checkout.id)
         var result = try await service.pay(
             order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, storePaymentMethod: true,
-            sealedToken: sealed)
+            sealedTokenJSON: sealed)
         // The token's details only for its own order (a checkout locked by another token's order has its own).
         let own = result.order.payment.transactionID == opened.transactionID
         if own, result.order.status.isUnsettled {

@@ -74,11 +74,12 @@ public struct PaymentService: Sendable {
     ///   - order: the order to record (its `transactionID` is the idempotency key).
     ///   - token: the decrypted network token.
     ///   - rootFingerprint: the root the token chained to (a sandbox processor checks it).
-    ///   - sealedToken: the same token as the device sealed it, for a processor that decrypts it itself.
+    ///   - sealedTokenJSON: the same token as the device sealed it (the whole token object's JSON), for a processor
+    ///     that decrypts it itself; read only if the processor asks for it.
     /// - Throws: ``OrderStoreError`` when the store fails before anything was charged.
     public func pay(
         _ order: NewOrder, token: NetworkToken, rootFingerprint: String? = nil, storePaymentMethod: Bool = false,
-        sealedToken: SealedApplePayToken? = nil
+        sealedTokenJSON: Data? = nil
     )
         async throws(OrderStoreError)
         -> Result
@@ -91,10 +92,18 @@ public struct PaymentService: Sendable {
         case .started(let pending):
             defer { completions.signal(pending.payment.transactionID) }
             let currency = Currency(code: order.currencyCode) ?? .usDollar
-            let request = ChargeRequest(
-                token: token, amount: Money(minorUnits: order.totals.total, currency: currency),
-                idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint,
-                storePaymentMethod: storePaymentMethod, sealedToken: sealedToken)
+            let amount = Money(minorUnits: order.totals.total, currency: currency)
+            let request =
+                if let sealedTokenJSON {
+                    ChargeRequest(
+                        token: token, amount: amount, idempotencyKey: order.transactionID,
+                        rootFingerprint: rootFingerprint, storePaymentMethod: storePaymentMethod,
+                        sealedTokenJSON: sealedTokenJSON)
+                } else {
+                    ChargeRequest(
+                        token: token, amount: amount, idempotencyKey: order.transactionID,
+                        rootFingerprint: rootFingerprint, storePaymentMethod: storePaymentMethod)
+                }
             let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
             if case .unknown(let error) = attempt {
                 logger.log(

@@ -152,14 +152,47 @@ public struct ChargeRequest: Sendable, CustomStringConvertible, CustomReflectabl
     /// carries ``ProcessorCharge/paymentMethodReference`` (look the charge up by its key to read it).
     public let storePaymentMethod: Bool
     /// The token as the device sealed it, for a processor that decrypts it itself (pass-through); `nil` when the
-    /// caller has only the decrypted token. Set only after the token passed every check.
-    public let sealedToken: SealedApplePayToken?
+    /// caller has only the decrypted token. Set only after the token passed every check. Given as the token's JSON,
+    /// it is read here, when a pass-through processor asks, and never for the others.
+    public var sealedToken: SealedApplePayToken? {
+        switch sealed {
+        case .token(let token): token
+        case .json(let json): SealedApplePayToken(tokenJSON: json)
+        case nil: nil
+        }
+    }
+    private let sealed: Sealed?
+
+    private enum Sealed: Sendable {
+        case token(SealedApplePayToken)
+        case json(Data)
+    }
 
     public init(
         token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String? = nil,
         storePaymentMethod: Bool = false, sealedToken: SealedApplePayToken? = nil
     ) {
-        self.sealedToken = sealedToken
+        self.init(
+            token: token, amount: amount, idempotencyKey: idempotencyKey, rootFingerprint: rootFingerprint,
+            storePaymentMethod: storePaymentMethod, sealed: sealedToken.map(Sealed.token))
+    }
+
+    /// A request whose sealed token is `tokenJSON`, the whole token object as the device sent it (verified and
+    /// decrypted already): read into ``sealedToken`` only by a processor that asks for it.
+    public init(
+        token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String? = nil,
+        storePaymentMethod: Bool = false, sealedTokenJSON: Data
+    ) {
+        self.init(
+            token: token, amount: amount, idempotencyKey: idempotencyKey, rootFingerprint: rootFingerprint,
+            storePaymentMethod: storePaymentMethod, sealed: .json(sealedTokenJSON))
+    }
+
+    private init(
+        token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String?,
+        storePaymentMethod: Bool, sealed: Sealed?
+    ) {
+        self.sealed = sealed
         self.storePaymentMethod = storePaymentMethod
         self.token = token
         self.amount = amount
@@ -428,81 +461,70 @@ public enum PaymentProcessing {
         }
     }
 
-    /// Runs a processor call within `limit`: a race of two child tasks, the call and a timer, where the first to
-    /// finish answers and the other is cancelled. The call runs in a task of its own that the race abandons when
-    /// it loses, so a call that ignores cancellation cannot hold the limit hostage. At the limit the answer is
-    /// `ProcessorError.timeout` (outcome unknown).
+    /// Runs a processor call within `limit`. The call runs in a task of its own, started on the calling thread (a
+    /// call that sends its request and waits costs no hand-off to begin) and preferring the calling thread's task
+    /// executor (an HTTP server's responders: it goes on there once answered), that this function abandons when the
+    /// limit or the caller's cancellation comes first: the call is cancelled and its late answer ignored, so a call
+    /// that ignores cancellation cannot hold the limit hostage. At the limit the answer is
+    /// `ProcessorError.timeout` (outcome unknown); a cancelled caller gets `timeout` ("the call was cancelled").
     public static func withTimeLimit<T: Sendable>(
         _ limit: Duration, _ call: @escaping @Sendable () async throws(ProcessorError) -> T
     ) async -> Result<T, ProcessorError> {
-        await withTaskGroup(of: Result<T, ProcessorError>?.self) { group in
-            group.addTask {
-                await abandonable { () async -> Result<T, ProcessorError> in
-                    do throws(ProcessorError) {
-                        return .success(try await call())
-                    } catch {
-                        return .failure(error)
-                    }
-                }
+        let race = TimeLimitRace<T>()
+        let task = Task.immediate(executorPreference: CurrentThread.currentExecutor) {
+            do throws(ProcessorError) {
+                race.finish(with: .success(try await call()))
+            } catch {
+                race.finish(with: .failure(error))
             }
-            group.addTask {
-                do {
-                    try await Task.sleep(for: limit)
-                } catch {
-                    return nil
-                }
-                return .failure(ProcessorError(.timeout, "no answer within \(limit)"))
-            }
-            var answer: Result<T, ProcessorError> = .failure(ProcessorError(.timeout, "the call was cancelled"))
-            while let next = await group.next() {
-                if let next {
-                    answer = next
-                    break
-                }
-            }
-            group.cancelAll()
-            return answer
         }
+        let timer = DispatchWorkItem {
+            race.finish(with: .failure(ProcessorError(.timeout, "no answer within \(limit)")))
+            task.cancel()
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + dispatchInterval(limit), execute: timer)
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ProcessorError>, Never>) in
+                race.wait(continuation)
+            }
+        } onCancel: {
+            race.finish(with: .failure(ProcessorError(.timeout, "the call was cancelled")))
+            task.cancel()
+        }
+    }
+
+    /// `duration` for a dispatch timer (at most about 292 years, the nanoseconds an `Int` holds).
+    private static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+        let (seconds, attoseconds) = duration.components
+        guard seconds < Int64.max / 1_000_000_000 - 1 else { return .never }
+        return .nanoseconds(max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
     }
 }
 
-/// Runs `work` in a task of its own and waits for it, but returns `nil` as soon as the waiting task is cancelled,
-/// cancelling `work` and leaving it to finish by itself.
-private func abandonable<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T? {
-    let waiter = AbandonableWaiter<T>()
-    let task = Task { await work() }
-    return await withTaskCancellationHandler {
-        await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
-            guard waiter.install(continuation) else { return }
-            Task { waiter.finish(with: await task.value) }
-        }
-    } onCancel: {
-        task.cancel()
-        waiter.finish(with: nil)
-    }
-}
-
-/// The continuation of ``abandonable(_:)``, resumed exactly once: by the work's answer or by cancellation.
-private final class AbandonableWaiter<T: Sendable>: Sendable {
+/// The answer of ``PaymentProcessing/withTimeLimit(_:_:)``: the first of the call, the timer and cancellation wins;
+/// the waiting caller's continuation is resumed exactly once.
+private final class TimeLimitRace<T: Sendable>: Sendable {
     private struct State {
-        var continuation: CheckedContinuation<T?, Never>?
-        var finished = false
+        var continuation: CheckedContinuation<Result<T, ProcessorError>, Never>?
+        var answer: Result<T, ProcessorError>?
     }
     private let state = Mutex(State())
 
-    /// Keeps the continuation, or resumes it with `nil` at once (and returns false) when already cancelled.
-    func install(_ continuation: CheckedContinuation<T?, Never>) -> Bool {
-        let finished = state.withLock { state -> Bool in
-            if !state.finished { state.continuation = continuation }
-            return state.finished
+    /// Keeps the caller's continuation, or resumes it at once when the race is already decided.
+    func wait(_ continuation: CheckedContinuation<Result<T, ProcessorError>, Never>) {
+        let answer = state.withLock { state -> Result<T, ProcessorError>? in
+            if state.answer == nil { state.continuation = continuation }
+            return state.answer
         }
-        if finished { continuation.resume(returning: nil) }
-        return !finished
+        if let answer { continuation.resume(returning: answer) }
     }
 
-    func finish(with answer: T?) {
-        let continuation = state.withLock { state -> CheckedContinuation<T?, Never>? in
-            state.finished = true
+    /// Decides the race with `answer`, unless it is decided already.
+    func finish(with answer: Result<T, ProcessorError>) {
+        let continuation = state.withLock { state -> CheckedContinuation<Result<T, ProcessorError>, Never>? in
+            guard state.answer == nil else { return nil }
+            state.answer = answer
             defer { state.continuation = nil }
             return state.continuation
         }
