@@ -60,8 +60,12 @@ private final class Parked: Sendable {
 
 @Suite("CurrentThread: a thread's task executor and the jobs it keeps")
 struct CurrentThreadTests {
-    @Test("a task resumed inside runKeeping goes on on the resuming thread, with its executor as current")
-    func keptJobsRunOnTheResumingThread() async {
+    /// Parks a task that prefers a cooperating executor, resumes it from a new thread (inside `runKeeping` when
+    /// `keeping`), and says where the rest of the task ran and what it saw.
+    private static func parkAndResume(keeping: Bool) async -> (
+        ranOn: pthread_t, executorWasCurrent: Bool, worker: pthread_t,
+        resumer: (thread: pthread_t, executorInside: Bool, executorAfter: Bool)
+    ) {
         let executor = OneThreadExecutor()
         defer { executor.stop() }
         let parked = Parked()
@@ -69,28 +73,26 @@ struct CurrentThreadTests {
             await parked.park()
             return (pthread_self(), CurrentThread.currentExecutor === executor)
         }
-        let resumer = await parked.resume(keeping: true)
+        let resumer = await parked.resume(keeping: keeping)
         let (ranOn, executorWasCurrent) = await task.value
-        #expect(pthread_equal(ranOn, resumer.thread) != 0)
-        #expect(executorWasCurrent)
-        #expect(!resumer.executorInside, "the kept job runs after the body, not inside it")
-        #expect(!resumer.executorAfter, "the resuming thread is nobody's worker once the kept jobs are done")
+        return (ranOn, executorWasCurrent, executor.worker.withLock { $0 }!, resumer)
+    }
+
+    @Test("a task resumed inside runKeeping goes on on the resuming thread, with its executor as current")
+    func keptJobsRunOnTheResumingThread() async {
+        let run = await Self.parkAndResume(keeping: true)
+        #expect(pthread_equal(run.ranOn, run.resumer.thread) != 0)
+        #expect(run.executorWasCurrent)
+        #expect(!run.resumer.executorInside, "the kept job runs after the body, not inside it")
+        #expect(!run.resumer.executorAfter, "the resuming thread is nobody's worker once the kept jobs are done")
     }
 
     @Test("outside runKeeping the task goes back to the executor's own thread")
     func otherwiseTheWorkerRunsIt() async {
-        let executor = OneThreadExecutor()
-        defer { executor.stop() }
-        let parked = Parked()
-        let task = Task(executorPreference: executor) { () -> (pthread_t, Bool) in
-            await parked.park()
-            return (pthread_self(), CurrentThread.currentExecutor === executor)
-        }
-        let resumer = await parked.resume(keeping: false)
-        let (ranOn, executorWasCurrent) = await task.value
-        #expect(pthread_equal(ranOn, resumer.thread) == 0)
-        #expect(pthread_equal(ranOn, executor.worker.withLock { $0 }!) != 0)
-        #expect(executorWasCurrent)
+        let run = await Self.parkAndResume(keeping: false)
+        #expect(pthread_equal(run.ranOn, run.resumer.thread) == 0)
+        #expect(pthread_equal(run.ranOn, run.worker) != 0)
+        #expect(run.executorWasCurrent)
     }
 
     @Test("a thread that is nobody's worker has no current executor")
