@@ -9,8 +9,9 @@ import Testing
 /// tests also check that tokens from another CMS implementation verify.
 struct TestApple {
     static let merchantIdentifier = "merchant.com.example.tests"
-    static let epoch = Date(timeIntervalSince1970: 1_700_000_000)  // 2023-11-14T22:13:20Z
-    static let year: TimeInterval = 365 * 86_400
+    /// The test authorities' clock and year (2023-11-14T22:13:20Z): `CraftAuthority`'s, whose builders make the chain.
+    static let epoch = CraftAuthority.epoch
+    static let year = CraftAuthority.year
 
     let root: Certificate
     let intermediate: Certificate
