@@ -173,7 +173,7 @@ let package = Package(
             path: "Examples/LibraryExamples"),
 
         // Tests.
-        .target(name: "TestSupport", path: "Tests/Support"),
+        .target(name: "TestSupport", dependencies: ["Foundations"], path: "Tests/Support"),
         .testTarget(name: "FoundationsTests", dependencies: ["Foundations"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
         .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding", "Foundations", "TestSupport"]),

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import TestSupport
 import Testing
 
@@ -13,11 +14,21 @@ struct KillTests {
         var ledger: String { folder.path("ledger.sqlite") }
         var store: String { folder.path("orders.sqlite") }
 
-        static func make() async throws -> Setup {
+        private static func make() async throws -> Setup {
             let folder = try TemporaryDirectory(prefix: "kill")
             let path = folder.path("sandbox")
             try FileManager.default.copyItem(atPath: try await CommandLineSandbox.path(), toPath: path)
             return Setup(folder: folder, sandbox: path)
+        }
+
+        /// Runs `body` with a new setup, then removes its folder, also when `body` throws.
+        static func with<T>(_ body: (Setup) async throws -> T) async throws -> T {
+            let setup = try await make()
+            return try await withCleanup {
+                try await body(setup)
+            } cleanup: {
+                setup.folder.remove()
+            }
         }
 
         func processor(port: String = "0", fault: String? = nil) async throws -> RunningServer {
@@ -68,6 +79,18 @@ struct KillTests {
         }
 
         /// Posts the payment `body` for the checkout with curl, which waits up to 60 s for the answer.
+        /// A payment to the merchant server at `url` for a new checkout: once the processor at `processorURL` has
+        /// committed its charge (before the answer is back), runs `kill`; then the answer the client got.
+        func payment(at url: String, chargedBy processorURL: String, then kill: () async -> Void) async throws
+            -> ToolResult
+        {
+            let (checkoutID, body) = try await checkoutAndPayment(url)
+            async let answer = Self.pay(url, checkoutID, body)
+            try await Self.waitForCharge(processorURL)
+            await kill()
+            return try await answer
+        }
+
         static func pay(_ url: String, _ checkoutID: String, _ body: String) async throws -> ToolResult {
             try await Subprocess.run(
                 "curl",
@@ -109,73 +132,66 @@ struct KillTests {
 
     @Test("the merchant server is SIGKILLed after the charge and before the record: reconciliation pays the order once")
     func killBetweenChargeAndRecord() async throws {
-        let setup = try await Setup.make()
-        defer { setup.folder.remove() }
-        // The processor commits at once and answers 20 s later: the merchant server is killed in between.
-        let processor = try await setup.processor(fault: "delay:1:20")
-        let processorURL = try #require(processor.baseURL)
-        var merchant = try await setup.merchant(processor: processorURL)
-        let firstURL = try #require(merchant.baseURL)
-        let (checkoutID, body) = try await setup.checkoutAndPayment(firstURL)
-        async let answer = Setup.pay(firstURL, checkoutID, body)
-        try await Setup.waitForCharge(processorURL)
-        await merchant.killAbruptly()
-        _ = try await answer  // the client saw the connection die: no acknowledgement
-        merchant = try await setup.merchant(processor: processorURL)
-        let url = try #require(merchant.baseURL)
-        let before = try await Setup.admin(url + "/admin/v1/orders")
-        // Not seen: `pending` when the kill came first, `unknown` when the server's 10 s processor deadline passed
-        // before the kill (a busy machine). Never paid or failed before the look-up.
-        let statusBefore = (before["orders"] as? [[String: Any]])?.map { $0["status"] as? String }
-        #expect(statusBefore == ["pending"] || statusBefore == ["unknown"], "\(before)")
-        let pass = try await Setup.admin(url + "/admin/v1/reconcile?olderThanSeconds=0", "POST")
-        #expect((pass["settled"] as? [[String: Any]])?.first?["to"] as? String == "paid", "\(pass)")
-        let after = try await Setup.admin(url + "/admin/v1/orders")
-        let orders = try #require(after["orders"] as? [[String: Any]])
-        #expect(orders.map { $0["status"] as? String } == ["paid"])
-        let charges = try await Setup.charges(processorURL)
-        #expect(charges.count == 1)
-        let key = (orders.first?["payment"] as? [String: Any])?["transactionId"] as? String
-        #expect(charges.first?["idempotencyKey"] as? String == key)
-        await merchant.stop()
-        await processor.stop()
+        try await Setup.with { setup in
+            // The processor commits at once and answers 20 s later: the merchant server is killed in between.
+            let processor = try await setup.processor(fault: "delay:1:20")
+            let processorURL = try #require(processor.baseURL)
+            var merchant = try await setup.merchant(processor: processorURL)
+            let firstURL = try #require(merchant.baseURL)
+            // The client sees the connection die: no acknowledgement.
+            _ = try await setup.payment(at: firstURL, chargedBy: processorURL) { await merchant.killAbruptly() }
+            merchant = try await setup.merchant(processor: processorURL)
+            let url = try #require(merchant.baseURL)
+            let before = try await Setup.admin(url + "/admin/v1/orders")
+            // Not seen: `pending` when the kill came first, `unknown` when the server's 10 s processor deadline passed
+            // before the kill (a busy machine). Never paid or failed before the look-up.
+            let statusBefore = (before["orders"] as? [[String: Any]])?.map { $0["status"] as? String }
+            #expect(statusBefore == ["pending"] || statusBefore == ["unknown"], "\(before)")
+            let pass = try await Setup.admin(url + "/admin/v1/reconcile?olderThanSeconds=0", "POST")
+            #expect((pass["settled"] as? [[String: Any]])?.first?["to"] as? String == "paid", "\(pass)")
+            let after = try await Setup.admin(url + "/admin/v1/orders")
+            let orders = try #require(after["orders"] as? [[String: Any]])
+            #expect(orders.map { $0["status"] as? String } == ["paid"])
+            let charges = try await Setup.charges(processorURL)
+            #expect(charges.count == 1)
+            let key = (orders.first?["payment"] as? [String: Any])?["transactionId"] as? String
+            #expect(charges.first?["idempotencyKey"] as? String == key)
+            await merchant.stop()
+            await processor.stop()
+        }
     }
 
     @Test("the processor service is SIGKILLed in the middle of a payment and restarted: one charge, order paid")
     func processorRestart() async throws {
-        let setup = try await Setup.make()
-        defer { setup.folder.remove() }
-        var processor = try await setup.processor(fault: "delay:1:20")
-        let processorURL = try #require(processor.baseURL)
-        let port = String(processorURL.split(separator: ":").last ?? "0")
-        let merchant = try await setup.merchant(processor: processorURL)
-        let url = try #require(merchant.baseURL)
-        let (checkoutID, body) = try await setup.checkoutAndPayment(url)
-        async let answer = Setup.pay(url, checkoutID, body)
-        try await Setup.waitForCharge(processorURL)
-        await processor.killAbruptly()
-        let reply = try await answer
-        let object = try JSONSerialization.jsonObject(with: Data(reply.standardOutput.utf8)) as? [String: Any]
-        #expect((object?["error"] as? [String: Any])?["code"] as? String == "paymentOutcomeUnknown", "\(reply)")
-        processor = try await setup.processor(port: port)
-        #expect(processor.baseURL == processorURL)
-        let pass = try await Setup.admin(url + "/admin/v1/reconcile?olderThanSeconds=0", "POST")
-        #expect((pass["settled"] as? [[String: Any]])?.first?["to"] as? String == "paid", "\(pass)")
-        let orders = try await Setup.admin(url + "/admin/v1/orders")
-        #expect((orders["orders"] as? [[String: Any]])?.map { $0["status"] as? String } == ["paid"])
-        #expect(try await Setup.charges(processorURL).count == 1)
-        await merchant.stop()
-        await processor.stop()
+        try await Setup.with { setup in
+            var processor = try await setup.processor(fault: "delay:1:20")
+            let processorURL = try #require(processor.baseURL)
+            let port = String(processorURL.split(separator: ":").last ?? "0")
+            let merchant = try await setup.merchant(processor: processorURL)
+            let url = try #require(merchant.baseURL)
+            let reply = try await setup.payment(at: url, chargedBy: processorURL) { await processor.killAbruptly() }
+            let object = try JSONSerialization.jsonObject(with: Data(reply.standardOutput.utf8)) as? [String: Any]
+            #expect((object?["error"] as? [String: Any])?["code"] as? String == "paymentOutcomeUnknown", "\(reply)")
+            processor = try await setup.processor(port: port)
+            #expect(processor.baseURL == processorURL)
+            let pass = try await Setup.admin(url + "/admin/v1/reconcile?olderThanSeconds=0", "POST")
+            #expect((pass["settled"] as? [[String: Any]])?.first?["to"] as? String == "paid", "\(pass)")
+            let orders = try await Setup.admin(url + "/admin/v1/orders")
+            #expect((orders["orders"] as? [[String: Any]])?.map { $0["status"] as? String } == ["paid"])
+            #expect(try await Setup.charges(processorURL).count == 1)
+            await merchant.stop()
+            await processor.stop()
+        }
     }
 
     @Test("without --sandbox and without --processor the server refuses to start, and says why")
     func refusesWithoutProcessor() async throws {
-        let setup = try await Setup.make()
-        defer { setup.folder.remove() }
-        let result = try await CommandLineTool.run(
-            ["serve", "--store", "sqlite:" + setup.store, "--port", "0"], timeout: 30)
-        #expect(result.status == 1)
-        #expect(result.standardError.contains("no payment processor: pass --processor URL"))
-        #expect(result.standardError.contains("noProcessor"))
+        try await Setup.with { setup in
+            let result = try await CommandLineTool.run(
+                ["serve", "--store", "sqlite:" + setup.store, "--port", "0"], timeout: 30)
+            #expect(result.status == 1)
+            #expect(result.standardError.contains("no payment processor: pass --processor URL"))
+            #expect(result.standardError.contains("noProcessor"))
+        }
     }
 }

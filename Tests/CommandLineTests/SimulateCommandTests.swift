@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import Synchronization
 import TestSupport
 import Testing

@@ -24,6 +24,14 @@ func expectCancelled<T: Sendable>(
 
 @Suite("HTTP client event loop")
 struct HTTPClientEventLoopTests {
+    /// Runs `body` on the test threads with a socket that accepts and never answers, and a client whose requests
+    /// time out after `timeout`.
+    static func withBlackHole(
+        timeout: Duration, _ body: @Sendable (BlackHole, HTTPClient) async throws -> Void
+    ) async throws {
+        try await onTestThreads { try await body(try BlackHole(), HTTPClient(configuration: .init(timeout: timeout))) }
+    }
+
     /// A responder that answers "ok" `delay` after each request, without holding a thread meanwhile.
     static func answering(after delay: Duration) -> ClosureResponder {
         ClosureResponder { _ in
@@ -74,9 +82,7 @@ struct HTTPClientEventLoopTests {
 
     @Test("cancelling the calling task aborts a transfer the server never answers")
     func cancelHanging() async throws {
-        try await onTestThreads {
-            let hole = try BlackHole()
-            let client = HTTPClient(configuration: .init(timeout: .seconds(60)))
+        try await Self.withBlackHole(timeout: .seconds(60)) { hole, client in
             let request = Task(executorPreference: TestThreads.shared) {
                 try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(hole.port)/"))
             }
@@ -94,9 +100,7 @@ struct HTTPClientEventLoopTests {
 
     @Test("a deadline against a socket that accepts and never answers fires as a timeout")
     func deadlineOnBlackHole() async throws {
-        try await onTestThreads {
-            let hole = try BlackHole()
-            let client = HTTPClient(configuration: .init(timeout: .milliseconds(500)))
+        try await Self.withBlackHole(timeout: .milliseconds(500)) { hole, client in
             let clock = ContinuousClock()
             let start = clock.now
             await #expect(throws: HTTPClientError(.timeout, "")) {

@@ -67,9 +67,8 @@ struct HTTPServerTests {
         "binds 127.0.0.1 on a free port and answers GET and POST with query, headers and body",
         arguments: [false, true])
     func echo(inline: Bool) async throws {
-        let responder = TestResponder()
         try await HTTPServer.withServer(
-            configuration: .init(port: 0, answersOnPollingThreads: inline), responder: responder
+            configuration: .init(port: 0, answersOnPollingThreads: inline), responder: TestResponder()
         ) { server in
             #expect(server.port != 0)
             let get = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/echo?q=a%20b"))

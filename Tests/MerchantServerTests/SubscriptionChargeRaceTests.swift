@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import MerchantCore
 import MerchantSandbox
 import MerchantServer
@@ -124,30 +125,30 @@ struct SubscriptionChargeRaceTests {
         meanwhile: (SubscriptionService, Subscription) async throws -> Void,
         check: (HeldCharge) async throws -> Void
     ) async throws {
-        let fixture = try await StoreFixture(backend)
-        defer { fixture.folder.remove() }
-        let loopback = try LoopbackProcessor()
-        try await withCleanup {
-            let held = HeldProcessor(loopback.client)
-            held.lostGiveBacks.withLock { $0 = lostGiveBacks }
-            let service = fixture.scheduler(on: try fixture.subscriptions, held)
-            let subscription = try await subscribed(fixture, loopback.client, index: index)
-            let scheduler = Task { await service.chargeDue(now: fixedNow) }
-            try await held.waitForHeld(1)
-            do {
-                try await meanwhile(service, subscription)
-            } catch {
+        try await StoreFixture.with(backend) { fixture in
+            let loopback = try LoopbackProcessor()
+            try await withCleanup {
+                let held = HeldProcessor(loopback.client)
+                held.lostGiveBacks.withLock { $0 = lostGiveBacks }
+                let service = fixture.scheduler(on: try fixture.subscriptions, held)
+                let subscription = try await subscribed(fixture, loopback.client, index: index)
+                let scheduler = Task { await service.chargeDue(now: fixedNow) }
+                try await held.waitForHeld(1)
+                do {
+                    try await meanwhile(service, subscription)
+                } catch {
+                    held.release()
+                    _ = await scheduler.value
+                    throw error
+                }
                 held.release()
-                _ = await scheduler.value
-                throw error
+                try await check(
+                    HeldCharge(
+                        fixture: fixture, loopback: loopback, service: service, subscription: subscription,
+                        recorded: await scheduler.value))
+            } cleanup: {
+                await loopback.stop()
             }
-            held.release()
-            try await check(
-                HeldCharge(
-                    fixture: fixture, loopback: loopback, service: service, subscription: subscription,
-                    recorded: await scheduler.value))
-        } cleanup: {
-            await loopback.stop()
         }
     }
 
@@ -224,56 +225,56 @@ struct SubscriptionChargeRaceTests {
         "after an outage at most one missed cycle is charged; the others are skipped and recorded",
         arguments: StoreBackend.available)
     func catchUpAfterAnOutage(_ backend: StoreBackend) async throws {
-        let fixture = try await StoreFixture(backend)
-        defer { fixture.folder.remove() }
-        let processor = SandboxProcessor()
-        let store = try fixture.subscriptions
-        let service = fixture.scheduler(on: store, processor)
-        let subscription = try await Self.subscribed(fixture, processor, index: 3)
-        // Cycles 1 to 4 are due (the anchor and three monthly dates after it): the server was down for them.
-        let now = fixedNow.addingTimeInterval(92 * 86_400)
-        let recorded = await service.chargeDue(now: now)
-        #expect(recorded.map(\.cycle) == [4])
-        #expect(processor.chargeCount == 1)
-        let after = try #require(try await store.subscription(id: subscription.id))
-        #expect(after.skippedCycles == 3 && after.cycle == 5)
-        #expect(try await fixture.subscriptionEventKinds(subscription) == ["subscriptionCyclesSkipped"])
-        // On time again: the next cycle alone.
-        let fifth = try #require(after.nextChargeAt)
-        #expect(await service.chargeDue(now: fifth).map(\.cycle) == [5])
-        #expect(try await store.subscription(id: subscription.id)?.skippedCycles == 3)
+        try await StoreFixture.with(backend, storeAs: (any SubscriptionStore).self) { fixture, store in
+            let processor = SandboxProcessor()
+            let service = fixture.scheduler(on: store, processor)
+            let subscription = try await Self.subscribed(fixture, processor, index: 3)
+            // Cycles 1 to 4 are due (the anchor and three monthly dates after it): the server was down for them.
+            let now = fixedNow.addingTimeInterval(92 * 86_400)
+            let recorded = await service.chargeDue(now: now)
+            #expect(recorded.map(\.cycle) == [4])
+            #expect(processor.chargeCount == 1)
+            let after = try #require(try await store.subscription(id: subscription.id))
+            #expect(after.skippedCycles == 3 && after.cycle == 5)
+            #expect(try await fixture.subscriptionEventKinds(subscription) == ["subscriptionCyclesSkipped"])
+            // On time again: the next cycle alone.
+            let fifth = try #require(after.nextChargeAt)
+            #expect(await service.chargeDue(now: fifth).map(\.cycle) == [5])
+            #expect(try await store.subscription(id: subscription.id)?.skippedCycles == 3)
+        }
     }
 
     @Test(
         "two servers' schedulers on one database run at the same moment, cycle after cycle: each cycle charged once",
         arguments: StoreBackend.available)
     func twoSchedulersAtTheSameMoment(_ backend: StoreBackend) async throws {
-        let fixture = try await StoreFixture(backend)
-        defer { fixture.folder.remove() }
-        let processor = SandboxProcessor()
-        var ids: [String] = []
-        for index in 0..<6 { ids.append(try await Self.subscribed(fixture, processor, index: 10 + index).id) }
-        let servers = [
-            fixture.scheduler(on: try await fixture.anotherSubscriptionStore(), processor),
-            fixture.scheduler(on: try await fixture.anotherSubscriptionStore(), processor),
-        ]
-        let store = try fixture.subscriptions
-        for cycle in 1...4 {
-            let due = try #require(try await store.subscription(id: ids[0])?.nextChargeAt)
-            // Both schedulers wake at the same instant with the same clock.
-            let recorded = await withTaskGroup(of: [SubscriptionCharge].self) { group in
-                for server in servers { group.addTask { await server.chargeDue(now: due) } }
-                return await group.reduce(into: [SubscriptionCharge]()) { $0 += $1 }
+        try await StoreFixture.with(backend) { fixture in
+            let processor = SandboxProcessor()
+            var ids: [String] = []
+            for index in 0..<6 { ids.append(try await Self.subscribed(fixture, processor, index: 10 + index).id) }
+            let servers = [
+                fixture.scheduler(on: try await fixture.anotherSubscriptionStore(), processor),
+                fixture.scheduler(on: try await fixture.anotherSubscriptionStore(), processor),
+            ]
+            let store = try fixture.subscriptions
+            for cycle in 1...4 {
+                let due = try #require(try await store.subscription(id: ids[0])?.nextChargeAt)
+                // Both schedulers wake at the same instant with the same clock.
+                let recorded = await withTaskGroup(of: [SubscriptionCharge].self) { group in
+                    for server in servers { group.addTask { await server.chargeDue(now: due) } }
+                    return await group.reduce(into: [SubscriptionCharge]()) { $0 += $1 }
+                }
+                #expect(recorded.count == ids.count, "cycle \(cycle): each subscription recorded by one server")
+                #expect(Set(recorded.map(\.subscriptionID)) == Set(ids))
+                #expect(recorded.allSatisfy { $0.cycle == cycle })
             }
-            #expect(recorded.count == ids.count, "cycle \(cycle): each subscription recorded by one server")
-            #expect(Set(recorded.map(\.subscriptionID)) == Set(ids))
-            #expect(recorded.allSatisfy { $0.cycle == cycle })
-        }
-        #expect(processor.chargeCount == ids.count * 4, "each cycle charged once at the processor")
-        for id in ids {
-            let charges = try await store.subscriptionCharges(subscriptionID: id)
-            #expect(charges.map(\.cycle).sorted() == [1, 2, 3, 4] && charges.allSatisfy { $0.status == "approved" })
-            #expect(try await store.subscription(id: id)?.skippedCycles == 0)
+            #expect(processor.chargeCount == ids.count * 4, "each cycle charged once at the processor")
+            for id in ids {
+                let charges = try await store.subscriptionCharges(subscriptionID: id)
+                #expect(
+                    charges.map(\.cycle).sorted() == [1, 2, 3, 4] && charges.allSatisfy { $0.status == "approved" })
+                #expect(try await store.subscription(id: id)?.skippedCycles == 0)
+            }
         }
     }
 }

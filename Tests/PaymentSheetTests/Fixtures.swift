@@ -8,15 +8,12 @@ import TestSupport
 /// One sandbox for the whole test run (three RSA keys take a moment), made once on a thread of its own: tests
 /// await it without holding any of Swift's cooperative threads meanwhile.
 enum SharedSandbox {
-    private static let creation = Task {
-        try await blocking { () throws -> Sandbox in
-            let folder = try TemporaryDirectory(prefix: "payment-sheet-tests")
-            return try Sandbox.create(
-                at: folder.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.sheet")
-        }
+    private static let sandbox = MadeOnce(inFolder: "payment-sheet-tests") {
+        try Sandbox.create(
+            at: $0.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.sheet")
     }
 
-    static func get() async throws -> Sandbox { try await creation.value }
+    static func get() async throws -> Sandbox { try await sandbox.value }
 }
 
 enum Fixture {

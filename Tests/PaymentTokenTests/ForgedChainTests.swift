@@ -9,8 +9,9 @@ import Testing
 /// tests also check that tokens from another CMS implementation verify.
 struct TestApple {
     static let merchantIdentifier = "merchant.com.example.tests"
-    static let epoch = Date(timeIntervalSince1970: 1_700_000_000)  // 2023-11-14T22:13:20Z
-    static let year: TimeInterval = 365 * 86_400
+    /// The test authorities' clock and year (2023-11-14T22:13:20Z): `CraftAuthority`'s, whose builders make the chain.
+    static let epoch = CraftAuthority.epoch
+    static let year = CraftAuthority.year
 
     let root: Certificate
     let intermediate: Certificate
@@ -26,34 +27,20 @@ struct TestApple {
     }
 
     init(_ options: Options = Options()) throws {
+        // Built as `CraftAuthority` builds its chain; the marker extensions and the leaf's validity as `options` say.
         let rootKey = try PrivateKey.generate(.p256)
-        var rootBuilder = CertificateBuilder(
-            subject: DistinguishedName(commonName: "Test Root CA", organization: "Tests", country: "US"),
-            publicKey: rootKey.publicKey, notBefore: Self.epoch - 10 * Self.year, notAfter: Self.epoch + 10 * Self.year)
-        rootBuilder.basicConstraints = .certificateAuthority(pathLength: nil)
-        rootBuilder.keyUsage = [.keyCertSign, .cRLSign]
-        root = try rootBuilder.selfSigned(with: rootKey)
-
+        root = try CraftAuthority.selfSignedRoot(key: rootKey, name: "Test Root CA")
         let intermediateKey = try PrivateKey.generate(.p256)
-        var intermediateBuilder = CertificateBuilder(
-            subject: DistinguishedName(
-                commonName: "Test Application Integration CA", organization: "Tests", country: "US"),
-            publicKey: intermediateKey.publicKey, notBefore: Self.epoch - 5 * Self.year,
-            notAfter: Self.epoch + 5 * Self.year)
-        intermediateBuilder.basicConstraints = .certificateAuthority(pathLength: 0)
-        intermediateBuilder.keyUsage = [.keyCertSign, .cRLSign]
-        if options.intermediateMarker {
-            intermediateBuilder.extensions = [.marker(oid: ApplePayOID.intermediateMarker)]
-        }
-        intermediate = try intermediateBuilder.signed(by: root, key: rootKey)
-
+        intermediate = try CraftAuthority.issue(
+            "Test Application Integration CA", key: intermediateKey, by: root, issuerKey: rootKey,
+            constraints: .certificateAuthority(pathLength: 0),
+            markers: options.intermediateMarker ? [ApplePayOID.intermediateMarker] : [],
+            notBefore: Self.epoch - 5 * Self.year, notAfter: Self.epoch + 5 * Self.year)
         let leafKey = try PrivateKey.generate(.p256)
-        var leafBuilder = CertificateBuilder(
-            subject: DistinguishedName(commonName: "test-smp-broker-sign", organization: "Tests", country: "US"),
-            publicKey: leafKey.publicKey, notBefore: options.leafNotBefore, notAfter: options.leafNotAfter)
-        leafBuilder.keyUsage = [.digitalSignature]
-        if options.leafMarker { leafBuilder.extensions = [.marker(oid: ApplePayOID.leafMarker)] }
-        leaf = try leafBuilder.signed(by: intermediate, key: intermediateKey)
+        leaf = try CraftAuthority.issue(
+            "test-smp-broker-sign", key: leafKey, by: intermediate, issuerKey: intermediateKey,
+            markers: options.leafMarker ? [ApplePayOID.leafMarker] : [], notBefore: options.leafNotBefore,
+            notAfter: options.leafNotAfter)
         signer = try CMSSigner(certificate: leaf, privateKey: leafKey, additionalCertificates: [intermediate])
         merchantKey = try PrivateKey.generate(.p256)
     }

@@ -9,13 +9,9 @@ import Testing
 /// Two sandboxes made once on threads of their own: the gateway's, and another whose Merchant Identity
 /// certificate the gateway must refuse.
 enum GatewaySandboxes {
-    private static func make(_ identifier: String) -> Task<Sandbox, any Error> {
-        Task {
-            try await blocking { () throws -> Sandbox in
-                let directory = try TemporaryDirectory(prefix: "gateway-sandbox")
-                return try Sandbox.create(
-                    at: directory.url.appendingPathComponent("sandbox"), merchantIdentifier: identifier)
-            }
+    private static func make(_ identifier: String) -> MadeOnce<Sandbox> {
+        MadeOnce(inFolder: "gateway-sandbox") {
+            try Sandbox.create(at: $0.url.appendingPathComponent("sandbox"), merchantIdentifier: identifier)
         }
     }
     private static let own = make("merchant.com.example.gateway")

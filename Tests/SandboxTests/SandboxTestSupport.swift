@@ -7,16 +7,12 @@ import TestSupport
 enum SharedSandbox {
     static let merchantIdentifier = "merchant.com.example.sandbox-tests"
 
-    private static let creation = Task {
-        try await blocking { () throws -> Sandbox in
-            let folder = try TemporaryDirectory(prefix: "sandbox-tests")
-            return try Sandbox.create(
-                at: folder.url.appendingPathComponent("sandbox"), merchantIdentifier: merchantIdentifier)
-        }
+    private static let sandbox = MadeOnce(inFolder: "sandbox-tests") {
+        try Sandbox.create(at: $0.url.appendingPathComponent("sandbox"), merchantIdentifier: merchantIdentifier)
     }
 
     /// The loaded sandbox.
-    static func get() async throws -> Sandbox { try await creation.value }
+    static func get() async throws -> Sandbox { try await sandbox.value }
 }
 
 /// Runs `openssl` or the independent Python implementation and collects its output (see `Subprocess`).

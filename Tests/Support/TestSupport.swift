@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import Synchronization
 
 #if canImport(Glibc)
@@ -129,6 +130,21 @@ public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
         }
         thread.start()
     }
+}
+
+/// A value made once for the whole test run, on a thread of its own (see ``blocking(_:)``), in a new temporary folder
+/// that lasts the run: tests await it without holding any of Swift's cooperative threads meanwhile (a `static let`
+/// initialiser that made it would hold every waiting thread, and the pool has only as many threads as cores).
+public struct MadeOnce<Value: Sendable>: Sendable {
+    private let making: Task<Value, any Error>
+
+    /// Starts making the value: `make` is given a new temporary folder named after `prefix`.
+    public init(inFolder prefix: String, _ make: @escaping @Sendable (TemporaryDirectory) throws -> Value) {
+        making = Task { try await blocking { try make(TemporaryDirectory(prefix: prefix)) } }
+    }
+
+    /// The value, once made (or what making it threw).
+    public var value: Value { get async throws { try await making.value } }
 }
 
 /// TCP sockets to 127.0.0.1 for tests that write raw bytes.
@@ -335,19 +351,6 @@ public enum Subprocess {
             group?.leave()
         }
         thread.start()
-    }
-}
-
-/// Runs `body`, then `cleanup`, also when `body` throws: a `defer` that can await (stopping a server, leaving a
-/// gate).
-public func withCleanup<T>(_ body: () async throws -> T, cleanup: () async -> Void) async rethrows -> T {
-    do {
-        let result = try await body()
-        await cleanup()
-        return result
-    } catch {
-        await cleanup()
-        throw error
     }
 }
 

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import HTTPClient
 import HTTPServer
 import MerchantCore
@@ -17,15 +18,12 @@ import TestSupport
 /// tests await it without blocking any of Swift's cooperative threads (a `static let` initialiser would hold every
 /// waiting thread, and the pool has only as many threads as cores).
 enum SharedSandbox {
-    private static let creation = Task {
-        try await blocking { () throws -> Sandbox in
-            let directory = try TemporaryDirectory(prefix: "merchant-server-sandbox")
-            return try Sandbox.create(
-                at: directory.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.tests")
-        }
+    private static let sandbox = MadeOnce(inFolder: "merchant-server-sandbox") {
+        try Sandbox.create(
+            at: $0.url.appendingPathComponent("sandbox"), merchantIdentifier: "merchant.com.example.tests")
     }
 
-    static func get() async throws -> Sandbox { try await creation.value }
+    static func get() async throws -> Sandbox { try await sandbox.value }
 }
 
 /// Lines written by the server's logger.

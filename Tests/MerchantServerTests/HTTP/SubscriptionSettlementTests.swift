@@ -46,66 +46,66 @@ struct SubscriptionSettlementTests {
         "a plan payment whose answer was lost starts its subscription when the reconciler finds it charged, as a direct one does"
     )
     func lateApprovalStartsSubscription() async throws {
-        let ledger = try await ProcessorHarness.start(armed: FaultBody(kind: .dropAfterCommit, count: 1))
-        defer { Task { await ledger.stop() } }
-        try await ServerHarness.with(processor: ledger.processor(timeout: .seconds(10))) { server in
-            // The answer of the trial's charge is lost: the customer hears "being confirmed"; no subscription yet.
-            let (checkout, body, lost) = try await server.payWithMerchantToken(sku: "BEANS-MONTHLY")
-            #expect(lost.status == 202, "\(lost.text)")
-            #expect(lost.errorCode == "paymentOutcomeUnknown")
-            #expect(lost.json["subscriptionId"] == nil)
-            let orderID = try (lost.json["orderId"] as? String).orThrow("orderId")
-            #expect(try await Self.subscriptions(server).isEmpty)
-            let key = try await FailureTests.transactionID(of: orderID, server)
-            try await ledger.waitForCharge(key)
+        try await ProcessorHarness.with(armed: FaultBody(kind: .dropAfterCommit, count: 1)) { ledger in
+            try await ServerHarness.with(processor: ledger.processor(timeout: .seconds(10))) { server in
+                // The answer of the trial's charge is lost: the customer hears "being confirmed"; no subscription yet.
+                let (checkout, body, lost) = try await server.payWithMerchantToken(sku: "BEANS-MONTHLY")
+                #expect(lost.status == 202, "\(lost.text)")
+                #expect(lost.errorCode == "paymentOutcomeUnknown")
+                #expect(lost.json["subscriptionId"] == nil)
+                let orderID = try (lost.json["orderId"] as? String).orThrow("orderId")
+                #expect(try await Self.subscriptions(server).isEmpty)
+                let key = try await FailureTests.transactionID(of: orderID, server)
+                try await ledger.waitForCharge(key)
 
-            // The reconciler finds the charge: the order is paid and the subscription starts.
-            let settled = try await FailureTests.reconcile(server)
-            #expect(settled.first?["to"] as? String == "paid")
-            let list = try await Self.subscriptions(server)
-            #expect(list.count == 1)
-            let started = try list.first.orThrow("no subscription")
-            #expect(started["status"] as? String == "active")
-            #expect(started["orderId"] as? String == orderID)
-            #expect(started["checkoutId"] as? String == checkout.id)
-            #expect((started["merchantTokenIdentifier"] as? String)?.hasPrefix("DNITHE") == true)
-            #expect(started["network"] as? String != nil)
-            #expect(started["cardSuffix"] as? String != nil)
-            #expect(server.log.text.contains("subscription of a settled payment"))
+                // The reconciler finds the charge: the order is paid and the subscription starts.
+                let settled = try await FailureTests.reconcile(server)
+                #expect(settled.first?["to"] as? String == "paid")
+                let list = try await Self.subscriptions(server)
+                #expect(list.count == 1)
+                let started = try list.first.orThrow("no subscription")
+                #expect(started["status"] as? String == "active")
+                #expect(started["orderId"] as? String == orderID)
+                #expect(started["checkoutId"] as? String == checkout.id)
+                #expect((started["merchantTokenIdentifier"] as? String)?.hasPrefix("DNITHE") == true)
+                #expect(started["network"] as? String != nil)
+                #expect(started["cardSuffix"] as? String != nil)
+                #expect(server.log.text.contains("subscription of a settled payment"))
 
-            // Just as a direct payment: cycle 1 due a month after the checkout (the trial's end), in whole seconds.
-            let service = try #require(server.application.api.subscriptions)
-            let id = try (started["id"] as? String).orThrow("id")
-            let stored = try #require(try await service.store.subscription(id: id))
-            let created = try #require(try await server.application.api.store.checkout(id: checkout.id)).createdAt
-            let expectedAnchor = try #require(Calendar.utc.date(byAdding: .month, value: 1, to: created))
-            #expect(abs(stored.anchor.timeIntervalSince(expectedAnchor)) < 1)
-            #expect(stored.anchor.timeIntervalSince1970 == stored.anchor.timeIntervalSince1970.rounded())
-            #expect(stored.nextChargeAt == stored.anchor)
-            #expect(stored.cycle == 1 && stored.attempt == 0)
+                // Just as a direct payment: cycle 1 due a month after the checkout (the trial's end), in whole seconds.
+                let service = try #require(server.application.api.subscriptions)
+                let id = try (started["id"] as? String).orThrow("id")
+                let stored = try #require(try await service.store.subscription(id: id))
+                let created = try #require(try await server.application.api.store.checkout(id: checkout.id)).createdAt
+                let expectedAnchor = try #require(Calendar.utc.date(byAdding: .month, value: 1, to: created))
+                #expect(abs(stored.anchor.timeIntervalSince(expectedAnchor)) < 1)
+                #expect(stored.anchor.timeIntervalSince1970 == stored.anchor.timeIntervalSince1970.rounded())
+                #expect(stored.nextChargeAt == stored.anchor)
+                #expect(stored.cycle == 1 && stored.attempt == 0)
 
-            // A second pass settles nothing more and starts nothing more.
-            #expect(try await FailureTests.reconcile(server).isEmpty)
-            #expect(try await Self.subscriptions(server).count == 1)
-            // The customer's retry with the same token gets the order and the same subscription.
-            let retry = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
-            #expect(retry.status == 200, "\(retry.text)")
-            #expect(retry.json["subscriptionId"] as? String == id)
-            #expect(retry.json["orderId"] as? String == orderID)
+                // A second pass settles nothing more and starts nothing more.
+                #expect(try await FailureTests.reconcile(server).isEmpty)
+                #expect(try await Self.subscriptions(server).count == 1)
+                // The customer's retry with the same token gets the order and the same subscription.
+                let retry = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+                #expect(retry.status == 200, "\(retry.text)")
+                #expect(retry.json["subscriptionId"] as? String == id)
+                #expect(retry.json["orderId"] as? String == orderID)
 
-            // And it is charged like any other: cycle 1 on its date, through the kept method, once.
-            let due = try #require(stored.nextChargeAt)
-            let charges = await service.chargeDue(now: due)
-            #expect(charges.map(\.status) == ["approved"])
-            #expect(charges.map(\.amount) == [999])
-            #expect(await service.chargeDue(now: due).isEmpty)
-            let approved = try await ledger.charges().filter { $0.status != .declined }
-            #expect(approved.count == 2, "the $1 trial and cycle 1")
-            // No token material was written to the log.
-            #expect(!server.log.text.contains("4761120010000492"))
-            #expect(!server.log.text.contains("onlinePaymentCryptogram"))
+                // And it is charged like any other: cycle 1 on its date, through the kept method, once.
+                let due = try #require(stored.nextChargeAt)
+                let charges = await service.chargeDue(now: due)
+                #expect(charges.map(\.status) == ["approved"])
+                #expect(charges.map(\.amount) == [999])
+                #expect(await service.chargeDue(now: due).isEmpty)
+                let approved = try await ledger.charges().filter { $0.status != .declined }
+                #expect(approved.count == 2, "the $1 trial and cycle 1")
+                // No token material was written to the log.
+                #expect(!server.log.text.contains("4761120010000492"))
+                #expect(!server.log.text.contains("onlinePaymentCryptogram"))
+            }
+            ledger.service.disarm()
         }
-        ledger.service.disarm()
     }
 
     @Test("a deferred plan cancelled before its free-cancellation date is never charged; after it, charged once")

@@ -197,33 +197,33 @@ struct WebhookTests {
 
     @Test("Stripe: a plan payment whose answer was lost starts its subscription when a signed event settles it")
     func planPaymentSettledByWebhook() async throws {
-        let ledger = try await ProcessorHarness.start(armed: FaultBody(kind: .dropAfterCommit, count: 1))
-        defer { Task { await ledger.stop() } }
-        try await Self.withServer(processor: ledger.processor(timeout: .seconds(10))) { server in
-            let (checkout, _, lost) = try await server.payWithMerchantToken(sku: "BEANS-MONTHLY")
-            #expect(lost.status == 202, "\(lost.text)")
-            let orderID = try (lost.json["orderId"] as? String).orThrow("orderId")
-            let key = try await FailureTests.transactionID(of: orderID, server)
-            try await ledger.waitForCharge(key)
-            let amount = try Decimal(string: checkout.total).orThrow("total")
-            let settle = try await Self.postStripe(
-                server,
-                Self.stripeEvent(
-                    "evt_plan_1", "payment_intent.succeeded",
-                    [
-                        "id": "pi_3Plan", "object": "payment_intent",
-                        "amount": NSDecimalNumber(decimal: amount * 100).int64Value, "currency": "usd",
-                        "metadata": ["transaction_id": key],
-                    ]))
-            #expect(settle.status == 200, "\(settle.text)")
-            #expect(try server.statuses() == ["paid/approved"])
-            let list = try await server.admin("GET", "/admin/v1/subscriptions")
-            let subscriptions = list.json["subscriptions"] as? [[String: Any]] ?? []
-            #expect(subscriptions.count == 1, "\(list.text)")
-            #expect(subscriptions.first?["orderId"] as? String == orderID)
-            #expect(server.log.text.contains("subscription of a settled payment"))
+        try await ProcessorHarness.with(armed: FaultBody(kind: .dropAfterCommit, count: 1)) { ledger in
+            try await Self.withServer(processor: ledger.processor(timeout: .seconds(10))) { server in
+                let (checkout, _, lost) = try await server.payWithMerchantToken(sku: "BEANS-MONTHLY")
+                #expect(lost.status == 202, "\(lost.text)")
+                let orderID = try (lost.json["orderId"] as? String).orThrow("orderId")
+                let key = try await FailureTests.transactionID(of: orderID, server)
+                try await ledger.waitForCharge(key)
+                let amount = try Decimal(string: checkout.total).orThrow("total")
+                let settle = try await Self.postStripe(
+                    server,
+                    Self.stripeEvent(
+                        "evt_plan_1", "payment_intent.succeeded",
+                        [
+                            "id": "pi_3Plan", "object": "payment_intent",
+                            "amount": NSDecimalNumber(decimal: amount * 100).int64Value, "currency": "usd",
+                            "metadata": ["transaction_id": key],
+                        ]))
+                #expect(settle.status == 200, "\(settle.text)")
+                #expect(try server.statuses() == ["paid/approved"])
+                let list = try await server.admin("GET", "/admin/v1/subscriptions")
+                let subscriptions = list.json["subscriptions"] as? [[String: Any]] ?? []
+                #expect(subscriptions.count == 1, "\(list.text)")
+                #expect(subscriptions.first?["orderId"] as? String == orderID)
+                #expect(server.log.text.contains("subscription of a settled payment"))
+            }
+            ledger.service.disarm()
         }
-        ledger.service.disarm()
     }
 
     @Test("Adyen: a signed AUTHORISATION is answered [accepted] and settles; a forged item changes nothing")
