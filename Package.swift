@@ -114,7 +114,7 @@ let package = Package(
             resources: [
                 .embedInCode("Web/Assets/checkout.html"), .embedInCode("Web/Assets/checkout.css"),
                 .embedInCode("Web/Assets/checkout.js"), .embedInCode("Web/Assets/subscription.html"),
-                .embedInCode("Web/Assets/order.html"),
+                .embedInCode("Web/Assets/order.html"), .embedInCode("Web/Assets/page.html"),
             ]),
         // The composition root: configuration, credentials, start-up and shutdown; plug-ins (sandbox mode).
         .target(

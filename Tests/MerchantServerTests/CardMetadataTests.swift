@@ -17,8 +17,9 @@ struct CardMetadataTests {
     @Test("a token's merchantTokenMetadata: the card's own last four digits and the other fields")
     func tokenMetadata() throws {
         let info = MerchantTokenInfo(identifier: "DNITHE1", metadata: try JSONValue(parsing: Self.apple))
-        #expect(info.cardSuffix == "8431" && info.cardExpiration == "12/29" && info.cardCountry == "US")
-        #expect(info.cardDescription == "Visa Debit" && info.cardLongDescription == "Example Bank Visa Debit card")
+        #expect(info.card.fpanSuffix == "8431" && info.card.expirationDate == "12/29" && info.card.cardCountry == "US")
+        #expect(
+            info.card.shortDescription == "Visa Debit" && info.card.longDescription == "Example Bank Visa Debit card")
         #expect(info.cardArtURL == "https://bank.example/art.png")
         let token = NetworkToken(
             primaryAccountNumber: "4761120010000492", expirationDate: "291231",

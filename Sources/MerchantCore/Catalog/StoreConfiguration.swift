@@ -715,45 +715,35 @@ public struct ProcessorSettings: Codable, Sendable, Equatable {
     }
 }
 
-/// A configuration file that cannot be used, with a stable ``code``, the failing ``field`` and a message naming it.
-public struct StoreConfigurationError: CodedError {
-    /// Stable error codes.
-    public struct Code: ErrorCode {
-        public typealias Owner = StoreConfigurationError
-        /// The code as a string, e.g. `"invalidCurrency"`.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
+/// A configuration file that cannot be used, with a stable ``FieldFailure/code``
+/// (``StoreConfigurationErrorCode``), the failing ``FieldFailure/field`` (its path in the configuration JSON:
+/// `products[1].price`, `shippingZones[0].taxRate`; `nil` when the file as a whole is at fault: unreadable, not
+/// JSON) and a message naming it.
+public typealias StoreConfigurationError = FieldFailure<StoreConfigurationErrorCode>
 
-        public static let unreadable = Code("unreadable")
-        public static let malformed = Code("malformed")
-        public static let invalidStoreName = Code("invalidStoreName")
-        public static let invalidMerchantIdentifier = Code("invalidMerchantIdentifier")
-        public static let invalidCountry = Code("invalidCountry")
-        public static let invalidCurrency = Code("invalidCurrency")
-        public static let noNetworks = Code("noNetworks")
-        public static let emptyCatalog = Code("emptyCatalog")
-        public static let duplicateSKU = Code("duplicateSKU")
-        public static let duplicateIdentifier = Code("duplicateIdentifier")
-        public static let currencyMismatch = Code("currencyMismatch")
-        public static let invalidAmount = Code("invalidAmount")
-        public static let invalidZone = Code("invalidZone")
-        public static let invalidRate = Code("invalidRate")
-        public static let invalidProcessor = Code("invalidProcessor")
-        public static let invalidPlan = Code("invalidPlan")
-    }
+/// The stable codes of ``StoreConfigurationError``.
+public struct StoreConfigurationErrorCode: ErrorCode {
+    public typealias Owner = StoreConfigurationError
+    /// The code as a string, e.g. `"invalidCurrency"`.
+    public let rawValue: String
+    private init(_ rawValue: String) { self.rawValue = rawValue }
 
-    public let code: Code
-    /// What is wrong, naming the field.
-    public let message: String
-    /// The failing field's path in the configuration JSON (`products[1].price`, `shippingZones[0].taxRate`);
-    /// `nil` when the file as a whole is at fault (unreadable, not JSON).
-    public let field: String?
-
-    public init(_ code: Code, _ message: String, field: String? = nil) {
-        self.code = code
-        self.message = message
-        self.field = field
-    }
+    public static let unreadable = Self("unreadable")
+    public static let malformed = Self("malformed")
+    public static let invalidStoreName = Self("invalidStoreName")
+    public static let invalidMerchantIdentifier = Self("invalidMerchantIdentifier")
+    public static let invalidCountry = Self("invalidCountry")
+    public static let invalidCurrency = Self("invalidCurrency")
+    public static let noNetworks = Self("noNetworks")
+    public static let emptyCatalog = Self("emptyCatalog")
+    public static let duplicateSKU = Self("duplicateSKU")
+    public static let duplicateIdentifier = Self("duplicateIdentifier")
+    public static let currencyMismatch = Self("currencyMismatch")
+    public static let invalidAmount = Self("invalidAmount")
+    public static let invalidZone = Self("invalidZone")
+    public static let invalidRate = Self("invalidRate")
+    public static let invalidProcessor = Self("invalidProcessor")
+    public static let invalidPlan = Self("invalidPlan")
 }
 
 /// Parses a decimal string such as `"19.99"` or `"-2"`: surrounding spaces and one leading `+` are allowed,

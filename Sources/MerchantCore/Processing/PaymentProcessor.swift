@@ -54,37 +54,18 @@ public struct NetworkToken: Sendable, CustomStringConvertible, CustomDebugString
 /// the card as Apple describes it (``CardMetadata``) and its art. No secret: safe to store and log.
 public struct MerchantTokenInfo: Sendable, Equatable {
     public var identifier: String
-    /// Apple's `fpanSuffix`: the last four digits of the card (the funding PAN), not of the merchant token.
-    public var cardSuffix: String?
-    /// Apple's `expirationDate`, as given (Apple documents no format; the sandbox writes `MM/YY`).
-    public var cardExpiration: String?
+    /// The card as Apple describes it: its `fpanSuffix` is the last four digits of the card (the funding PAN), not
+    /// of the merchant token; its `expirationDate` is as given (Apple documents no format; the sandbox writes `MM/YY`).
+    public var card: CardMetadata
+    /// The first `cardArt` URL.
     public var cardArtURL: String?
-    /// Apple's `cardCountry` (ISO 3166 alpha-2), `shortDescription` and `longDescription`.
-    public var cardCountry: String?
-    public var cardDescription: String?
-    public var cardLongDescription: String?
 
-    public init(
-        identifier: String, cardSuffix: String? = nil, cardExpiration: String? = nil, cardArtURL: String? = nil,
-        cardCountry: String? = nil, cardDescription: String? = nil, cardLongDescription: String? = nil
-    ) {
+    /// Reads Apple's `merchantTokenMetadata` (`cardMetadata` as ``CardMetadata`` reads it, `cardArt [{url}]`);
+    /// without it, only the identifier is known.
+    public init(identifier: String, metadata: JSONValue? = nil) {
         self.identifier = identifier
-        self.cardSuffix = cardSuffix
-        self.cardExpiration = cardExpiration
-        self.cardArtURL = cardArtURL
-        self.cardCountry = cardCountry
-        self.cardDescription = cardDescription
-        self.cardLongDescription = cardLongDescription
-    }
-
-    /// Reads Apple's `merchantTokenMetadata` (`cardMetadata` as ``CardMetadata`` reads it, `cardArt [{url}]`).
-    public init(identifier: String, metadata: JSONValue?) {
-        let card = CardMetadata(json: metadata?["cardMetadata"])
-        self.init(
-            identifier: identifier, cardSuffix: card.fpanSuffix, cardExpiration: card.expirationDate,
-            cardArtURL: CardMetadata.checked(metadata?["cardArt"]?[0]?["url"]?.stringValue, maximum: 128),
-            cardCountry: card.cardCountry, cardDescription: card.shortDescription,
-            cardLongDescription: card.longDescription)
+        card = CardMetadata(json: metadata?["cardMetadata"])
+        cardArtURL = CardMetadata.checked(metadata?["cardArt"]?[0]?["url"]?.stringValue, maximum: 128)
     }
 }
 

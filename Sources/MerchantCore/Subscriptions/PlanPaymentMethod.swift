@@ -23,30 +23,18 @@ public struct PlanPaymentMethod: Codable, Sendable, Equatable {
     public var cardDescription: String?
     public var cardLongDescription: String?
 
-    public init(
-        merchantTokenIdentifier: String?, network: String?, cardSuffix: String?, cardExpiration: String? = nil,
-        cardArtURL: String? = nil, cardCountry: String? = nil, cardDescription: String? = nil,
-        cardLongDescription: String? = nil
-    ) {
-        self.merchantTokenIdentifier = merchantTokenIdentifier
-        self.network = network
-        self.cardSuffix = cardSuffix
-        self.cardExpiration = cardExpiration
-        self.cardArtURL = cardArtURL
-        self.cardCountry = cardCountry
-        self.cardDescription = cardDescription
-        self.cardLongDescription = cardLongDescription
-    }
-
     /// The details of a decrypted token (nothing secret is copied). A merchant token without an `fpanSuffix` shows
     /// no digits rather than the MPAN's.
     public init(token: NetworkToken) {
         let info = token.merchantToken
-        self.init(
-            merchantTokenIdentifier: info?.identifier, network: token.network,
-            cardSuffix: info == nil ? token.lastFour : info?.cardSuffix, cardExpiration: info?.cardExpiration,
-            cardArtURL: info?.cardArtURL, cardCountry: info?.cardCountry, cardDescription: info?.cardDescription,
-            cardLongDescription: info?.cardLongDescription)
+        merchantTokenIdentifier = info?.identifier
+        network = token.network
+        cardSuffix = info == nil ? token.lastFour : info?.card.fpanSuffix
+        cardExpiration = info?.card.expirationDate
+        cardArtURL = info?.cardArtURL
+        cardCountry = info?.card.cardCountry
+        cardDescription = info?.card.shortDescription
+        cardLongDescription = info?.card.longDescription
     }
 }
 

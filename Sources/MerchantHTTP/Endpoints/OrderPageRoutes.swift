@@ -26,13 +26,9 @@ struct OrderPageRoutes: RouteCollection {
         let steps = try await storing(logger: logger) { () async throws(OrderStoreError) in
             try await store.fulfillments(orderID: order.id)
         }
-        var response = HTTPResponse(
-            status: 200, headers: ["Content-Type": "text/html; charset=utf-8"],
-            body: Data(OrderPage.html(order, steps: steps, storeName: storeName).utf8))
-        response.headers["Content-Security-Policy"] = OrderPage.contentSecurityPolicy
-        response.headers["Cache-Control"] = "no-store"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["X-Frame-Options"] = "DENY"
+        var response = CustomerPage.response(
+            OrderPage.html(order, steps: steps, storeName: storeName),
+            contentSecurityPolicy: OrderPage.contentSecurityPolicy, referrerPolicy: "no-referrer")
         response.logFields["orderId"] = order.id
         return response
     }

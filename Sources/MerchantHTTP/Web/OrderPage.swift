@@ -4,16 +4,13 @@ import MerchantCore
 import MerchantWallet
 
 /// The customer's order page, the Wallet order's `orderManagementURL`: the items, totals, payment and shipment, in the
-/// checkout page's look (its style sheet), from the template `Web/Assets/order.html`.
+/// checkout page's look (its style sheet), from the template `Web/Assets/order.html` in
+/// the pages' layout (``CustomerPage``).
 enum OrderPage {
-    // The template is compiled into the binary and checked by the tests: it cannot fail to parse at run time.
-    static let template = try! PageTemplate(WebAssets.orderHTML)
+    static let template = CustomerPage.template(WebAssets.orderHTML)
 
     /// Nothing from another host, no script at all, no form, no framing.
-    static let contentSecurityPolicy = [
-        "default-src 'none'", "style-src 'self'", "img-src 'self' data:", "base-uri 'none'", "form-action 'none'",
-        "frame-ancestors 'none'",
-    ].joined(separator: "; ")
+    static let contentSecurityPolicy = CustomerPage.contentSecurityPolicy(images: "'self' data:", forms: "'none'")
 
     static func html(_ order: Order, steps: [FulfillmentStep], storeName: String) -> String {
         let currency = Currency(code: order.currencyCode) ?? .usDollar
@@ -23,8 +20,10 @@ enum OrderPage {
         let carrier = steps.last(where: { $0.carrier != nil })?.carrier
         let tracking = steps.last(where: { $0.trackingNumber != nil })?.trackingNumber
         let status = WalletOrdersService.orderStatus(order, latest: latest?.status)
+        let number = String(order.id.uppercased().suffix(12))
         return template.render([
-            "storeName": .text(storeName), "orderNumber": .text(String(order.id.uppercased().suffix(12))),
+            "title": .text("Order \(number) · \(storeName)"), "referrer": .text("no-referrer"),
+            "storeName": .text(storeName), "orderNumber": .text(number),
             "createdAt": .text(order.createdAt.formatted(date) + " UTC"),
             "updatedAt": .text(order.updatedAt.formatted(date) + " UTC"),
             "status": .text(status.capitalized), "currencyCode": .text(currency.code),

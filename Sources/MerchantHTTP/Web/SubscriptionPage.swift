@@ -10,14 +10,10 @@ import MerchantCore
 /// Content-Security-Policy that allows this server's style sheet and nothing else (no script at all, forms posted
 /// only here), `Cache-Control: no-store` (the URL carries the secret) and no framing.
 enum ManagementPage {
-    // The template is compiled into the binary and checked by the tests: it cannot fail to parse at run time.
-    static let template = try! PageTemplate(WebAssets.subscriptionHTML)
+    static let template = CustomerPage.template(WebAssets.subscriptionHTML)
 
     /// The pages' Content-Security-Policy.
-    static let contentSecurityPolicy = [
-        "default-src 'none'", "style-src 'self'", "img-src 'self'", "form-action 'self'", "base-uri 'none'",
-        "frame-ancestors 'none'",
-    ].joined(separator: "; ")
+    static let contentSecurityPolicy = CustomerPage.contentSecurityPolicy(images: "'self'", forms: "'self'")
 
     /// The management page of `s`.
     static func html(_ s: Subscription, charges: [SubscriptionCharge], storeName: String = "Subscription")
@@ -55,6 +51,7 @@ enum ManagementPage {
         ]
         return template.render([
             "title": .text("\(s.productName): your subscription"), "storeName": .text(storeName),
+            "referrer": .text("same-origin"),
             "subscription": .list([subscription]), "message": .list([]),
         ])
     }
@@ -62,18 +59,15 @@ enum ManagementPage {
     /// A page saying one thing.
     static func message(heading: String, text: String, storeName: String = "Subscription") -> String {
         template.render([
-            "title": .text(heading), "storeName": .text(storeName), "subscription": .list([]),
+            "title": .text(heading), "storeName": .text(storeName), "referrer": .text("same-origin"),
+            "subscription": .list([]),
             "message": .list([["heading": .text(heading), "text": .text(text)]]),
         ])
     }
 
     /// An HTML answer with the pages' headers.
     static func response(_ html: String, status: Int = 200) -> HTTPResponse {
-        var response = HTTPResponse.text(html, status: status, contentType: "text/html; charset=utf-8")
-        response.headers["Content-Security-Policy"] = contentSecurityPolicy
-        response.headers["Cache-Control"] = "no-store"
-        response.headers["Referrer-Policy"] = "same-origin"
-        response.headers["X-Frame-Options"] = "DENY"
-        return response
+        CustomerPage.response(
+            html, status: status, contentSecurityPolicy: contentSecurityPolicy, referrerPolicy: "same-origin")
     }
 }

@@ -10,6 +10,8 @@ enum WebAssets {
     static let checkoutCSS = Data(PackageResources.checkout_css)
     /// `checkout.js`, served at `/checkout.js`.
     static let checkoutJS = Data(PackageResources.checkout_js)
+    /// `page.html`: the layout of the customer's pages (``CustomerPage``), around `subscription.html` or `order.html`.
+    static let pageHTML = String(decoding: PackageResources.page_html, as: UTF8.self)
     /// `subscription.html`: the subscription management page, a `PageTemplate`.
     static let subscriptionHTML = String(decoding: PackageResources.subscription_html, as: UTF8.self)
     /// `order.html`: the customer's order page (a Wallet order's `orderManagementURL`), a `PageTemplate`.

@@ -237,26 +237,26 @@ public struct MerchantCredential: Sendable {
     /// - Throws: `ServerStartError` `missingFile`, `unreadableFile`, `insecureKeyFile` or `keyMismatch`.
     public static func load(_ paths: CertificateKeyPaths, role: String) throws(ServerStartError) -> MerchantCredential {
         let certificateData = try readFile(paths.certificate, role: "\(role) certificate")
-        let certificate: Certificate
-        do {
-            certificate = try Certificate(pem: String(decoding: certificateData, as: UTF8.self))
-        } catch {
-            throw ServerStartError(
-                .unreadableFile, "the \(role) certificate \(paths.certificate) is not a PEM certificate")
+        /// Parses a file's PEM text; a failure is `unreadableFile` with `message`.
+        func parse<T>(_ data: Data, _ message: String, _ make: (String) throws -> T) throws(ServerStartError) -> T {
+            do {
+                return try make(String(decoding: data, as: UTF8.self))
+            } catch {
+                throw ServerStartError(.unreadableFile, message)
+            }
         }
+        let certificate = try parse(
+            certificateData, "the \(role) certificate \(paths.certificate) is not a PEM certificate",
+            Certificate.init(pem:))
         let keyData: Data
         do {
             keyData = try KeyFile.read(paths.key, description: "the \(role) private key")
         } catch {
             throw ServerStartError(keyFile: error)
         }
-        let key: PrivateKey
-        do {
-            key = try PrivateKey(pem: String(decoding: keyData, as: UTF8.self))
-        } catch {
-            throw ServerStartError(
-                .unreadableFile, "the \(role) private key \(paths.key) is not a readable, unencrypted PEM key")
-        }
+        let key = try parse(
+            keyData, "the \(role) private key \(paths.key) is not a readable, unencrypted PEM key",
+            PrivateKey.init(pem:))
         guard key.publicKey == certificate.publicKey else {
             throw ServerStartError(
                 .keyMismatch,

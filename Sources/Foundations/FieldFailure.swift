@@ -1,0 +1,26 @@
+/// An error that is a stable code, a message and the failing field, nothing more: ``CodedFailure`` with the path of
+/// the field at fault (`products[1].price`), or `nil` when no one field is. A module declares its codes (an
+/// ``ErrorCode`` whose `Owner` is `FieldFailure` of them) and names its error with a type alias:
+///
+/// ```swift
+/// public typealias StoreConfigurationError = FieldFailure<StoreConfigurationErrorCode>
+/// ```
+///
+/// It is thrown as `StoreConfigurationError(.invalidAmount, "…", field: "products[1].price")`.
+public struct FieldFailure<Code: ErrorCode>: CodedError {
+    public let code: Code
+    public let message: String
+    /// The failing field's path; `nil` when the input as a whole is at fault.
+    public let field: String?
+
+    public init(_ code: Code, _ message: String, field: String? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    /// `code at field: message`, or `code: message` without a field.
+    public var description: String {
+        field.map { "\(code) at \($0): \(message)" } ?? "\(code): \(message)"
+    }
+}
