@@ -1,6 +1,7 @@
 import ApplePay
 import Cryptography
 import Foundation
+import Foundations
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
