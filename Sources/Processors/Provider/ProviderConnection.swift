@@ -255,3 +255,16 @@ extension DeclineReason {
         }
     }
 }
+
+extension ProcessorRefund {
+    /// A refund a provider accepted, with `reference` its id for it: the charge after it is as much as the provider
+    /// says (`partiallyRefunded` by `amount`; the store knows what else was refunded before).
+    static func accepted(
+        _ reference: String, ofCharge charge: String, amount: Money, idempotencyKey: String
+    ) -> ProcessorRefund {
+        ProcessorRefund(
+            reference: reference, idempotencyKey: idempotencyKey, amount: amount,
+            charge: ProcessorCharge(
+                reference: charge, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount))
+    }
+}
