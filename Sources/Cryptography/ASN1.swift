@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 
 /// A minimal BER/DER reader for the few structures this module reads itself (CMS SignedData, the outer layers of
 /// a certificate, an EC SubjectPublicKeyInfo). Reading never traps: every length is checked against the buffer,

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 
 /// A CMS (PKCS#7) SignedData with one signer, read for detached-signature verification.
 ///

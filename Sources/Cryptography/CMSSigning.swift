@@ -1,5 +1,6 @@
 internal import COpenSSL
 import Foundation
+import Foundations
 
 /// Makes detached CMS SignedData signatures the way Apple signs payment tokens: SHA-256, a signing-time attribute
 /// chosen by the caller, the signer's certificate and extra certificates (the intermediate) included, DER output.

@@ -1,5 +1,6 @@
 internal import COpenSSL
 import Foundation
+import Foundations
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 internal import COpenSSL
 import Foundation
+import Foundations
 
 /// An X.509 distinguished name: its attributes in the order they appear in the certificate.
 ///

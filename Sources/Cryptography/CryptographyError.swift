@@ -2,48 +2,38 @@ internal import COpenSSL
 import Foundation
 import Foundations
 
+/// The stable identifier of a kind of ``CryptographyError``.
+public struct CryptographyErrorCode: ErrorCode {
+    public typealias Owner = CryptographyError
+    /// The code as a string, e.g. `"invalidKey"`.
+    public let rawValue: String
+    private init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// A key could not be parsed, generated, or is of an unsupported kind.
+    public static let invalidKey = Self("invalidKey")
+    /// A certificate could not be parsed.
+    public static let invalidCertificate = Self("invalidCertificate")
+    /// A signature did not verify or is malformed.
+    public static let invalidSignature = Self("invalidSignature")
+    /// Input (DER, PEM, CMS, a length) is malformed.
+    public static let malformedInput = Self("malformedInput")
+    /// An algorithm or parameter is not supported.
+    public static let unsupportedAlgorithm = Self("unsupportedAlgorithm")
+    /// A certificate chain does not lead to a trusted root, or a certificate is not valid at the time checked.
+    public static let untrustedCertificateChain = Self("untrustedCertificateChain")
+    /// Decryption or authentication of ciphertext failed.
+    public static let decryptionFailed = Self("decryptionFailed")
+    /// OpenSSL failed where it should not (allocation, an unexpected internal state).
+    public static let internalError = Self("internalError")
+}
+
 /// An error from the cryptography layer: a stable `code` a caller can switch on and a message a person can act on.
 ///
 /// Messages may quote OpenSSL's error queue, which names algorithms and parsing failures; they never contain key,
 /// plaintext or other secret bytes. Two errors are equal when their codes are equal.
-public struct CryptographyError: CodedError {
-    /// The stable identifier of a kind of failure.
-    public struct Code: ErrorCode {
-        public typealias Owner = CryptographyError
-        /// The code as a string, e.g. `"invalidKey"`.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
+public typealias CryptographyError = CodedFailure<CryptographyErrorCode>
 
-        /// A key could not be parsed, generated, or is of an unsupported kind.
-        public static let invalidKey = Code("invalidKey")
-        /// A certificate could not be parsed.
-        public static let invalidCertificate = Code("invalidCertificate")
-        /// A signature did not verify or is malformed.
-        public static let invalidSignature = Code("invalidSignature")
-        /// Input (DER, PEM, CMS, a length) is malformed.
-        public static let malformedInput = Code("malformedInput")
-        /// An algorithm or parameter is not supported.
-        public static let unsupportedAlgorithm = Code("unsupportedAlgorithm")
-        /// A certificate chain does not lead to a trusted root, or a certificate is not valid at the time checked.
-        public static let untrustedCertificateChain = Code("untrustedCertificateChain")
-        /// Decryption or authentication of ciphertext failed.
-        public static let decryptionFailed = Code("decryptionFailed")
-        /// OpenSSL failed where it should not (allocation, an unexpected internal state).
-        public static let internalError = Code("internalError")
-
-    }
-
-    /// What kind of failure this is.
-    public let code: Code
-    /// What went wrong and what to check. Never contains secret bytes.
-    public let message: String
-
-    /// Creates an error with a code and a message.
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+extension CryptographyError {
     /// An error whose message ends with the text of OpenSSL's error queue (which this drains).
     static func openSSL(_ code: Code, _ message: String) -> CryptographyError {
         let queue = OpenSSLErrorQueue.drain()

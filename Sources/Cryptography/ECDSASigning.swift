@@ -1,5 +1,6 @@
 internal import COpenSSL
 import Foundation
+import Foundations
 
 extension PrivateKey {
     /// Signs SHA-256 of `message` with this EC key and returns the signature as JOSE/JWS wants it: `r || s`, each

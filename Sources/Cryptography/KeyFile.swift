@@ -5,34 +5,24 @@ import Foundations
 /// descriptor (so nothing can be swapped between the check and the read): a regular file, owned by this process's
 /// user, with no group or other permission bits.
 public enum KeyFile {
-    /// Why a key file was refused; equality on `code`.
-    public struct Failure: CodedError {
-        /// The stable identifier of a kind of refusal.
-        public struct Code: ErrorCode {
-            public typealias Owner = Failure
-            public let rawValue: String
-            private init(_ rawValue: String) { self.rawValue = rawValue }
+    /// The stable identifier of a kind of refusal.
+    public struct FailureCode: ErrorCode {
+        public typealias Owner = Failure
+        public let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
 
-            /// The file does not exist.
-            public static let missing = Code("missing")
-            /// The path is a symbolic link (never followed for a key).
-            public static let symbolicLink = Code("symbolicLink")
-            /// Not a regular file, owned by another user, or readable or writable by group or others.
-            public static let insecure = Code("insecure")
-            /// It could not be opened or read.
-            public static let unreadable = Code("unreadable")
-        }
-
-        public let code: Code
-        /// What is wrong and how to fix it, naming the file.
-        public let message: String
-
-        public init(_ code: Code, _ message: String) {
-            self.code = code
-            self.message = message
-        }
-        public var description: String { message }
+        /// The file does not exist.
+        public static let missing = Self("missing")
+        /// The path is a symbolic link (never followed for a key).
+        public static let symbolicLink = Self("symbolicLink")
+        /// Not a regular file, owned by another user, or readable or writable by group or others.
+        public static let insecure = Self("insecure")
+        /// It could not be opened or read.
+        public static let unreadable = Self("unreadable")
     }
+
+    /// Why a key file was refused; equality on `code`; the message names the file and what to do.
+    public typealias Failure = CodedFailure<FailureCode>
 
     /// The largest key file read (a PEM RSA-4096 key is about 3.3 KB).
     public static let maximumSize = 1024 * 1024

@@ -1,5 +1,6 @@
 internal import COpenSSL
 import Foundation
+import Foundations
 
 /// The kinds of key this project uses.
 public enum KeyKind: Sendable, Hashable, CustomStringConvertible {

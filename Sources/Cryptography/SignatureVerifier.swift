@@ -1,5 +1,6 @@
 internal import COpenSSL
 import Foundation
+import Foundations
 
 /// Verifies signatures made with one public key over SHA-256 digests: ECDSA (DER-encoded signature) for EC keys,
 /// PKCS#1 v1.5 for RSA keys.

@@ -1,5 +1,6 @@
 internal import COpenSSL
 import Foundation
+import Foundations
 
 /// A chain that verified: leaf first, trusted root last, with the time span in which every certificate is valid.
 public struct VerifiedCertificateChain: Sendable {

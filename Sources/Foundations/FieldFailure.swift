@@ -1,6 +1,7 @@
 /// An error that is a stable code, a message and the failing field, nothing more: ``CodedFailure`` with the path of
-/// the field at fault (`products[1].price`), or `nil` when no one field is. A module declares its codes (an
-/// ``ErrorCode`` whose `Owner` is `FieldFailure` of them) and names its error with a type alias:
+/// the field at fault (a configuration's or a scenario's path, `products[1].price`, or a parameter's name), or `nil`
+/// when no one field is. A module declares its codes (an ``ErrorCode`` whose `Owner` is `FieldFailure` of them) and
+/// names its error with a type alias:
 ///
 /// ```swift
 /// public typealias StoreConfigurationError = FieldFailure<StoreConfigurationErrorCode>

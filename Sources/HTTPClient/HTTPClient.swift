@@ -74,46 +74,33 @@ public struct ClientIdentity: Sendable {
     }
 }
 
+/// The stable identifier of a kind of ``HTTPClientError``.
+public struct HTTPClientErrorCode: ErrorCode {
+    public typealias Owner = HTTPClientError
+    /// The code as a string, e.g. `"timeout"`.
+    public let rawValue: String
+    private init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// The URL does not parse, or has no host.
+    public static let invalidURL = Self("invalidURL")
+    /// A scheme other than `http` or `https`.
+    public static let unsupportedProtocol = Self("unsupportedProtocol")
+    /// The host could not be resolved or connected to.
+    public static let connectionFailed = Self("connectionFailed")
+    /// The request took longer than the configured timeout.
+    public static let timeout = Self("timeout")
+    /// The TLS handshake failed (untrusted server, client certificate refused, ...).
+    public static let tlsFailure = Self("tlsFailure")
+    /// The response body is larger than the configured limit.
+    public static let responseTooLarge = Self("responseTooLarge")
+    /// Any other transfer failure.
+    public static let transferFailed = Self("transferFailed")
+}
+
 /// Why a request got no answer: a stable `code` to switch on and a message. Equality on `code`.
 ///
 /// Messages name the URL and libcurl's reason; never the request or response body, nor the client key.
-public struct HTTPClientError: CodedError {
-    /// The stable identifier of a kind of failure.
-    public struct Code: ErrorCode {
-        public typealias Owner = HTTPClientError
-        /// The code as a string, e.g. `"timeout"`.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
-
-        /// The URL does not parse, or has no host.
-        public static let invalidURL = Code("invalidURL")
-        /// A scheme other than `http` or `https`.
-        public static let unsupportedProtocol = Code("unsupportedProtocol")
-        /// The host could not be resolved or connected to.
-        public static let connectionFailed = Code("connectionFailed")
-        /// The request took longer than the configured timeout.
-        public static let timeout = Code("timeout")
-        /// The TLS handshake failed (untrusted server, client certificate refused, ...).
-        public static let tlsFailure = Code("tlsFailure")
-        /// The response body is larger than the configured limit.
-        public static let responseTooLarge = Code("responseTooLarge")
-        /// Any other transfer failure.
-        public static let transferFailed = Code("transferFailed")
-
-    }
-
-    /// What kind of failure this is.
-    public let code: Code
-    /// What went wrong.
-    public let message: String
-
-    /// Creates an error with a code and a message.
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-}
+public typealias HTTPClientError = CodedFailure<HTTPClientErrorCode>
 
 /// HTTP and HTTPS requests on libcurl: TLS 1.2 or later, optional client certificate and trusted roots
 /// from memory, a total timeout, and only the `http` and `https` protocols (redirects are not followed).

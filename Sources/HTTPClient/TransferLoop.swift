@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import Foundations
 import Synchronization
 
 #if canImport(Glibc)

@@ -90,36 +90,24 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// The stable identifier of a kind of ``StartError``.
+    public struct StartErrorCode: ErrorCode {
+        public typealias Owner = StartError
+        /// The code as a string, e.g. `"cannotListen"`.
+        public let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
+        /// The host is not an IP address literal (or `localhost`).
+        public static let invalidAddress = Self("invalidAddress")
+        /// The port cannot be bound (in use, or not allowed), or the TLS certificate or key was refused.
+        public static let cannotListen = Self("cannotListen")
+        /// HTTPS was asked for and this libmicrohttpd was built without TLS.
+        public static let tlsUnsupported = Self("tlsUnsupported")
+    }
+
     /// Why the server did not start: a stable `code` to switch on and a message naming the address.
     /// Equality on `code`.
-    public struct StartError: CodedError {
-        /// The stable identifier of a kind of failure.
-        public struct Code: ErrorCode {
-            public typealias Owner = StartError
-            /// The code as a string, e.g. `"cannotListen"`.
-            public let rawValue: String
-            private init(_ rawValue: String) { self.rawValue = rawValue }
-
-            /// The host is not an IP address literal (or `localhost`).
-            public static let invalidAddress = Code("invalidAddress")
-            /// The port cannot be bound (in use, or not allowed), or the TLS certificate or key was refused.
-            public static let cannotListen = Code("cannotListen")
-            /// HTTPS was asked for and this libmicrohttpd was built without TLS.
-            public static let tlsUnsupported = Code("tlsUnsupported")
-
-        }
-
-        /// What kind of failure this is.
-        public let code: Code
-        /// What went wrong, naming the address.
-        public let message: String
-
-        /// Creates an error with a code and a message.
-        public init(_ code: Code, _ message: String) {
-            self.code = code
-            self.message = message
-        }
-    }
+    public typealias StartError = CodedFailure<StartErrorCode>
 
     public let configuration: Configuration
     /// The port the server is bound to.

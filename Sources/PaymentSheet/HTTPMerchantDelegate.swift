@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import HTTPClient
 
 /// The merchant as a server: each sheet event is a POST to the merchant API's checkout routes, whose bodies and

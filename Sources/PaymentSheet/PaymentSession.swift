@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import Synchronization
 
 /// A headless payment sheet: shows a validated request, plays the user's actions, asks the merchant's delegate

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// A payment-sheet scenario: the request (or the cart to check out on a merchant server), the wallet, the
 /// store settings for the in-process merchant server and the user's actions. Read with `Scenario.load(from:)`,

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import Sandbox
 
 /// A card in the simulated Wallet.

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import Synchronization
 
 /// What verification established about a token.

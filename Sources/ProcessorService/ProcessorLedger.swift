@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import HTTPServer
 import ProcessorAPI
 import SQLCore
@@ -71,7 +72,7 @@ final class ProcessorLedger: Sendable {
                 path: path, migrator: Migrator(Self.migrations.map { SQLMigration($0.name, sql: $0.sql) }))
         } catch {
             throw ProcessorServiceError(
-                code: .cannotOpenLedger, message: "cannot open the ledger \(path): \(error.message)")
+                .cannotOpenLedger, "cannot open the ledger \(path): \(error.message)")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import HTTPServer
 import ProcessorAPI
 import Synchronization
@@ -65,7 +66,7 @@ public final class ProcessorServer: Sendable {
             hangDuration: configuration.hangDuration)
         if let fault = configuration.fault {
             do { try routes.arm(fault) } catch {
-                throw ProcessorServiceError(code: .invalidFault, message: error.message)
+                throw ProcessorServiceError(.invalidFault, error.message)
             }
         }
         let responder = LoggingResponder(router: routes.makeRouter(), log: configuration.log)
@@ -80,7 +81,7 @@ public final class ProcessorServer: Sendable {
                     perClientConnectionLimit: 0, answersOnPollingThreads: true),
                 responder: responder)
         } catch {
-            throw ProcessorServiceError(code: .cannotListen, message: "\(error)")
+            throw ProcessorServiceError(.cannotListen, "\(error)")
         }
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         let printable = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
@@ -101,7 +102,7 @@ public final class ProcessorServer: Sendable {
     /// Arms a fault for the next charge requests, as `POST /v1/faults` does.
     /// - Throws: ``ProcessorServiceError`` `invalidFault`.
     public func arm(_ fault: FaultBody) throws(ProcessorServiceError) {
-        do { try routes.arm(fault) } catch { throw ProcessorServiceError(code: .invalidFault, message: error.message) }
+        do { try routes.arm(fault) } catch { throw ProcessorServiceError(.invalidFault, error.message) }
     }
 
     /// Disarms any fault, as `DELETE /v1/faults` does.

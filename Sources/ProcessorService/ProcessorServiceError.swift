@@ -1,21 +1,18 @@
 import Foundations
 
-/// Why the processor service did not start. Equality on the code.
-public struct ProcessorServiceError: CodedError {
-    public struct Code: ErrorCode {
-        public typealias Owner = ProcessorServiceError
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
+/// The stable identifier of a kind of ``ProcessorServiceError``.
+public struct ProcessorServiceErrorCode: ErrorCode {
+    public typealias Owner = ProcessorServiceError
+    public let rawValue: String
+    private init(_ rawValue: String) { self.rawValue = rawValue }
 
-        /// The ledger file cannot be created, opened or migrated.
-        public static let cannotOpenLedger = Code("cannotOpenLedger")
-        /// The address does not parse or the port cannot be bound.
-        public static let cannotListen = Code("cannotListen")
-        /// A fault with a count below 1 or a delay outside 0...3600 s.
-        public static let invalidFault = Code("invalidFault")
-    }
-
-    public let code: Code
-    public let message: String
-
+    /// The ledger file cannot be created, opened or migrated.
+    public static let cannotOpenLedger = Self("cannotOpenLedger")
+    /// The address does not parse or the port cannot be bound.
+    public static let cannotListen = Self("cannotListen")
+    /// A fault with a count below 1 or a delay outside 0...3600 s.
+    public static let invalidFault = Self("invalidFault")
 }
+
+/// Why the processor service did not start. Equality on the code.
+public typealias ProcessorServiceError = CodedFailure<ProcessorServiceErrorCode>

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 
 /// One provider's webhook check as an endpoint runs it: the provider, its secret (from a file readable by its
 /// owner alone) and, for Stripe, the timestamp tolerance.

@@ -1,6 +1,7 @@
 import ApplePay
 import Cryptography
 import Foundation
+import Foundations
 import HTTPClient
 import WalletOrders
 

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import Sandbox
 
 /// The gateway's HTTPS certificate: a P-256 leaf issued by the sandbox root for the given host names and IP

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import HTTPClient
 import HTTPServer
 import Synchronization

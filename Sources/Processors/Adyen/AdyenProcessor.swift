@@ -108,9 +108,7 @@ public struct AdyenProcessor: PaymentProcessor {
         guard answer.status == 201 || answer.status == 200, let object = answer.object,
             object.string("status") == "received", let psp = object.string("pspReference")
         else { throw Self.refusal(answer, what: "refund") }
-        let charge = ProcessorCharge(
-            reference: reference, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount)
-        return ProcessorRefund(reference: psp, idempotencyKey: idempotencyKey, amount: amount, charge: charge)
+        return .accepted(psp, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey)
     }
 
     /// A merchant-initiated charge: `shopperInteraction: ContAuth`, `recurringProcessingModel: Subscription`.

@@ -119,9 +119,7 @@ public struct CheckoutProcessor: PaymentProcessor {
         guard answer.status == 202 || answer.status == 200, let action = answer.object?.string("action_id") else {
             throw Self.refusal(answer, what: "refund")
         }
-        let charge = ProcessorCharge(
-            reference: reference, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount)
-        return ProcessorRefund(reference: action, idempotencyKey: idempotencyKey, amount: amount, charge: charge)
+        return .accepted(action, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey)
     }
 
     public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {

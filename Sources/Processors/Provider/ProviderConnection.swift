@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import HTTPClient
 import MerchantCore
 
@@ -252,5 +253,18 @@ extension DeclineReason {
         case "do_not_honor", "20005": return .doNotHonor
         default: return DeclineReason(code: String(code.prefix(64)))
         }
+    }
+}
+
+extension ProcessorRefund {
+    /// A refund a provider accepted, with `reference` its id for it: the charge after it is as much as the provider
+    /// says (`partiallyRefunded` by `amount`; the store knows what else was refunded before).
+    static func accepted(
+        _ reference: String, ofCharge charge: String, amount: Money, idempotencyKey: String
+    ) -> ProcessorRefund {
+        ProcessorRefund(
+            reference: reference, idempotencyKey: idempotencyKey, amount: amount,
+            charge: ProcessorCharge(
+                reference: charge, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount))
     }
 }

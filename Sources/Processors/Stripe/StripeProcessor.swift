@@ -144,9 +144,7 @@ public struct StripeProcessor: PaymentProcessor {
             throw ProcessorError(
                 .invalidRequest, "stripe failed the refund (\(refund.string("failure_reason") ?? "?"))")
         }
-        let charge = ProcessorCharge(
-            reference: reference, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount)
-        return ProcessorRefund(reference: id, idempotencyKey: idempotencyKey, amount: amount, charge: charge)
+        return .accepted(id, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey)
     }
 
     public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {

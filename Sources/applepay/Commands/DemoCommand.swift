@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import MerchantCore
 import MerchantSandbox
 import MerchantServer

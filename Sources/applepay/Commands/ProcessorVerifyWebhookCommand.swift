@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import ProviderWebhooks
 
 /// `applepay processor verify-webhook --psp stripe|adyen|checkout --secret-file F --payload-file P

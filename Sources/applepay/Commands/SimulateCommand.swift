@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import InProcessMerchant
 import PaymentSheet
 import Sandbox

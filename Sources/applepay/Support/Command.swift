@@ -40,27 +40,22 @@ enum ExitCode {
     static let usage: Int32 = 64
 }
 
-/// A mistake in how a command was called: exit status 64 and the command's usage.
-struct UsageError: CodedError {
-    /// The stable code; there is one kind of usage error (the message says what to change).
-    struct Code: ErrorCode {
-        typealias Owner = UsageError
-        let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
+/// The stable code of a ``UsageError``; there is one kind of usage error (the message says what to change).
+struct UsageErrorCode: ErrorCode {
+    typealias Owner = UsageError
+    let rawValue: String
+    private init(_ rawValue: String) { self.rawValue = rawValue }
 
-        /// An unknown or repeated option, a missing or malformed value, a missing or extra argument.
-        static let invalidUsage = Code("invalidUsage")
+    /// An unknown or repeated option, a missing or malformed value, a missing or extra argument.
+    static let invalidUsage = Self("invalidUsage")
+}
 
-    }
+/// A mistake in how a command was called: exit status 64 and the command's usage. The message says what is wrong
+/// with the command line, naming the option or argument.
+typealias UsageError = CodedFailure<UsageErrorCode>
 
-    let code: Code
-    /// What is wrong with the command line, naming the option or argument.
-    let message: String
-    init(_ message: String) {
-        self.code = .invalidUsage
-        self.message = message
-    }
-    var description: String { message }
+extension UsageError {
+    init(_ message: String) { self.init(.invalidUsage, message) }
 }
 
 /// The command line, consumed piece by piece: options first, then positionals, then `finish()`.
