@@ -170,8 +170,8 @@ struct ServerSection: Decodable {
     var trustedProxies: [String]?
     /// `X-Forwarded-For` (default) or `Forwarded`: the header they write.
     var forwardedHeader: String?
-    /// Each outside party's share (docs/LIMITS.md): `processor`, `merchantValidation`, `tokenNotifications`.
-    var shares: SharesSection?
+    /// Each outside party's share (docs/LIMITS.md), by party: `processor`, `merchantValidation`, `tokenNotifications`.
+    var shares: [String: ShareSection]?
     /// How long Apple's merchant-token notification waits for its event to be pulled and applied.
     var tokenNotificationTimeLimitSeconds: Int?
     /// Failed admin attempts allowed per client (`{"perMinute", "burst"}`), or `"off"`.
@@ -234,23 +234,22 @@ struct RateLimitsSection: Decodable {
         var limit: RateLimit?
 
         init(from decoder: any Decoder) throws {
-            if let text = try? decoder.singleValueContainer().decode(String.self) {
-                guard text == "off" else {
-                    throw DecodingError.dataCorrupted(
-                        .init(codingPath: decoder.codingPath, debugDescription: "must be \"off\" or an object"))
-                }
-                return
-            }
-            limit = try RateLimit(from: decoder)
+            limit = try isOff(decoder) ? nil : RateLimit(from: decoder)
         }
     }
 
+    /// Whether the value is the string `"off"`; any other string is an error, anything else is for the caller.
+    static func isOff(_ decoder: any Decoder) throws -> Bool {
+        guard let text = try? decoder.singleValueContainer().decode(String.self) else { return false }
+        guard text == "off" else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "must be \"off\" or an object"))
+        }
+        return true
+    }
+
     init(from decoder: any Decoder) throws {
-        if let text = try? decoder.singleValueContainer().decode(String.self) {
-            guard text == "off" else {
-                throw DecodingError.dataCorrupted(
-                    .init(codingPath: decoder.codingPath, debugDescription: "must be \"off\" or an object"))
-            }
+        if try Self.isOff(decoder) {
             off = true
             return
         }
@@ -264,17 +263,12 @@ struct RateLimitsSection: Decodable {
     }
 }
 
-/// `"shares"`: a bulkhead's limits for each outside party; any field may be left out (its default stays).
-struct SharesSection: Decodable {
-    /// One party's share: calls in flight at once, callers waiting, and how long one waits (milliseconds).
-    struct Share: Decodable {
-        var inFlight: Int?
-        var queued: Int?
-        var waitMilliseconds: Int?
-    }
-    var processor: Share?
-    var merchantValidation: Share?
-    var tokenNotifications: Share?
+/// One outside party's share in `"shares"`: calls in flight at once, callers waiting, and how long one waits
+/// (milliseconds); a field left out keeps its default.
+struct ShareSection: Decodable {
+    var inFlight: Int?
+    var queued: Int?
+    var waitMilliseconds: Int?
 }
 
 /// The `"processor"` section: `kind` (default `http` when a `url` is given, else `sandbox`), the `url` of an `http`
@@ -698,13 +692,18 @@ extension MerchantServerConfiguration {
             "must be more than 30 (the longest processor time limit)"
         ) { reconcileAfter = .seconds($0) }
         if let sdk = server.applePayJSSDK { loadsApplePayJSSDK = sdk }
-        let parties: [(String, SharesSection.Share?, WritableKeyPath<Self, Bulkhead.Limits>)] = [
-            ("processor", server.shares?.processor, \.processorShare),
-            ("merchantValidation", server.shares?.merchantValidation, \.merchantValidationShare),
-            ("tokenNotifications", server.shares?.tokenNotifications, \.tokenNotificationShare),
+        let parties: [String: WritableKeyPath<Self, Bulkhead.Limits>] = [
+            "processor": \.processorShare, "merchantValidation": \.merchantValidationShare,
+            "tokenNotifications": \.tokenNotificationShare,
         ]
-        for (party, share, keyPath) in parties {
-            guard let share else { continue }
+        for (party, share) in (server.shares ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard let keyPath = parties[party] else {
+                report(
+                    "server.shares.\(party)", .invalidChoice,
+                    "server.shares has processor, merchantValidation and tokenNotifications (got '\(party.prefix(80))')"
+                )
+                continue
+            }
             var limits = self[keyPath: keyPath]
             check(share.inFlight, "shares.\(party).inFlight", 1...1_000_000, "must be 1 to 1000000") {
                 limits.maximumInFlight = $0
