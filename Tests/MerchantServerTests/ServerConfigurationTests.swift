@@ -1,7 +1,10 @@
 import ApplePay
 import Foundation
+import Foundations
 import HTTPServer
 import MerchantCore
+import MerchantHTTP
+import MerchantIntegrations
 import MerchantServer
 import MerchantStore
 import TestSupport
@@ -97,6 +100,51 @@ struct ServerConfigurationTests {
         #expect(problems.first { $0.path == "server.publicURL" }?.code == .invalidURL)
         #expect(problems.first { $0.path == "server.port" }?.code == .outOfRange)
         #expect(problems.first { $0.path == "server.host" }?.code == .malformed)
+    }
+
+    @Test("the outside parties' shares, the notification time limit and the admin failure limit come from the file")
+    func sharesAndLimits() throws {
+        let configuration = try Self.load([
+            "server": [
+                "shares": [
+                    "processor": ["inFlight": 200, "queued": 50, "waitMilliseconds": 500],
+                    "tokenNotifications": ["queued": 2],
+                ],
+                "tokenNotificationTimeLimitSeconds": 3, "adminFailureLimit": ["perMinute": 6, "burst": 3],
+            ]
+        ])
+        #expect(
+            configuration.processorShare
+                == Bulkhead.Limits(maximumInFlight: 200, maximumQueued: 50, maximumWait: .milliseconds(500)))
+        var notifications = TokenNotifications.defaultShare
+        notifications.maximumQueued = 2
+        #expect(configuration.tokenNotificationShare == notifications, "the fields left out keep their defaults")
+        #expect(configuration.merchantValidationShare == MerchantValidator.defaultShare)
+        #expect(configuration.tokenNotificationTimeLimit == .seconds(3))
+        #expect(configuration.adminFailureLimit == RateLimit(perMinute: 6, burst: 3))
+        #expect(try Self.load(["server": ["adminFailureLimit": "off"]]).adminFailureLimit == nil)
+        #expect(try Self.load(["server": ["port": 0]]).adminFailureLimit == BearerAuthentication.defaultFailureLimit)
+
+        let problems = Self.problems([
+            "server": [
+                "shares": [
+                    "merchantValidation": ["inFlight": 0, "waitMilliseconds": -1], "processor": ["queued": -1],
+                ],
+                "tokenNotificationTimeLimitSeconds": 0, "adminFailureLimit": ["perMinute": 0, "burst": 1],
+            ]
+        ])
+        #expect(
+            Set(problems.map(\.path)) == [
+                "server.shares.merchantValidation.inFlight", "server.shares.merchantValidation.waitMilliseconds",
+                "server.shares.processor.queued", "server.tokenNotificationTimeLimitSeconds",
+                "server.adminFailureLimit",
+            ], "\(problems)")
+        #expect(
+            Self.problems(["server": ["adminFailureLimit": "sometimes"]]).map(\.path) == ["server.adminFailureLimit"])
+        #expect(
+            Self.problems(["server": ["shares": ["processor": ["queued": "x"]]]]).map(\.path) == [
+                "server.shares.processor.queued"
+            ])
     }
 
     @Test("every rule the catalog breaks is reported, not only the first")

@@ -24,7 +24,10 @@ import ProviderWebhooks
 ///              "requestTimeout", "connectionLimit", "perClientConnectionLimit", "rateLimits", "checkoutLifetimeSeconds",
 ///              "pruneIntervalSeconds", "proxy", "threads", "paymentProcessing", "merchantIdentity", "trustedRoot",
 ///              "gatewayTrustedRoots", "adminToken", "reconcileIntervalSeconds", "reconcileAfterSeconds",
-///              "applePayJSSDK", "trustedProxies", "forwardedHeader"}
+///              "applePayJSSDK", "trustedProxies", "forwardedHeader",
+///              "shares": {"processor" | "merchantValidation" | "tokenNotifications":
+///                         {"inFlight", "queued", "waitMilliseconds"}},
+///              "tokenNotificationTimeLimitSeconds", "adminFailureLimit": {"perMinute", "burst"} | "off"}
 /// }
 /// ```
 /// Old keys still read, as aliases: the top-level `publicBaseURL` (now `server.publicURL`) and `server.processor`
@@ -167,6 +170,12 @@ struct ServerSection: Decodable {
     var trustedProxies: [String]?
     /// `X-Forwarded-For` (default) or `Forwarded`: the header they write.
     var forwardedHeader: String?
+    /// Each outside party's share (docs/LIMITS.md), by party: `processor`, `merchantValidation`, `tokenNotifications`.
+    var shares: [String: ShareSection]?
+    /// How long Apple's merchant-token notification waits for its event to be pulled and applied.
+    var tokenNotificationTimeLimitSeconds: Int?
+    /// Failed admin attempts allowed per client (`{"perMinute", "burst"}`), or `"off"`.
+    var adminFailureLimit: RateLimitsSection.Limit?
     /// Fields of the wrong type.
     var problems: [ConfigurationProblem] = []
 
@@ -176,7 +185,7 @@ struct ServerSection: Decodable {
             proxy, threads
         case paymentProcessing, merchantIdentity, trustedRoot, gatewayTrustedRoots, processor, adminToken
         case reconcileIntervalSeconds, reconcileAfterSeconds, applePayJSSDK
-        case trustedProxies, forwardedHeader
+        case trustedProxies, forwardedHeader, shares, tokenNotificationTimeLimitSeconds, adminFailureLimit
     }
 
     init(from decoder: any Decoder) throws {
@@ -207,6 +216,9 @@ struct ServerSection: Decodable {
         applePayJSSDK = reader.read(.applePayJSSDK)
         trustedProxies = reader.read(.trustedProxies)
         forwardedHeader = reader.read(.forwardedHeader)
+        shares = reader.read(.shares)
+        tokenNotificationTimeLimitSeconds = reader.read(.tokenNotificationTimeLimitSeconds)
+        adminFailureLimit = reader.read(.adminFailureLimit)
         problems = reader.problems
     }
 }
@@ -217,12 +229,27 @@ struct RateLimitsSection: Decodable {
     var updates: RateLimit?
     var off = false
 
+    /// One limit, `{"perMinute", "burst"}`, or `"off"` (`limit` nil).
+    struct Limit: Decodable {
+        var limit: RateLimit?
+
+        init(from decoder: any Decoder) throws {
+            limit = try isOff(decoder) ? nil : RateLimit(from: decoder)
+        }
+    }
+
+    /// Whether the value is the string `"off"`; any other string is an error, anything else is for the caller.
+    static func isOff(_ decoder: any Decoder) throws -> Bool {
+        guard let text = try? decoder.singleValueContainer().decode(String.self) else { return false }
+        guard text == "off" else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "must be \"off\" or an object"))
+        }
+        return true
+    }
+
     init(from decoder: any Decoder) throws {
-        if let text = try? decoder.singleValueContainer().decode(String.self) {
-            guard text == "off" else {
-                throw DecodingError.dataCorrupted(
-                    .init(codingPath: decoder.codingPath, debugDescription: "must be \"off\" or an object"))
-            }
+        if try Self.isOff(decoder) {
             off = true
             return
         }
@@ -234,6 +261,14 @@ struct RateLimitsSection: Decodable {
         checkouts = fields.checkouts
         updates = fields.updates
     }
+}
+
+/// One outside party's share in `"shares"`: calls in flight at once, callers waiting, and how long one waits
+/// (milliseconds); a field left out keeps its default.
+struct ShareSection: Decodable {
+    var inFlight: Int?
+    var queued: Int?
+    var waitMilliseconds: Int?
 }
 
 /// The `"processor"` section: `kind` (default `http` when a `url` is given, else `sandbox`), the `url` of an `http`
@@ -657,6 +692,43 @@ extension MerchantServerConfiguration {
             "must be more than 30 (the longest processor time limit)"
         ) { reconcileAfter = .seconds($0) }
         if let sdk = server.applePayJSSDK { loadsApplePayJSSDK = sdk }
+        let parties: [String: WritableKeyPath<Self, Bulkhead.Limits>] = [
+            "processor": \.processorShare, "merchantValidation": \.merchantValidationShare,
+            "tokenNotifications": \.tokenNotificationShare,
+        ]
+        for (party, share) in (server.shares ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard let keyPath = parties[party] else {
+                report(
+                    "server.shares.\(party)", .invalidChoice,
+                    "server.shares has processor, merchantValidation and tokenNotifications (got '\(party.prefix(80))')"
+                )
+                continue
+            }
+            var limits = self[keyPath: keyPath]
+            check(share.inFlight, "shares.\(party).inFlight", 1...1_000_000, "must be 1 to 1000000") {
+                limits.maximumInFlight = $0
+            }
+            check(share.queued, "shares.\(party).queued", 0...1_000_000, "must be 0 to 1000000") {
+                limits.maximumQueued = $0
+            }
+            check(share.waitMilliseconds, "shares.\(party).waitMilliseconds", 0...600_000, "must be 0 to 600000") {
+                limits.maximumWait = .milliseconds($0)
+            }
+            self[keyPath: keyPath] = limits
+        }
+        check(
+            server.tokenNotificationTimeLimitSeconds, "tokenNotificationTimeLimitSeconds", 1...60,
+            "must be 1 to 60 (Apple waits for the answer)"
+        ) { tokenNotificationTimeLimit = .seconds($0) }
+        if let failures = server.adminFailureLimit {
+            if let limit = failures.limit, limit.perMinute < 1 || limit.burst < 1 {
+                report(
+                    "server.adminFailureLimit", .outOfRange,
+                    "server.adminFailureLimit needs perMinute >= 1 and burst >= 1, or \"off\"")
+            } else {
+                adminFailureLimit = failures.limit
+            }
+        }
         return Self.once(problems)
     }
 
