@@ -93,17 +93,9 @@ public struct PaymentService: Sendable {
             defer { completions.signal(pending.payment.transactionID) }
             let currency = Currency(code: order.currencyCode) ?? .usDollar
             let amount = Money(minorUnits: order.totals.total, currency: currency)
-            let request =
-                if let sealedTokenJSON {
-                    ChargeRequest(
-                        token: token, amount: amount, idempotencyKey: order.transactionID,
-                        rootFingerprint: rootFingerprint, storePaymentMethod: storePaymentMethod,
-                        sealedTokenJSON: sealedTokenJSON)
-                } else {
-                    ChargeRequest(
-                        token: token, amount: amount, idempotencyKey: order.transactionID,
-                        rootFingerprint: rootFingerprint, storePaymentMethod: storePaymentMethod)
-                }
+            let request = ChargeRequest(
+                token: token, amount: amount, idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint,
+                storePaymentMethod: storePaymentMethod, sealedTokenJSON: sealedTokenJSON)
             let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
             if case .unknown(let error) = attempt {
                 logger.log(

@@ -158,15 +158,15 @@ public struct ChargeRequest: Sendable, CustomStringConvertible, CustomReflectabl
             storePaymentMethod: storePaymentMethod, sealed: sealedToken.map(Sealed.token))
     }
 
-    /// A request whose sealed token is `tokenJSON`, the whole token object as the device sent it (verified and
-    /// decrypted already): read into ``sealedToken`` only by a processor that asks for it.
+    /// A request whose sealed token is `sealedTokenJSON`, the whole token object as the device sent it (verified and
+    /// decrypted already; `nil`: none): read into ``sealedToken`` only by a processor that asks for it.
     public init(
         token: NetworkToken, amount: Money, idempotencyKey: String, rootFingerprint: String? = nil,
-        storePaymentMethod: Bool = false, sealedTokenJSON: Data
+        storePaymentMethod: Bool = false, sealedTokenJSON: Data?
     ) {
         self.init(
             token: token, amount: amount, idempotencyKey: idempotencyKey, rootFingerprint: rootFingerprint,
-            storePaymentMethod: storePaymentMethod, sealed: .json(sealedTokenJSON))
+            storePaymentMethod: storePaymentMethod, sealed: sealedTokenJSON.map(Sealed.json))
     }
 
     private init(
