@@ -2,6 +2,7 @@
 // came from elsewhere (a CMS, another service, a file).
 import ApplePay
 import Foundation
+import Foundations
 
 // [request]
 /// An order as the merchant's own store keeps it: what the payment request asks for and what the token must carry.

@@ -2,6 +2,7 @@
 // and one decryptor shared by every request.
 import ApplePay
 import Foundation
+import Foundations
 import PaymentToken
 
 // [startup]

@@ -2,6 +2,7 @@
 // ("ok" or "FAIL"), exit status 1 when any check fails. Prints no PAN, cryptogram, key or token.
 import ApplePay
 import Foundation
+import Foundations
 import PaymentToken
 import Sandbox
 import Synchronization

@@ -145,33 +145,20 @@ extension Currency {
     }
 }
 
+/// The domain of ``AmountError``: its codes are ``ErrorCode`` of it.
+public enum AmountErrorDomain {}
+
 /// Why an amount could not be parsed or converted. Equality is on the code.
-public struct AmountError: CodedError {
-    /// A stable, machine-readable reason.
-    public struct Code: ErrorCode {
-        public typealias Owner = AmountError
-        /// The code as a string, e.g. `"tooManyDecimals"`.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
+public typealias AmountError = CodedFailure<AmountErrorDomain>
 
-        /// The text is not a plain decimal number.
-        public static let notADecimal = Code("notADecimal")
-        /// The amount has more decimals than the currency's minor units.
-        public static let tooManyDecimals = Code("tooManyDecimals")
-        /// The amount is too large for 64-bit minor units or for `Decimal`'s 38 digits.
-        public static let overflow = Code("overflow")
-
-    }
-
-    public let code: Code
-    /// A sentence saying what is wrong and how to fix it.
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+/// The stable codes of ``AmountError``.
+extension ErrorCode<AmountError> {
+    /// The text is not a plain decimal number.
+    public static var notADecimal: Self { Self("notADecimal") }
+    /// The amount has more decimals than the currency's minor units.
+    public static var tooManyDecimals: Self { Self("tooManyDecimals") }
+    /// The amount is too large for 64-bit minor units or for `Decimal`'s 38 digits.
+    public static var overflow: Self { Self("overflow") }
 }
 
 extension Currency {

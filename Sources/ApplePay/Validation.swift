@@ -58,28 +58,16 @@ extension PaymentRequest {
     }
 }
 
+/// The domain of ``RequestDocumentError``: its codes are ``ErrorCode`` of it.
+public enum RequestDocumentErrorDomain {}
+
 /// A document that cannot be checked at all. Equality is on the code.
-public struct RequestDocumentError: CodedError {
-    /// A stable, machine-readable reason.
-    public struct Code: ErrorCode {
-        public typealias Owner = RequestDocumentError
-        /// The code as a string, e.g. `"notJSON"`.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
-        /// The bytes are not a JSON document.
-        public static let notJSON = Code("notJSON")
+public typealias RequestDocumentError = CodedFailure<RequestDocumentErrorDomain>
 
-    }
-
-    public let code: Code
-    /// What is wrong with the document (the JSON parser's diagnosis).
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+/// The stable codes of ``RequestDocumentError``.
+extension ErrorCode<RequestDocumentError> {
+    /// The bytes are not a JSON document.
+    public static var notJSON: Self { Self("notJSON") }
 }
 
 enum JSONDiagnostics {

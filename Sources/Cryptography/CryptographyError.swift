@@ -2,36 +2,34 @@ internal import COpenSSL
 import Foundation
 import Foundations
 
-/// The stable identifier of a kind of ``CryptographyError``.
-public struct CryptographyErrorCode: ErrorCode {
-    public typealias Owner = CryptographyError
-    /// The code as a string, e.g. `"invalidKey"`.
-    public let rawValue: String
-    private init(_ rawValue: String) { self.rawValue = rawValue }
-
+/// The stable codes of ``CryptographyError``.
+extension ErrorCode<CryptographyError> {
     /// A key could not be parsed, generated, or is of an unsupported kind.
-    public static let invalidKey = Self("invalidKey")
+    public static var invalidKey: Self { Self("invalidKey") }
     /// A certificate could not be parsed.
-    public static let invalidCertificate = Self("invalidCertificate")
+    public static var invalidCertificate: Self { Self("invalidCertificate") }
     /// A signature did not verify or is malformed.
-    public static let invalidSignature = Self("invalidSignature")
+    public static var invalidSignature: Self { Self("invalidSignature") }
     /// Input (DER, PEM, CMS, a length) is malformed.
-    public static let malformedInput = Self("malformedInput")
+    public static var malformedInput: Self { Self("malformedInput") }
     /// An algorithm or parameter is not supported.
-    public static let unsupportedAlgorithm = Self("unsupportedAlgorithm")
+    public static var unsupportedAlgorithm: Self { Self("unsupportedAlgorithm") }
     /// A certificate chain does not lead to a trusted root, or a certificate is not valid at the time checked.
-    public static let untrustedCertificateChain = Self("untrustedCertificateChain")
+    public static var untrustedCertificateChain: Self { Self("untrustedCertificateChain") }
     /// Decryption or authentication of ciphertext failed.
-    public static let decryptionFailed = Self("decryptionFailed")
+    public static var decryptionFailed: Self { Self("decryptionFailed") }
     /// OpenSSL failed where it should not (allocation, an unexpected internal state).
-    public static let internalError = Self("internalError")
+    public static var internalError: Self { Self("internalError") }
 }
+
+/// The domain of ``CryptographyError``: its codes are ``ErrorCode`` of it.
+public enum CryptographyErrorDomain {}
 
 /// An error from the cryptography layer: a stable `code` a caller can switch on and a message a person can act on.
 ///
 /// Messages may quote OpenSSL's error queue, which names algorithms and parsing failures; they never contain key,
 /// plaintext or other secret bytes. Two errors are equal when their codes are equal.
-public typealias CryptographyError = CodedFailure<CryptographyErrorCode>
+public typealias CryptographyError = CodedFailure<CryptographyErrorDomain>
 
 extension CryptographyError {
     /// An error whose message ends with the text of OpenSSL's error queue (which this drains).

@@ -5,24 +5,11 @@ import Foundations
 /// descriptor (so nothing can be swapped between the check and the read): a regular file, owned by this process's
 /// user, with no group or other permission bits.
 public enum KeyFile {
-    /// The stable identifier of a kind of refusal.
-    public struct FailureCode: ErrorCode {
-        public typealias Owner = Failure
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
-
-        /// The file does not exist.
-        public static let missing = Self("missing")
-        /// The path is a symbolic link (never followed for a key).
-        public static let symbolicLink = Self("symbolicLink")
-        /// Not a regular file, owned by another user, or readable or writable by group or others.
-        public static let insecure = Self("insecure")
-        /// It could not be opened or read.
-        public static let unreadable = Self("unreadable")
-    }
+    /// The domain of ``Failure``.
+    public enum FailureDomain {}
 
     /// Why a key file was refused; equality on `code`; the message names the file and what to do.
-    public typealias Failure = CodedFailure<FailureCode>
+    public typealias Failure = CodedFailure<FailureDomain>
 
     /// The largest key file read (a PEM RSA-4096 key is about 3.3 KB).
     public static let maximumSize = 1024 * 1024
@@ -85,4 +72,16 @@ public enum KeyFile {
         buffer.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
         return data
     }
+}
+
+/// The stable identifiers of the kinds of key file refusal.
+extension ErrorCode<KeyFile.Failure> {
+    /// The file does not exist.
+    public static var missing: Self { Self("missing") }
+    /// The path is a symbolic link (never followed for a key).
+    public static var symbolicLink: Self { Self("symbolicLink") }
+    /// Not a regular file, owned by another user, or readable or writable by group or others.
+    public static var insecure: Self { Self("insecure") }
+    /// It could not be opened or read.
+    public static var unreadable: Self { Self("unreadable") }
 }

@@ -1,14 +1,15 @@
 /// An error that is a stable code, a message and the failing field, nothing more: ``CodedFailure`` with the path of
 /// the field at fault (a configuration's or a scenario's path, `products[1].price`, or a parameter's name), or `nil`
-/// when no one field is. A module declares its codes (an ``ErrorCode`` whose `Owner` is `FieldFailure` of them) and
-/// names its error with a type alias:
+/// when no one field is. A module names its error with a type alias over an empty domain type and lists its codes
+/// in an extension of ``ErrorCode`` of it:
 ///
 /// ```swift
-/// public typealias StoreConfigurationError = FieldFailure<StoreConfigurationErrorCode>
+/// public enum StoreConfigurationErrorDomain {}
+/// public typealias StoreConfigurationError = FieldFailure<StoreConfigurationErrorDomain>
 /// ```
 ///
 /// It is thrown as `StoreConfigurationError(.invalidAmount, "…", field: "products[1].price")`.
-public struct FieldFailure<Code: ErrorCode>: CodedError {
+public struct FieldFailure<Domain>: CodedError {
     public let code: Code
     public let message: String
     /// The failing field's path; `nil` when the input as a whole is at fault.

@@ -13,6 +13,7 @@
 // a plain build that replays files: `FuzzMerchant TARGET FILE...` (exit 1 on a finding).
 import ApplePay
 import Foundation
+import Foundations
 import FuzzSupport
 import HTTPServer
 import MerchantCore

@@ -6,6 +6,7 @@
 //   function and exits 1 if any of them produced a finding.
 import Cryptography
 import Foundation
+import Foundations
 import FuzzSupport
 import PaymentToken
 

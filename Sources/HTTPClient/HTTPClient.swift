@@ -74,33 +74,31 @@ public struct ClientIdentity: Sendable {
     }
 }
 
-/// The stable identifier of a kind of ``HTTPClientError``.
-public struct HTTPClientErrorCode: ErrorCode {
-    public typealias Owner = HTTPClientError
-    /// The code as a string, e.g. `"timeout"`.
-    public let rawValue: String
-    private init(_ rawValue: String) { self.rawValue = rawValue }
-
+/// The stable codes of ``HTTPClientError``.
+extension ErrorCode<HTTPClientError> {
     /// The URL does not parse, or has no host.
-    public static let invalidURL = Self("invalidURL")
+    public static var invalidURL: Self { Self("invalidURL") }
     /// A scheme other than `http` or `https`.
-    public static let unsupportedProtocol = Self("unsupportedProtocol")
+    public static var unsupportedProtocol: Self { Self("unsupportedProtocol") }
     /// The host could not be resolved or connected to.
-    public static let connectionFailed = Self("connectionFailed")
+    public static var connectionFailed: Self { Self("connectionFailed") }
     /// The request took longer than the configured timeout.
-    public static let timeout = Self("timeout")
+    public static var timeout: Self { Self("timeout") }
     /// The TLS handshake failed (untrusted server, client certificate refused, ...).
-    public static let tlsFailure = Self("tlsFailure")
+    public static var tlsFailure: Self { Self("tlsFailure") }
     /// The response body is larger than the configured limit.
-    public static let responseTooLarge = Self("responseTooLarge")
+    public static var responseTooLarge: Self { Self("responseTooLarge") }
     /// Any other transfer failure.
-    public static let transferFailed = Self("transferFailed")
+    public static var transferFailed: Self { Self("transferFailed") }
 }
+
+/// The domain of ``HTTPClientError``: its codes are ``ErrorCode`` of it.
+public enum HTTPClientErrorDomain {}
 
 /// Why a request got no answer: a stable `code` to switch on and a message. Equality on `code`.
 ///
 /// Messages name the URL and libcurl's reason; never the request or response body, nor the client key.
-public typealias HTTPClientError = CodedFailure<HTTPClientErrorCode>
+public typealias HTTPClientError = CodedFailure<HTTPClientErrorDomain>
 
 /// HTTP and HTTPS requests on libcurl: TLS 1.2 or later, optional client certificate and trusted roots
 /// from memory, a total timeout, and only the `http` and `https` protocols (redirects are not followed).

@@ -90,24 +90,12 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// The stable identifier of a kind of ``StartError``.
-    public struct StartErrorCode: ErrorCode {
-        public typealias Owner = StartError
-        /// The code as a string, e.g. `"cannotListen"`.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
-
-        /// The host is not an IP address literal (or `localhost`).
-        public static let invalidAddress = Self("invalidAddress")
-        /// The port cannot be bound (in use, or not allowed), or the TLS certificate or key was refused.
-        public static let cannotListen = Self("cannotListen")
-        /// HTTPS was asked for and this libmicrohttpd was built without TLS.
-        public static let tlsUnsupported = Self("tlsUnsupported")
-    }
+    /// The domain of ``StartError``.
+    public enum StartErrorDomain {}
 
     /// Why the server did not start: a stable `code` to switch on and a message naming the address.
     /// Equality on `code`.
-    public typealias StartError = CodedFailure<StartErrorCode>
+    public typealias StartError = CodedFailure<StartErrorDomain>
 
     public let configuration: Configuration
     /// The port the server is bound to.
@@ -742,4 +730,14 @@ private func contentLength(_ value: String) -> Int? {
     guard let first = value.firstIndex(where: { !isSpace($0) }), let last = value.lastIndex(where: { !isSpace($0) })
     else { return nil }
     return Int(value[first...last])
+}
+
+/// The stable codes of ``HTTPServer/StartError``.
+extension ErrorCode<HTTPServer.StartError> {
+    /// The host is not an IP address literal (or `localhost`).
+    public static var invalidAddress: Self { Self("invalidAddress") }
+    /// The port cannot be bound (in use, or not allowed), or the TLS certificate or key was refused.
+    public static var cannotListen: Self { Self("cannotListen") }
+    /// HTTPS was asked for and this libmicrohttpd was built without TLS.
+    public static var tlsUnsupported: Self { Self("tlsUnsupported") }
 }

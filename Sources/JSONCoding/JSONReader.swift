@@ -1,3 +1,5 @@
+import Foundations
+
 /// What a ``JSONReader`` accepts beyond RFC 8259's grammar.
 public struct JSONLimits: Sendable, Hashable {
     /// A value inside this many open objects and arrays is refused (`tooDeep`): 32 allows 32 nested containers,

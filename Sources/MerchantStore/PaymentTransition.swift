@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import MerchantCore
 
 /// The states a payment moves to, from a charge attempt or from the processor's ledger.

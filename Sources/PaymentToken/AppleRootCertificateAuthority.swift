@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 
 /// Apple Root CA - G3, the root every Apple Pay token signature chains to. Bundled so that nothing is read from disk.
 /// SHA-256 fingerprint 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79.

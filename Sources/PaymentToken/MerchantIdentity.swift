@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 
 /// What a merchant needs to open its tokens: the Payment Processing private key and the merchant identifier hash,
 /// from the certificate Apple issued or from the merchant identifier string. Parsed and prepared once.

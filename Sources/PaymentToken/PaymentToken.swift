@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import JSONCoding
 
 /// An Apple Pay payment token as received: the `paymentData` fields decoded to bytes, and the surrounding

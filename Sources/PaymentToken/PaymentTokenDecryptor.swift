@@ -1,6 +1,7 @@
 import ApplePay
 import Cryptography
 import Foundation
+import Foundations
 
 /// Checks the caller may ask for after decryption.
 public struct PaymentTokenExpectations: Sendable {

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// The decrypted contents of a payment token, typed.
 ///

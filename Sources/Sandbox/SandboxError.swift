@@ -5,46 +5,6 @@ import Foundations
 ///
 /// Messages never carry a PAN, a cryptogram, a key or a token. Two errors are equal when their codes are equal.
 public struct SandboxError: CodedError {
-    /// The stable identifier of a kind of failure.
-    public struct Code: ErrorCode {
-        public typealias Owner = SandboxError
-        /// The code as a string, e.g. `"folderMissing"`.
-        public let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
-
-        /// The sandbox folder does not exist.
-        public static let folderMissing = Code("folderMissing")
-        /// A sandbox (or something else) already exists where one would be created.
-        public static let alreadyExists = Code("alreadyExists")
-        /// A file of the sandbox is missing.
-        public static let fileMissing = Code("fileMissing")
-        /// A file of the sandbox cannot be read or used.
-        public static let invalidFile = Code("invalidFile")
-        /// A file could not be written.
-        public static let writeFailed = Code("writeFailed")
-        /// The merchant identifier is not valid.
-        public static let invalidMerchantIdentifier = Code("invalidMerchantIdentifier")
-        /// The currency code is not an ISO 4217 code.
-        public static let unknownCurrency = Code("unknownCurrency")
-        /// The amount is negative, too large or not a number.
-        public static let invalidAmount = Code("invalidAmount")
-        /// The amount has more decimals than the currency allows.
-        public static let amountPrecision = Code("amountPrecision")
-        /// `applicationData` is not valid base64.
-        public static let invalidApplicationData = Code("invalidApplicationData")
-        /// The card's number or expiration date is not valid (``SandboxError/field`` says which).
-        public static let invalidCard = Code("invalidCard")
-        /// The file is not an X.509 certificate.
-        public static let notACertificate = Code("notACertificate")
-        /// The certificate is not a Payment Processing certificate.
-        public static let notAPaymentProcessingCertificate = Code("notAPaymentProcessingCertificate")
-        /// The certificate signing request is not valid.
-        public static let invalidRequest = Code("invalidRequest")
-        /// A cryptographic operation failed.
-        public static let cryptography = Code("cryptography")
-
-    }
-
     /// What kind of failure this is.
     public let code: Code
     /// What went wrong and what to do about it. Never contains a PAN, key or token.
@@ -62,4 +22,38 @@ public struct SandboxError: CodedError {
         self.path = path
     }
 
+}
+
+/// The stable codes of ``SandboxError``.
+extension ErrorCode<SandboxError> {
+    /// The sandbox folder does not exist.
+    public static var folderMissing: Self { Self("folderMissing") }
+    /// A sandbox (or something else) already exists where one would be created.
+    public static var alreadyExists: Self { Self("alreadyExists") }
+    /// A file of the sandbox is missing.
+    public static var fileMissing: Self { Self("fileMissing") }
+    /// A file of the sandbox cannot be read or used.
+    public static var invalidFile: Self { Self("invalidFile") }
+    /// A file could not be written.
+    public static var writeFailed: Self { Self("writeFailed") }
+    /// The merchant identifier is not valid.
+    public static var invalidMerchantIdentifier: Self { Self("invalidMerchantIdentifier") }
+    /// The currency code is not an ISO 4217 code.
+    public static var unknownCurrency: Self { Self("unknownCurrency") }
+    /// The amount is negative, too large or not a number.
+    public static var invalidAmount: Self { Self("invalidAmount") }
+    /// The amount has more decimals than the currency allows.
+    public static var amountPrecision: Self { Self("amountPrecision") }
+    /// `applicationData` is not valid base64.
+    public static var invalidApplicationData: Self { Self("invalidApplicationData") }
+    /// The card's number or expiration date is not valid (``SandboxError/field`` says which).
+    public static var invalidCard: Self { Self("invalidCard") }
+    /// The file is not an X.509 certificate.
+    public static var notACertificate: Self { Self("notACertificate") }
+    /// The certificate is not a Payment Processing certificate.
+    public static var notAPaymentProcessingCertificate: Self { Self("notAPaymentProcessingCertificate") }
+    /// The certificate signing request is not valid.
+    public static var invalidRequest: Self { Self("invalidRequest") }
+    /// A cryptographic operation failed.
+    public static var cryptography: Self { Self("cryptography") }
 }

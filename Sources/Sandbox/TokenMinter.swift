@@ -1,6 +1,7 @@
 import ApplePay
 import Cryptography
 import Foundation
+import Foundations
 
 /// The two payment token formats.
 public enum TokenVersion: String, Sendable, Hashable, Codable, CaseIterable {

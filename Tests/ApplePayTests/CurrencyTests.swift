@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import Testing
 
 @Suite("ISO 4217 table and exact amounts")

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import TestSupport
 import Testing
 

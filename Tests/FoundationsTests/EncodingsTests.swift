@@ -38,12 +38,6 @@ struct EncodingsTests {
     }
 
     struct ExampleError: CodedError {
-        struct Code: ErrorCode {
-            typealias Owner = ExampleError
-            let rawValue: String
-            static let first = Code(rawValue: "first")
-            static let second = Code(rawValue: "second")
-        }
         let code: Code
         let message: String
     }
@@ -63,4 +57,9 @@ struct EncodingsTests {
             Issue.record("no code matched")
         }
     }
+}
+
+extension ErrorCode<EncodingsTests.ExampleError> {
+    static var first: Self { Self("first") }
+    static var second: Self { Self("second") }
 }

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import PaymentToken
 import TestSupport
 import Testing

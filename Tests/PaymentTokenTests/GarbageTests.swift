@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import PaymentToken
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 @_spi(Testing) import PaymentToken
 import Testing
 

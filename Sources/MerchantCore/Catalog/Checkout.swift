@@ -213,27 +213,25 @@ extension ShippingAddress {
     }
 }
 
+/// The domain of ``CheckoutError``: its codes are ``ErrorCode`` of it.
+public enum CheckoutErrorDomain {}
+
 /// A checkout request that cannot be honoured (HTTP 400 / 404 territory), with a stable code
-/// (``CheckoutErrorCode``).
-public typealias CheckoutError = CodedFailure<CheckoutErrorCode>
+/// (``CheckoutError.Code``).
+public typealias CheckoutError = CodedFailure<CheckoutErrorDomain>
 
 /// The stable codes of ``CheckoutError``.
-public struct CheckoutErrorCode: ErrorCode {
-    public typealias Owner = CheckoutError
-    /// The code as a string.
-    public let rawValue: String
-    private init(_ rawValue: String) { self.rawValue = rawValue }
-
+extension ErrorCode<CheckoutError> {
     /// No items, or more than 100.
-    public static let emptyCheckout = Self("emptyCheckout")
+    public static var emptyCheckout: Self { Self("emptyCheckout") }
     /// A SKU the catalog does not have.
-    public static let unknownProduct = Self("unknownProduct")
+    public static var unknownProduct: Self { Self("unknownProduct") }
     /// A quantity outside 1...999.
-    public static let invalidQuantity = Self("invalidQuantity")
+    public static var invalidQuantity: Self { Self("invalidQuantity") }
     /// A shipping method the address's zone does not offer.
-    public static let unknownShippingMethod = Self("unknownShippingMethod")
+    public static var unknownShippingMethod: Self { Self("unknownShippingMethod") }
     /// A product with a billing plan together with other items, or more than one of it.
-    public static let planNotAlone = Self("planNotAlone")
+    public static var planNotAlone: Self { Self("planNotAlone") }
     /// An amount too large for 64-bit minor units.
-    public static let amountOverflow = Self("amountOverflow")
+    public static var amountOverflow: Self { Self("amountOverflow") }
 }

@@ -715,35 +715,33 @@ public struct ProcessorSettings: Codable, Sendable, Equatable {
     }
 }
 
+/// The domain of ``StoreConfigurationError``: its codes are ``ErrorCode`` of it.
+public enum StoreConfigurationErrorDomain {}
+
 /// A configuration file that cannot be used, with a stable ``FieldFailure/code``
-/// (``StoreConfigurationErrorCode``), the failing ``FieldFailure/field`` (its path in the configuration JSON:
+/// (``StoreConfigurationError.Code``), the failing ``FieldFailure/field`` (its path in the configuration JSON:
 /// `products[1].price`, `shippingZones[0].taxRate`; `nil` when the file as a whole is at fault: unreadable, not
 /// JSON) and a message naming it.
-public typealias StoreConfigurationError = FieldFailure<StoreConfigurationErrorCode>
+public typealias StoreConfigurationError = FieldFailure<StoreConfigurationErrorDomain>
 
 /// The stable codes of ``StoreConfigurationError``.
-public struct StoreConfigurationErrorCode: ErrorCode {
-    public typealias Owner = StoreConfigurationError
-    /// The code as a string, e.g. `"invalidCurrency"`.
-    public let rawValue: String
-    private init(_ rawValue: String) { self.rawValue = rawValue }
-
-    public static let unreadable = Self("unreadable")
-    public static let malformed = Self("malformed")
-    public static let invalidStoreName = Self("invalidStoreName")
-    public static let invalidMerchantIdentifier = Self("invalidMerchantIdentifier")
-    public static let invalidCountry = Self("invalidCountry")
-    public static let invalidCurrency = Self("invalidCurrency")
-    public static let noNetworks = Self("noNetworks")
-    public static let emptyCatalog = Self("emptyCatalog")
-    public static let duplicateSKU = Self("duplicateSKU")
-    public static let duplicateIdentifier = Self("duplicateIdentifier")
-    public static let currencyMismatch = Self("currencyMismatch")
-    public static let invalidAmount = Self("invalidAmount")
-    public static let invalidZone = Self("invalidZone")
-    public static let invalidRate = Self("invalidRate")
-    public static let invalidProcessor = Self("invalidProcessor")
-    public static let invalidPlan = Self("invalidPlan")
+extension ErrorCode<StoreConfigurationError> {
+    public static var unreadable: Self { Self("unreadable") }
+    public static var malformed: Self { Self("malformed") }
+    public static var invalidStoreName: Self { Self("invalidStoreName") }
+    public static var invalidMerchantIdentifier: Self { Self("invalidMerchantIdentifier") }
+    public static var invalidCountry: Self { Self("invalidCountry") }
+    public static var invalidCurrency: Self { Self("invalidCurrency") }
+    public static var noNetworks: Self { Self("noNetworks") }
+    public static var emptyCatalog: Self { Self("emptyCatalog") }
+    public static var duplicateSKU: Self { Self("duplicateSKU") }
+    public static var duplicateIdentifier: Self { Self("duplicateIdentifier") }
+    public static var currencyMismatch: Self { Self("currencyMismatch") }
+    public static var invalidAmount: Self { Self("invalidAmount") }
+    public static var invalidZone: Self { Self("invalidZone") }
+    public static var invalidRate: Self { Self("invalidRate") }
+    public static var invalidProcessor: Self { Self("invalidProcessor") }
+    public static var invalidPlan: Self { Self("invalidPlan") }
 }
 
 /// Parses a decimal string such as `"19.99"` or `"-2"`: surrounding spaces and one leading `+` are allowed,

@@ -432,24 +432,22 @@ public struct StoreEvent: Sendable, Equatable {
     }
 }
 
-/// A store failure with a stable code (``OrderStoreErrorCode``).
-public typealias OrderStoreError = CodedFailure<OrderStoreErrorCode>
+/// The domain of ``OrderStoreError``: its codes are ``ErrorCode`` of it.
+public enum OrderStoreErrorDomain {}
+
+/// A store failure with a stable code (``OrderStoreError.Code``).
+public typealias OrderStoreError = CodedFailure<OrderStoreErrorDomain>
 
 /// The stable codes of ``OrderStoreError``.
-public struct OrderStoreErrorCode: ErrorCode {
-    public typealias Owner = OrderStoreError
-    /// The code as a string.
-    public let rawValue: String
-    private init(_ rawValue: String) { self.rawValue = rawValue }
-
+extension ErrorCode<OrderStoreError> {
     /// No such checkout or order.
-    public static let notFound = Self("notFound")
+    public static var notFound: Self { Self("notFound") }
     /// The write contradicts what is stored (duplicate id, order no longer pending).
-    public static let conflict = Self("conflict")
+    public static var conflict: Self { Self("conflict") }
     /// The database failed (I/O, busy beyond the timeout, ...); nothing was written.
-    public static let storage = Self("storage")
+    public static var storage: Self { Self("storage") }
     /// A stored row could not be read back (corrupt JSON, unknown status).
-    public static let corrupt = Self("corrupt")
+    public static var corrupt: Self { Self("corrupt") }
     /// The store location is invalid (`--store` value).
-    public static let invalidLocation = Self("invalidLocation")
+    public static var invalidLocation: Self { Self("invalidLocation") }
 }

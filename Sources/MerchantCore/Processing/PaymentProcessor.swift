@@ -270,42 +270,6 @@ public struct ProcessorRefund: Sendable, Equatable {
 /// A processor call that failed. Codes whose ``outcomeIsUnknown`` is true mean the request may have reached the
 /// processor and been acted on: the caller must look the charge up before telling anyone "nothing happened".
 public struct ProcessorError: CodedError {
-    public struct Code: ErrorCode {
-        public typealias Owner = ProcessorError
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-
-        /// No answer within the time limit. Outcome unknown.
-        public static let timeout = Code("processorTimeout")
-        /// The connection failed or was dropped before a complete answer. Outcome unknown.
-        public static let unreachable = Code("processorUnreachable")
-        /// The processor answered 5xx. Outcome unknown.
-        public static let serverError = Code("processorError")
-        /// The answer could not be read. Outcome unknown.
-        public static let invalidAnswer = Code("processorInvalidAnswer")
-        /// No charge with that reference or idempotency key.
-        public static let chargeNotFound = Code("chargeNotFound")
-        /// The refund is larger than what is left to refund.
-        public static let refundExceedsCharge = Code("refundExceedsCharge")
-        /// The charge cannot be voided (declined, already refunded or voided).
-        public static let notVoidable = Code("notVoidable")
-        /// The idempotency key was used before with a different request.
-        public static let idempotencyConflict = Code("idempotencyConflict")
-        /// No kept payment method with that reference (or it was deleted).
-        public static let paymentMethodNotFound = Code("paymentMethodNotFound")
-        /// The processor refused the request as malformed (4xx).
-        public static let invalidRequest = Code("processorInvalidRequest")
-        /// The processor refused our credentials (401/403): a configuration error, not a payment's.
-        public static let notAuthorized = Code("processorNotAuthorized")
-        /// The processor has no look-up for this payment (its webhook settles it). Outcome unknown.
-        public static let lookUpUnavailable = Code("processorLookUpUnavailable")
-
-        /// Codes that leave the outcome unknown.
-        public static let unknownOutcome: Set<Code> = [
-            .timeout, .unreachable, .serverError, .invalidAnswer, .lookUpUnavailable,
-        ]
-    }
-
     public let code: Code
     /// For logs: never card data.
     public let message: String
@@ -330,6 +294,40 @@ public struct ProcessorError: CodedError {
 
     /// True when the processor may have acted on the request (timeout, lost connection, 5xx, unreadable answer).
     public var outcomeIsUnknown: Bool { Code.unknownOutcome.contains(code) }
+}
+
+extension ErrorCode<ProcessorError> {
+    /// No answer within the time limit. Outcome unknown.
+    public static var timeout: Self { Self("processorTimeout") }
+    /// The connection failed or was dropped before a complete answer. Outcome unknown.
+    public static var unreachable: Self { Self("processorUnreachable") }
+    /// The processor answered 5xx. Outcome unknown.
+    public static var serverError: Self { Self("processorError") }
+    /// The answer could not be read. Outcome unknown.
+    public static var invalidAnswer: Self { Self("processorInvalidAnswer") }
+    /// No charge with that reference or idempotency key.
+    public static var chargeNotFound: Self { Self("chargeNotFound") }
+    /// The refund is larger than what is left to refund.
+    public static var refundExceedsCharge: Self { Self("refundExceedsCharge") }
+    /// The charge cannot be voided (declined, already refunded or voided).
+    public static var notVoidable: Self { Self("notVoidable") }
+    /// The idempotency key was used before with a different request.
+    public static var idempotencyConflict: Self { Self("idempotencyConflict") }
+    /// No kept payment method with that reference (or it was deleted).
+    public static var paymentMethodNotFound: Self { Self("paymentMethodNotFound") }
+    /// The processor refused the request as malformed (4xx).
+    public static var invalidRequest: Self { Self("processorInvalidRequest") }
+    /// The processor refused our credentials (401/403): a configuration error, not a payment's.
+    public static var notAuthorized: Self { Self("processorNotAuthorized") }
+    /// The processor has no look-up for this payment (its webhook settles it). Outcome unknown.
+    public static var lookUpUnavailable: Self { Self("processorLookUpUnavailable") }
+
+    /// Codes that leave the outcome unknown.
+    public static var unknownOutcome: Set<Self> {
+        [
+            .timeout, .unreachable, .serverError, .invalidAnswer, .lookUpUnavailable,
+        ]
+    }
 }
 
 /// A payment processor (acquirer, gateway): authorises and captures charges, looks them up by idempotency key,

@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Foundations
 import HTTPClient
 import HTTPServer
 import MerchantCore

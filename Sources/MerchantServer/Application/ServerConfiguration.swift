@@ -171,35 +171,6 @@ public struct MerchantServerConfiguration: Sendable {
 
 /// Why the server refused to start, with a stable code and a message naming the file or setting to fix.
 public struct ServerStartError: CodedError {
-    public struct Code: ErrorCode {
-        public typealias Owner = ServerStartError
-        public let rawValue: String
-        init(_ rawValue: String) { self.rawValue = rawValue }
-
-        public static let invalidConfiguration = Code("invalidConfiguration")
-        public static let invalidStore = Code("invalidStore")
-        /// A key or certificate file does not exist.
-        public static let missingFile = Code("missingFile")
-        /// A key or certificate file exists but cannot be read or parsed.
-        public static let unreadableFile = Code("unreadableFile")
-        /// A private key file is a symbolic link, not a regular file, another user's, or open to group or others.
-        public static let insecureKeyFile = Code("insecureKeyFile")
-        /// A configuration file that holds the admin token is a symbolic link, not a regular file, another user's,
-        /// or open to group or others.
-        public static let insecureConfigurationFile = Code("insecureConfigurationFile")
-        /// The admin token is shorter than ``MerchantServerConfiguration/minimumAdminTokenLength``.
-        public static let weakAdminToken = Code("weakAdminToken")
-        /// A private key is not the one of its certificate.
-        public static let keyMismatch = Code("keyMismatch")
-        /// No Payment Processing certificate was configured.
-        public static let noPaymentProcessingKey = Code("noPaymentProcessingKey")
-        public static let cannotListen = Code("cannotListen")
-        /// No payment processor: outside sandbox mode, `--processor URL` is required.
-        public static let noProcessor = Code("noProcessor")
-        /// The payment provider refused the configured key at start-up (401/403).
-        public static let processorNotAuthorized = Code("processorNotAuthorized")
-    }
-
     public let code: Code
     public let message: String
     /// For `invalidConfiguration` from a file: every problem found, each with its path.
@@ -222,6 +193,31 @@ public struct ServerStartError: CodedError {
         default: self.init(insecure, error.message)
         }
     }
+}
+
+extension ErrorCode<ServerStartError> {
+    public static var invalidConfiguration: Self { Self("invalidConfiguration") }
+    public static var invalidStore: Self { Self("invalidStore") }
+    /// A key or certificate file does not exist.
+    public static var missingFile: Self { Self("missingFile") }
+    /// A key or certificate file exists but cannot be read or parsed.
+    public static var unreadableFile: Self { Self("unreadableFile") }
+    /// A private key file is a symbolic link, not a regular file, another user's, or open to group or others.
+    public static var insecureKeyFile: Self { Self("insecureKeyFile") }
+    /// A configuration file that holds the admin token is a symbolic link, not a regular file, another user's,
+    /// or open to group or others.
+    public static var insecureConfigurationFile: Self { Self("insecureConfigurationFile") }
+    /// The admin token is shorter than ``MerchantServerConfiguration/minimumAdminTokenLength``.
+    public static var weakAdminToken: Self { Self("weakAdminToken") }
+    /// A private key is not the one of its certificate.
+    public static var keyMismatch: Self { Self("keyMismatch") }
+    /// No Payment Processing certificate was configured.
+    public static var noPaymentProcessingKey: Self { Self("noPaymentProcessingKey") }
+    public static var cannotListen: Self { Self("cannotListen") }
+    /// No payment processor: outside sandbox mode, `--processor URL` is required.
+    public static var noProcessor: Self { Self("noProcessor") }
+    /// The payment provider refused the configured key at start-up (401/403).
+    public static var processorNotAuthorized: Self { Self("processorNotAuthorized") }
 }
 
 /// A certificate with its private key, loaded once, checked to belong together.

@@ -64,19 +64,6 @@ struct TokenCheckOptions {
 
 /// A failure of the token commands that is not a token error (an unreadable file), with the file as `path`.
 struct TokenCommandFailure: CodedError {
-    /// The stable code printed in `{"error": {"code", ...}}`.
-    struct Code: ErrorCode {
-        typealias Owner = TokenCommandFailure
-        let rawValue: String
-        private init(_ rawValue: String) { self.rawValue = rawValue }
-
-        /// An input file (token, key, certificate, roots) is missing or does not hold what it should.
-        static let inputUnreadable = Code("inputUnreadable")
-        /// The key file is a symbolic link, another user's, or readable by group or others.
-        static let insecureKeyFile = Code("insecureKeyFile")
-
-    }
-
     let code: Code
     let message: String
     /// The file at fault.
@@ -88,6 +75,14 @@ struct TokenCommandFailure: CodedError {
         self.path = path
     }
 
+}
+
+/// The stable codes of ``TokenCommandFailure`` (printed in `{"error": {"code", ...}}`).
+extension ErrorCode<TokenCommandFailure> {
+    /// An input file (token, key, certificate, roots) is missing or does not hold what it should.
+    static var inputUnreadable: Self { Self("inputUnreadable") }
+    /// The key file is a symbolic link, another user's, or readable by group or others.
+    static var insecureKeyFile: Self { Self("insecureKeyFile") }
 }
 
 /// Prints `{"error": {"code", "message"}}` on standard error; returns exit status 1.

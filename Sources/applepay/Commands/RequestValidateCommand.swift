@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 
 /// `applepay request validate FILE.json`: checks an `ApplePayPaymentRequest` against Apple's rules.
 struct RequestValidateCommand: Command {

@@ -1,6 +1,7 @@
 import ApplePay
 import Cryptography
 import Foundation
+import Foundations
 import Sandbox
 
 /// `applepay sandbox`: a test Apple that issues certificates and mints signed, encrypted tokens.

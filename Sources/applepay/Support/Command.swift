@@ -41,18 +41,17 @@ enum ExitCode {
 }
 
 /// The stable code of a ``UsageError``; there is one kind of usage error (the message says what to change).
-struct UsageErrorCode: ErrorCode {
-    typealias Owner = UsageError
-    let rawValue: String
-    private init(_ rawValue: String) { self.rawValue = rawValue }
-
+extension ErrorCode<UsageError> {
     /// An unknown or repeated option, a missing or malformed value, a missing or extra argument.
-    static let invalidUsage = Self("invalidUsage")
+    static var invalidUsage: Self { Self("invalidUsage") }
 }
+
+/// The domain of ``UsageError``: its codes are ``ErrorCode`` of it.
+enum UsageErrorDomain {}
 
 /// A mistake in how a command was called: exit status 64 and the command's usage. The message says what is wrong
 /// with the command line, naming the option or argument.
-typealias UsageError = CodedFailure<UsageErrorCode>
+typealias UsageError = CodedFailure<UsageErrorDomain>
 
 extension UsageError {
     init(_ message: String) { self.init(.invalidUsage, message) }

@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import HTTPServer
 import MerchantCore
 import MerchantHTTP

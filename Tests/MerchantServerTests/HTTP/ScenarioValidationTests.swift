@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Foundations
 import HTTPServer
 import MerchantCore
 import MerchantHTTP
