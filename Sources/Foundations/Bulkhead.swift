@@ -30,12 +30,6 @@ public final class Bulkhead: Sendable {
         public var queued: Int
         /// Callers refused since the start (queue full, waited too long, or cancelled while waiting).
         public var refused: Int
-
-        public init(inFlight: Int, queued: Int, refused: Int) {
-            self.inFlight = inFlight
-            self.queued = queued
-            self.refused = refused
-        }
     }
 
     /// The party's name, for logs and metrics (`processor`, `merchantValidation`, ...).

@@ -1,5 +1,6 @@
-import Foundations
 import Testing
+
+@testable import Foundations
 
 @Suite("Bulkhead: a bounded share for one outside party")
 struct BulkheadTests {

@@ -1,9 +1,10 @@
 import Foundation
 import Foundations
-import MerchantCore
 import MerchantServer
 import TestSupport
 import Testing
+
+@testable import MerchantCore
 
 @Suite("Store configuration")
 struct ConfigurationTests {

@@ -1,7 +1,6 @@
 import ApplePay
 import Foundation
 import Foundations
-import MerchantCore
 import MerchantSandbox
 import MerchantServer
 import MerchantStore
@@ -10,6 +9,8 @@ import SQLCore
 import SQLite
 import TestSupport
 import Testing
+
+@testable import MerchantCore
 
 /// A processor that waits before delegating, so that concurrent attempts really overlap.
 struct SlowProcessor: PaymentProcessor {

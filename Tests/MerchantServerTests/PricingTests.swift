@@ -1,9 +1,10 @@
 import ApplePay
 import Foundation
 import Foundations
-import MerchantCore
 import MerchantServer
 import Testing
+
+@testable import MerchantCore
 
 /// 2030-01-30T12:00:00Z: a fixed "now" for coupon expiry and delivery dates.
 let fixedNow = Date(timeIntervalSince1970: 1_896_004_800)

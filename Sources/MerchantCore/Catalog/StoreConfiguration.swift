@@ -606,13 +606,9 @@ public struct PaymentMethodFee: Codable, Sendable, Equatable {
     public var label: String
     /// Percent of subtotal − discount + shipping, in (0, 10].
     public var percent: Decimal
+}
 
-    public init(type: String, label: String, percent: Decimal) {
-        self.type = type
-        self.label = label
-        self.percent = percent
-    }
-
+extension PaymentMethodFee {
     private enum CodingKeys: String, CodingKey { case type, label, percent }
 
     public init(from decoder: any Decoder) throws {
