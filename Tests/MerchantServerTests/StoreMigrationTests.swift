@@ -1,7 +1,6 @@
 import ApplePay
 import Foundation
 import Foundations
-import MerchantCore
 import MerchantServer
 import MerchantStore
 import Postgres
@@ -9,6 +8,8 @@ import SQLite
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import MerchantCore
 
 /// `applepay store migrate --from sqlite:PATH --to postgresql://...`: a SQLite store built through the store's API
 /// is copied by the real binary, then both stores are served on loopback and must answer the same.

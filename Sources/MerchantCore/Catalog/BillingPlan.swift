@@ -172,16 +172,6 @@ public struct DeferredPlan: Sendable, Equatable {
     /// IANA time zone of ``freeCancellationDate`` (Apple requires both or neither); UTC when absent.
     public var freeCancellationTimeZone: String?
     public var description: String?
-
-    public init(
-        billingDate: Date, freeCancellationDate: Date? = nil, freeCancellationTimeZone: String? = nil,
-        description: String? = nil
-    ) {
-        self.billingDate = billingDate
-        self.freeCancellationDate = freeCancellationDate
-        self.freeCancellationTimeZone = freeCancellationTimeZone
-        self.description = description
-    }
 }
 
 /// Billing-cycle dates in UTC on the Gregorian calendar, counted from an anchor so that they never drift

@@ -1,6 +1,5 @@
 import ApplePay
 import Foundation
-import MerchantCore
 import MerchantHTTP
 import MerchantSandbox
 import MerchantServer
@@ -8,6 +7,8 @@ import ProcessorAPI
 import ProcessorService
 import Synchronization
 import Testing
+
+@testable import MerchantCore
 
 /// A clock the test moves: the server's "now" for cancellations, token times and the scheduler.
 final class VirtualClock: Sendable {

@@ -1,10 +1,10 @@
 import ApplePay
 import Foundation
 import HTTPServer
-import MerchantCore
 import TestSupport
 import Testing
 
+@testable import MerchantCore
 @testable import MerchantHTTP
 
 /// Issue 21: the web pages are files in `Sources/MerchantHTTP/Web/Assets/`, compiled into the binary.
