@@ -19,10 +19,13 @@ struct SlowProcessor: PaymentProcessor {
     let delay: Duration
     /// Opened when a charge arrives (the payment service has written its pending order by then).
     var charging: Latch? = nil
+    /// When set, a charge also waits for it to open: the test, not the clock, decides when the processor answers.
+    var answering: Latch? = nil
 
     func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
         charging?.open()
         do { try await Task.sleep(for: delay) } catch { throw ProcessorError(.timeout, "cancelled") }
+        await answering?.wait()
         return try await inner.charge(request)
     }
     func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
@@ -313,19 +316,24 @@ struct OrderStoreTests {
             let (checkout, breakdown) = try await fixture.checkout()
             let sandbox = SandboxProcessor()
             let charging = Latch()
+            let answering = Latch()
             let slow = PaymentService(
                 store: fixture.store,
-                processor: SlowProcessor(inner: sandbox, delay: .milliseconds(1500), charging: charging),
-                timeout: .seconds(5))
+                processor: SlowProcessor(inner: sandbox, delay: .zero, charging: charging, answering: answering),
+                timeout: .seconds(30))
             let impatient = PaymentService(
                 store: fixture.store, processor: sandbox, timeout: .seconds(5), concurrentWait: .milliseconds(100))
             let order = fixture.newOrder(checkout, breakdown, transaction: "dd04")
             async let first = slow.pay(order, token: testToken())
-            // Wait until the first attempt has written its pending order and reached the processor (it then spends
-            // 1.5 s there).
+            // Wait until the first attempt has written its pending order and reached the processor, which holds its
+            // answer until the second attempt has given up waiting (however busy the machine is).
             await charging.wait()
-            #expect(try await fixture.store.order(transactionID: "dd04") != nil)
-            let second = try await impatient.pay(order, token: testToken())
+            let second = try await withCleanup {
+                #expect(try await fixture.store.order(transactionID: "dd04") != nil)
+                return try await impatient.pay(order, token: testToken())
+            } cleanup: {
+                answering.open()
+            }
             #expect(second.disposition == .inProgress)
             #expect(second.order.status == .pending)
             #expect(try await first.order.status == .paid)
