@@ -209,51 +209,34 @@ extension SQLStore: OrderStore {
         return .started(created)
     }
 
+    /// Merges the charge call's end into the order (``PaymentStateMachine``): a webhook that settled the order
+    /// while the call was in flight is not undone by the call's answer, and an answer that disagrees with it is
+    /// recorded as a discrepancy.
     public func completePayment(orderID: String, outcome: ChargeAttempt) async throws(OrderStoreError) -> Order {
-        let transition = PaymentTransition(outcome)
-        let answer = try await write("complete payment") {
-            connection throws(SQLError) -> Result<Row, OrderStoreError> in
-            guard let current = try self.lockOrderKey(connection, orderID) else {
-                return .failure(OrderStoreError(.notFound, "no order \(orderID)"))
-            }
-            guard current.status == .pending else {
-                return .failure(OrderStoreError(.conflict, "order \(orderID) is already \(current.status.rawValue)"))
-            }
-            try self.apply(transition, to: current, from: [.pending], connection)
-            guard let updated = try self.orderRow(connection, where: "o.id = \(bind: orderID)") else {
-                throw SQLError(.other, "the order just updated cannot be read back")
-            }
-            return .success(updated)
-        }
-        do {
-            return try Self.order(from: try answer.get())
-        } catch let error as OrderStoreError {
-            throw error
-        } catch {
-            throw OrderStoreError(.corrupt, "complete payment: \(error)")
-        }
+        guard let (order, _) = try await observe(PaymentObservation(attempt: outcome), orderID: orderID, what: "complete payment")
+        else { throw OrderStoreError(.notFound, "no order \(orderID)") }
+        return order
     }
 
     public func unsettledOrders(updatedBefore cutoff: Date, limit: Int) async throws(OrderStoreError) -> [Order] {
         try await read("read unsettled orders") { connection throws(SQLError) -> [Order] in
             try self.loadOrders(
                 connection,
-                where: "o.status IN ('pending', 'unknown') AND o.updated_at < \(bind: cutoff.unixMilliseconds)",
+                where: """
+                    o.status IN ('pending', 'unknown', 'processing') AND o.updated_at < \(bind: cutoff.unixMilliseconds)
+                    """,
                 order: "o.updated_at ASC, o.id ASC", limit: limit)
         }
     }
 
-    /// Locks the order, then settles it only if it is still `pending` or `unknown`: a second reconciler (in this
-    /// instance or another) waits for the first and then finds nothing to do.
+    /// Merges what a look-up found into the order (``PaymentStateMachine``); two reconcilers, in this instance or
+    /// another, take the order's lock in turn and the second finds nothing to do.
     public func settlePayment(orderID: String, charge: ProcessorCharge?) async throws(OrderStoreError) -> Order? {
-        let transition = PaymentTransition(settling: charge)
-        return try await write("settle payment") { connection throws(SQLError) -> Order? in
-            guard let current = try self.lockOrderKey(connection, orderID), current.status.isUnsettled else {
-                return nil
-            }
-            try self.apply(transition, to: current, from: [.pending, .unknown], connection)
-            return try self.loadOrder(connection, where: "o.id = \(bind: orderID)")
-        }
+        guard let (order, moved) = try await observe(
+            PaymentObservation(.lookUp, charge: charge), orderID: orderID, what: "settle payment"),
+            moved
+        else { return nil }
+        return order
     }
 
     // MARK: Refunds and voids
@@ -271,16 +254,12 @@ extension SQLStore: OrderStore {
                     ? .existing(existing, order) : .keyReused
             }
             guard order.status == .paid || order.status == .partiallyRefunded else { return .notRefundable(order) }
-            let reserved =
-                try connection.query(
-                    "SELECT coalesce(sum(amount_minor), 0) AS n FROM refunds WHERE order_id = \(bind: orderID)"
-                ).first?.int64("n") ?? 0
-            let left = order.totals.total - reserved
+            let left = order.totals.total - (try self.reservedRefunds(orderID, connection))
             guard amount > 0, amount <= left else { return .exceedsRemaining(left: left, order) }
             let now = self.clock().unixMilliseconds
             let refund = RefundRecord(
                 id: "rfd_" + randomHex(bytes: 12), orderID: orderID, idempotencyKey: idempotencyKey, amount: amount,
-                succeeded: false, processorReference: nil)
+                status: .pending)
             try connection.run(
                 """
                 INSERT INTO refunds (id, order_id, idempotency_key, amount_minor, status, created_at, updated_at)
@@ -297,34 +276,100 @@ extension SQLStore: OrderStore {
     }
 
     public func completeRefund(id: String, processorReference: String) async throws(OrderStoreError) -> Order {
-        let result = try await write("complete refund") { connection throws(SQLError) -> Order? in
+        try await changeRefund(id, what: "complete refund") { refund, order, now, connection throws(SQLError) in
+            guard refund.status == .pending else { return }
+            let status = try self.markRefundSucceeded(
+                refund, reference: processorReference, order: order, now: now, connection)
+            try self.appendEvent(
+                connection, "refundSucceeded", checkoutID: order.checkoutID, orderID: order.id,
+                ["refundId": id, "amount": String(refund.amount), "status": status.rawValue], at: now)
+        }
+    }
+
+    public func acknowledgeRefund(id: String, processorReference: String) async throws(OrderStoreError) -> Order {
+        try await changeRefund(id, what: "acknowledge refund") { refund, order, now, connection throws(SQLError) in
+            guard refund.status == .pending, refund.processorReference == nil else { return }
+            try connection.run(
+                """
+                UPDATE refunds SET processor_reference = \(bind: processorReference), updated_at = \(bind: now)
+                WHERE id = \(bind: id) AND status = 'pending'
+                """, expectingRows: 1)
+            try self.appendEvent(
+                connection, "refundAccepted", checkoutID: order.checkoutID, orderID: order.id,
+                ["refundId": id, "amount": String(refund.amount), "processorReference": processorReference], at: now)
+        }
+    }
+
+    /// Runs `change` on the refund `id` and its locked order in one transaction, and answers the order after it.
+    private func changeRefund(
+        _ id: String, what: String,
+        _ change: @escaping @Sendable (RefundRecord, Order, Int64, Connection) throws(SQLError) -> Void
+    ) async throws(OrderStoreError) -> Order {
+        let result = try await write(what) { connection throws(SQLError) -> Order? in
             guard
                 let orderID = try connection.query("SELECT order_id FROM refunds WHERE id = \(bind: id)").first?
                     .string("order_id"),
                 let order = try self.lockOrder(connection, orderID),
                 let refund = try self.loadRefunds(connection, where: "id = \(bind: id)").first
             else { return nil }
-            guard !refund.succeeded else { return order }
-            let now = self.clock().unixMilliseconds
-            try connection.run(
-                """
-                UPDATE refunds SET status = 'succeeded', processor_reference = \(bind: processorReference), \
-                updated_at = \(bind: now) WHERE id = \(bind: id) AND status = 'pending'
-                """, expectingRows: 1)
-            let refunded = order.refunded + refund.amount
-            let status: OrderStatus = refunded >= order.totals.total ? .refunded : .partiallyRefunded
-            try connection.run(
-                """
-                UPDATE orders SET refunded_minor = \(bind: refunded), status = \(bind: status.rawValue), \
-                updated_at = \(Self.nextOrderVersion(now)) WHERE id = \(bind: order.id)
-                """, expectingRows: 1)
-            try self.appendEvent(
-                connection, "refundSucceeded", checkoutID: order.checkoutID, orderID: order.id,
-                ["refundId": id, "amount": String(refund.amount), "status": status.rawValue], at: now)
+            try change(refund, order, self.clock().unixMilliseconds, connection)
             return try self.loadOrder(connection, where: "o.id = \(bind: order.id)")
         }
         guard let result else { throw OrderStoreError(.notFound, "no refund \(id)") }
         return result
+    }
+
+    /// Minor units of the order's refunds that are pending or succeeded: what is no longer left to refund.
+    func reservedRefunds(_ orderID: String, _ connection: Connection) throws(SQLError) -> Int64 {
+        try connection.query(
+            """
+            SELECT coalesce(sum(amount_minor), 0) AS n FROM refunds
+            WHERE order_id = \(bind: orderID) AND status <> 'failed'
+            """
+        ).first?.int64("n") ?? 0
+    }
+
+    /// Marks a pending or failed refund succeeded and counts it on the (locked) order; answers the order's status.
+    func markRefundSucceeded(
+        _ refund: RefundRecord, reference: String?, order: Order, now: Int64, _ connection: Connection
+    ) throws(SQLError) -> OrderStatus {
+        try connection.run(
+            """
+            UPDATE refunds SET status = 'succeeded', failure_code = NULL, \
+            processor_reference = coalesce(\(bind: reference), processor_reference), updated_at = \(bind: now) \
+            WHERE id = \(bind: refund.id) AND status <> 'succeeded'
+            """, expectingRows: 1)
+        return try countRefunded(order, by: refund.amount, now: now, connection)
+    }
+
+    /// Marks a refund failed; a succeeded one's amount is no longer counted as refunded. Answers the order's status.
+    func markRefundFailed(
+        _ refund: RefundRecord, reason: String?, reference: String?, order: Order, now: Int64,
+        _ connection: Connection
+    ) throws(SQLError) -> OrderStatus {
+        try connection.run(
+            """
+            UPDATE refunds SET status = 'failed', failure_code = \(bind: reason ?? "refundFailed"), \
+            processor_reference = coalesce(processor_reference, \(bind: reference)), updated_at = \(bind: now) \
+            WHERE id = \(bind: refund.id) AND status <> 'failed'
+            """, expectingRows: 1)
+        guard refund.status == .succeeded else { return order.status }
+        return try countRefunded(order, by: -refund.amount, now: now, connection)
+    }
+
+    /// Adds `amount` (negative: gives back) to the order's refunded total and moves its status with it.
+    private func countRefunded(_ order: Order, by amount: Int64, now: Int64, _ connection: Connection)
+        throws(SQLError) -> OrderStatus
+    {
+        let refunded = max(0, order.refunded + amount)
+        let status: OrderStatus =
+            refunded == 0 ? .paid : refunded >= order.totals.total ? .refunded : .partiallyRefunded
+        try connection.run(
+            """
+            UPDATE orders SET refunded_minor = \(bind: refunded), status = \(bind: status.rawValue), \
+            updated_at = \(Self.nextOrderVersion(now)) WHERE id = \(bind: order.id)
+            """, expectingRows: 1)
+        return status
     }
 
     public func cancelRefund(id: String) async throws(OrderStoreError) {
@@ -351,14 +396,19 @@ extension SQLStore: OrderStore {
                 return .failure(OrderStoreError(.notFound, "no order \(orderID)"))
             }
             if order.status == .voided { return .success(order) }
-            let refunds =
-                try connection.query("SELECT count(*) AS n FROM refunds WHERE order_id = \(bind: orderID)").first?
-                .int64("n") ?? 0
-            guard order.status == .paid, refunds == 0 else {
+            guard order.status == .paid, order.refunded == 0 else {
                 return .failure(
                     OrderStoreError(.conflict, "order \(orderID) is \(order.status.rawValue) or has refunds"))
             }
             let now = self.clock().unixMilliseconds
+            // The processor voided it, so no refund of it reached the processor: one still pending here (begun by
+            // another instance meanwhile) can never succeed.
+            for refund in try self.loadRefunds(
+                connection, where: "order_id = \(bind: orderID) AND status = 'pending'")
+            {
+                _ = try self.markRefundFailed(
+                    refund, reason: "paymentVoided", reference: nil, order: order, now: now, connection)
+            }
             try connection.run(
                 """
                 UPDATE orders SET status = 'voided', updated_at = \(Self.nextOrderVersion(now)) \
@@ -425,19 +475,26 @@ extension SQLStore: OrderStore {
         var id: String
         var checkoutID: String
         var status: OrderStatus
+        /// Minor units refunded so far.
+        var refunded: Int64
     }
 
     /// The order's id, checkout and status, its row locked until the transaction ends.
     func lockOrderKey(_ connection: Connection, _ id: String) throws(SQLError) -> OrderKey? {
         guard
             let row = try connection.query(
-                "SELECT id, checkout_id, status FROM orders WHERE id = \(bind: id)\(raw: connection.dialect.forUpdate)"
+                """
+                SELECT id, checkout_id, status, refunded_minor FROM orders WHERE id = \(bind: id)\
+                \(raw: connection.dialect.forUpdate)
+                """
             ).first
         else { return nil }
         guard let status = OrderStatus(rawValue: try row.string("status")) else {
             throw SQLError(.typeMismatch, "unknown order status")
         }
-        return OrderKey(id: try row.string("id"), checkoutID: try row.string("checkout_id"), status: status)
+        return OrderKey(
+            id: try row.string("id"), checkoutID: try row.string("checkout_id"), status: status,
+            refunded: try row.int64("refunded_minor"))
     }
 
     /// The order, its row locked until the transaction ends.
@@ -528,40 +585,15 @@ extension SQLStore: OrderStore {
             WHERE \(condition)
             """)
         {
+            guard let status = RefundRecord.Status(rawValue: try row.string("status")) else {
+                throw SQLError(.typeMismatch, "unknown refund status")
+            }
             refunds.append(
                 RefundRecord(
                     id: try row.string("id"), orderID: try row.string("order_id"),
                     idempotencyKey: try row.string("idempotency_key"), amount: try row.int64("amount_minor"),
-                    succeeded: try row.string("status") == "succeeded",
-                    processorReference: try row.optionalString("processor_reference")))
+                    status: status, processorReference: try row.optionalString("processor_reference")))
         }
         return refunds
-    }
-
-    /// Moves a payment and its order to the transition's states. The order must still be in one of `states`: the
-    /// UPDATE must change its one row, else the transaction rolls back (`unexpectedRowCount`) and nothing is
-    /// written, the event included.
-    func apply(
-        _ transition: PaymentTransition, to current: OrderKey, from states: [OrderStatus], _ connection: Connection
-    ) throws(SQLError) {
-        let now = clock().unixMilliseconds
-        try connection.run(
-            """
-            UPDATE orders SET status = \(bind: transition.orderStatus.rawValue), updated_at = \(bind: now)
-            WHERE id = \(bind: current.id) AND status \(raw: SQLDialect.inList(states.map(\.rawValue)))
-            """, expectingRows: 1)
-        try connection.run(
-            """
-            UPDATE payments SET status = \(bind: transition.paymentStatus.rawValue),
-                processor_reference = coalesce(\(bind: transition.reference), processor_reference),
-                failure_code = \(bind: transition.failureCode), failure_message = \(bind: transition.failureMessage),
-                updated_at = \(bind: now)
-            WHERE order_id = \(bind: current.id)
-            """, expectingRows: 1)
-        var detail = ["status": transition.orderStatus.rawValue, "from": current.status.rawValue]
-        detail["failureCode"] = transition.failureCode
-        detail["processorReference"] = transition.reference
-        try appendEvent(
-            connection, transition.eventKind, checkoutID: current.checkoutID, orderID: current.id, detail, at: now)
     }
 }

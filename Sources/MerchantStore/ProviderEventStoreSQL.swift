@@ -8,9 +8,7 @@ import SQLCore
 /// transaction records the event's provider and id in `provider_events` (taken already: a duplicate, nothing
 /// else happens), locks the order and moves it only from the states the event expects.
 extension SQLStore: ProviderEventStore {
-    public func apply(_ event: ProviderEvent, settlingPendingBefore cutoff: Date) async throws(OrderStoreError)
-        -> ProviderEventResult
-    {
+    public func apply(_ event: ProviderEvent) async throws(OrderStoreError) -> ProviderEventResult {
         try await write("apply provider event") { connection throws(SQLError) -> ProviderEventResult in
             let now = self.clock().unixMilliseconds
             let recorded = try connection.run(
@@ -21,7 +19,7 @@ extension SQLStore: ProviderEventStore {
                 \(raw: connection.dialect.onConflictDoNothing("provider", "event_id"))
                 """)
             guard recorded == 1 else { return ProviderEventResult(.duplicate) }
-            let result = try self.applyOnce(event, cutoff: cutoff.unixMilliseconds, now: now, connection)
+            let result = try self.applyOnce(event, now: now, connection)
             try connection.run(
                 """
                 UPDATE provider_events SET outcome = \(bind: result.outcome.rawValue), order_id = \(bind: result.orderID)
@@ -53,7 +51,7 @@ extension SQLStore: ProviderEventStore {
     }
 
     /// The event's effect, in the caller's transaction (the event is recorded already).
-    private func applyOnce(_ event: ProviderEvent, cutoff: Int64, now: Int64, _ connection: Connection)
+    private func applyOnce(_ event: ProviderEvent, now: Int64, _ connection: Connection)
         throws(SQLError) -> ProviderEventResult
     {
         guard let orderID = try findOrder(event, connection), let order = try lockOrder(connection, orderID) else {
@@ -67,31 +65,22 @@ extension SQLStore: ProviderEventStore {
         }
         switch event.kind {
         case .paymentSucceeded, .paymentFailed:
-            let inFlight = order.status == .pending && order.updatedAt.unixMilliseconds >= cutoff
-            guard order.status.isUnsettled, !inFlight else { return result(.noChange) }
             let succeeded = event.kind == .paymentSucceeded
             if succeeded, let amount = event.amount, amount != order.payment.amount { return result(.mismatch) }
-            let charge = ProcessorCharge(
-                reference: event.paymentReference ?? order.payment.processorReference ?? event.id,
-                idempotencyKey: order.payment.transactionID,
-                amount: Money(
-                    minorUnits: order.payment.amount, currency: Currency(code: order.currencyCode) ?? .usDollar),
-                status: succeeded ? .approved : .declined,
-                declineReason: succeeded ? nil : DeclineReason(code: event.reason ?? "declined"))
-            let key = OrderKey(id: order.id, checkoutID: order.checkoutID, status: order.status)
-            try apply(PaymentTransition(settling: charge), to: key, from: [.pending, .unknown], connection)
-            return result(.applied)
+            let observation = PaymentObservation(
+                .webhook, succeeded ? .approved : .declined(DeclineReason(code: event.reason ?? "declined")),
+                reference: event.paymentReference)
+            let key = OrderKey(
+                id: order.id, checkoutID: order.checkoutID, status: order.status, refunded: order.refunded)
+            switch try merge(observation, into: key, connection).merge {
+            case .unchanged: return result(.noChange)
+            case .moves: return result(.applied)
+            case .disagrees: return result(.discrepancy)
+            }
         case .refundSucceeded:
             return result(try recordRefund(event, order: order, now: now, connection))
         case .refundFailed:
-            guard let pending = try matchingRefund(event, order: order, status: "pending", connection) else {
-                return result(.noChange)
-            }
-            try connection.run("DELETE FROM refunds WHERE id = \(bind: pending.id) AND status = 'pending'")
-            try appendEvent(
-                connection, "refundCancelled", checkoutID: order.checkoutID, orderID: order.id,
-                detail(event, ["refundId": pending.id, "amount": String(pending.amount)]), at: now)
-            return result(.applied)
+            return result(try failRefund(event, order: order, now: now, connection))
         case .disputeOpened:
             let reference = event.reference ?? event.paymentReference ?? event.id
             let inserted = try connection.run(
@@ -113,31 +102,23 @@ extension SQLStore: ProviderEventStore {
         }
     }
 
-    /// A succeeded refund: known already (its provider reference), our pending refund completed, or a refund made
-    /// at the provider added, within what is left to refund.
+    /// A succeeded refund: known already (its provider reference), our refund completed (matched by its provider
+    /// reference or our key), or a refund made at the provider added, within what is left to refund.
     private func recordRefund(_ event: ProviderEvent, order: Order, now: Int64, _ connection: Connection)
         throws(SQLError) -> ProviderEventResult.Outcome
     {
-        if let reference = event.reference,
-            !(try loadRefunds(connection, where: "processor_reference = \(bind: reference) AND status = 'succeeded'")
-                .isEmpty)
-        {
-            return .noChange
-        }
         let refund: RefundRecord
-        if let pending = try matchingRefund(event, order: order, status: "pending", connection) {
-            refund = pending
+        if let ours = try matchingRefund(event, order: order, connection) {
+            guard ours.status != .succeeded else { return .noChange }
+            if let amount = event.amount, amount != ours.amount { return .mismatch }
+            refund = ours
         } else {
             guard let amount = event.amount, amount > 0 else { return .mismatch }
             guard order.status == .paid || order.status == .partiallyRefunded else { return .mismatch }
-            let reserved =
-                try connection.query(
-                    "SELECT coalesce(sum(amount_minor), 0) AS n FROM refunds WHERE order_id = \(bind: order.id)"
-                ).first?.int64("n") ?? 0
-            guard amount <= order.totals.total - reserved else { return .mismatch }
+            guard amount <= order.totals.total - (try reservedRefunds(order.id, connection)) else { return .mismatch }
             refund = RefundRecord(
                 id: "rfd_" + randomHex(bytes: 12), orderID: order.id,
-                idempotencyKey: "\(event.provider):\(event.reference ?? event.id)", amount: amount, succeeded: false)
+                idempotencyKey: "\(event.provider):\(event.reference ?? event.id)", amount: amount, status: .pending)
             try connection.run(
                 """
                 INSERT INTO refunds (id, order_id, idempotency_key, amount_minor, status, created_at, updated_at)
@@ -145,19 +126,8 @@ extension SQLStore: ProviderEventStore {
                 'pending', \(bind: now), \(bind: now))
                 """)
         }
-        try connection.run(
-            """
-            UPDATE refunds SET status = 'succeeded', \
-            processor_reference = coalesce(\(bind: event.reference), processor_reference), updated_at = \(bind: now) \
-            WHERE id = \(bind: refund.id) AND status = 'pending'
-            """, expectingRows: 1)
-        let refunded = order.refunded + refund.amount
-        let status: OrderStatus = refunded >= order.totals.total ? .refunded : .partiallyRefunded
-        try connection.run(
-            """
-            UPDATE orders SET refunded_minor = \(bind: refunded), status = \(bind: status.rawValue), \
-            updated_at = \(bind: now) WHERE id = \(bind: order.id)
-            """, expectingRows: 1)
+        let status = try markRefundSucceeded(
+            refund, reference: event.reference, order: order, now: now, connection)
         try appendEvent(
             connection, "refundSucceeded", checkoutID: order.checkoutID, orderID: order.id,
             detail(event, ["refundId": refund.id, "amount": String(refund.amount), "status": status.rawValue]),
@@ -165,17 +135,37 @@ extension SQLStore: ProviderEventStore {
         return .applied
     }
 
-    /// The order's refund in `status` this event is about: the one with its provider reference, else (none has it)
-    /// the oldest without a reference of the event's amount.
-    private func matchingRefund(_ event: ProviderEvent, order: Order, status: String, _ connection: Connection)
+    /// A failed refund: ours (matched by its provider reference or our key) is marked failed, and what a succeeded
+    /// one had counted as refunded is given back. A failure of a refund we do not know changes nothing.
+    private func failRefund(_ event: ProviderEvent, order: Order, now: Int64, _ connection: Connection)
+        throws(SQLError) -> ProviderEventResult.Outcome
+    {
+        guard let ours = try matchingRefund(event, order: order, connection), ours.status != .failed else {
+            return .noChange
+        }
+        let status = try markRefundFailed(
+            ours, reason: event.reason, reference: event.reference, order: order, now: now, connection)
+        try appendEvent(
+            connection, "refundFailed", checkoutID: order.checkoutID, orderID: order.id,
+            detail(event, ["refundId": ours.id, "amount": String(ours.amount), "status": status.rawValue]), at: now)
+        return .applied
+    }
+
+    /// The order's refund this event is about: the one with its provider reference, else the one with our key.
+    /// Never one of the same amount: two refunds of one amount are two refunds.
+    private func matchingRefund(_ event: ProviderEvent, order: Order, _ connection: Connection)
         throws(SQLError) -> RefundRecord?
     {
-        let refunds = try loadRefunds(connection, where: "order_id = \(bind: order.id) AND status = \(bind: status)")
-        if let reference = event.reference, let match = refunds.first(where: { $0.processorReference == reference }) {
+        if let reference = event.reference, !reference.isEmpty,
+            let match = try loadRefunds(
+                connection, where: "order_id = \(bind: order.id) AND processor_reference = \(bind: reference)"
+            ).first
+        {
             return match
         }
-        guard let amount = event.amount else { return nil }
-        return refunds.first { $0.processorReference == nil && $0.amount == amount }
+        guard let key = event.refundKey, !key.isEmpty else { return nil }
+        return try loadRefunds(connection, where: "order_id = \(bind: order.id) AND idempotency_key = \(bind: key)")
+            .first
     }
 
     /// The order an event names: by our reference (the order id or the payment's transaction id), else by the

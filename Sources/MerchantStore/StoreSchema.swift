@@ -15,6 +15,7 @@ public enum StoreSchema {
         SQLMigration("004-subscriptions-merchant-tokens", sql: subscriptionsSchema),
         SQLMigration("005-provider-events-disputes", sql: providerEventsSchema),
         SQLMigration("006-card-metadata-refunds-skipped-cycles", sql: cardMetadataSchema),
+        SQLMigration("007-processing-payments-failed-refunds-discrepancies", sql: observationsSchema),
     ]
 
     /// Applies ``migrations`` (and carries a legacy SQLite history forward).
@@ -286,6 +287,58 @@ public enum StoreSchema {
             ALTER TABLE subscription_charges ADD COLUMN refund_owed \(integer) NOT NULL DEFAULT 0
                 CHECK (refund_owed IN (0, 1));
             CREATE INDEX subscription_charges_refund_owed ON subscription_charges(refund_owed) WHERE refund_owed = 1;
+            """
+    }
+
+    /// 007: a payment the provider decides later (`processing`, order and payment), a refund the provider failed
+    /// (`failed`, with its code), and the discrepancies between what we recorded and what the provider decided
+    /// (``PaymentStateMachine``), kept until a person resolves them.
+    ///
+    /// A CHECK constraint cannot be altered in SQLite, and rebuilding `orders` would trip the foreign keys of every
+    /// table that refers to it, so the three status lists are widened in place in the stored schema, as SQLite's
+    /// ALTER TABLE documentation (section 7) allows for loosening a CHECK constraint: every stored row satisfies the
+    /// wider list, and no row changes meaning.
+    @Sendable static func observationsSchema(_ d: SQLDialect) -> String {
+        let (text, bigint, integer) = (d.textType, d.bigintType, d.integerType)
+        let widened =
+            d == .postgres
+            ? """
+            ALTER TABLE orders DROP CONSTRAINT orders_status_check;
+            ALTER TABLE orders ADD CONSTRAINT orders_status_check CHECK (status IN (
+                'pending', 'paid', 'declined', 'unknown', 'refunded', 'partiallyRefunded', 'voided', 'processing'));
+            ALTER TABLE payments DROP CONSTRAINT payments_status_check;
+            ALTER TABLE payments ADD CONSTRAINT payments_status_check CHECK (status IN (
+                'pending', 'approved', 'declined', 'unknown', 'voided', 'processing'));
+            ALTER TABLE refunds DROP CONSTRAINT refunds_status_check;
+            ALTER TABLE refunds ADD CONSTRAINT refunds_status_check CHECK (status IN ('pending', 'succeeded', 'failed'));
+            """
+            : """
+            PRAGMA writable_schema = ON;
+            UPDATE sqlite_schema SET sql = replace(sql, '''partiallyRefunded'', ''voided''))',
+                '''partiallyRefunded'', ''voided'', ''processing''))') WHERE type = 'table' AND name = 'orders';
+            UPDATE sqlite_schema SET sql = replace(sql, '''unknown'', ''voided''))',
+                '''unknown'', ''voided'', ''processing''))') WHERE type = 'table' AND name = 'payments';
+            UPDATE sqlite_schema SET sql = replace(sql, '(''pending'', ''succeeded''))',
+                '(''pending'', ''succeeded'', ''failed''))') WHERE type = 'table' AND name = 'refunds';
+            PRAGMA writable_schema = RESET;
+            """
+        return """
+            \(widened)
+            ALTER TABLE refunds ADD COLUMN failure_code \(text);
+            CREATE TABLE payment_discrepancies (
+                id \(text) PRIMARY KEY,
+                order_id \(text) NOT NULL REFERENCES orders(id),
+                checkout_id \(text) NOT NULL,
+                recorded \(text) NOT NULL,
+                provider \(text) NOT NULL,
+                source \(text) NOT NULL,
+                corrected \(integer) NOT NULL CHECK (corrected IN (0, 1)),
+                detail_json \(text) NOT NULL DEFAULT '{}',
+                detected_at \(bigint) NOT NULL,
+                resolved_at \(bigint),
+                resolution \(text)
+            );
+            CREATE INDEX payment_discrepancies_by_order ON payment_discrepancies(order_id);
             """
     }
 }

@@ -140,7 +140,7 @@ public struct WalletOrdersService: Sendable {
         case .refunded: "refunded"
         case .voided: "voided"
         case .declined: "declined"
-        case .pending, .unknown: "pending"
+        case .pending, .unknown, .processing: "pending"
         }
     }
 

@@ -30,14 +30,16 @@ public protocol OrderStore: WalletOrderStore {
     /// Records the intent to charge (see the type's documentation).
     /// - Throws: ``OrderStoreError`` `notFound` for an unknown checkout.
     func beginPayment(_ order: NewOrder) async throws(OrderStoreError) -> PaymentStart
-    /// Records the processor's answer (or its absence) for a pending order and returns the order.
-    /// - Throws: ``OrderStoreError`` `notFound`, or `conflict` if the order is not pending any more.
+    /// Merges the processor's answer (or its absence) into the order (``PaymentStateMachine``: a webhook that
+    /// settled it while the call was in flight stands) and returns the order.
+    /// - Throws: ``OrderStoreError`` `notFound`.
     func completePayment(orderID: String, outcome: ChargeAttempt) async throws(OrderStoreError) -> Order
-    /// Orders whose payment is `pending` or `unknown` and was last updated before `cutoff`, oldest first.
+    /// Orders whose payment is `pending`, `unknown` or `processing` and was last updated before `cutoff`, oldest
+    /// first.
     func unsettledOrders(updatedBefore cutoff: Date, limit: Int) async throws(OrderStoreError) -> [Order]
-    /// Settles a `pending` or `unknown` payment from what the processor's ledger holds (`nil`: the processor has
-    /// no charge for it, so nothing was charged). Returns the settled order, or `nil` when it was not pending
-    /// or unknown any more (someone else settled it).
+    /// Merges what the processor's ledger holds into the order (`nil`: the processor has no charge for it, so
+    /// nothing was charged). Returns the order when this moved it, `nil` when it told nothing new (someone else
+    /// settled it, or the provider is still deciding).
     func settlePayment(orderID: String, charge: ProcessorCharge?) async throws(OrderStoreError) -> Order?
     /// The order with this id, or `nil`.
     func order(id: String) async throws(OrderStoreError) -> Order?
@@ -51,15 +53,25 @@ public protocol OrderStore: WalletOrderStore {
         -> RefundStart
     /// Records the processor's refund and moves the order to `partiallyRefunded` or `refunded`.
     func completeRefund(id: String, processorReference: String) async throws(OrderStoreError) -> Order
+    /// Records the provider's reference of a refund it took and decides later: the refund stays `pending` (its
+    /// amount reserved) until a webhook or a look-up says.
+    func acknowledgeRefund(id: String, processorReference: String) async throws(OrderStoreError) -> Order
     /// Forgets a pending refund the processor refused (it reserved nothing there).
     func cancelRefund(id: String) async throws(OrderStoreError)
     /// The order's refunds, pending ones (``RefundRecord/succeeded`` false) included.
     func refunds(orderID: String) async throws(OrderStoreError) -> [RefundRecord]
-    /// Records a void: a `paid` order with no refunds becomes `voided`.
-    /// - Throws: ``OrderStoreError`` `conflict` when the order is not `paid` or has refunds.
+    /// Records a void the processor made: a `paid` order with nothing refunded becomes `voided`, and a refund of it
+    /// still pending here (begun meanwhile, by another instance) becomes `failed`: the processor voided the charge,
+    /// so it cannot refund it.
+    /// - Throws: ``OrderStoreError`` `conflict` when the order is not `paid` or has succeeded refunds.
     func recordVoid(orderID: String) async throws(OrderStoreError) -> Order
     /// The event log entries about a checkout (and its orders), oldest first.
     func events(checkoutID: String) async throws(OrderStoreError) -> [StoreEvent]
+    /// The discrepancies between what we recorded and what the provider decided, oldest first (`openOnly`: those
+    /// no person has resolved).
+    func discrepancies(openOnly: Bool, limit: Int) async throws(OrderStoreError) -> [DiscrepancyRecord]
+    /// Marks a discrepancy resolved by a person, with what they did; `nil` when there is no such discrepancy.
+    func resolveDiscrepancy(id: String, resolution: String) async throws(OrderStoreError) -> DiscrepancyRecord?
     /// Deletes the checkouts created before `cutoff` that never got an order, and their events (the only events
     /// ever deleted; those of orders are kept). Returns how many checkouts were deleted.
     func pruneExpiredCheckouts(createdBefore cutoff: Date, batch: Int) async throws(OrderStoreError) -> Int
@@ -92,24 +104,99 @@ public enum RefundStart: Sendable, Equatable {
 
 /// A refund of an order.
 public struct RefundRecord: Sendable, Equatable {
+    /// Where a refund stands.
+    public enum Status: String, Sendable, Codable {
+        /// Recorded before it was sent, or taken by the provider and not decided yet: its amount is reserved.
+        case pending
+        /// The provider gave the money back.
+        case succeeded
+        /// The provider failed it: nothing was given back, and its amount is free again.
+        case failed
+    }
+
     public var id: String
     public var orderID: String
     public var idempotencyKey: String
     public var amount: Int64
-    /// `pending` until the processor confirmed it, then `succeeded`.
-    public var succeeded: Bool
+    public var status: Status
     public var processorReference: String?
+    /// Whether the provider confirmed it.
+    public var succeeded: Bool { status == .succeeded }
 
     package init(
-        id: String, orderID: String, idempotencyKey: String, amount: Int64, succeeded: Bool,
+        id: String, orderID: String, idempotencyKey: String, amount: Int64, status: Status,
         processorReference: String? = nil
     ) {
         self.id = id
         self.orderID = orderID
         self.idempotencyKey = idempotencyKey
         self.amount = amount
-        self.succeeded = succeeded
+        self.status = status
         self.processorReference = processorReference
+    }
+}
+
+/// A discrepancy between what we recorded and what the provider decided (``PaymentDiscrepancy``), as stored.
+public struct DiscrepancyRecord: Sendable, Equatable, Encodable {
+    /// `dsc_` followed by 24 hexadecimal digits.
+    public var id: String
+    public var orderID: String
+    public var checkoutID: String
+    /// The order's status before (`declined`, `paid`, ...).
+    public var recorded: String
+    /// What the provider said (`approved`, `declined`, `absent`, `voided`).
+    public var provider: String
+    /// `answer`, `lookUp` or `webhook`.
+    public var source: String
+    /// Whether the order was moved to the provider's state.
+    public var corrected: Bool
+    public var processorReference: String?
+    /// Set when the provider captured a payment the checkout had also been paid by under another order: that
+    /// order's id (one of the two is to be refunded).
+    public var doubleChargeOrderID: String?
+    public var detectedAt: Date
+    public var resolvedAt: Date?
+    /// What the person who resolved it did, in their words.
+    public var resolution: String?
+
+    package init(
+        id: String, orderID: String, checkoutID: String, recorded: String, provider: String, source: String,
+        corrected: Bool, processorReference: String?, doubleChargeOrderID: String?, detectedAt: Date,
+        resolvedAt: Date?, resolution: String?
+    ) {
+        self.id = id
+        self.orderID = orderID
+        self.checkoutID = checkoutID
+        self.recorded = recorded
+        self.provider = provider
+        self.source = source
+        self.corrected = corrected
+        self.processorReference = processorReference
+        self.doubleChargeOrderID = doubleChargeOrderID
+        self.detectedAt = detectedAt
+        self.resolvedAt = resolvedAt
+        self.resolution = resolution
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, orderId, checkoutId, recorded, provider, source, corrected, processorReference, doubleChargeOrderId
+        case detectedAt, resolvedAt, resolution
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(orderID, forKey: .orderId)
+        try c.encode(checkoutID, forKey: .checkoutId)
+        try c.encode(recorded, forKey: .recorded)
+        try c.encode(provider, forKey: .provider)
+        try c.encode(source, forKey: .source)
+        try c.encode(corrected, forKey: .corrected)
+        try c.encodeIfPresent(processorReference, forKey: .processorReference)
+        try c.encodeIfPresent(doubleChargeOrderID, forKey: .doubleChargeOrderId)
+        try c.encode(detectedAt.formatted(.iso8601), forKey: .detectedAt)
+        try c.encodeIfPresent(resolvedAt?.formatted(.iso8601), forKey: .resolvedAt)
+        try c.encodeIfPresent(resolution, forKey: .resolution)
     }
 }
 
@@ -124,6 +211,10 @@ public enum OrderStatus: String, Codable, Sendable, CaseIterable {
     /// The processor's answer was not seen (time limit, lost connection, 5xx, a store failure after the
     /// answer): the reconciler will ask the processor and settle it.
     case unknown
+    /// The provider took the payment and decides later (Adyen `Received`, Checkout.com `202`, Stripe
+    /// `processing`): never a decline. The customer is told it is being confirmed, the checkout stays locked, and a
+    /// webhook or the reconciler's look-up settles it.
+    case processing
     /// Captured, then refunded in full.
     case refunded
     /// Captured, then refunded in part.
@@ -132,12 +223,12 @@ public enum OrderStatus: String, Codable, Sendable, CaseIterable {
     case voided
 
     /// Whether the payment's outcome is not settled yet.
-    public var isUnsettled: Bool { self == .pending || self == .unknown }
+    public var isUnsettled: Bool { self == .pending || self == .unknown || self == .processing }
 }
 
 /// The status of a payment row.
 public enum PaymentStatus: String, Codable, Sendable {
-    case pending, approved, declined, unknown, voided
+    case pending, approved, declined, unknown, voided, processing
 }
 
 /// An order line: what was bought, at what unit price (minor units).
@@ -412,8 +503,9 @@ public struct StoreEvent: Sendable, Equatable {
     public var sequence: Int64
     public var at: Date
     /// `checkoutCreated`, `checkoutUpdated`, `paymentStarted`, `paymentApproved`, `paymentDeclined`,
-    /// `paymentOutcomeUnknown`, `paymentReconciled`, `refundRequested`, `refundSucceeded`, `refundCancelled`,
-    /// `paymentVoided`.
+    /// `paymentOutcomeUnknown`, `paymentProcessing`, `paymentReconciled`, `paymentCorrected`,
+    /// `paymentDiscrepancy`, `discrepancyResolved`, `refundRequested`, `refundAccepted`, `refundSucceeded`,
+    /// `refundFailed`, `refundCancelled`, `paymentVoided`.
     public var kind: String
     public var checkoutID: String?
     public var orderID: String?

@@ -22,6 +22,10 @@ public struct ProviderEvent: Sendable, Equatable {
     public var paymentReference: String?
     /// The provider's id of the refund or dispute the event is about; `nil` for payment events.
     public var reference: String?
+    /// Our key of the refund the event is about, as the provider echoes it (Stripe `metadata[refund_key]`, Adyen's
+    /// refund `merchantReference`, Checkout.com's refund `reference`): a refund is matched by it or by
+    /// ``reference``, never by its amount.
+    public var refundKey: String?
     /// Minor units, when the event says.
     public var amount: Int64?
     /// ISO 4217, upper case, when the event says.
@@ -31,8 +35,10 @@ public struct ProviderEvent: Sendable, Equatable {
 
     public init(
         provider: String, id: String, kind: Kind, merchantReference: String? = nil, paymentReference: String? = nil,
-        reference: String? = nil, amount: Int64? = nil, currencyCode: String? = nil, reason: String? = nil
+        reference: String? = nil, refundKey: String? = nil, amount: Int64? = nil, currencyCode: String? = nil,
+        reason: String? = nil
     ) {
+        self.refundKey = refundKey
         self.provider = provider
         self.id = id
         self.kind = kind
@@ -60,6 +66,9 @@ public struct ProviderEventResult: Sendable, Equatable {
         /// The event contradicts the order (another amount or currency, a refund above what is left): nothing
         /// changed; a person should look.
         case mismatch
+        /// The provider decided otherwise than the order said: the discrepancy is recorded (and listed in
+        /// `GET /admin/v1/attention`), the order corrected to the provider's state where it can be.
+        case discrepancy
     }
 
     public var outcome: Outcome
@@ -102,17 +111,18 @@ public struct DisputeRecord: Sendable, Equatable {
 
 /// Where provider events are applied: the order store (``OrderStore``) of a server that takes webhooks.
 ///
-/// ``apply(_:settlingPendingBefore:)`` runs in one transaction: it records the event's provider and id (a second
-/// delivery finds it and changes nothing), finds the order by our reference (the order id or the payment's
-/// transaction id) or by the provider's payment reference, and applies the event only from the states it expects:
-/// a payment settles only while `unknown`, or `pending` and older than the cutoff (no charge in flight any more); a
-/// refund is recorded once per provider reference (completing our pending refund of that reference or amount, else
-/// added); a dispute is recorded once per provider reference.
+/// ``apply(_:)`` runs in one transaction: it records the event's provider and id (a second delivery finds it and
+/// changes nothing), finds the order by our reference (the order id or the payment's transaction id) or by the
+/// provider's payment reference, and applies the event:
+/// - a payment event is an observation merged by ``PaymentStateMachine``, also while our charge call is in flight
+///   (the call's answer is merged into it when it ends, so nothing the webhook said is lost);
+/// - a refund is matched to ours by the provider's refund reference or our refund key, never by its amount; a
+///   succeeded refund completes ours, or is added when the provider made it (its dashboard); a failed one marks ours
+///   failed, and gives back what a succeeded one had counted;
+/// - a dispute is recorded once per provider reference.
 public protocol ProviderEventStore: Sendable {
     /// Applies `event` (see the protocol's documentation).
-    /// - Parameter cutoff: a `pending` payment last touched before this is settled too (its charge is not in flight).
-    func apply(_ event: ProviderEvent, settlingPendingBefore cutoff: Date) async throws(OrderStoreError)
-        -> ProviderEventResult
+    func apply(_ event: ProviderEvent) async throws(OrderStoreError) -> ProviderEventResult
     /// The disputes recorded against an order, oldest first.
     func disputes(orderID: String) async throws(OrderStoreError) -> [DisputeRecord]
 }
@@ -122,30 +132,22 @@ public protocol ProviderEventStore: Sendable {
 /// the reconciler's settlement does.
 public struct ProviderEvents: Sendable {
     public let store: any ProviderEventStore
-    /// How long a payment may stay `pending` while its charge is in flight (the processor time limit and a margin):
-    /// an event settles a pending payment only once it is older than this.
-    public let inFlightLimit: Duration
     public let logger: RequestLogger
-    public let clock: @Sendable () -> Date
     /// Starts the subscription of a plan checkout whose payment an event settles as paid; `nil`: no plans.
     public let plans: PlanSubscriptions?
 
     public init(
-        store: any ProviderEventStore, inFlightLimit: Duration, logger: RequestLogger = .standardError,
-        clock: @escaping @Sendable () -> Date = { Date() }, plans: PlanSubscriptions? = nil
+        store: any ProviderEventStore, logger: RequestLogger = .standardError, plans: PlanSubscriptions? = nil
     ) {
         self.store = store
-        self.inFlightLimit = inFlightLimit
         self.logger = logger
-        self.clock = clock
         self.plans = plans
     }
 
     /// Applies one verified event.
     /// - Throws: ``OrderStoreError`` when the store fails: nothing was written, and the provider's retry is safe.
     public func apply(_ event: ProviderEvent) async throws(OrderStoreError) -> ProviderEventResult {
-        let seconds = Double(inFlightLimit.components.seconds) + Double(inFlightLimit.components.attoseconds) / 1e18
-        let result = try await store.apply(event, settlingPendingBefore: clock().addingTimeInterval(-seconds))
+        let result = try await store.apply(event)
         var fields: [String: any Sendable] = [
             "provider": event.provider, "eventId": event.id, "kind": event.kind.rawValue,
             "outcome": result.outcome.rawValue,
@@ -153,9 +155,10 @@ public struct ProviderEvents: Sendable {
         fields["orderId"] = result.orderID
         fields["paymentReference"] = event.paymentReference
         fields["reference"] = event.reference
-        let level = result.outcome == .mismatch ? "warn" : "info"
+        let level = result.outcome == .mismatch || result.outcome == .discrepancy ? "warn" : "info"
         logger.log(level, "provider event", fields)
-        if event.kind == .paymentSucceeded, result.outcome == .applied, let orderID = result.orderID, let plans {
+        if event.kind == .paymentSucceeded, result.outcome == .applied || result.outcome == .discrepancy,
+            let orderID = result.orderID, let plans {
             await startSubscription(orderID: orderID, plans)
         }
         return result

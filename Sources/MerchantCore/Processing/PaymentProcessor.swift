@@ -194,6 +194,9 @@ public enum ChargeOutcome: Sendable, Equatable {
     case approved(reference: String)
     /// The issuer or processor refused the card; nothing was charged.
     case declined(DeclineReason)
+    /// The provider took the charge and decides later (`reference` is its id for it): not a decline. Its webhook
+    /// or a look-up settles it.
+    case processing(reference: String)
 }
 
 /// Why a card was declined (stable codes).
@@ -214,6 +217,8 @@ public struct DeclineReason: Hashable, Sendable, CustomStringConvertible {
 /// The state of a charge as the processor's ledger holds it.
 public enum ProcessorChargeStatus: String, Sendable, Codable, CaseIterable {
     case approved, declined, voided, refunded, partiallyRefunded
+    /// Taken, to be decided later.
+    case processing
 }
 
 /// A charge as the processor holds it (the answer to a look-up, a void or a refund).
@@ -246,7 +251,11 @@ public struct ProcessorCharge: Sendable, Equatable {
 
     /// The charge's outcome as ``PaymentProcessor/charge(_:)`` would have answered it.
     public var outcome: ChargeOutcome {
-        status == .declined ? .declined(declineReason ?? .doNotHonor) : .approved(reference: reference)
+        switch status {
+        case .declined: .declined(declineReason ?? .doNotHonor)
+        case .processing: .processing(reference: reference)
+        case .approved, .voided, .refunded, .partiallyRefunded: .approved(reference: reference)
+        }
     }
 }
 
@@ -411,7 +420,7 @@ extension PaymentProcessor {
 
 /// What one bounded charge call ended with: an outcome the processor decided, or an unknown one.
 public enum ChargeAttempt: Sendable, Equatable {
-    /// The processor answered: approved or declined.
+    /// The processor answered: approved, declined, or to be decided later.
     case decided(ChargeOutcome)
     /// No answer was seen (time limit, lost connection, 5xx): the charge may or may not exist. Look it up by
     /// its idempotency key before saying anything about it.

@@ -198,6 +198,13 @@ public struct SubscriptionService: Sendable {
         case .declined(let reason):
             charge.status = "declined"
             charge.declineCode = reason.code
+        case .processing(let reference):
+            // Decided later: the cycle stays on this attempt, and its next pass asks again with the same key (the
+            // provider answers the same charge), never a new one.
+            logger.log(
+                "info", "subscription charge processing at the provider",
+                ["subscriptionId": subscription.id, "idempotencyKey": key, "processorReference": reference])
+            return nil
         }
         return await record(charge, charging: subscription)
     }

@@ -148,9 +148,7 @@ public struct MerchantAPI: Responder {
         }
         // The providers' webhooks: their signatures, not a content type, say who sent them.
         if !webhooks.isEmpty, let eventStore = store as? any ProviderEventStore {
-            let events = ProviderEvents(
-                store: eventStore, inFlightLimit: configuration.processor.timeout + .seconds(2), logger: logger,
-                clock: clock, plans: plans)
+            let events = ProviderEvents(store: eventStore, logger: logger, plans: plans)
             router.add(WebhookRoutes(endpoints: webhooks, events: events, metrics: metrics, clock: clock))
         }
         // What a browser loads: no JSON rule.

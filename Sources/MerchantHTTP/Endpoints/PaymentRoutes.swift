@@ -166,7 +166,26 @@ struct PaymentRoutes: RouteCollection {
                 outcome: replayed ? "replayed" : "declined")
         case .unknown, .pending:
             return outcomeUnknown(order, replayed: replayed)
+        case .processing:
+            return beingConfirmed(order, replayed: replayed)
         }
+    }
+
+    /// `202 paymentProcessing`: the provider took the payment and decides later. Not a decline: the customer is told
+    /// it is being confirmed, and the order page shows the provider's decision once its webhook or a look-up came.
+    private func beingConfirmed(_ order: Order, replayed: Bool) -> HTTPResponse {
+        metrics.recordPayment(outcome: replayed ? "replayed" : "processing")
+        let message =
+            "The payment is being confirmed by the payment provider. Do not pay again: the order page will show "
+            + "when it is confirmed."
+        var response = answer(
+            status: 202, code: "paymentProcessing", outcome: replayed ? "replayed" : "processing",
+            PaymentAnswer(
+                status: "failure", orderId: order.id, orderSecret: order.viewSecret,
+                errors: [PaymentError(code: .unknown, message: message)],
+                error: .init(code: "paymentProcessing", message: message)))
+        response.logFields["orderId"] = order.id
+        return response
     }
 
     /// `202 paymentOutcomeUnknown`: the processor's answer was not seen (or not recorded). The customer must not

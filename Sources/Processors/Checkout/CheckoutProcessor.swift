@@ -82,7 +82,7 @@ public struct CheckoutProcessor: PaymentProcessor {
                 .lookUpUnavailable, "checkout: the request is no longer in memory; its webhook settles the payment")
         }
         switch try await pay(data, key: payment.idempotencyKey, amount: payment.amount) {
-        case .approved, .declined: return recent.charge(payment.idempotencyKey)
+        case .approved, .declined, .processing: return recent.charge(payment.idempotencyKey)
         }
     }
 

@@ -237,6 +237,7 @@ public struct StripeProcessor: PaymentProcessor {
         case .declined(let why):
             status = .declined
             reason = why
+        case .processing: status = .processing
         }
         recent.keep(
             ProcessorCharge(
