@@ -267,12 +267,18 @@ public struct ProcessorRefund: Sendable, Equatable {
     public var amount: Money
     /// The charge after the refund.
     public var charge: ProcessorCharge
+    /// Whether the provider took the refund and decides later (Adyen `received`, Checkout.com `202`, Stripe
+    /// `pending`): it is not given back yet, and its webhook says whether it was.
+    public var isPending: Bool
 
-    public init(reference: String, idempotencyKey: String, amount: Money, charge: ProcessorCharge) {
+    public init(
+        reference: String, idempotencyKey: String, amount: Money, charge: ProcessorCharge, isPending: Bool = false
+    ) {
         self.reference = reference
         self.idempotencyKey = idempotencyKey
         self.amount = amount
         self.charge = charge
+        self.isPending = isPending
     }
 }
 

@@ -30,6 +30,9 @@ struct AdminRoutes: RouteCollection {
         }
         group.add(.post, "/reconcile") { request, _ in try await reconcile(request) }
         group.add(.get, "/attention") { _, _ in try await attention() }
+        group.add(.post, "/discrepancies/{id}/resolve") { request, context in
+            try await resolveDiscrepancy(request, context)
+        }
     }
 
     func listOrders(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
@@ -128,6 +131,22 @@ struct AdminRoutes: RouteCollection {
                 idempotencyKey: refund.idempotencyKey)
         }
         switch result {
+        case .success(let processed) where processed.isPending:
+            // Taken, decided later: the refund stays pending (its amount reserved) until the provider's webhook.
+            let final = try await storing { () async throws(OrderStoreError) in
+                try await store.acknowledgeRefund(id: refund.id, processorReference: processed.reference)
+            }
+            logger.log(
+                "info", "refund pending at the provider",
+                ["orderId": order.id, "refundId": refund.id, "processorReference": processed.reference])
+            var response = HTTPResponse.encoding(
+                Answer(
+                    refund: Refund(
+                        id: refund.id, amount: Money(minorUnits: refund.amount, currency: currency).amountString,
+                        idempotencyKey: refund.idempotencyKey, status: "pending"), order: final),
+                status: 202)
+            response.logFields["refund"] = "pending"
+            return response
         case .success(let processed):
             let final = try await storing { () async throws(OrderStoreError) in
                 try await store.completeRefund(id: refund.id, processorReference: processed.reference)
@@ -263,16 +282,23 @@ struct AdminRoutes: RouteCollection {
         }
     }
 
-    /// `GET /admin/v1/attention`: payments whose outcome is unknown past the time the processor keeps an idempotency
-    /// key (Stripe and Checkout.com 24 hours, Adyen 31 days): no look-up can tell any more, so a person must (the
-    /// provider's dashboard, by the order's transaction id). Answers `{"orders", "resolution", "keyLifetimeSeconds"}`.
+    /// `GET /admin/v1/attention`: what needs a person. `orders`: payments whose outcome is unknown past the time the
+    /// processor keeps an idempotency key (Stripe and Checkout.com 24 hours, Adyen's webhook deadline): no look-up
+    /// can tell any more, so a person must (the provider's dashboard, by the order's transaction id).
+    /// `discrepancies`: payments the provider decided otherwise than we recorded, open until resolved with
+    /// `POST /admin/v1/discrepancies/{id}/resolve`. Answers `{"orders", "discrepancies", "resolution",
+    /// "keyLifetimeSeconds"}`.
     func attention() async throws(HTTPError) -> HTTPResponse {
         struct Answer: Encodable {
             var orders: [Order]
+            var discrepancies: [DiscrepancyRecord]
             var resolution: String
             var keyLifetimeSeconds: Int64?
         }
         let orders = try await storing { () async throws(OrderStoreError) in try await reconciler.needingAttention() }
+        let discrepancies = try await storing { () async throws(OrderStoreError) in
+            try await store.discrepancies(openOnly: true, limit: 500)
+        }
         let resolution = processor.unknownOutcomes
         let kind =
             switch resolution {
@@ -280,9 +306,31 @@ struct AdminRoutes: RouteCollection {
             case .webhook: "webhook"
             }
         var response = HTTPResponse.encoding(
-            Answer(orders: orders, resolution: kind, keyLifetimeSeconds: resolution.keyLifetime?.components.seconds))
+            Answer(
+                orders: orders, discrepancies: discrepancies, resolution: kind,
+                keyLifetimeSeconds: resolution.keyLifetime?.components.seconds))
         response.headers["Cache-Control"] = "no-store"
         return response
+    }
+
+    /// `POST /admin/v1/discrepancies/{id}/resolve` `{"resolution": "refunded ord_… in the dashboard"}`: closes an
+    /// item of the attention list with what the person did (kept, with the event log's `discrepancyResolved`).
+    func resolveDiscrepancy(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError)
+        -> HTTPResponse
+    {
+        struct Body: Decodable { var resolution: String }
+        let id = try context.parameter("id")
+        let body = try JSONBody.decode(Body.self, from: request)
+        let resolution = body.resolution.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...500).contains(resolution.count) else {
+            throw .invalidRequest("resolution must say what was done, in 1 to 500 characters.")
+        }
+        guard
+            let record = try await storing({ () async throws(OrderStoreError) in
+                try await store.resolveDiscrepancy(id: id, resolution: resolution)
+            })
+        else { throw HTTPError(status: 404, code: "discrepancyNotFound", message: "No discrepancy \(id).") }
+        return .encoding(record)
     }
 
     func reconcile(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
