@@ -213,7 +213,9 @@ extension SQLStore: OrderStore {
     /// while the call was in flight is not undone by the call's answer, and an answer that disagrees with it is
     /// recorded as a discrepancy.
     public func completePayment(orderID: String, outcome: ChargeAttempt) async throws(OrderStoreError) -> Order {
-        guard let (order, _) = try await observe(PaymentObservation(attempt: outcome), orderID: orderID, what: "complete payment")
+        guard
+            let (order, _) = try await observe(
+                PaymentObservation(attempt: outcome), orderID: orderID, what: "complete payment")
         else { throw OrderStoreError(.notFound, "no order \(orderID)") }
         return order
     }
@@ -232,8 +234,9 @@ extension SQLStore: OrderStore {
     /// Merges what a look-up found into the order (``PaymentStateMachine``); two reconcilers, in this instance or
     /// another, take the order's lock in turn and the second finds nothing to do.
     public func settlePayment(orderID: String, charge: ProcessorCharge?) async throws(OrderStoreError) -> Order? {
-        guard let (order, moved) = try await observe(
-            PaymentObservation(.lookUp, charge: charge), orderID: orderID, what: "settle payment"),
+        guard
+            let (order, moved) = try await observe(
+                PaymentObservation(.lookUp, charge: charge), orderID: orderID, what: "settle payment"),
             moved
         else { return nil }
         return order

@@ -168,6 +168,15 @@ struct LegacyRefund: LegacyRow, Codable, Equatable {
     var succeeded: Bool
     var processorReference: String?
 
+    /// A refund as the fixtures describe it (they were made when a refund was pending or succeeded only).
+    init(_ record: RefundRecord) throws {
+        id = record.id
+        orderID = record.orderID
+        idempotencyKey = record.idempotencyKey
+        amount = record.amount
+        succeeded = record.succeeded
+        processorReference = record.processorReference
+    }
 }
 
 struct LegacyEvent: Codable, Equatable {
@@ -407,12 +416,17 @@ enum LegacyFixtures {
             return
         }
         #expect(!expected.orders.contains { $0.id == pending.id || $0.payment.id == pending.payment.id })
+        // The widened status lists (migration 007): a payment decided later, then approved.
+        let processing = try await store.completePayment(
+            orderID: pending.id, outcome: .decided(.processing(reference: "ref-after-migration")))
+        #expect(processing.status == .processing)
+        #expect(processing.payment.status == .processing)
         let paid = try await store.completePayment(
             orderID: pending.id, outcome: .decided(.approved(reference: "ref-after-migration")))
         #expect(paid.status == .paid)
         #expect(try await store.order(transactionID: transactionID) == paid)
         let kinds = try await store.events(checkoutID: checkout.id).map(\.kind)
-        #expect(kinds == ["checkoutCreated", "paymentStarted", "paymentApproved"])
+        #expect(kinds == ["checkoutCreated", "paymentStarted", "paymentProcessing", "paymentApproved"])
         let sequences = try await store.events(checkoutID: checkout.id).map(\.sequence)
         let highest = expected.events.values.flatMap { $0 }.map(\.sequence).max() ?? 0
         #expect(sequences.allSatisfy { $0 > highest }, "new events come after the legacy ones")
@@ -425,6 +439,17 @@ enum LegacyFixtures {
             return
         }
         #expect(try await store.completeRefund(id: record.id, processorReference: "rf-after").refunded == 1)
+        // A refund the provider failed is kept as failed.
+        guard
+            case .started(let failing, _) = try await store.beginRefund(
+                orderID: legacyPaid.id, amount: 1, idempotencyKey: "after-migration-failing")
+        else { throw StoreTestFailure("expected a second refund") }
+        let events = try #require(store as? any ProviderEventStore)
+        let failed = ProviderEvent(
+            provider: "stripe", id: "evt_failed_after_migration", kind: .refundFailed,
+            merchantReference: legacyPaid.id, refundKey: "after-migration-failing")
+        #expect(try await events.apply(failed).outcome == .applied)
+        #expect(try await store.refunds(orderID: legacyPaid.id).first { $0.id == failing.id }?.status == .failed)
         let step = FulfillmentStep(status: .delivered, carrier: "UPS", trackingNumber: "1Z-AFTER", at: later)
         _ = try await store.recordFulfillment(orderID: legacyPaid.id, step)
         let steps = try await store.fulfillments(orderID: legacyPaid.id).map(LegacyFulfillment.init)

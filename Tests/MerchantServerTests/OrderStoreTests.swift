@@ -248,14 +248,16 @@ struct OrderStoreTests {
             #expect(paid.payment.processorReference == "ref-1")
             #expect(try await fixture.store.order(id: pending.id) == paid)
             #expect(try await fixture.store.order(transactionID: "aa01") == paid)
-            await #expect(throws: OrderStoreError(.conflict, "")) {
-                try await fixture.store.completePayment(orderID: pending.id, outcome: .decided(.declined(.lostCard)))
-            }
+            // A second answer that contradicts the first never undoes an approval: it is a discrepancy for a person.
+            let again = try await fixture.store.completePayment(
+                orderID: pending.id, outcome: .decided(.declined(.lostCard)))
+            #expect(again.status == .paid)
+            #expect(try await fixture.store.discrepancies(openOnly: true, limit: 10).map(\.provider) == ["declined"])
             await #expect(throws: OrderStoreError(.notFound, "")) {
                 try await fixture.store.completePayment(orderID: "ord_nope", outcome: .decided(.declined(.lostCard)))
             }
             let kinds = try await fixture.store.events(checkoutID: checkout.id).map(\.kind)
-            #expect(kinds == ["checkoutCreated", "paymentStarted", "paymentApproved"])
+            #expect(kinds == ["checkoutCreated", "paymentStarted", "paymentApproved", "paymentDiscrepancy"])
         }
     }
 
@@ -761,11 +763,16 @@ struct OrderStoreTests {
                 orderID: pending.id, outcome: .decided(.approved(reference: "r1")))
             let counts = try await fixture.counts()
             let events = try await fixture.store.events(checkoutID: checkout.id)
-            // Paid: it is not pending any more, nor unsettled, nor refundable beyond its total.
-            await #expect(throws: OrderStoreError(.conflict, "")) {
-                try await fixture.store.completePayment(orderID: pending.id, outcome: .decided(.declined(.doNotHonor)))
-            }
-            #expect(try await fixture.store.settlePayment(orderID: pending.id, charge: nil) == nil)
+            // Paid: the same answer again, or a look-up that agrees, tells nothing new; nor is it refundable beyond its
+            // total.
+            #expect(
+                try await fixture.store.completePayment(
+                    orderID: pending.id, outcome: .decided(.approved(reference: "r1"))) == paid)
+            let agreeing = ProcessorCharge(
+                reference: "r1", idempotencyKey: "us01",
+                amount: Money(minorUnits: paid.totals.total, currency: .usDollar),
+                status: .approved)
+            #expect(try await fixture.store.settlePayment(orderID: pending.id, charge: agreeing) == nil)
             guard
                 case .exceedsRemaining = try await fixture.store.beginRefund(
                     orderID: pending.id, amount: paid.totals.total + 1, idempotencyKey: "rf-too-much")

@@ -109,8 +109,7 @@ struct StoreMigrationTests {
                 _ = try await store.apply(
                     ProviderEvent(
                         provider: "stripe", id: "evt_\(index)", kind: .disputeOpened, paymentReference: "ch_\(index)",
-                        reference: "dp_\(index)", amount: 100, currencyCode: "USD", reason: "fraudulent"),
-                    settlingPendingBefore: clock.now())
+                        reference: "dp_\(index)", amount: 100, currencyCode: "USD", reason: "fraudulent"))
             default: break
             }
         }

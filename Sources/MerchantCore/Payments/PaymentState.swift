@@ -165,7 +165,8 @@ public enum PaymentStateMachine {
             var correction = step(observation, from: status)
             correction.eventKind = "paymentCorrected"
             return .disagrees(
-                PaymentDiscrepancy(recorded: status, provider: name(finding), source: observation.source, corrected: true),
+                PaymentDiscrepancy(
+                    recorded: status, provider: name(finding), source: observation.source, corrected: true),
                 correction: correction)
         case .paid, .partiallyRefunded, .refunded:
             switch finding {

@@ -158,7 +158,8 @@ public struct ProviderEvents: Sendable {
         let level = result.outcome == .mismatch || result.outcome == .discrepancy ? "warn" : "info"
         logger.log(level, "provider event", fields)
         if event.kind == .paymentSucceeded, result.outcome == .applied || result.outcome == .discrepancy,
-            let orderID = result.orderID, let plans {
+            let orderID = result.orderID, let plans
+        {
             await startSubscription(orderID: orderID, plans)
         }
         return result
