@@ -187,6 +187,14 @@ struct StoreFixture {
     )
         -> NewOrder
     {
+        Self.newOrder(checkout, breakdown, transaction: transaction, pan: pan, configuration: configuration)
+    }
+
+    /// The order for paying `checkout` at `breakdown` under `transaction`, shipped to Ada in San Francisco.
+    static func newOrder(
+        _ checkout: Checkout, _ breakdown: PriceBreakdown, transaction: String, pan: String = "4817499999010019",
+        configuration: StoreConfiguration
+    ) -> NewOrder {
         NewOrder(
             checkout: checkout, breakdown: breakdown, transactionID: transaction, token: testToken(pan: pan),
             shippingContact: Contact(
