@@ -6,7 +6,9 @@
 #      connections must all be closed by the request timeout;
 #   2. 500 invented methods (and paths): /metrics keeps the same series (lines), about the same size;
 #   3. a checkout flood from 127.0.0.3: 429 with Retry-After once the burst is spent; the database stays small;
-#   4. a 60 KB locality: 400 fieldTooLong;  5. a cross-site text/plain POST: 415 unsupportedMediaType.
+#   4. a 60 KB locality: 400 fieldTooLong;  5. a cross-site text/plain POST: 415 unsupportedMediaType;
+#   6. a checkout's id (it is in every log line) without its client secret, or with a guessed one: read, sheet
+#      update and payment all 404 checkoutNotFound, as for an unknown checkout.
 # Prints one JSON object of figures on stdout; exits 1 if a check fails.
 # ATTACK_SMALL=1 uses small numbers (the Swift test in `make test`); APPLEPAY_BIN picks the binary (default: a
 # release build).
@@ -159,14 +161,15 @@ check(len(after) - len(before) < 200, "/metrics grew by more than counters")
 statuses, retry_after = {}, None
 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=("127.0.0.3", 0))
 body = json.dumps({"items": [{"sku": "TEA-1", "quantity": 1}]})
-checkout_id = None
+checkout_id, checkout_secret = None, None
 for _ in range(flood):
     connection.request("POST", "/v1/checkouts", body=body, headers={"Content-Type": "application/json"})
     response = connection.getresponse()
     answer = response.read()
     statuses[response.status] = statuses.get(response.status, 0) + 1
     if response.status == 201 and checkout_id is None:
-        checkout_id = json.loads(answer)["id"]
+        created = json.loads(answer)
+        checkout_id, checkout_secret = created["id"], created["clientSecret"]
     if response.status == 429:
         retry_after = response.getheader("Retry-After")
 connection.close()
@@ -185,7 +188,8 @@ check(all(mode == "0o600" for mode in modes.values()), f"store files not 0600: {
 # 4. Oversized fields; 5. a cross-site text/plain POST.
 status, _, answer = request(
     "POST", f"/v1/checkouts/{checkout_id}/shipping-contact",
-    body=json.dumps({"locality": "x" * 60000, "countryCode": "GB"}), headers={"Content-Type": "application/json"})
+    body=json.dumps({"locality": "x" * 60000, "countryCode": "GB"}),
+    headers={"Content-Type": "application/json", "Checkout-Secret": checkout_secret})
 figures["oversizedField"] = f"{status} {json.loads(answer)['error']['code']}"
 check(status == 400 and b"fieldTooLong" in answer, f"a 60 KB locality answered {status}")
 status, headers, answer = request(
@@ -194,6 +198,21 @@ figures["crossSiteTextPlain"] = f"{status} {json.loads(answer)['error']['code']}
 check(status == 415, f"a text/plain POST answered {status}")
 check(headers.get("Cache-Control") == "no-store" and headers.get("X-Content-Type-Options") == "nosniff",
       "an answer without Cache-Control: no-store / nosniff")
+
+# 6. The checkout's id alone, or with a guessed secret: as unknown as a checkout that never was.
+json_headers = {"Content-Type": "application/json"}
+guessed = dict(json_headers, **{"Checkout-Secret": "0" * 32})
+tries = [("GET", f"/v1/checkouts/{checkout_id}", None, {}),
+         ("GET", f"/v1/checkouts/{checkout_id}", None, {"Checkout-Secret": "0" * 32}),
+         ("POST", f"/v1/checkouts/{checkout_id}/coupon", json.dumps({"couponCode": "WELCOME10"}), json_headers),
+         ("POST", f"/v1/checkouts/{checkout_id}/shipping-contact", json.dumps({"countryCode": "GB"}), guessed),
+         ("POST", f"/v1/checkouts/{checkout_id}/payment", json.dumps({"token": {}}), guessed)]
+answers = [request(method, path, body=payload, headers=sent) for method, path, payload, sent in tries]
+figures["checkoutWithoutSecret"] = [f"{status} {json.loads(answer)['error']['code']}" for status, _, answer in answers]
+check(all(status == 404 and b"checkoutNotFound" in answer for status, _, answer in answers),
+      f"a checkout's routes without its secret answered {figures['checkoutWithoutSecret']}")
+status, _, answer = request("GET", f"/v1/checkouts/{checkout_id}", headers={"Checkout-Secret": checkout_secret})
+check(status == 200, f"the checkout with its secret answered {status}")
 
 figures["failures"] = failures
 print(json.dumps(figures, indent=2))

@@ -3,8 +3,8 @@
 #
 # Builds release (or uses $APPLEPAY), makes a temporary sandbox, starts `applepay processor serve` (SQLite ledger)
 # and `applepay serve --processor` (SQLite store, admin API on) on fixed free loopback ports, creates PAYMENTS
-# checkouts, mints their tokens in one `applepay sandbox mint --batch` run, then posts the payments from 8 client
-# threads (retrying connection errors with the same token) while SIGKILLing the merchant server SERVER_KILLS times
+# checkouts, mints their tokens in one `applepay sandbox mint --batch` run, then posts the payments (with each
+# checkout's Checkout-Secret) from 8 client threads (retrying connection errors with the same token) while SIGKILLing the merchant server SERVER_KILLS times
 # and the processor PROCESSOR_KILLS times at random moments, each restarted at once on the same port, store and
 # ledger. Then one reconciliation pass (POST /admin/v1/reconcile?olderThanSeconds=0) and the checks:
 #   every acknowledged payment (200 "success") is paid in the store and approved exactly once in the ledger;

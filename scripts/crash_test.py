@@ -49,11 +49,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def call(port, method, path, body=None, timeout=30.0, admin=False):
-    """One HTTP request on a new connection: (status, parsed JSON or None). Raises OSError on connection trouble."""
+def call(port, method, path, body=None, timeout=30.0, admin=False, secret=None):
+    """One HTTP request on a new connection: (status, parsed JSON or None). Raises OSError on connection trouble.
+    `secret`: a checkout's client secret, the Checkout-Secret header its routes want."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         headers = {}
+        if secret is not None:
+            headers["Checkout-Secret"] = secret
         data = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -128,8 +131,9 @@ class Service:
 
 
 class Payment:
-    def __init__(self, checkout, total, application_data):
+    def __init__(self, checkout, secret, total, application_data):
         self.checkout = checkout
+        self.secret = secret  # the checkout's client secret
         self.total = total  # decimal string, e.g. "36.45"
         self.application_data = application_data
         self.body = None
@@ -171,18 +175,19 @@ def create_checkouts(port, count):
         status, created = call(port, "POST", "/v1/checkouts", {"items": items})
         if status != 201:
             raise RuntimeError(f"POST /v1/checkouts answered {status}: {created}")
-        checkout = created["id"]
-        status, update = call(port, "POST", f"/v1/checkouts/{checkout}/shipping-contact", SHIPPING_REGION)
+        checkout, secret = created["id"], created["clientSecret"]
+        status, update = call(port, "POST", f"/v1/checkouts/{checkout}/shipping-contact", SHIPPING_REGION,
+                              secret=secret)
         if status != 200:
             raise RuntimeError(f"shipping-contact answered {status}: {update}")
-        status, fetched = call(port, "GET", f"/v1/checkouts/{checkout}")
+        status, fetched = call(port, "GET", f"/v1/checkouts/{checkout}", secret=secret)
         if status != 200:
             raise RuntimeError(f"GET checkout answered {status}: {fetched}")
         request = fetched["paymentRequest"]
         total = request["total"]["amount"]
         if minor_units(total) % 100 in TRIGGER_ENDINGS:
             continue  # the sandbox processor would decline, fail or hang on purpose
-        payments.append(Payment(checkout, total, request["applicationData"]))
+        payments.append(Payment(checkout, secret, total, request["applicationData"]))
     return payments
 
 
@@ -252,7 +257,7 @@ def pay(port, payment, stats, stats_lock):
         payment.attempts += 1
         try:
             status, answer = call(port, "POST", f"/v1/checkouts/{payment.checkout}/payment", payment.body,
-                                  timeout=timeout)
+                                  timeout=timeout, secret=payment.secret)
         except TimeoutError:
             with stats_lock:
                 stats["clientTimeouts"] += 1

@@ -9,6 +9,7 @@
 #   sheetUpdates  wrk, POST /v1/checkouts/{id}/shipping-contact cycling through 200 checkouts, same settings
 #   payments      PAYMENTS checkouts, created and priced by one keep-alive Python client and their tokens minted
 #                 by one `applepay sandbox mint --batch` process (untimed), then posted once each by wrk
+#                 (each request to a checkout's route carries its Checkout-Secret, as the client kept it)
 #                 (scripts/load/bodies.lua: CONNECTIONS threads of one connection, each its own share of the bodies,
 #                 each stopping itself after its last answer)
 #   replays       the same bodies posted again

@@ -39,14 +39,17 @@ public struct InProcessTransport: MerchantTransport {
         self.displayName = displayName
     }
 
-    public func send(method: String, path: String, body: Data?) async throws -> MerchantTransportResponse {
+    public func send(method: String, path: String, headers: [String: String], body: Data?) async throws
+        -> MerchantTransportResponse
+    {
         if method == "POST" { try await wait(before: path) }
         if method == "POST" && path == "/v1/apple-pay/merchant-session" {
             return MerchantTransportResponse(status: 200, body: try merchantSession())
         }
+        var fields: HTTPHeaders = ["Content-Type": "application/json", "Host": "localhost"]
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { fields[name] = value }
         let request = HTTPRequest(
-            method: HTTPMethod(rawValue: method), path: path,
-            headers: ["Content-Type": "application/json", "Host": "localhost"], body: body ?? Data())
+            method: HTTPMethod(rawValue: method), path: path, headers: fields, body: body ?? Data())
         let response = await responder.respond(to: request)
         return MerchantTransportResponse(status: response.status, body: response.body)
     }

@@ -20,8 +20,8 @@ public enum ScenarioRunner {
         public enum CheckoutSource: Sendable {
             /// `POST /v1/checkouts` with these items.
             case create([ScenarioCartItem])
-            /// `GET /v1/checkouts/{id}`: an existing checkout.
-            case existing(String)
+            /// `GET /v1/checkouts/{id}`: an existing checkout, reached with its client secret.
+            case existing(id: String, secret: String)
         }
 
         /// How the merchant API is reached.
@@ -53,21 +53,22 @@ public enum ScenarioRunner {
         /// A merchant server at `url` over HTTP, on the system clock; the sheet acts as an app unless the scenario
         /// says otherwise (the server can only ask Apple's real gateway for a merchant session).
         /// - Parameters:
-        ///   - checkoutID: an existing checkout to pay; nil: create one from the scenario's cart.
+        ///   - checkout: an existing checkout to pay (its id and client secret); nil: create one from the scenario's
+        ///     cart.
         /// - Throws: `PaymentSheetError` `invalidScenario` when a checkout is to be created and the scenario has no
         ///   cart.
         public static func server(
-            url: String, checkoutID: String? = nil, for scenario: Scenario
+            url: String, checkout existing: (id: String, secret: String)? = nil, for scenario: Scenario
         ) throws(PaymentSheetError) -> Merchant {
             let checkout: CheckoutSource
-            if let checkoutID {
-                checkout = .existing(checkoutID)
+            if let existing {
+                checkout = .existing(id: existing.id, secret: existing.secret)
             } else {
                 guard let cart = scenario.checkout else {
                     throw PaymentSheetError(
                         .invalidScenario,
                         "with --merchant-url the scenario needs checkout.items (the cart to buy), "
-                            + "or pay an existing checkout with --checkout ID",
+                            + "or pay an existing checkout with --checkout ID --checkout-secret SECRET",
                         field: "checkout")
                 }
                 checkout = .create(cart.items)
@@ -80,21 +81,21 @@ public enum ScenarioRunner {
     }
 
     /// Runs `scenario` against a merchant server over HTTP (real time): a checkout is created from the scenario's
-    /// cart first, or, with `checkoutID`, the existing checkout is fetched and paid (the scenario's cart and
+    /// cart first, or, with `checkout`, the existing checkout is fetched and paid (the scenario's cart and
     /// payment request are then ignored; its wallet and actions are played). Tokens come from `sandbox`.
     ///
     /// - Parameters:
     ///   - merchantURL: the merchant server's base URL.
-    ///   - checkoutID: an existing checkout on the merchant server to pay.
+    ///   - checkout: an existing checkout on the merchant server to pay: its id and client secret.
     ///   - transcript: receives each line as it is written.
     /// - Throws: as `run(_:sandbox:merchant:transcript:)`, and `invalidScenario` when a checkout is to be created
     ///   and the scenario has no cart.
     public static func run(
-        _ scenario: Scenario, sandbox: Sandbox, merchantURL: String, checkoutID: String? = nil,
+        _ scenario: Scenario, sandbox: Sandbox, merchantURL: String, checkout: (id: String, secret: String)? = nil,
         transcript: TranscriptSink? = nil
     ) async throws(PaymentSheetError) -> Result {
         try await run(
-            scenario, sandbox: sandbox, merchant: try .server(url: merchantURL, checkoutID: checkoutID, for: scenario),
+            scenario, sandbox: sandbox, merchant: try .server(url: merchantURL, checkout: checkout, for: scenario),
             transcript: transcript)
     }
 
@@ -112,9 +113,10 @@ public enum ScenarioRunner {
         let created: HTTPMerchantDelegate.Checkout
         do {
             switch merchant.checkout {
-            case .existing(let id):
+            case .existing(let id, let secret):
                 created = try await HTTPMerchantDelegate.fetchCheckout(
-                    transport: merchant.transport, id: id, server: "the merchant server at \(merchant.name)")
+                    transport: merchant.transport, id: id, secret: secret,
+                    server: "the merchant server at \(merchant.name)")
             case .create(let items):
                 created = try await HTTPMerchantDelegate.createCheckout(transport: merchant.transport, items: items)
             }
@@ -122,7 +124,7 @@ public enum ScenarioRunner {
             throw error
         } catch {
             var what = "create a checkout"
-            if case .existing(let id) = merchant.checkout { what = "fetch checkout '\(id)'" }
+            if case .existing(let id, _) = merchant.checkout { what = "fetch checkout '\(id)'" }
             throw PaymentSheetError(.merchantFailed, "cannot \(what) at \(merchant.name): \(error)")
         }
         var request = created.paymentRequest
@@ -134,7 +136,8 @@ public enum ScenarioRunner {
             shown.applicationData = request.applicationData
             request = shown
         }
-        let delegate = HTTPMerchantDelegate(transport: merchant.transport, checkoutID: created.id)
+        let delegate = HTTPMerchantDelegate(
+            transport: merchant.transport, checkoutID: created.id, checkoutSecret: created.secret)
         let session: PaymentSession
         do {
             session = try PaymentSession(

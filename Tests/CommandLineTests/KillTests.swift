@@ -49,18 +49,19 @@ struct KillTests {
             return server
         }
 
-        /// Creates a checkout shipped to California and returns the payment body for it.
-        func checkoutAndPayment(_ url: String) async throws -> (checkoutID: String, body: String) {
+        /// Creates a checkout shipped to California and returns its id, its client secret and the payment body for it.
+        func checkoutAndPayment(_ url: String) async throws -> (checkoutID: String, secret: String, body: String) {
             let created = try await Self.curlJSON([
                 "-X", "POST", url + "/v1/checkouts", "-H", "Content-Type: application/json", "-d",
                 #"{"items": [{"sku": "MUG-01", "quantity": 1}]}"#,
             ])
             let id = try #require(created["id"] as? String)
+            let secret = try #require(created["clientSecret"] as? String)
             let request = try #require(created["paymentRequest"] as? [String: Any])
             let applicationData = try #require(request["applicationData"] as? String)
             let update = try await Self.curlJSON([
                 "-X", "POST", url + "/v1/checkouts/\(id)/shipping-contact", "-H", "Content-Type: application/json",
-                "-d",
+                "-H", "Checkout-Secret: \(secret)", "-d",
                 #"{"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"}"#,
             ])
             let total = try #require((update["newTotal"] as? [String: Any])?["amount"] as? String)
@@ -75,7 +76,7 @@ struct KillTests {
                 #"{"token": "# + token.standardOutput
                 + #", "shippingContact": {"locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "#
                 + #""countryCode": "US"}}"#
-            return (id, body)
+            return (id, secret, body)
         }
 
         /// Posts the payment `body` for the checkout with curl, which waits up to 60 s for the answer.
@@ -84,19 +85,21 @@ struct KillTests {
         func payment(at url: String, chargedBy processorURL: String, then kill: () async -> Void) async throws
             -> ToolResult
         {
-            let (checkoutID, body) = try await checkoutAndPayment(url)
-            async let answer = Self.pay(url, checkoutID, body)
+            let (checkoutID, secret, body) = try await checkoutAndPayment(url)
+            async let answer = Self.pay(url, checkoutID, secret, body)
             try await Self.waitForCharge(processorURL)
             await kill()
             return try await answer
         }
 
-        static func pay(_ url: String, _ checkoutID: String, _ body: String) async throws -> ToolResult {
+        static func pay(_ url: String, _ checkoutID: String, _ secret: String, _ body: String) async throws
+            -> ToolResult
+        {
             try await Subprocess.run(
                 "curl",
                 [
                     "-s", "--max-time", "60", "-X", "POST", url + "/v1/checkouts/\(checkoutID)/payment", "-H",
-                    "Content-Type: application/json", "--data-binary", body,
+                    "Content-Type: application/json", "-H", "Checkout-Secret: \(secret)", "--data-binary", body,
                 ])
         }
 

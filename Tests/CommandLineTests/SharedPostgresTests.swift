@@ -61,9 +61,10 @@ extension SharedPostgresTests {
                 #"{"items": [{"sku": "BEANS-MONTHLY", "quantity": 1}]}"#,
             ])
             let checkout = try #require(created["id"] as? String, "\(created)")
+            let secret = try #require(created["clientSecret"] as? String, "\(created)")
             let paid = try await CommandLineTool.run([
                 "simulate", Repository.scenarios.appendingPathComponent("plain-purchase.json").path, "--merchant-url",
-                url, "--checkout", checkout, "--sandbox", setup.sandbox,
+                url, "--checkout", checkout, "--checkout-secret", secret, "--sandbox", setup.sandbox,
             ])
             #expect(paid.status == 0, "\(paid.standardError)")
             let list = try await SharedPostgres.curlJSON(
@@ -286,9 +287,10 @@ struct SharedPostgres: Sendable {
         var description: String { text }
     }
 
-    /// A checkout and its payment body with a freshly minted token.
+    /// A checkout, its client secret and its payment body with a freshly minted token.
     struct Payment: Sendable {
         var checkoutID: String
+        var checkoutSecret: String
         var bodyPath: String
     }
 
@@ -306,7 +308,9 @@ struct SharedPostgres: Sendable {
             let body = try JSONSerialization.data(withJSONObject: try #require(object["body"]))
             let path = "\(out)/payment-\(index).json"
             try body.write(to: URL(fileURLWithPath: path))
-            return Payment(checkoutID: try #require(object["checkoutId"] as? String), bodyPath: path)
+            return Payment(
+                checkoutID: try #require(object["checkoutId"] as? String),
+                checkoutSecret: try #require(object["checkoutSecret"] as? String), bodyPath: path)
         }
     }
 
@@ -322,6 +326,7 @@ struct SharedPostgres: Sendable {
                 url = "\(urls[request.server])/v1/checkouts/\(payment.checkoutID)/payment"
                 request = "POST"
                 header = "Content-Type: application/json"
+                header = "Checkout-Secret: \(payment.checkoutSecret)"
                 data-binary = "@\(payment.bodyPath)"
                 output = "\(answers)/answer-\(index).json"
                 max-time = 120

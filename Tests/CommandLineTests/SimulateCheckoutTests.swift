@@ -2,8 +2,8 @@ import Foundation
 import TestSupport
 import Testing
 
-/// `applepay simulate --merchant-url URL --checkout ID`: paying a checkout someone else created, as in the
-/// README's curl session, against the real server.
+/// `applepay simulate --merchant-url URL --checkout ID --checkout-secret SECRET`: paying a checkout someone else
+/// created, as in the README's curl session, against the real server.
 @Suite("applepay simulate --checkout")
 struct SimulateCheckoutTests {
     typealias Transcript = SimulateCommandTests.Transcript
@@ -34,11 +34,12 @@ struct SimulateCheckoutTests {
                 "-d", #"{"items": [{"sku": "MUG-01", "quantity": 2}]}"#,
             ])
             let checkoutID = try #require(created["id"] as? String)
+            let secret = try #require(created["clientSecret"] as? String)
 
             let result = try await CommandLineTool.run(
                 [
                     "simulate", SimulateCommandTests.scenario("plain-purchase"), "--merchant-url", url,
-                    "--checkout", checkoutID, "--sandbox", sandbox,
+                    "--checkout", checkoutID, "--checkout-secret", secret, "--sandbox", sandbox,
                 ], timeout: 60)
             #expect(result.status == 0, "\(result.standardError)")
             let transcript = Transcript(result.standardOutput)
@@ -52,6 +53,8 @@ struct SimulateCheckoutTests {
             #expect(!result.standardOutput.contains("4761120010000492"))
             #expect(!result.standardOutput.contains("paymentData"))
             #expect(!result.standardOutput.contains("onlinePaymentCryptogram"))
+            #expect(!result.standardOutput.contains(secret), "nor the checkout's secret")
+            #expect(!result.standardError.contains(secret))
 
             let order = try await Self.curlJSON(Self.admin(url + "/admin/v1/orders/" + orderID))
             #expect(order["id"] as? String == orderID)
@@ -62,7 +65,9 @@ struct SimulateCheckoutTests {
             #expect(items.first?["quantity"] as? Int == 2)
             // The order's total is the checkout's (as the sheet left it: address and express shipping chosen),
             // and the amount the token was minted for.
-            let checkout = try await Self.curlJSON([url + "/v1/checkouts/" + checkoutID])
+            let checkout = try await Self.curlJSON([
+                "-H", "Checkout-Secret: \(secret)", url + "/v1/checkouts/" + checkoutID,
+            ])
             let checkoutTotal = try #require(Self.total(checkout["paymentRequest"] as? [String: Any]))
             let orderTotal = (order["totals"] as? [String: Any])?["total"] as? String
             #expect(orderTotal == checkoutTotal)
@@ -70,15 +75,18 @@ struct SimulateCheckoutTests {
             let payment = transcript.lines("paymentauthorized").last?["payment"] as? [String: Any]
             #expect(payment?["amount"] as? String == checkoutTotal)
 
-            // An id the server does not know: a clear error, exit 2, no transcript.
-            let unknown = try await CommandLineTool.run(
-                [
-                    "simulate", SimulateCommandTests.scenario("plain-purchase"), "--merchant-url", url,
-                    "--checkout", "chk_doesnotexist", "--sandbox", sandbox,
-                ], timeout: 60)
-            #expect(unknown.status == 2)
-            #expect(unknown.standardError.contains("no checkout 'chk_doesnotexist'"), "\(unknown.standardError)")
-            #expect(unknown.standardOutput.isEmpty)
+            // An id the server does not know, or a known one with a wrong secret: the same clear error, exit 2, no
+            // transcript.
+            for (id, guess) in [("chk_doesnotexist", secret), (checkoutID, String(repeating: "0", count: 32))] {
+                let unknown = try await CommandLineTool.run(
+                    [
+                        "simulate", SimulateCommandTests.scenario("plain-purchase"), "--merchant-url", url,
+                        "--checkout", id, "--checkout-secret", guess, "--sandbox", sandbox,
+                    ], timeout: 60)
+                #expect(unknown.status == 2)
+                #expect(unknown.standardError.contains("no checkout '\(id)'"), "\(unknown.standardError)")
+                #expect(unknown.standardOutput.isEmpty)
+            }
         }
     }
 
@@ -109,9 +117,12 @@ struct SimulateCheckoutTests {
                 "-d", #"{"items": [{"sku": "GRINDER-9", "quantity": 1}]}"#,
             ])
             let checkoutID = try #require(created["id"] as? String)
+            let secret = try #require(created["clientSecret"] as? String)
             let paid = try await CommandLineTool.run(
-                ["simulate", path, "--merchant-url", url, "--checkout", checkoutID, "--sandbox", sandbox],
-                timeout: 60)
+                [
+                    "simulate", path, "--merchant-url", url, "--checkout", checkoutID, "--checkout-secret", secret,
+                    "--sandbox", sandbox,
+                ], timeout: 60)
             #expect(paid.status == 0, "\(paid.standardError)")
             let transcript = Transcript(paid.standardOutput)
             #expect(transcript.outcome == "success", "\(paid.standardOutput)")
@@ -122,17 +133,29 @@ struct SimulateCheckoutTests {
         }
     }
 
-    @Test("--checkout without --merchant-url, or with an empty id, is a usage error")
+    @Test("--checkout without --merchant-url or --checkout-secret, or with an empty id, is a usage error")
     func usage() async throws {
         let scenario = SimulateCommandTests.scenario("plain-purchase")
+        let server = "http://127.0.0.1:9"
         let alone = try await CommandLineTool.run(["simulate", scenario, "--checkout", "chk_1"])
         #expect(alone.status == 64)
         #expect(alone.standardError.contains("--merchant-url"))
         let empty = try await CommandLineTool.run(
-            ["simulate", scenario, "--merchant-url", "http://127.0.0.1:9", "--checkout", ""])
+            ["simulate", scenario, "--merchant-url", server, "--checkout", "", "--checkout-secret", "s"])
         #expect(empty.status == 64)
+        let noSecret = try await CommandLineTool.run(
+            ["simulate", scenario, "--merchant-url", server, "--checkout", "chk_1"])
+        #expect(noSecret.status == 64)
+        #expect(noSecret.standardError.contains("--checkout-secret"), "\(noSecret.standardError)")
+        let emptySecret = try await CommandLineTool.run(
+            ["simulate", scenario, "--merchant-url", server, "--checkout", "chk_1", "--checkout-secret", ""])
+        #expect(emptySecret.status == 64)
+        let secretAlone = try await CommandLineTool.run(
+            ["simulate", scenario, "--merchant-url", server, "--checkout-secret", "s"])
+        #expect(secretAlone.status == 64)
         let help = try await CommandLineTool.run(["simulate", "--help"])
         #expect(help.standardOutput.contains("--checkout"))
+        #expect(help.standardOutput.contains("--checkout-secret"))
         #expect(help.standardOutput.contains("ignored"), "the help says the scenario's cart is ignored")
     }
 }

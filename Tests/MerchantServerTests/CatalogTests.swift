@@ -60,3 +60,57 @@ struct CatalogTests {
         }
     }
 }
+
+@Suite("A checkout's client secret")
+struct CheckoutClientSecretTests {
+    static func make(_ sku: String = "MUG-01") throws -> Checkout {
+        try Checkout.create(items: [CheckoutItem(sku: sku, quantity: 1)], configuration: .demo)
+    }
+
+    @Test("made with the checkout: 32 hex digits of its own, apart from the subscription's, kept through its JSON")
+    func made() throws {
+        let checkout = try Self.make("BEANS-MONTHLY")
+        let secret = try #require(checkout.clientSecret)
+        #expect(secret.count == 32 && secret.allSatisfy(\.isHexDigit))
+        #expect(secret != checkout.subscriptionSecret)
+        #expect(try Self.make().clientSecret != secret)
+        let stored = try JSONDecoder().decode(Checkout.self, from: try JSONEncoder().encode(checkout))
+        #expect(stored.clientSecret == secret)
+        #expect(stored.acceptsClientSecret(secret))
+    }
+
+    @Test("only its own secret opens it: not a missing, empty, shorter, longer or changed one")
+    func accepts() throws {
+        let checkout = try Self.make()
+        let secret = try #require(checkout.clientSecret)
+        #expect(checkout.acceptsClientSecret(secret))
+        for wrong in [nil, "", String(secret.dropLast()), secret + "0", secret.uppercased(), " " + secret] {
+            #expect(!checkout.acceptsClientSecret(wrong), "\(wrong ?? "nil")")
+        }
+        #expect(!checkout.acceptsClientSecret(checkout.subscriptionSecret))
+    }
+
+    @Test("a checkout stored before checkouts had secrets decodes without one and refuses every secret")
+    func storedBefore() throws {
+        var json = try #require(
+            try JSONSerialization.jsonObject(with: try JSONEncoder().encode(try Self.make())) as? [String: Any])
+        json["clientSecret"] = nil
+        let legacy = try JSONDecoder().decode(Checkout.self, from: try JSONSerialization.data(withJSONObject: json))
+        #expect(legacy.clientSecret == nil)
+        for secret in [nil, "", "null", String(repeating: "0", count: 32)] {
+            #expect(!legacy.acceptsClientSecret(secret))
+        }
+    }
+
+    @Test("neither description nor dump shows the client or the subscription secret")
+    func neverPrinted() throws {
+        let checkout = try Self.make("BEANS-MONTHLY")
+        var dumped = ""
+        dump(checkout, to: &dumped)
+        for text in [checkout.description, "\(checkout)", String(reflecting: checkout), dumped] {
+            #expect(text.contains(checkout.id))
+            #expect(!text.contains(try #require(checkout.clientSecret)))
+            #expect(!text.contains(try #require(checkout.subscriptionSecret)))
+        }
+    }
+}

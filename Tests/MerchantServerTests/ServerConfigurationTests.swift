@@ -203,7 +203,7 @@ struct ServerConfigurationTests {
 
                 // A plan checkout: its managementURL and tokenNotificationURL.
                 let plan = try await server.createCheckout([["sku": "BEANS-MONTHLY", "quantity": 1]])
-                let shown = try await server.get("/v1/checkouts/\(plan.id)")
+                let shown = try await server.get("/v1/checkouts/\(plan.id)", checkoutSecret: plan.secret)
                 let request = try JSONDecoder().decode(
                     PaymentRequest.self,
                     from: try JSONSerialization.data(withJSONObject: shown.json["paymentRequest"] as Any))
@@ -240,7 +240,7 @@ struct ServerConfigurationTests {
             let (details, _) = try await WalletOrdersTests.payForOrderDetails(server)
             #expect(details.webServiceURL == "https://" + server.base.dropFirst("http://".count) + "/wallet")
             let plan = try await server.createCheckout([["sku": "BEANS-MONTHLY", "quantity": 1]])
-            let shown = try await server.get("/v1/checkouts/\(plan.id)")
+            let shown = try await server.get("/v1/checkouts/\(plan.id)", checkoutSecret: plan.secret)
             let special =
                 try (shown.json["paymentRequest"] as? [String: Any])?["recurringPaymentRequest"]
                 as? [String: Any]

@@ -1,5 +1,6 @@
 -- wrk script of scripts/load-test.sh and scripts/soak-test.sh: posts the requests of a file of `path<TAB>body`
--- lines (BODIES). Thread k of THREADS takes lines k, k + THREADS, k + 2*THREADS, ... as its partition (with
+-- lines (BODIES), or `path<TAB>body<TAB>secret` for a checkout's routes (the secret goes in its Checkout-Secret
+-- header; a compact JSON body holds no tab). Thread k of THREADS takes lines k, k + THREADS, k + 2*THREADS, ... as its partition (with
 -- SPLIT=1, the whole of BODIES.<k>, where the calling script has put that partition: less to read at start-up).
 --   MODE=cycle  each thread cycles through its partition until wrk's --duration is up (checkouts, sheet updates)
 --   MODE=once   each line is posted exactly once: every thread runs ONE connection (so its answers come back in the
@@ -48,8 +49,13 @@ function init(args)
     if line_number % count == share then
       local tab = line:find("\t", 1, true)
       local path, body = line:sub(1, tab - 1), line:sub(tab + 1)
+      local headers = { ["Content-Type"] = "application/json" }
+      local second = body:find("\t", 1, true)
+      if second then
+        body, headers["Checkout-Secret"] = body:sub(1, second - 1), body:sub(second + 1)
+      end
       paths[#paths + 1] = path
-      requests[#requests + 1] = wrk.format("POST", path, { ["Content-Type"] = "application/json" }, body)
+      requests[#requests + 1] = wrk.format("POST", path, headers, body)
     end
     line_number = line_number + 1
   end

@@ -4,8 +4,9 @@
   client.py prepare BASE DIR COUNT SHEETS APPLEPAY SANDBOX
       creates COUNT checkouts over one keep-alive connection, each priced by a sheet update (shipping contact),
       skips totals the sandbox processor declines on purpose, mints their tokens in one `applepay sandbox mint
-      --batch` process, and writes DIR/payments.tsv (`path<TAB>body` for bodies.lua) and DIR/checkouts.tsv
-      (`id<TAB>total`); also SHEETS more checkouts for the sheet-update scenario, DIR/sheet.tsv
+      --batch` process, and writes DIR/payments.tsv (`path<TAB>body<TAB>secret` for bodies.lua, the secret being
+      the checkout's client secret, its Checkout-Secret header) and DIR/checkouts.tsv (`id<TAB>total`); also SHEETS
+      more checkouts for the sheet-update scenario, DIR/sheet.tsv
   client.py check BASE DIR THREADS
       reads the answers bodies.lua wrote (DIR/answers.K, DIR/replays.K; thread K posted lines K, K+THREADS, ...)
       and checks: every payment answered 200 success with its own order, every replay (when posted) byte for byte the first
@@ -38,9 +39,12 @@ class Client:
         self.admin_token = admin_token
         self.connection = None
 
-    def call(self, method, path, body=None, admin=False):
+    def call(self, method, path, body=None, admin=False, secret=None):
+        """One request; `secret`: the checkout's client secret, sent as Checkout-Secret (its routes want it)."""
         data = None
         headers = {}
+        if secret is not None:
+            headers["Checkout-Secret"] = secret
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
@@ -61,8 +65,8 @@ class Client:
                     raise
         raise AssertionError("unreachable")
 
-    def json(self, method, path, body=None, expect=200, admin=False):
-        status, raw = self.call(method, path, body, admin)
+    def json(self, method, path, body=None, expect=200, admin=False, secret=None):
+        status, raw = self.call(method, path, body, admin, secret)
         if status != expect:
             raise RuntimeError(f"{method} {path} answered {status}: {raw[:300]!r}")
         return json.loads(raw)
@@ -73,7 +77,7 @@ def minor_units(amount):
 
 
 def create_checkouts(client, count, priced=True):
-    """COUNT checkouts (id, total, currency, applicationData), priced by a shipping-contact update."""
+    """COUNT checkouts (id, total, currency, applicationData, client secret), priced by a shipping-contact update."""
     made = []
     i = 0
     while len(made) < count:
@@ -82,16 +86,16 @@ def create_checkouts(client, count, priced=True):
         if i % 2:
             items.append({"sku": "MUG-01", "quantity": 1})
         created = client.json("POST", "/v1/checkouts", {"items": items}, expect=201)
-        checkout = created["id"]
+        checkout, secret = created["id"], created["clientSecret"]
         if priced:
-            client.json("POST", f"/v1/checkouts/{checkout}/shipping-contact", SHIPPING_REGION)
-            request = client.json("GET", f"/v1/checkouts/{checkout}")["paymentRequest"]
+            client.json("POST", f"/v1/checkouts/{checkout}/shipping-contact", SHIPPING_REGION, secret=secret)
+            request = client.json("GET", f"/v1/checkouts/{checkout}", secret=secret)["paymentRequest"]
         else:
             request = created["paymentRequest"]
         total = request["total"]["amount"]
         if priced and minor_units(total) % 100 in TRIGGER_ENDINGS:
             continue  # the sandbox processor would decline, fail or hang on purpose
-        made.append((checkout, total, request["currencyCode"], request["applicationData"]))
+        made.append((checkout, total, request["currencyCode"], request["applicationData"], secret))
     return made
 
 
@@ -99,7 +103,7 @@ def mint(applepay, sandbox, folder, checkouts):
     """Tokens for CHECKOUTS from one `applepay sandbox mint --batch` process: {checkout: token JSON text}."""
     requests_path = os.path.join(folder, "mint-requests.jsonl")
     with open(requests_path, "w") as requests:
-        for checkout, total, currency, application_data in checkouts:
+        for checkout, total, currency, application_data, _ in checkouts:
             requests.write(json.dumps({"name": checkout, "amount": total, "currency": currency,
                                        "applicationData": application_data}) + "\n")
     tokens = os.path.join(folder, "tokens")
@@ -108,7 +112,7 @@ def mint(applepay, sandbox, folder, checkouts):
     if result.returncode != 0:
         raise RuntimeError(f"sandbox mint --batch failed: {result.stderr}")
     bodies = {}
-    for checkout, _, _, _ in checkouts:
+    for checkout, _, _, _, _ in checkouts:
         path = os.path.join(tokens, checkout + ".json")
         with open(path) as token:
             bodies[checkout] = json.dumps({"token": json.load(token), "shippingContact": SHIPPING_CONTACT},
@@ -123,13 +127,13 @@ def prepare(base, folder, count, sheets, applepay, sandbox):
     bodies = mint(applepay, sandbox, folder, checkouts)
     with open(os.path.join(folder, "payments.tsv"), "w") as payments, \
             open(os.path.join(folder, "checkouts.tsv"), "w") as listed:
-        for checkout, total, _, _ in checkouts:
-            payments.write(f"/v1/checkouts/{checkout}/payment\t{bodies[checkout]}\n")
+        for checkout, total, _, _, secret in checkouts:
+            payments.write(f"/v1/checkouts/{checkout}/payment\t{bodies[checkout]}\t{secret}\n")
             listed.write(f"{checkout}\t{total}\n")
     region = json.dumps(SHIPPING_REGION, separators=(",", ":"))
     with open(os.path.join(folder, "sheet.tsv"), "w") as sheet:
-        for checkout, _, _, _ in create_checkouts(client, sheets, priced=False):
-            sheet.write(f"/v1/checkouts/{checkout}/shipping-contact\t{region}\n")
+        for checkout, _, _, _, secret in create_checkouts(client, sheets, priced=False):
+            sheet.write(f"/v1/checkouts/{checkout}/shipping-contact\t{region}\t{secret}\n")
 
 
 def read_answers(folder, name, threads, count):

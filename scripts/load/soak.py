@@ -56,8 +56,9 @@ class Soak:
         self.rate = rate
         self.stop = threading.Event()
         self.lock = threading.Lock()
-        self.tokens = collections.deque()  # (checkout, body) ready to pay
-        # (checkout, body, first answer, order id, secret) of the last RECENT payments: a replay must come within
+        self.tokens = collections.deque()  # (checkout, its client secret, body) ready to pay
+        # (checkout, its client secret, body, first answer, order id, order secret) of the last RECENT payments: a
+        # replay must come within
         # the token's freshness window (the server refuses an old token, signingTimeOutOfRange, replay or not).
         self.paid = collections.deque(maxlen=RECENT)
         self.replayed = 0
@@ -90,7 +91,8 @@ class Soak:
             with self.lock:
                 self.counts["minted"] += len(bodies)
                 self.counts["requests"] += 3 * len(bodies)
-            self.tokens.extend((checkout, body.encode()) for checkout, body in bodies.items())
+            secrets = {made[0]: made[4] for made in checkouts}
+            self.tokens.extend((checkout, secrets[checkout], body.encode()) for checkout, body in bodies.items())
 
     def step(self, client, kind, state):
         if kind == "products":
@@ -100,28 +102,30 @@ class Soak:
             status, raw = client.call("POST", "/v1/checkouts", {"items": [{"sku": "COFFEE-250", "quantity": 1}]})
             if status != 201:
                 return self.fail(f"POST /v1/checkouts answered {status}: {raw[:200]!r}")
-            state["checkout"] = json.loads(raw)["id"]
+            created = json.loads(raw)
+            state["checkout"], state["secret"] = created["id"], created["clientSecret"]
             return True
         if kind == "sheet":
             if "checkout" not in state:
                 return None
-            status, raw = client.call("POST", f"/v1/checkouts/{state['checkout']}/shipping-contact", SHIPPING_REGION)
+            status, raw = client.call("POST", f"/v1/checkouts/{state['checkout']}/shipping-contact", SHIPPING_REGION,
+                                      secret=state["secret"])
             return status == 200 or self.fail(f"shipping-contact answered {status}: {raw[:200]!r}")
         if kind == "payment":
             try:
-                checkout, body = self.tokens.popleft()
+                checkout, checkout_secret, body = self.tokens.popleft()
             except IndexError:
                 with self.lock:
                     self.counts["noTokenYet"] += 1
                 return None
-            status, raw = client.call("POST", f"/v1/checkouts/{checkout}/payment", body)
+            status, raw = client.call("POST", f"/v1/checkouts/{checkout}/payment", body, secret=checkout_secret)
             answer = json.loads(raw) if raw.startswith(b"{") else {}
             if status != 200 or answer.get("status") != "success":
                 return self.fail(f"payment of {checkout}: {status} {raw[:200]!r}")
             with self.lock:
                 self.counts["payments"] += 1
             with self.lock:
-                self.paid.append((checkout, body, raw, answer["orderId"], answer["orderSecret"]))
+                self.paid.append((checkout, checkout_secret, body, raw, answer["orderId"], answer["orderSecret"]))
             return True
         if kind == "replay":
             with self.lock:
@@ -129,8 +133,8 @@ class Soak:
                     return None
                 # Newest first, going back through the window; no rotation, so the deque drops the oldest.
                 self.replayed += 1
-                checkout, body, first, _, _ = self.paid[-1 - self.replayed % len(self.paid)]
-            status, raw = client.call("POST", f"/v1/checkouts/{checkout}/payment", body)
+                checkout, checkout_secret, body, first, _, _ = self.paid[-1 - self.replayed % len(self.paid)]
+            status, raw = client.call("POST", f"/v1/checkouts/{checkout}/payment", body, secret=checkout_secret)
             if status != 200 or raw != first:
                 return self.fail(f"replay of {checkout}: {status} {raw[:200]!r}, first {first[:200]!r}")
             with self.lock:
@@ -140,7 +144,7 @@ class Soak:
             with self.lock:
                 if not self.paid:
                     return None
-                checkout, _, _, order, secret = self.paid[-1]
+                checkout, _, _, _, order, secret = self.paid[-1]
             status, raw = client.call("GET", f"/v1/orders/{order}?secret={secret}")
             shown = json.loads(raw) if status == 200 else {}
             if (shown.get("status"), shown.get("checkoutId")) != ("paid", checkout):

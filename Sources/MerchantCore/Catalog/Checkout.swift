@@ -38,6 +38,11 @@ public struct Checkout: Codable, Sendable, Equatable {
     /// `managementURL` its payment request gives Apple (``PlanPricing/managementURL(for:)``) opens the subscription's
     /// page. Never shown to the client before the payment answer.
     public var subscriptionSecret: String?
+    /// The checkout's client secret: the key to every route under `/v1/checkouts/{id}` (its `Checkout-Secret`
+    /// header), given once, in the creation answer, and distinct from ``subscriptionSecret``. The id alone (it is in
+    /// every log line) opens nothing. `nil` for a checkout stored before checkouts had one: it refuses every
+    /// secret (``acceptsClientSecret(_:)``), as a secret it never had cannot be told apart from a guess.
+    public var clientSecret: String?
 
     public init(
         id: String, items: [CheckoutItem], currency: Currency, shippingAddress: ShippingAddress? = nil,
@@ -60,11 +65,18 @@ public struct Checkout: Codable, Sendable, Equatable {
         case id, items
         case currency = "currencyCode"
         case shippingAddress, shippingMethodIdentifier, couponCode, paymentMethodType, paymentMethodNetwork
-        case applicationData, createdAt, planPaymentMethods, subscriptionSecret
+        case applicationData, createdAt, planPaymentMethods, subscriptionSecret, clientSecret
+    }
+
+    /// Whether `secret` is this checkout's ``clientSecret``, compared in constant time. A checkout without one
+    /// (stored before checkouts had secrets) accepts none, and no checkout accepts a missing or empty secret.
+    public func acceptsClientSecret(_ secret: String?) -> Bool {
+        guard let secret, let clientSecret else { return false }
+        return constantTimeEqual(secret, clientSecret)
     }
 
     /// Starts a checkout for catalog items: checks every SKU and quantity, merges repeated SKUs, and makes a
-    /// fresh id and `applicationData` nonce.
+    /// fresh id, ``clientSecret`` and `applicationData` nonce.
     /// - Parameters:
     ///   - items: what the customer buys; 1 to 100 lines, quantities 1 to 999.
     ///   - configuration: the store (catalog, currency).
@@ -105,6 +117,7 @@ public struct Checkout: Codable, Sendable, Equatable {
         var checkout = Checkout(
             id: id, items: merged, currency: configuration.currency, applicationData: applicationData,
             createdAt: now)
+        checkout.clientSecret = randomHex(bytes: 16)
         if configuration.product(sku: merged[0].sku)?.plan != nil { checkout.subscriptionSecret = randomHex(bytes: 16) }
         return checkout
     }
@@ -164,6 +177,27 @@ public struct Checkout: Codable, Sendable, Equatable {
         var candidates = [Data(applicationData.utf8)]
         if let decoded = Data(base64Encoded: applicationData) { candidates.append(decoded) }
         return candidates
+    }
+}
+
+extension Checkout: CustomStringConvertible, CustomReflectable {
+    /// The id and what is bought: never ``clientSecret`` nor ``subscriptionSecret``.
+    public var description: String {
+        "Checkout(\(id), \(items.map { "\($0.quantity) × \($0.sku)" }.joined(separator: ", ")))"
+    }
+
+    /// `dump` and debuggers see every field but the two secrets, which show only whether they are set.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "id": id, "items": items, "currencyCode": currencyCode, "shippingAddress": shippingAddress as Any,
+                "shippingMethodIdentifier": shippingMethodIdentifier as Any, "couponCode": couponCode as Any,
+                "paymentMethodType": paymentMethodType as Any, "paymentMethodNetwork": paymentMethodNetwork as Any,
+                "applicationData": applicationData, "createdAt": createdAt,
+                "planPaymentMethods": planPaymentMethods as Any, "hasClientSecret": clientSecret != nil,
+                "hasSubscriptionSecret": subscriptionSecret != nil,
+            ])
     }
 }
 

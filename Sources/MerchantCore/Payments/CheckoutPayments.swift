@@ -6,7 +6,8 @@ import PaymentToken
 /// Pays a checkout with an authorized Apple Pay payment: the whole decision behind
 /// `POST /v1/checkouts/{id}/payment`, with no HTTP in it.
 ///
-/// 1. Load the checkout and price it with the authorized shipping address (the sheet only saw a redacted one).
+/// 1. Load the checkout (for the holder of its client secret only: a wrong one is `checkoutNotFound`) and price it
+///    with the authorized shipping address (the sheet only saw a redacted one).
 /// 2. Open the token once: signature, chain, freshness, merchant key, decryption, and the checkout's amount,
 ///    currency and application data as ``PaymentTokenExpectations``.
 /// 3. Charge once per token `transactionId` and record the order (``PaymentService``).
@@ -53,22 +54,28 @@ public struct CheckoutPayments: Sendable {
     }
 
     /// Pays the checkout `checkoutID` with `payment`.
+    /// - Parameters:
+    ///   - clientSecret: the checkout's ``Checkout/clientSecret`` as the client sent it; a missing or wrong one is
+    ///     refused as `checkoutNotFound`, exactly as an unknown checkout, before anything else is looked at.
     /// - Throws: ``OrderStoreError`` when the store fails (nothing was charged unless the error says otherwise:
     ///   see ``PaymentService/pay(_:token:rootFingerprint:)``).
-    public func pay(checkoutID: String, payment: Payment) async throws(OrderStoreError) -> Result {
+    public func pay(checkoutID: String, clientSecret: String?, payment: Payment) async throws(OrderStoreError)
+        -> Result
+    {
         // A token that cannot be encoded (a number JSON has no text for) is empty bytes: refused as malformed.
         let tokenJSON = (try? JSONEncoder().encode(payment.token)) ?? Data()
         return try await pay(
-            checkoutID: checkoutID, tokenJSON: tokenJSON, billingContact: payment.billingContact,
-            shippingContact: payment.shippingContact)
+            checkoutID: checkoutID, clientSecret: clientSecret, tokenJSON: tokenJSON,
+            billingContact: payment.billingContact, shippingContact: payment.shippingContact)
     }
 
     /// Pays the checkout `checkoutID` with a token given as its JSON bytes (as the request carried it) and the
-    /// payment's contacts.
-    public func pay(checkoutID: String, tokenJSON: Data, billingContact: Contact?, shippingContact: Contact?)
-        async throws(OrderStoreError) -> Result
-    {
-        guard var checkout = try await store.checkout(id: checkoutID) else {
+    /// payment's contacts; `clientSecret` as in ``pay(checkoutID:clientSecret:payment:)``.
+    public func pay(
+        checkoutID: String, clientSecret: String?, tokenJSON: Data, billingContact: Contact?, shippingContact: Contact?
+    ) async throws(OrderStoreError) -> Result {
+        guard var checkout = try await store.checkout(id: checkoutID), checkout.acceptsClientSecret(clientSecret)
+        else {
             return .refused(.checkoutNotFound(checkoutID))
         }
         if let contact = shippingContact, contact.countryCode != nil || contact.postalCode != nil {

@@ -6,7 +6,14 @@ import MerchantCore
 
 /// The catalog and checkouts: `GET /v1/products`, `POST /v1/checkouts`, `GET /v1/checkouts/{id}` and the sheet's
 /// updates (`POST /v1/checkouts/{id}/shipping-contact`, `shipping-method`, `payment-method`, `coupon`).
+///
+/// The creation answer carries the checkout's `clientSecret`; every route under `/v1/checkouts/{id}` (the payment's
+/// in ``PaymentRoutes`` too) wants it in the ``secretHeader`` and answers a missing or wrong one with the very 404
+/// of an unknown checkout, before anything else about the checkout (its expiry included) shows.
 struct CheckoutRoutes: RouteCollection {
+    /// The request header that carries a checkout's client secret.
+    static let secretHeader = "Checkout-Secret"
+
     let configuration: StoreConfiguration
     let pricing: CheckoutPricing
     let store: any OrderStore
@@ -20,7 +27,7 @@ struct CheckoutRoutes: RouteCollection {
         let catalog = products()
         group.add(.get, "/v1/products") { _, _ in catalog }
         group.add(.post, "/v1/checkouts") { request, _ in try await createCheckout(request) }
-        group.add(.get, "/v1/checkouts/{id}") { _, context in try await showCheckout(context) }
+        group.add(.get, "/v1/checkouts/{id}") { request, context in try await showCheckout(request, context) }
         group.add(.post, "/v1/checkouts/{id}/shipping-contact") { try await shippingContact($0, $1) }
         group.add(.post, "/v1/checkouts/{id}/shipping-method") { try await shippingMethod($0, $1) }
         group.add(.post, "/v1/checkouts/{id}/payment-method") { try await paymentMethod($0, $1) }
@@ -37,6 +44,8 @@ struct CheckoutRoutes: RouteCollection {
         struct Body: Decodable { var items: [CheckoutItem] }
         struct Answer: Encodable {
             var id: String
+            /// The key to the checkout's routes (``secretHeader``), given here only.
+            var clientSecret: String?
             var paymentRequest: PaymentRequest
         }
         let body = try JSONBody.decode(Body.self, from: request)
@@ -49,17 +58,20 @@ struct CheckoutRoutes: RouteCollection {
             throw HTTPError(error)
         }
         try await storing { () async throws(OrderStoreError) in try await store.insertCheckout(checkout) }
-        var response = HTTPResponse.encoding(Answer(id: checkout.id, paymentRequest: paymentRequest), status: 201)
+        var response = HTTPResponse.encoding(
+            Answer(id: checkout.id, clientSecret: checkout.clientSecret, paymentRequest: paymentRequest), status: 201)
         response.logFields["checkoutId"] = checkout.id
         return response
     }
 
-    func showCheckout(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
+    /// `GET /v1/checkouts/{id}`: the payment request as the checkout now stands (a plan's carries the
+    /// `managementURL` with the subscription's secret, hence the client secret this asks for).
+    func showCheckout(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Answer: Encodable {
             var id: String
             var paymentRequest: PaymentRequest
         }
-        let checkout = try await loadCheckout(context)
+        let checkout = try await loadCheckout(request, context)
         do {
             return .encoding(Answer(id: checkout.id, paymentRequest: try pricing.paymentRequest(for: checkout)))
         } catch {
@@ -69,7 +81,7 @@ struct CheckoutRoutes: RouteCollection {
 
     func shippingContact(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         let address = try JSONBody.decode(ShippingAddress.self, from: request)
-        let checkout = try await loadCheckout(context, forUpdate: true)
+        let checkout = try await loadCheckout(request, context, forUpdate: true)
         return try await update(
             checkout.selectingShippingContact(address, configuration: configuration), after: .shippingContact)
     }
@@ -77,7 +89,7 @@ struct CheckoutRoutes: RouteCollection {
     func shippingMethod(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var identifier: String }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(context, forUpdate: true)
+        let checkout = try await loadCheckout(request, context, forUpdate: true)
         let updated: Checkout
         do {
             updated = try checkout.selectingShippingMethod(body.identifier, configuration: configuration)
@@ -93,7 +105,7 @@ struct CheckoutRoutes: RouteCollection {
             var network: String?
         }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(context, forUpdate: true)
+        let checkout = try await loadCheckout(request, context, forUpdate: true)
         return try await update(
             checkout.selectingPaymentMethod(type: body.type, network: body.network), after: .paymentMethod)
     }
@@ -101,7 +113,7 @@ struct CheckoutRoutes: RouteCollection {
     func coupon(_ request: HTTPRequest, _ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable { var couponCode: String? }
         let body = try JSONBody.decode(Body.self, from: request)
-        let checkout = try await loadCheckout(context, forUpdate: true)
+        let checkout = try await loadCheckout(request, context, forUpdate: true)
         return try await update(checkout.applyingCoupon(body.couponCode), after: .couponCode)
     }
 
@@ -116,12 +128,17 @@ struct CheckoutRoutes: RouteCollection {
         return .encoding(answer)
     }
 
-    /// The checkout of the path's `{id}`; for a sheet update (`forUpdate`), one past its lifetime is
-    /// `410 checkoutExpired`.
-    private func loadCheckout(_ context: RequestContext, forUpdate: Bool = false) async throws(HTTPError) -> Checkout {
+    /// The checkout of the path's `{id}`, for the holder of its client secret (``secretHeader``): without it, or
+    /// with a wrong one, the answer is the 404 of an unknown checkout. For a sheet update (`forUpdate`), one past
+    /// its lifetime is then `410 checkoutExpired`.
+    private func loadCheckout(
+        _ request: HTTPRequest, _ context: RequestContext, forUpdate: Bool = false
+    ) async throws(HTTPError) -> Checkout {
         let id = try context.parameter("id")
         let checkout = try await storing { () async throws(OrderStoreError) in try await store.checkout(id: id) }
-        guard let checkout else { throw .checkoutNotFound(id) }
+        guard let checkout, checkout.acceptsClientSecret(request.headers[Self.secretHeader]) else {
+            throw .checkoutNotFound(id)
+        }
         if forUpdate, let lifetime = checkoutLifetime,
             checkout.createdAt.addingTimeInterval(Double(lifetime.components.seconds)) < clock()
         {

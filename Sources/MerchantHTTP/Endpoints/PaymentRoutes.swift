@@ -7,7 +7,9 @@ import MerchantWallet
 import PaymentToken
 
 /// `POST /v1/checkouts/{id}/payment`: the body is decoded once as ApplePay's `Payment`, ``CheckoutPayments``
-/// decides, and this file maps its result to a status and an Apple Pay JS `ApplePayPaymentAuthorizationResult`.
+/// decides (for the holder of the checkout's client secret, ``CheckoutRoutes/secretHeader``: anyone else gets the
+/// 404 of an unknown checkout), and this file maps its result to a status and an Apple Pay JS
+/// `ApplePayPaymentAuthorizationResult`.
 struct PaymentRoutes: RouteCollection {
     let payments: CheckoutPayments
     let metrics: Metrics
@@ -60,8 +62,8 @@ struct PaymentRoutes: RouteCollection {
         let checkoutID = try context.parameter("id")
         let result = try await storing(logger: logger) { () async throws(OrderStoreError) in
             try await payments.pay(
-                checkoutID: checkoutID, tokenJSON: token, billingContact: contacts.billingContact,
-                shippingContact: contacts.shippingContact)
+                checkoutID: checkoutID, clientSecret: request.headers[CheckoutRoutes.secretHeader], tokenJSON: token,
+                billingContact: contacts.billingContact, shippingContact: contacts.shippingContact)
         }
         switch result {
         case .refused(let refusal): return try refused(refusal)

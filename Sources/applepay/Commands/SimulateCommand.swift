@@ -4,14 +4,14 @@ import InProcessMerchant
 import PaymentSheet
 import Sandbox
 
-/// `applepay simulate SCENARIO.json [--merchant-url URL [--checkout ID]] [--sandbox DIR]`: plays a payment-sheet
-/// scenario.
+/// `applepay simulate SCENARIO.json [--merchant-url URL [--checkout ID --checkout-secret SECRET]] [--sandbox DIR]`:
+/// plays a payment-sheet scenario.
 struct SimulateCommand: Command {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
             name: "simulate",
             abstract: "Play a payment-sheet scenario against a merchant and print the transcript.",
-            usage: ["SCENARIO.json [--merchant-url URL [--checkout ID]] [--sandbox DIR]"],
+            usage: ["SCENARIO.json [--merchant-url URL [--checkout ID --checkout-secret SECRET]] [--sandbox DIR]"],
             options: [
                 (
                     "--merchant-url URL",
@@ -23,12 +23,18 @@ struct SimulateCommand: Command {
                     "With --merchant-url: pay this existing checkout (GET /v1/checkouts/ID) instead of creating one; "
                         + "the scenario's checkout.items and paymentRequest are ignored."
                 ),
+                (
+                    "--checkout-secret SECRET",
+                    "With --checkout: the checkout's clientSecret (from POST /v1/checkouts), sent as the "
+                        + "Checkout-Secret header; without the right one the server answers 404 as for no checkout."
+                ),
                 ("--sandbox DIR", "Mint tokens with this sandbox (default: a temporary one for the run)."),
             ],
             discussion: """
                 A headless Apple Pay sheet: shows the scenario's payment request (or, with --merchant-url, the one
-                the server returns for the scenario's checkout.items; with --checkout ID as well, the one of that
-                existing checkout, so the cart is the server's and the scenario needs only its wallet and actions),
+                the server returns for the scenario's checkout.items; with --checkout ID --checkout-secret SECRET as
+                well, the one of that existing checkout, so the cart is the server's and the scenario needs only its
+                wallet and actions),
                 plays the user's actions with the scenario's wallet, asks the merchant one event at a time,
                 redacts the shipping contact until authorization, mints a real token on authorization, and
                 enforces the 30-second answer timeout.
@@ -48,18 +54,20 @@ struct SimulateCommand: Command {
 
                 Exit status: 0 the session ran to its end (whatever the outcome); 1 the scenario is invalid
                 (the message names the bad field) or cannot be read; 2 the run could not start (sandbox
-                unusable, merchant server unreachable, no such checkout); 64 usage.
+                unusable, merchant server unreachable, no such checkout or not its secret); 64 usage.
                 """)
     }
 
     var scenarioPath: String
     var merchantURL: String?
     var checkoutID: String?
+    var checkoutSecret: String?
     var sandboxPath: String?
 
     init(arguments: inout Arguments) throws {
         merchantURL = try arguments.option("--merchant-url")
         checkoutID = try arguments.option("--checkout")
+        checkoutSecret = try arguments.option("--checkout-secret")
         sandboxPath = try arguments.option("--sandbox")
         scenarioPath = try arguments.positional("SCENARIO.json")
         if let url = merchantURL {
@@ -72,6 +80,11 @@ struct SimulateCommand: Command {
                 throw UsageError("--checkout needs --merchant-url (the server that holds the checkout)")
             }
             guard !checkoutID.isEmpty else { throw UsageError("--checkout needs a checkout id, e.g. chk_…") }
+            guard let checkoutSecret, !checkoutSecret.isEmpty else {
+                throw UsageError("--checkout needs --checkout-secret (the clientSecret of POST /v1/checkouts)")
+            }
+        } else if checkoutSecret != nil {
+            throw UsageError("--checkout-secret goes with --checkout (the checkout it opens)")
         }
     }
 
@@ -106,7 +119,8 @@ struct SimulateCommand: Command {
         do throws(PaymentSheetError) {
             let merchant: ScenarioRunner.Merchant
             if let merchantURL {
-                merchant = try .server(url: merchantURL, checkoutID: checkoutID, for: scenario)
+                let checkout = checkoutID.map { (id: $0, secret: checkoutSecret ?? "") }
+                merchant = try .server(url: merchantURL, checkout: checkout, for: scenario)
             } else {
                 merchant = try InProcessMerchant.merchant(for: scenario, sandbox: sandbox)
             }

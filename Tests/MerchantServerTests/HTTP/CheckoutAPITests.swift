@@ -20,6 +20,7 @@ struct CheckoutAPITests {
             let created = try await server.post("/v1/checkouts", json: ["items": [["sku": "MUG-01", "quantity": 2]]])
             #expect(created.status == 201)
             let id = try (created.json["id"] as? String).orThrow("id")
+            let secret = try (created.json["clientSecret"] as? String).orThrow("clientSecret")
             let request = try (created.json["paymentRequest"] as? [String: Any]).orThrow("paymentRequest")
             #expect(request["currencyCode"] as? String == "USD")
             #expect((request["total"] as? [String: Any])?["label"] as? String == "Example Coffee Roasters")
@@ -29,7 +30,9 @@ struct CheckoutAPITests {
 
             let contact = try await server.post(
                 "/v1/checkouts/\(id)/shipping-contact",
-                json: ["locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"])
+                json: [
+                    "locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US",
+                ], checkoutSecret: secret)
             #expect(contact.status == 200)
             #expect(contact.json["newTotal"] != nil)
             #expect(contact.json["newLineItems"] != nil)
@@ -37,27 +40,32 @@ struct CheckoutAPITests {
             #expect(methods.count >= 2)
 
             let second = try (methods.last?["identifier"] as? String).orThrow("identifier")
-            let method = try await server.post("/v1/checkouts/\(id)/shipping-method", json: ["identifier": second])
+            let method = try await server.post(
+                "/v1/checkouts/\(id)/shipping-method", json: ["identifier": second], checkoutSecret: secret)
             #expect(method.status == 200)
             #expect(method.json["newShippingMethods"] == nil)
             let unknownMethod = try await server.post(
-                "/v1/checkouts/\(id)/shipping-method", json: ["identifier": "teleport"])
+                "/v1/checkouts/\(id)/shipping-method", json: ["identifier": "teleport"], checkoutSecret: secret)
             #expect(unknownMethod.status == 400)
             #expect(unknownMethod.errorCode == "unknownShippingMethod")
 
             let card = try await server.post(
-                "/v1/checkouts/\(id)/payment-method", json: ["type": "credit", "network": "Visa"])
+                "/v1/checkouts/\(id)/payment-method", json: ["type": "credit", "network": "Visa"],
+                checkoutSecret: secret)
             #expect(card.status == 200)
 
-            let coupon = try await server.post("/v1/checkouts/\(id)/coupon", json: ["couponCode": "WELCOME10"])
+            let coupon = try await server.post(
+                "/v1/checkouts/\(id)/coupon", json: ["couponCode": "WELCOME10"], checkoutSecret: secret)
             #expect(coupon.status == 200)
             let lines = try (coupon.json["newLineItems"] as? [[String: Any]]).orThrow("lines")
             #expect(lines.contains { ($0["amount"] as? String)?.hasPrefix("-") == true })
-            let badCoupon = try await server.post("/v1/checkouts/\(id)/coupon", json: ["couponCode": "NOPE"])
+            let badCoupon = try await server.post(
+                "/v1/checkouts/\(id)/coupon", json: ["couponCode": "NOPE"], checkoutSecret: secret)
             #expect((badCoupon.json["errors"] as? [[String: Any]])?.first?["code"] as? String == "couponCodeInvalid")
 
             let far = try await server.post(
-                "/v1/checkouts/\(id)/shipping-contact", json: ["locality": "Nowhere", "countryCode": "AQ"])
+                "/v1/checkouts/\(id)/shipping-contact", json: ["locality": "Nowhere", "countryCode": "AQ"],
+                checkoutSecret: secret)
             #expect(far.status == 200)
             #expect((far.json["errors"] as? [[String: Any]])?.first?["code"] as? String == "addressUnserviceable")
         }
@@ -131,7 +139,9 @@ struct CheckoutAPITests {
                     let clock = ContinuousClock()
                     let start = clock.now
                     let reply = try HTTPClient().send(
-                        HTTPClientRequest.postJSON(url, body: Data("{\"couponCode\": \"WELCOME10\"}".utf8)))
+                        HTTPClientRequest.postJSON(
+                            url, body: Data("{\"couponCode\": \"WELCOME10\"}".utf8),
+                            headers: [("Checkout-Secret", checkout.secret)]))
                     return (reply.status, clock.now - start)
                 }
                 for blocker in blockers { await blocker.value }

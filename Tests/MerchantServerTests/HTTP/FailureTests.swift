@@ -141,18 +141,20 @@ struct FailureTests {
         try await ProcessorHarness.with(armed: FaultBody(kind: .failBeforeCommit, count: 1)) { ledger in
             try await ServerHarness.with(processor: ledger.processor(timeout: .seconds(10))) { server in
                 var checkout = try await server.createCheckout()
-                checkout.total = try await server.shipToCalifornia(checkout.id)
+                checkout.total = try await server.shipToCalifornia(checkout)
                 let path = "/v1/checkouts/\(checkout.id)/payment"
                 let first = try await server.post(
-                    path, raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
-                )
+                    path,
+                    raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData),
+                    checkoutSecret: checkout.secret)
                 #expect(first.status == 202, "\(first.text)")
                 #expect(first.errorCode == "paymentOutcomeUnknown")
                 _ = try await Self.reconcile(server)
                 #expect(try server.statuses() == ["declined/declined"])
                 let second = try await server.post(
-                    path, raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
-                )
+                    path,
+                    raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData),
+                    checkoutSecret: checkout.secret)
                 #expect(second.status == 200, "\(second.text)")
                 #expect(try server.statuses() == ["declined/declined", "paid/approved"])
                 let charges = try await ledger.charges()

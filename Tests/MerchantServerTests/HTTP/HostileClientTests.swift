@@ -44,10 +44,11 @@ struct HostileClientTests {
     @Test("a field over its limit is 400 fieldTooLong naming the field; an array over its limit too")
     func fieldLimits() async throws {
         try await ServerHarness.with { server in
-            let (id, _, _) = try await server.createCheckout()
+            let checkout = try await server.createCheckout()
+            let (id, secret) = (checkout.id, checkout.secret)
             let long = try await server.post(
                 "/v1/checkouts/\(id)/shipping-contact",
-                json: ["locality": String(repeating: "x", count: 60_000), "countryCode": "US"])
+                json: ["locality": String(repeating: "x", count: 60_000), "countryCode": "US"], checkoutSecret: secret)
             #expect(long.status == 400)
             #expect(long.errorCode == "fieldTooLong")
             #expect((long.json["error"] as? [String: Any])?["field"] as? String == "locality")
@@ -58,11 +59,12 @@ struct HostileClientTests {
                 "/v1/checkouts", json: ["items": Array(repeating: ["sku": "MUG-01", "quantity": 1], count: 101)])
             #expect(many.errorCode == "fieldTooLong")
             let coupon = try await server.post(
-                "/v1/checkouts/\(id)/coupon", json: ["couponCode": String(repeating: "c", count: 65)])
+                "/v1/checkouts/\(id)/coupon", json: ["couponCode": String(repeating: "c", count: 65)],
+                checkoutSecret: secret)
             #expect((coupon.json["error"] as? [String: Any])?["field"] as? String == "couponCode")
             let fits = try await server.post(
                 "/v1/checkouts/\(id)/shipping-contact",
-                json: ["locality": String(repeating: "x", count: 128), "countryCode": "US"])
+                json: ["locality": String(repeating: "x", count: 128), "countryCode": "US"], checkoutSecret: secret)
             #expect(fits.status == 200)
         }
     }
@@ -113,13 +115,22 @@ struct HostileClientTests {
             items: [CheckoutItem(sku: "MUG-01", quantity: 1)], configuration: StoreConfiguration.demo,
             now: Date().addingTimeInterval(-2 * 86_400))
         try await store.insertCheckout(old)
+        let secret = try #require(old.clientSecret)
         let update = await api.respond(
             to: HTTPRequest(
-                method: .post, path: "/v1/checkouts/\(old.id)/coupon", headers: ["Content-Type": "application/json"],
+                method: .post, path: "/v1/checkouts/\(old.id)/coupon",
+                headers: ["Content-Type": "application/json", "Checkout-Secret": secret],
                 body: Data(#"{"couponCode": "WELCOME10"}"#.utf8)))
         #expect(update.status == 410)
         #expect(String(decoding: update.body, as: UTF8.self).contains("checkoutExpired"))
-        #expect(await api.respond(to: HTTPRequest(method: .get, path: "/v1/checkouts/\(old.id)")).status == 200)
+        // Without its secret an expired checkout is as unknown as any other: its expiry is not told either.
+        let stranger = await api.respond(
+            to: HTTPRequest(
+                method: .post, path: "/v1/checkouts/\(old.id)/coupon", headers: ["Content-Type": "application/json"],
+                body: Data(#"{"couponCode": "WELCOME10"}"#.utf8)))
+        #expect(stranger.status == 404)
+        let read = HTTPRequest(method: .get, path: "/v1/checkouts/\(old.id)", headers: ["Checkout-Secret": secret])
+        #expect(await api.respond(to: read).status == 200)
     }
 
     @Test("the rate limiter's memory is bounded: old buckets are evicted")

@@ -35,7 +35,7 @@ struct MerchantTokenNotificationTests {
                 let body = try harness.paymentBody(
                     amount: checkout.total, applicationData: checkout.applicationData, card: card,
                     merchantToken: true, tokenNotificationURL: harness.base + "/apple-pay")
-                let paid = try await harness.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+                let paid = try await harness.pay(checkout, raw: body)
                 #expect(paid.status == 200, "\(paid.text)")
                 let id = try (paid.json["subscriptionId"] as? String).orThrow("no subscription")
                 let service = try #require(harness.application.api.subscriptions)
@@ -47,7 +47,7 @@ struct MerchantTokenNotificationTests {
                 let page = try await harness.get("/v1/subscriptions/\(id)/manage?secret=\(secret)")
                 #expect(page.text.contains("visa debit ending in 8431"), "\(page.text)")
                 // The managementURL the payment request gave Apple opens the same page.
-                let shown = try await harness.get("/v1/checkouts/\(checkout.id)")
+                let shown = try await harness.get("/v1/checkouts/\(checkout.id)", checkoutSecret: checkout.secret)
                 let special =
                     (shown.json["paymentRequest"] as? [String: Any])?["recurringPaymentRequest"] as? [String: Any]
                 let link = try (special?["managementURL"] as? String).orThrow("no managementURL: \(shown.text)")

@@ -43,7 +43,7 @@ struct PaymentAPITests {
             let orderID = try (paid.json["orderId"] as? String).orThrow("orderId: \(paid.text)")
             let secret = try (paid.json["orderSecret"] as? String).orThrow("orderSecret: \(paid.text)")
 
-            let replay = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            let replay = try await server.pay(checkout, raw: body)
             #expect(replay.status == 200)
             #expect(replay.json["orderId"] as? String == orderID)
             #expect(replay.body == paid.body, "a replay answers byte for byte what the first attempt answered")
@@ -87,10 +87,10 @@ struct PaymentAPITests {
             #expect(paid.status == 200)
             let (unpaid, stale) = try await server.shippedCheckout()
             clock.move(ahead: 600)  // ten minutes later
-            let retry = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            let retry = try await server.pay(checkout, raw: body)
             #expect(retry.status == 200, "\(retry.text)")
             #expect(retry.body == paid.body)
-            let refused = try await server.post("/v1/checkouts/\(unpaid.id)/payment", raw: stale)
+            let refused = try await server.pay(unpaid, raw: stale)
             #expect(refused.status == 400)
             #expect(refused.errorCode == "signingTimeOutOfRange")
             #expect(processor.chargeCount == 1)
@@ -103,16 +103,16 @@ struct PaymentAPITests {
             let (paid, body, first) = try await server.paidCheckout()
             #expect(first.status == 200)
             let unpaid = try await server.createCheckout()
-            let unpaidTotal = try await server.shipToCalifornia(unpaid.id)
+            let unpaidTotal = try await server.shipToCalifornia(unpaid)
             clock.move(ahead: 2 * 86_400)  // two days later: past the default lifetime of a day
             let later = Date().addingTimeInterval(2 * 86_400)
             let fresh = try server.paymentBody(
                 amount: unpaidTotal, applicationData: unpaid.applicationData, signingTime: later)
-            let refused = try await server.post("/v1/checkouts/\(unpaid.id)/payment", raw: fresh)
+            let refused = try await server.pay(unpaid, raw: fresh)
             #expect(refused.status == 410, "\(refused.text)")
             #expect(refused.errorCode == "checkoutExpired")
             #expect(refused.json["status"] as? String == "failure")
-            let retry = try await server.post("/v1/checkouts/\(paid.id)/payment", raw: body)
+            let retry = try await server.pay(paid, raw: body)
             #expect(retry.status == 200, "\(retry.text)")
             #expect(retry.body == first.body)
             #expect(processor.chargeCount == 1)
@@ -125,8 +125,8 @@ struct PaymentAPITests {
         try await ServerHarness.with(processor: processor) { server in
             let (checkout, body) = try await server.shippedCheckout()
             let path = "/v1/checkouts/\(checkout.id)/payment"
-            async let first = server.post(path, raw: body)
-            async let second = server.post(path, raw: body)
+            async let first = server.post(path, raw: body, checkoutSecret: checkout.secret)
+            async let second = server.post(path, raw: body, checkoutSecret: checkout.secret)
             let replies = try await [first, second]
             #expect(replies.map(\.status) == [200, 200])
             #expect(Set(replies.compactMap { $0.json["orderId"] as? String }).count == 1)
@@ -140,7 +140,7 @@ struct PaymentAPITests {
         try await ServerHarness.with { server in
             let (checkout, body) = try await server.shippedCheckout(
                 [["sku": "COFFEE-250", "quantity": 1]], version: .rsaV1)
-            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            let paid = try await server.pay(checkout, raw: body)
             #expect(paid.status == 200, "\(paid.text)")
         }
     }
@@ -152,11 +152,11 @@ struct PaymentAPITests {
         let processor = SandboxProcessor(hangDuration: .seconds(5))
         try await ServerHarness.with(processor: processor) { server in
             var checkout = try await server.createCheckout()
-            checkout.total = try await server.shipToCalifornia(checkout.id)
+            checkout.total = try await server.shipToCalifornia(checkout)
             let other = try await server.createCheckout()
             let path = "/v1/checkouts/\(checkout.id)/payment"
             func expectRefused(_ body: Data, status: Int = 400, code: String, _ comment: Comment) async throws {
-                let reply = try await server.post(path, raw: body)
+                let reply = try await server.post(path, raw: body, checkoutSecret: checkout.secret)
                 #expect(reply.status == status, comment)
                 #expect(reply.errorCode == code, "\(comment): \(reply.text)")
                 if reply.json["status"] != nil { #expect(reply.json["status"] as? String == "failure") }
@@ -194,10 +194,11 @@ struct PaymentAPITests {
 
             // A checkout whose sheet still shows an error (an invalid coupon) cannot be paid.
             let blocked = try await server.createCheckout()
-            let blockedTotal = try await server.shipToCalifornia(blocked.id)
-            _ = try await server.post("/v1/checkouts/\(blocked.id)/coupon", json: ["couponCode": "NOPE"])
-            let notPayable = try await server.post(
-                "/v1/checkouts/\(blocked.id)/payment",
+            let blockedTotal = try await server.shipToCalifornia(blocked)
+            _ = try await server.post(
+                "/v1/checkouts/\(blocked.id)/coupon", json: ["couponCode": "NOPE"], checkoutSecret: blocked.secret)
+            let notPayable = try await server.pay(
+                blocked,
                 raw: try server.paymentBody(amount: blockedTotal, applicationData: blocked.applicationData))
             #expect(notPayable.status == 400)
             #expect(notPayable.errorCode == "checkoutNotPayable")
@@ -220,14 +221,14 @@ struct PaymentAPITests {
         let processor = SandboxProcessor(hangDuration: .seconds(5))
         try await ServerHarness.with(processor: processor) { server in
             var checkout = try await server.createCheckout()
-            checkout.total = try await server.shipToCalifornia(checkout.id)
+            checkout.total = try await server.shipToCalifornia(checkout)
             let body = try server.paymentBody(
                 amount: checkout.total, applicationData: checkout.applicationData, card: try card(endingIn: "0051"))
-            let first = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            let first = try await server.pay(checkout, raw: body)
             #expect(first.status == 402)
             #expect(first.json["status"] as? String == "failure")
             #expect(first.errorCode == "insufficientFunds")
-            let again = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+            let again = try await server.pay(checkout, raw: body)
             #expect(again.status == 402)
             #expect(again.json["orderId"] as? String == first.json["orderId"] as? String)
             #expect(try server.statuses() == ["declined/declined"])
@@ -235,7 +236,7 @@ struct PaymentAPITests {
 
             // After a decline, another card may pay the same checkout.
             let retry = try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData)
-            let paid = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: retry)
+            let paid = try await server.pay(checkout, raw: retry)
             #expect(paid.status == 200)
             #expect(try server.statuses() == ["declined/declined", "paid/approved"])
         }
@@ -251,16 +252,16 @@ struct PaymentAPITests {
             body: { server in
                 // The one place is held by a payment whose processor does not answer (the sandbox's 0054 card).
                 var first = try await server.createCheckout()
-                first.total = try await server.shipToCalifornia(first.id)
+                first.total = try await server.shipToCalifornia(first)
                 let hanging = try server.paymentBody(
                     amount: first.total, applicationData: first.applicationData, card: try card(endingIn: "0054"))
-                let held = Task { try await server.post("/v1/checkouts/\(first.id)/payment", raw: hanging) }
+                let held = Task { try await server.pay(first, raw: hanging) }
                 while try server.statuses().isEmpty { try await Task.sleep(for: .milliseconds(20)) }
                 let (second, body) = try await server.shippedCheckout()
                 let before = try server.counts()
                 let clock = ContinuousClock()
                 let start = clock.now
-                let refused = try await server.post("/v1/checkouts/\(second.id)/payment", raw: body)
+                let refused = try await server.pay(second, raw: body)
                 #expect(clock.now - start < .seconds(15), "refused without waiting for the processor")
                 #expect(refused.status == 503)
                 #expect(refused.errorCode == "serviceBusy")
@@ -270,7 +271,7 @@ struct PaymentAPITests {
                 #expect(after.orders == before.orders && after.payments == before.payments)
                 // Once the place is free, the same token pays.
                 _ = try await held.value
-                let paid = try await server.post("/v1/checkouts/\(second.id)/payment", raw: body)
+                let paid = try await server.pay(second, raw: body)
                 #expect(paid.status == 200, "\(paid.text)")
             })
     }
@@ -281,12 +282,12 @@ struct PaymentAPITests {
             configure: { $0.store.processor.timeoutSeconds = 2 },
             body: { server in
                 var checkout = try await server.createCheckout()
-                checkout.total = try await server.shipToCalifornia(checkout.id)
+                checkout.total = try await server.shipToCalifornia(checkout)
                 let body = try server.paymentBody(
                     amount: checkout.total, applicationData: checkout.applicationData, card: try card(endingIn: "0054"))
                 let clock = ContinuousClock()
                 let start = clock.now
-                let reply = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+                let reply = try await server.pay(checkout, raw: body)
                 // Cut off at the 2 s limit, long before the sandbox's 30 s hang ends.
                 #expect(clock.now - start < .seconds(20))
                 #expect(reply.status == 202)
@@ -299,8 +300,8 @@ struct PaymentAPITests {
                 let order = try await server.get("/v1/orders/\(orderID)?secret=\(secret)")
                 #expect(order.json["status"] as? String == "unknown")
                 // Another token for the same checkout is not charged while the first is unconfirmed.
-                let second = try await server.post(
-                    "/v1/checkouts/\(checkout.id)/payment",
+                let second = try await server.pay(
+                    checkout,
                     raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData))
                 #expect(second.status == 409)
                 #expect(second.errorCode == "checkoutPaymentUnconfirmed")
@@ -323,6 +324,7 @@ struct PaymentAPITests {
                 let port = server.application.port
                 let head =
                     "POST /v1/checkouts/\(checkout.id)/payment HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Checkout-Secret: \(checkout.secret)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
                 let answered = try await sendAndHangUp(port: port, data: Data(head.utf8) + body.prefix(body.count / 2))
                 #expect(!answered)

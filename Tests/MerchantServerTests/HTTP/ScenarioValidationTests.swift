@@ -78,6 +78,8 @@ private struct SheetPlayer {
     let file: String
     let api: MerchantAPI
     let checkoutID: String
+    /// Its client secret, sent as `Checkout-Secret` with every checkout route.
+    let checkoutSecret: String
     /// The request as the sheet shows it: the server's request with every update so far applied.
     var request: PaymentRequest
     /// How many requests and updates were validated.
@@ -85,6 +87,8 @@ private struct SheetPlayer {
 
     private struct Created: Decodable {
         var id: String
+        /// Only in the creation answer.
+        var clientSecret: String?
         var paymentRequest: PaymentRequest
     }
 
@@ -101,7 +105,9 @@ private struct SheetPlayer {
         struct Body: Encodable { var items: [ScenarioCartItem] }
         let created = try await send(api, .post, "/v1/checkouts", Body(items: cart), expecting: 201, file: file)
         let answer = try JSONDecoder().decode(Created.self, from: created.body)
-        var player = SheetPlayer(file: file, api: api, checkoutID: answer.id, request: answer.paymentRequest)
+        var player = SheetPlayer(
+            file: file, api: api, checkoutID: answer.id, checkoutSecret: try #require(answer.clientSecret),
+            request: answer.paymentRequest)
         player.check(answer.paymentRequest, "POST /v1/checkouts")
         return player
     }
@@ -132,7 +138,7 @@ private struct SheetPlayer {
     /// `GET /v1/checkouts/{id}`: the request of the checkout as it now stands.
     mutating func refetch() async throws {
         let response = try await Self.send(
-            api, .get, "/v1/checkouts/\(checkoutID)", String?.none, expecting: 200, file: file)
+            api, .get, "/v1/checkouts/\(checkoutID)", String?.none, secret: checkoutSecret, expecting: 200, file: file)
         check(try JSONDecoder().decode(Created.self, from: response.body).paymentRequest, "GET /v1/checkouts/{id}")
     }
 
@@ -141,7 +147,7 @@ private struct SheetPlayer {
     ) async throws {
         let path = "/v1/checkouts/\(checkoutID)/\(route)"
         let response = try await Self.send(
-            api, .post, path, body, expecting: allowingRefusal ? nil : 200, file: file)
+            api, .post, path, body, secret: checkoutSecret, expecting: allowingRefusal ? nil : 200, file: file)
         guard response.status == 200 else { return }
         let update = try JSONDecoder().decode(Update.self, from: response.body)
         request = request.applying(update)
@@ -155,11 +161,12 @@ private struct SheetPlayer {
     }
 
     private static func send(
-        _ api: MerchantAPI, _ method: HTTPMethod, _ path: String, _ body: (some Encodable)?, expecting status: Int?,
-        file: String
+        _ api: MerchantAPI, _ method: HTTPMethod, _ path: String, _ body: (some Encodable)?, secret: String? = nil,
+        expecting status: Int?, file: String
     ) async throws -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
+        if let secret { headers.add(name: "Checkout-Secret", value: secret) }
         let data = try body.map { try JSONEncoder().encode($0) } ?? Data()
         let response = await api.respond(
             to: HTTPRequest(method: method, path: path, headers: headers, body: data))

@@ -172,14 +172,25 @@ struct ServerHarness {
         return Reply(status: response.status, body: response.body, headers: answer)
     }
 
-    func get(_ path: String) async throws -> Reply { try await send("GET", path) }
-
-    func post(_ path: String, raw: Data) async throws -> Reply {
-        try await send("POST", path, headers: [("Content-Type", "application/json")], body: raw)
+    /// A `GET`; `checkoutSecret`, when given, goes in the `Checkout-Secret` header (a route under a checkout).
+    func get(_ path: String, checkoutSecret: String? = nil) async throws -> Reply {
+        try await send("GET", path, headers: Self.secretHeader(checkoutSecret))
     }
 
-    func post(_ path: String, json: Any) async throws -> Reply {
-        try await post(path, raw: try JSONSerialization.data(withJSONObject: json))
+    /// A JSON `POST`; `checkoutSecret`, when given, goes in the `Checkout-Secret` header.
+    func post(_ path: String, raw: Data, checkoutSecret: String? = nil) async throws -> Reply {
+        try await send(
+            "POST", path, headers: [("Content-Type", "application/json")] + Self.secretHeader(checkoutSecret),
+            body: raw)
+    }
+
+    func post(_ path: String, json: Any, checkoutSecret: String? = nil) async throws -> Reply {
+        try await post(path, raw: try JSONSerialization.data(withJSONObject: json), checkoutSecret: checkoutSecret)
+    }
+
+    /// The `Checkout-Secret` header of `secret`, if any.
+    static func secretHeader(_ secret: String?) -> [(name: String, value: String)] {
+        secret.map { [("Checkout-Secret", $0)] } ?? []
     }
 
     /// The admin token every harness server gets.
@@ -199,25 +210,39 @@ struct ServerHarness {
 
     // MARK: Flow helpers
 
-    /// Creates a checkout and returns its id, total (decimal string) and applicationData.
-    func createCheckout(_ items: [[String: Any]] = [["sku": "MUG-01", "quantity": 2]]) async throws -> (
-        id: String, total: String, applicationData: String
-    ) {
+    /// A checkout made through the API: what its creation answered.
+    struct CreatedCheckout {
+        var id: String
+        /// `clientSecret`: the `Checkout-Secret` of every route under `/v1/checkouts/{id}`.
+        var secret: String
+        /// The total, a decimal string (the last one the server priced, once a test updates it).
+        var total: String
+        var applicationData: String
+    }
+
+    /// Creates a checkout and returns its id, client secret, total and applicationData.
+    func createCheckout(_ items: [[String: Any]] = [["sku": "MUG-01", "quantity": 2]]) async throws -> CreatedCheckout {
         let reply = try await post("/v1/checkouts", json: ["items": items])
         guard reply.status == 201, let id = reply.json["id"] as? String,
+            let secret = reply.json["clientSecret"] as? String,
             let request = reply.json["paymentRequest"] as? [String: Any],
             let total = (request["total"] as? [String: Any])?["amount"] as? String,
             let applicationData = request["applicationData"] as? String
         else { throw HarnessError("checkout not created: \(reply.status) \(reply.text)") }
-        return (id, total, applicationData)
+        return CreatedCheckout(id: id, secret: secret, total: total, applicationData: applicationData)
+    }
+
+    /// Posts `body` to the checkout's payment route with its secret.
+    func pay(_ checkout: CreatedCheckout, raw body: Data) async throws -> Reply {
+        try await post("/v1/checkouts/\(checkout.id)/payment", raw: body, checkoutSecret: checkout.secret)
     }
 
     /// A new checkout shipped to California (its total updated), with the payment body for that total.
     func shippedCheckout(_ items: [[String: Any]] = [["sku": "MUG-01", "quantity": 2]], version: TokenVersion = .ecV1)
-        async throws -> (checkout: (id: String, total: String, applicationData: String), body: Data)
+        async throws -> (checkout: CreatedCheckout, body: Data)
     {
         var checkout = try await createCheckout(items)
-        checkout.total = try await shipToCalifornia(checkout.id)
+        checkout.total = try await shipToCalifornia(checkout)
         return (
             checkout,
             try paymentBody(amount: checkout.total, applicationData: checkout.applicationData, version: version)
@@ -225,18 +250,17 @@ struct ServerHarness {
     }
 
     /// A ``shippedCheckout(_:version:)`` with its payment posted: the checkout, the body and the answer.
-    func paidCheckout() async throws -> (
-        checkout: (id: String, total: String, applicationData: String), body: Data, reply: Reply
-    ) {
+    func paidCheckout() async throws -> (checkout: CreatedCheckout, body: Data, reply: Reply) {
         let (checkout, body) = try await shippedCheckout()
-        return (checkout, body, try await post("/v1/checkouts/\(checkout.id)/payment", raw: body))
+        return (checkout, body, try await pay(checkout, raw: body))
     }
 
     /// Sets a Californian shipping address and returns the new total.
-    func shipToCalifornia(_ checkoutID: String) async throws -> String {
+    func shipToCalifornia(_ checkout: CreatedCheckout) async throws -> String {
         let reply = try await post(
-            "/v1/checkouts/\(checkoutID)/shipping-contact",
-            json: ["locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"])
+            "/v1/checkouts/\(checkout.id)/shipping-contact",
+            json: ["locality": "Cupertino", "administrativeArea": "CA", "postalCode": "95014", "countryCode": "US"],
+            checkoutSecret: checkout.secret)
         guard reply.status == 200, let total = (reply.json["newTotal"] as? [String: Any])?["amount"] as? String else {
             throw HarnessError("shipping contact failed: \(reply.status) \(reply.text)")
         }

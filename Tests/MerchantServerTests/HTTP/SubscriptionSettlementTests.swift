@@ -88,7 +88,7 @@ struct SubscriptionSettlementTests {
                 #expect(try await FailureTests.reconcile(server).isEmpty)
                 #expect(try await Self.subscriptions(server).count == 1)
                 // The customer's retry with the same token gets the order and the same subscription.
-                let retry = try await server.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+                let retry = try await server.pay(checkout, raw: body)
                 #expect(retry.status == 200, "\(retry.text)")
                 #expect(retry.json["subscriptionId"] as? String == id)
                 #expect(retry.json["orderId"] as? String == orderID)
@@ -261,12 +261,10 @@ extension Calendar {
 
 extension ServerHarness {
     /// A checkout for one `sku`, paid with a sandbox merchant token: the checkout, the payment's body and the answer.
-    func payWithMerchantToken(sku: String) async throws -> (
-        checkout: (id: String, total: String, applicationData: String), body: Data, reply: Reply
-    ) {
+    func payWithMerchantToken(sku: String) async throws -> (checkout: CreatedCheckout, body: Data, reply: Reply) {
         let checkout = try await createCheckout([["sku": sku, "quantity": 1]])
         let body = try paymentBody(
             amount: checkout.total, applicationData: checkout.applicationData, merchantToken: true)
-        return (checkout, body, try await post("/v1/checkouts/\(checkout.id)/payment", raw: body))
+        return (checkout, body, try await pay(checkout, raw: body))
     }
 }

@@ -15,14 +15,14 @@ struct SubscriptionTests {
     /// Buys `sku` with a merchant token; answers the payment's JSON.
     static func subscribe(_ harness: ServerHarness, sku: String) async throws -> [String: Any] {
         let checkout = try await harness.createCheckout([["sku": sku, "quantity": 1]])
-        let shown = try await harness.get("/v1/checkouts/\(checkout.id)")
+        let shown = try await harness.get("/v1/checkouts/\(checkout.id)", checkoutSecret: checkout.secret)
         let request = try JSONDecoder().decode(
             PaymentRequest.self,
             from: try JSONSerialization.data(withJSONObject: shown.json["paymentRequest"] as Any))
         #expect(request.validate().isValid, "\(request.validate().errors)")
         let body = try harness.paymentBody(
             amount: checkout.total, applicationData: checkout.applicationData, merchantToken: true)
-        let reply = try await harness.post("/v1/checkouts/\(checkout.id)/payment", raw: body)
+        let reply = try await harness.pay(checkout, raw: body)
         #expect(reply.status == 200, "\(reply.text)")
         #expect(reply.json["merchantToken"] as? Bool == true)
         return reply.json

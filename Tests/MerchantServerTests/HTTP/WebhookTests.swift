@@ -45,9 +45,9 @@ struct WebhookTests {
         order: String, transaction: String, amount: Int64
     ) {
         var checkout = try await server.createCheckout()
-        checkout.total = try await server.shipToCalifornia(checkout.id)
-        let reply = try await server.post(
-            "/v1/checkouts/\(checkout.id)/payment",
+        checkout.total = try await server.shipToCalifornia(checkout)
+        let reply = try await server.pay(
+            checkout,
             raw: try server.paymentBody(amount: checkout.total, applicationData: checkout.applicationData))
         #expect(reply.status == 202, "\(reply.text)")
         let orderID = try (reply.json["orderId"] as? String).orThrow("orderId")

@@ -25,7 +25,7 @@ struct SandboxTokensTests {
     func planCheckoutGetsMerchantToken(sku: String, requestKey: String) async throws {
         try await ServerHarness.with(processor: SandboxProcessor(), live: true) { server in
             let checkout = try await server.createCheckout([["sku": sku, "quantity": 1]])
-            let shown = try await server.get("/v1/checkouts/\(checkout.id)")
+            let shown = try await server.get("/v1/checkouts/\(checkout.id)", checkoutSecret: checkout.secret)
             let special = try ((shown.json["paymentRequest"] as? [String: Any])?[requestKey] as? [String: Any])
                 .orThrow("no \(requestKey)")
             let notificationURL = try (special["tokenNotificationURL"] as? String).orThrow("tokenNotificationURL")
@@ -37,8 +37,7 @@ struct SandboxTokensTests {
             // The answer carries the encrypted token only: no MPAN, no identifier in the clear.
             #expect(!minted.text.contains("DNITHE"))
 
-            let paid = try await server.post(
-                "/v1/checkouts/\(checkout.id)/payment", raw: try Self.payment(token: token))
+            let paid = try await server.pay(checkout, raw: try Self.payment(token: token))
             #expect(paid.status == 200, "\(paid.text)")
             #expect(paid.json["merchantToken"] as? Bool == true)
             let id = try (paid.json["subscriptionId"] as? String).orThrow("no subscription: \(paid.text)")
@@ -56,13 +55,12 @@ struct SandboxTokensTests {
     func plainCheckoutGetsDeviceToken() async throws {
         try await ServerHarness.with(processor: SandboxProcessor()) { server in
             let checkout = try await server.createCheckout()
-            _ = try await server.shipToCalifornia(checkout.id)
+            _ = try await server.shipToCalifornia(checkout)
             let minted = try await server.post("/v1/sandbox/tokens", json: ["checkoutId": checkout.id, "card": "visa"])
             #expect(minted.status == 200, "\(minted.text)")
             #expect(minted.json["merchantToken"] as? Bool == false)
             let token = try minted.json["token"].orThrow("no token")
-            let paid = try await server.post(
-                "/v1/checkouts/\(checkout.id)/payment", raw: try Self.payment(token: token))
+            let paid = try await server.pay(checkout, raw: try Self.payment(token: token))
             #expect(paid.status == 200, "\(paid.text)")
             #expect(paid.json["subscriptionId"] == nil)
             #expect(paid.json["merchantToken"] == nil)

@@ -7,8 +7,9 @@
   const state = { config: null, products: [], cart: new Map(), checkout: null, checkoutFor: "", pending: null };
   const $ = (id) => document.getElementById(id);
 
-  async function api(method, path, body) {
-    const options = { method, headers: { Accept: "application/json" } };
+  // One request to this server; `headers` adds to the JSON ones (a checkout's routes: its Checkout-Secret).
+  async function api(method, path, body, headers) {
+    const options = { method, headers: Object.assign({ Accept: "application/json" }, headers || {}) };
     if (body !== undefined) {
       options.headers["Content-Type"] = "application/json";
       options.body = JSON.stringify(body);
@@ -185,6 +186,8 @@
     updatePayButton();
     const id = checkout.id;
     const base = `/v1/checkouts/${encodeURIComponent(id)}`;
+    // The checkout's routes want its client secret (the creation answer's clientSecret); its id opens nothing.
+    const secret = { "Checkout-Secret": checkout.clientSecret || "" };
     const adapt = real ? withApplePayErrors : (u) => u;
     const failure = real ? window.ApplePaySession.STATUS_FAILURE : 1;
     const success = real ? window.ApplePaySession.STATUS_SUCCESS : 0;
@@ -200,23 +203,24 @@
       session.completeMerchantValidation(reply.json);
     };
     session.onpaymentmethodselected = async (event) => {
-      const reply = await api("POST", base + "/payment-method", event.paymentMethod || {});
+      const reply = await api("POST", base + "/payment-method", event.paymentMethod || {}, secret);
       session.completePaymentMethodSelection(adapt(reply.json));
     };
     session.onshippingcontactselected = async (event) => {
-      const reply = await api("POST", base + "/shipping-contact", event.shippingContact || {});
+      const reply = await api("POST", base + "/shipping-contact", event.shippingContact || {}, secret);
       session.completeShippingContactSelection(adapt(reply.json));
     };
     session.onshippingmethodselected = async (event) => {
-      const reply = await api("POST", base + "/shipping-method", { identifier: event.shippingMethod.identifier });
+      const method = { identifier: event.shippingMethod.identifier };
+      const reply = await api("POST", base + "/shipping-method", method, secret);
       session.completeShippingMethodSelection(adapt(reply.json));
     };
     session.oncouponcodechanged = async (event) => {
-      const reply = await api("POST", base + "/coupon", { couponCode: event.couponCode });
+      const reply = await api("POST", base + "/coupon", { couponCode: event.couponCode }, secret);
       session.completeCouponCodeChange(adapt(reply.json));
     };
     session.onpaymentauthorized = async (event) => {
-      const reply = await api("POST", base + "/payment", event.payment);
+      const reply = await api("POST", base + "/payment", event.payment, secret);
       const answer = reply.json;
       if (reply.status === 200 && answer.status === "success") {
         session.completePayment({ status: success });

@@ -34,10 +34,13 @@ def check(name, condition, detail=None):
         results["failures"].append({"check": name, "detail": detail})
 
 
-def request(method, url, body=None, admin=False, timeout=60):
+def request(method, url, body=None, admin=False, timeout=60, secret=None):
+    """One JSON request; `secret`: the checkout's client secret, the Checkout-Secret of its routes."""
     headers = {"Content-Type": "application/json"}
     if admin:
         headers["Authorization"] = "Bearer " + ADMIN
+    if secret is not None:
+        headers["Checkout-Secret"] = secret
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
@@ -106,13 +109,14 @@ def fake_state():
 def pay():
     """A checkout paid with a fresh sandbox token: (payment answer status, body, order)."""
     _, checkout = request("POST", base + "/v1/checkouts", {"items": [{"sku": "MUG-01", "quantity": 1}]})
-    _, update = request("POST", base + "/v1/checkouts/%s/shipping-contact" % checkout["id"], CONTACT)
+    _, update = request("POST", base + "/v1/checkouts/%s/shipping-contact" % checkout["id"], CONTACT,
+                        secret=checkout["clientSecret"])
     token = subprocess.run(
         [applepay, "sandbox", "mint", sandbox, "--amount", update["newTotal"]["amount"], "--currency", "USD",
          "--application-data", checkout["paymentRequest"]["applicationData"]],
         check=True, capture_output=True, text=True, timeout=60).stdout
     status, answer = request("POST", base + "/v1/checkouts/%s/payment" % checkout["id"],
-                             {"token": json.loads(token), "shippingContact": CONTACT})
+                             {"token": json.loads(token), "shippingContact": CONTACT}, secret=checkout["clientSecret"])
     order = None
     if answer.get("orderId"):
         order = request("GET", base + "/admin/v1/orders/" + answer["orderId"], admin=True)[1]
@@ -218,7 +222,8 @@ try:
     _, plan = request("POST", base + "/v1/checkouts", {"items": [{"sku": "BEANS-MONTHLY", "quantity": 1}]})
     scenario = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../../scenarios/plain-purchase.json")
     simulated = subprocess.run(
-        [applepay, "simulate", scenario, "--merchant-url", base, "--checkout", plan["id"], "--sandbox", sandbox],
+        [applepay, "simulate", scenario, "--merchant-url", base, "--checkout", plan["id"],
+         "--checkout-secret", plan["clientSecret"], "--sandbox", sandbox],
         capture_output=True, text=True, timeout=120)
     _, listed = request("GET", base + "/admin/v1/subscriptions?checkoutId=" + plan["id"], admin=True)
     subscriptions = listed.get("subscriptions") or []
