@@ -451,6 +451,17 @@ extension SQLStore: OrderStore {
         }
     }
 
+    public func orders(createdFrom from: Date, to: Date, limit: Int) async throws(OrderStoreError) -> [Order] {
+        try await read("list orders of a period") { connection throws(SQLError) -> [Order] in
+            try self.loadOrders(
+                connection,
+                where: """
+                    o.created_at >= \(bind: from.unixMilliseconds) AND o.created_at < \(bind: to.unixMilliseconds)
+                    """,
+                order: "o.created_at ASC, o.id ASC", limit: limit)
+        }
+    }
+
     public func events(checkoutID: String) async throws(OrderStoreError) -> [StoreEvent] {
         try await read("read events") { connection throws(SQLError) -> [StoreEvent] in
             var events: [StoreEvent] = []

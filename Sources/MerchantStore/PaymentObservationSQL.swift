@@ -58,14 +58,17 @@ extension SQLStore {
     }
 
     /// Moves a payment and its order to `step`'s states from the locked `key`'s status; the event in the same
-    /// transaction.
+    /// transaction. An outcome's `updated_at` is the clock's time, which the reconciler's "older than" reads; a move of
+    /// a paid order (a void seen at the provider) takes the next Wallet version (``nextOrderVersion(_:)``).
     private func apply(
         _ step: PaymentStep, to key: OrderKey, source: PaymentObservation.Source, _ connection: Connection
     ) throws(SQLError) {
         let now = clock().unixMilliseconds
+        let walletVersion: Set<OrderStatus> = [.paid, .partiallyRefunded, .refunded]
+        let version: SQLQuery = walletVersion.contains(key.status) ? Self.nextOrderVersion(now) : "\(bind: now)"
         try connection.run(
             """
-            UPDATE orders SET status = \(bind: step.orderStatus.rawValue), updated_at = \(Self.nextOrderVersion(now))
+            UPDATE orders SET status = \(bind: step.orderStatus.rawValue), updated_at = \(version)
             WHERE id = \(bind: key.id) AND status = \(bind: key.status.rawValue)
             """, expectingRows: 1)
         try connection.run(

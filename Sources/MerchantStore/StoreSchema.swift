@@ -339,6 +339,7 @@ public enum StoreSchema {
                 resolution \(text)
             );
             CREATE INDEX payment_discrepancies_by_order ON payment_discrepancies(order_id);
+            \(d == .postgres ? "" : "CREATE INDEX orders_by_creation ON orders(created_at, id);")
             """
     }
 }

@@ -170,7 +170,7 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
             paymentMethodReference: charge.paymentMethodReference)
     }
 
-    private func url(_ path: String) -> String {
+    func url(_ path: String) -> String {
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
         return base + path
@@ -183,7 +183,7 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
     }
 
     /// Sends a request and decodes a 2xx answer; maps everything else to a ``ProcessorError``.
-    private func send<T: Decodable>(_ request: HTTPClientRequest, as type: T.Type, what: String)
+    func send<T: Decodable>(_ request: HTTPClientRequest, as type: T.Type, what: String)
         async throws(ProcessorError) -> T
     {
         var request = request
@@ -259,5 +259,27 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
         } catch {
             return .failure(error)
         }
+    }
+}
+
+extension HTTPPaymentProcessor: ProviderStatements {
+    /// `GET /v1/charges` (every charge, oldest first), those created in `[since, until)`: a list of every payment.
+    public func statement(since: Date, until: Date, orders: [Order]) async throws(ProcessorError) -> ProviderStatement {
+        let request = HTTPClientRequest(url: url("/v1/charges"), headers: [("Accept", "application/json")])
+        let charges = try await send(request, as: ChargeListEnvelope.self, what: "charge list").charges
+        var entries: [ProviderStatementEntry] = []
+        for charge in charges {
+            guard let created = try? Date(charge.createdAt, strategy: .iso8601) else {
+                throw ProcessorError(.invalidAnswer, "a charge's createdAt is not ISO 8601")
+            }
+            guard created >= since, created < until else { continue }
+            entries.append(
+                ProviderStatementEntry(
+                    reference: charge.reference, merchantReference: charge.idempotencyKey, amount: charge.amount,
+                    currencyCode: charge.currencyCode,
+                    captured: charge.status != .declined && charge.status != .voided,
+                    refunded: charge.refundedAmount, createdAt: created))
+        }
+        return ProviderStatement(entries: entries, listsEveryPayment: true)
     }
 }

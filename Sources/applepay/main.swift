@@ -14,6 +14,7 @@ struct ApplePayCommand: Command {
                 MerchantCommand.self,
                 ServeCommand.self,
                 StoreCommand.self,
+                ReconcileCommand.self,
                 ProcessorCommand.self,
                 DemoCommand.self,
                 SimulateCommand.self,

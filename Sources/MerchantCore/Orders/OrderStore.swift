@@ -47,6 +47,8 @@ public protocol OrderStore: WalletOrderStore {
     func order(transactionID: String) async throws(OrderStoreError) -> Order?
     /// Orders, newest first, optionally only those in `status`.
     func orders(status: OrderStatus?, limit: Int) async throws(OrderStoreError) -> [Order]
+    /// Orders created in `[from, to)`, oldest first (the daily check against the provider's statement).
+    func orders(createdFrom from: Date, to: Date, limit: Int) async throws(OrderStoreError) -> [Order]
     /// Reserves a refund of `amount` minor units under `idempotencyKey` (see ``RefundStart``).
     /// - Throws: ``OrderStoreError`` `notFound`.
     func beginRefund(orderID: String, amount: Int64, idempotencyKey: String) async throws(OrderStoreError)

@@ -30,6 +30,7 @@ struct AdminRoutes: RouteCollection {
         }
         group.add(.post, "/reconcile") { request, _ in try await reconcile(request) }
         group.add(.get, "/attention") { _, _ in try await attention() }
+        group.add(.get, "/reconciliation") { request, _ in try await statementCheck(request) }
         group.add(.post, "/discrepancies/{id}/resolve") { request, context in
             try await resolveDiscrepancy(request, context)
         }
@@ -348,6 +349,50 @@ struct AdminRoutes: RouteCollection {
             try await reconciler.reconcileOnce(olderThan: age)
         }
         return .encoding(Answer(settled: settled))
+    }
+
+    /// `GET /admin/v1/reconciliation?since=DATE[&until=DATE]`: the daily check (``StatementCheck``), our orders of the
+    /// period against the processor's own records, for a processor that lists them (Stripe, Checkout.com, the
+    /// processor protocol); Adyen's settlement report is read by `applepay reconcile --settlement-report` instead
+    /// (`409 statementUnavailable`). Dates are `YYYY-MM-DD` (midnight UTC) or ISO 8601; `until` defaults to now.
+    func statementCheck(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        func date(_ name: String) throws(HTTPError) -> Date? {
+            guard let text = request.query[name] else { return nil }
+            if text.count == 10, let day = try? Date(text + "T00:00:00Z", strategy: .iso8601) { return day }
+            guard let time = try? Date(text, strategy: .iso8601) else {
+                throw .invalidRequest("\(name) must be YYYY-MM-DD or an ISO 8601 time.")
+            }
+            return time
+        }
+        guard let since = try date("since") else { throw .invalidRequest("since is required (YYYY-MM-DD).") }
+        let until = try date("until") ?? Date()
+        guard until > since else { throw .invalidRequest("until must come after since.") }
+        guard let lists = processor as? any ProviderStatements else {
+            throw HTTPError(
+                status: 409, code: "statementUnavailable",
+                message:
+                    "\(processor.name) lists no payments: run applepay reconcile with its settlement report instead.")
+        }
+        let check = StatementCheck(store: store)
+        let timeout = self.timeout
+        do {
+            let report = try await check.run(since: since, until: until) { orders throws(ProcessorError) in
+                try await PaymentProcessing.withTimeLimit(timeout * 6) { () async throws(ProcessorError) in
+                    try await lists.statement(since: since, until: until, orders: orders)
+                }.get()
+            }
+            var response = HTTPResponse.encoding(report)
+            response.headers["Cache-Control"] = "no-store"
+            return response
+        } catch let error as OrderStoreError {
+            throw .store(error, logger: logger)
+        } catch let error as ProcessorError {
+            throw HTTPError(
+                status: 502, code: error.code.rawValue,
+                message: "The processor's records could not be read (\(error.code)).")
+        } catch {
+            throw HTTPError(status: 500, code: "internalError", message: "The check failed.")
+        }
     }
 
     // MARK: Helpers

@@ -359,6 +359,14 @@ public final class MerchantApplication: Sendable {
     /// The processor: the caller's or a plug-in's (sandbox mode runs the sandbox processor service in process),
     /// else the configured one. There is no default: a server with real keys must never "approve" payments that no
     /// processor captured.
+    /// The payment processor `configuration` names, as the server would use it (its key read from its file and
+    /// checked at the provider): for the tools that speak to the provider outside the server (`applepay reconcile`).
+    public static func paymentProcessor(
+        for configuration: MerchantServerConfiguration, logger: RequestLogger = .silent
+    ) async throws(ServerStartError) -> any PaymentProcessor {
+        try await choosePayments(configuration, override: nil, logger: logger)
+    }
+
     private static func choosePayments(
         _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?, logger: RequestLogger
     ) async throws(ServerStartError) -> any PaymentProcessor {
