@@ -26,12 +26,16 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
     /// The first pause between attempts; doubled each time (a `Retry-After` of up to 2 s is honoured).
     public let backoff: Duration
     private let credentials: [(name: String, value: String)]
+    /// Header fields sent with every request that are not secret (Stripe's `Stripe-Version`).
+    private let fixedHeaders: [(name: String, value: String)]
     private let client: HTTPClient
 
     /// - Parameters:
     ///   - credentials: header fields that authenticate every request (secret: never printed).
+    ///   - headers: other header fields sent with every request (not secret: the API version a provider pins).
     public init(
-        provider: String, baseURL: URL, credentials: [(name: String, value: String)], idempotencyHeader: String,
+        provider: String, baseURL: URL, credentials: [(name: String, value: String)],
+        headers: [(name: String, value: String)] = [], idempotencyHeader: String,
         timeout: Duration, retries: Int = 2, backoff: Duration = .milliseconds(200),
         clientIdentity: ClientIdentity? = nil, trustedRootsPEM: Data? = nil, proxy: String? = nil
     ) {
@@ -40,6 +44,7 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
         self.baseURL = base
         self.provider = provider
         self.credentials = credentials
+        self.fixedHeaders = headers
         self.idempotencyHeader = idempotencyHeader
         self.timeout = timeout
         self.retries = retries
@@ -74,7 +79,7 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
     public func send(
         _ method: String, _ path: String, body: Body = .none, idempotencyKey: String? = nil, what: String
     ) async throws(ProcessorError) -> ProviderAnswer {
-        var headers: [(name: String, value: String)] = credentials + [("Accept", "application/json")]
+        var headers: [(name: String, value: String)] = credentials + fixedHeaders + [("Accept", "application/json")]
         var data: Data?
         switch body {
         case .none: break
@@ -259,12 +264,14 @@ extension DeclineReason {
 extension ProcessorRefund {
     /// A refund a provider accepted, with `reference` its id for it: the charge after it is as much as the provider
     /// says (`partiallyRefunded` by `amount`; the store knows what else was refunded before).
+    /// `isPending`: taken and decided later (its webhook says whether it was given back).
     static func accepted(
-        _ reference: String, ofCharge charge: String, amount: Money, idempotencyKey: String
+        _ reference: String, ofCharge charge: String, amount: Money, idempotencyKey: String, isPending: Bool = false
     ) -> ProcessorRefund {
         ProcessorRefund(
             reference: reference, idempotencyKey: idempotencyKey, amount: amount,
             charge: ProcessorCharge(
-                reference: charge, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount))
+                reference: charge, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount),
+            isPending: isPending)
     }
 }

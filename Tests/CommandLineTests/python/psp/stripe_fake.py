@@ -7,8 +7,21 @@ Not in Stripe's public spec and accepted by name only: `pk_token`, `pk_token_ins
 `pk_token_payment_network`, `pk_token_transaction_id` on /v1/tokens (what Stripe's iOS SDK sends), and
 `payment_method_options[card][network_token][cryptogram|electronic_commerce_indicator]` on a confirmation
 (merchant-decrypted Apple Pay, enabled per account).
+
+As Stripe behaves, beyond the spec:
+- every request must pin `Stripe-Version` to the spec's `info.version` (Stripe recommends naming the version on
+  each request, https://docs.stripe.com/upgrades);
+- a key whose first request is still executing is refused with 409 `idempotency_key_in_use` and nothing is saved
+  (https://docs.stripe.com/idempotency: "the request conflicts with another that's executing concurrently");
+- a PaymentIntent confirmed by `/_fake/async` stays `processing` (an asynchronous payment,
+  https://docs.stripe.com/docs/payments/paymentintents/lifecycle) and a refund `pending` until `decide` gives the
+  signed `payment_intent.succeeded` / `.payment_failed` or `refund.updated` / `refund.failed` webhook;
+- a PaymentIntent is cancelled only before it is confirmed: `succeeded`, `processing` and `canceled` refuse
+  (https://docs.stripe.com/api/payment_intents/cancel).
 """
 import copy
+import hashlib
+import hmac
 import itertools
 import json
 import os
@@ -110,6 +123,9 @@ class StripeFake(Fake):
 
     def validate_request(self, method, path, headers, raw):
         template, operation = self.spec.operation(method, path)
+        if headers.get("stripe-version") != self.spec.document["info"]["version"]:
+            raise SpecMismatch("Stripe-Version %r is not the spec's %r" % (
+                headers.get("stripe-version"), self.spec.document["info"]["version"]))
         if method == "GET":
             return
         if headers.get("content-type") != "application/x-www-form-urlencoded":
@@ -150,6 +166,49 @@ class StripeFake(Fake):
     def conflict(self, key):
         return Answer(400, {"error": {"type": "idempotency_error",
                                       "message": "Keys for idempotent requests can only be used with the same parameters they were first used with."}})
+
+    def in_use(self, key):
+        return Answer(409, {"error": {"type": "idempotency_error", "code": "idempotency_key_in_use",
+                                      "message": "There is currently another in-progress request using this "
+                                                 "Idempotent Key."}})
+
+    # -- asynchronous outcomes, decided later
+    def webhook(self, event_type, data_object, secret="whsec_fake"):
+        """A signed Stripe event as Stripe sends it: (headers, body bytes); `Stripe-Signature: t=…,v1=hex`, HMAC-SHA256
+        of "t.body" under the endpoint secret (https://stripe.com/docs/webhooks#verify-manually)."""
+        body = json.dumps({"id": self.new_id("evt"), "object": "event", "type": event_type,
+                           "api_version": self.spec.document["info"]["version"], "created": int(time.time()),
+                           "data": {"object": copy.deepcopy(self.public(data_object))}}).encode()
+        stamp = int(time.time())
+        signature = hmac.new(secret.encode(), b"%d." % stamp + body, hashlib.sha256).hexdigest()
+        return {"Content-Type": "application/json", "Stripe-Signature": "t=%d,v1=%s" % (stamp, signature)}, body
+
+    def decide(self, transaction_id, approved=True, reason="generic_decline"):
+        """The processing PaymentIntent of `transaction_id` decided: succeeded, or failed with `reason`; the
+        webhook that says so."""
+        with self.lock:
+            intent = next(i for i in self.intents.values()
+                          if i["metadata"].get("transaction_id") == transaction_id and i["status"] == "processing")
+            if approved:
+                intent.update(status="succeeded", amount_received=intent["amount"], latest_charge=self.new_id("ch"))
+                return self.webhook("payment_intent.succeeded", intent)
+            intent.update(status="requires_payment_method", last_payment_error={
+                "type": "card_error", "code": "card_declined", "decline_code": reason,
+                "message": "Your card was declined."})
+            return self.webhook("payment_intent.payment_failed", intent)
+
+    def decide_refund(self, refund_key, succeeded=True):
+        """The pending refund of `refund_key` (its metadata[refund_key]) decided, and its webhook."""
+        with self.lock:
+            refund = next(r for r in self.refunds.values()
+                          if r["metadata"].get("refund_key") == refund_key and r["status"] == "pending")
+            if succeeded:
+                refund["status"] = "succeeded"
+                return self.webhook("refund.updated", refund)
+            refund.update(status="failed", failure_reason="expired_or_canceled_card")
+            intent = self.intents[refund["payment_intent"]]
+            intent["refunded"] -= refund["amount"]
+            return self.webhook("refund.failed", refund)
 
     # -- the API
     def handle(self, method, path, query, headers, raw):
@@ -220,6 +279,10 @@ class StripeFake(Fake):
         intent["payment_method"] = method
         if form.get("setup_future_usage"):
             intent["setup_future_usage"] = form["setup_future_usage"]
+        if self.take_async("charge"):
+            intent.update(status="processing", last_payment_error=None)
+            intent["refunded"] = 0
+            return Answer(200, self.public(intent))
         decline = self.take_decline()
         if decline:
             reason = decline.get("reason", "generic_decline")
@@ -234,7 +297,7 @@ class StripeFake(Fake):
         return Answer(200, self.public(intent))
 
     def cancel(self, intent):
-        if intent["status"] in ("succeeded", "canceled"):
+        if intent["status"] in ("succeeded", "canceled", "processing"):
             return Answer(400, {"error": {"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
                                           "message": "You cannot cancel this PaymentIntent because it has a status of %s." % intent["status"]}})
         intent.update(status="canceled", canceled_at=int(time.time()), cancellation_reason="abandoned")
@@ -254,7 +317,8 @@ class StripeFake(Fake):
         intent["refunded"] = intent.get("refunded", 0) + amount
         refund = copy.deepcopy(self.fixtures["refund"])
         refund.update(id=self.new_id("re"), amount=amount, currency=intent["currency"], created=int(time.time()),
-                      payment_intent=intent["id"], charge=intent["latest_charge"], status="succeeded",
+                      payment_intent=intent["id"], charge=intent["latest_charge"],
+                      status="pending" if self.take_async("refund") else "succeeded",
                       metadata=form.get("metadata", {}))
         self.refunds[refund["id"]] = refund
         return Answer(200, refund)
