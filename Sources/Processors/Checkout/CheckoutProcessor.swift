@@ -131,9 +131,12 @@ public struct CheckoutProcessor: PaymentProcessor {
 
     public func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
         let data = try ProviderConnection.json(["reference": String(reference.prefix(Self.referenceLimit))])
+        // A 403 here is Checkout.com's "Void not allowed" (https://api-reference.checkout.com,
+        // `paths/payments@{id}@voids.yaml`; bad credentials are its 401), not refused credentials.
         let answer = try await connection.send(
             "POST", "/payments/\(ProviderKeys.pathSegment(reference))/voids", body: .json(data),
-            idempotencyKey: ProviderKeys.key(reference, purpose: "void", limit: Self.keyLimit), what: "void")
+            idempotencyKey: ProviderKeys.key(reference, purpose: "void", limit: Self.keyLimit), forbidden: .refusal,
+            what: "void")
         guard answer.status == 202 || answer.status == 200 else {
             if answer.status == 403 || answer.status == 422 {
                 throw ProcessorError(
@@ -151,9 +154,11 @@ public struct CheckoutProcessor: PaymentProcessor {
         let data = try ProviderConnection.json([
             "amount": amount.minorUnits, "reference": String(idempotencyKey.prefix(Self.referenceLimit)),
         ])
+        // A 403 here is "Refund not allowed" (`paths/payments@{id}@refunds.yaml`): refused, not bad credentials.
         let answer = try await connection.send(
             "POST", "/payments/\(ProviderKeys.pathSegment(reference))/refunds", body: .json(data),
-            idempotencyKey: ProviderKeys.key(idempotencyKey, purpose: "refund", limit: Self.keyLimit), what: "refund")
+            idempotencyKey: ProviderKeys.key(idempotencyKey, purpose: "refund", limit: Self.keyLimit),
+            forbidden: .refusal, what: "refund")
         guard answer.status == 202 || answer.status == 200, let action = answer.object?.string("action_id") else {
             throw Self.refusal(answer, what: "refund")
         }
@@ -252,6 +257,7 @@ public struct CheckoutProcessor: PaymentProcessor {
     static func refusal(_ answer: ProviderAnswer, what: String) -> ProcessorError {
         let code = answer.errorCode ?? "status \(answer.status)"
         switch answer.status {
+        case 403: return ProcessorError(.invalidRequest, "checkout does not allow the \(what) (403 \(code))")
         case 404: return ProcessorError(.chargeNotFound, "checkout has no such payment for the \(what)")
         case 409: return ProcessorError(.serverError, "checkout is still answering an earlier \(what) with this key")
         default:

@@ -71,13 +71,25 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
         case json(Data)
     }
 
+    /// What a 403 means for one request.
+    public enum Forbidden: Sendable {
+        /// The credentials were refused (`notAuthorized`).
+        case credentials
+        /// The provider refused this action on this object (Checkout.com's "Void not allowed", "Refund not
+        /// allowed"): the answer is the caller's to read.
+        case refusal
+    }
+
     /// Sends one request, again after a 429, a 5xx or no answer when it may be repeated (it has a key, or is a GET),
     /// and answers the first answer that is neither.
-    /// - Returns: the final answer, of any status but 401, 403, 429 and 5xx.
-    /// - Throws: `notAuthorized` on 401/403; an unknown-outcome code (`serverError`, `timeout`, `unreachable`)
+    /// - Parameters:
+    ///   - forbidden: whether a 403 is refused credentials (the default) or the action refused.
+    /// - Returns: the final answer, of any status but 401, 429 and 5xx (and 403 unless `forbidden` is `.refusal`).
+    /// - Throws: `notAuthorized` on 401 and 403; an unknown-outcome code (`serverError`, `timeout`, `unreachable`)
     ///   when no attempt got a usable answer.
     public func send(
-        _ method: String, _ path: String, body: Body = .none, idempotencyKey: String? = nil, what: String
+        _ method: String, _ path: String, body: Body = .none, idempotencyKey: String? = nil,
+        forbidden: Forbidden = .credentials, what: String
     ) async throws(ProcessorError) -> ProviderAnswer {
         var headers: [(name: String, value: String)] = credentials + fixedHeaders + [("Accept", "application/json")]
         var data: Data?
@@ -103,6 +115,8 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
                 let response = try await client.send(request)
                 let answer = ProviderAnswer(status: response.status, body: response.body, headers: response.headers)
                 switch response.status {
+                case 403 where forbidden == .refusal:
+                    return answer
                 case 401, 403:
                     throw ProcessorError(
                         .notAuthorized,

@@ -346,6 +346,21 @@ try:
         check("a failed refund webhook marks the refund failed", status == 202 and webhook[0] == 200
               and again[0] in (200, 202), [status, refund, webhook, again])
 
+    if provider == "checkout":
+        # Checkout.com answers 403 "Void not allowed" / "Refund not allowed" (its spec): a refusal of the action,
+        # not refused credentials.
+        status, answer, fresh = pay()
+        if fresh:
+            control("faults", {"faults": [{"path": "/payments/*/voids", "kind": "403", "times": 1},
+                                          {"path": "/payments/*/refunds", "kind": "403", "times": 1}]})
+            voided = request("POST", base + "/admin/v1/orders/%s/void" % fresh["id"], {}, admin=True)
+            refused = request("POST", base + "/admin/v1/orders/%s/refunds" % fresh["id"],
+                              {"amount": "1.00", "idempotencyKey": "refund-forbidden"}, admin=True)
+            check("a 403 void or refund is refused, not bad credentials",
+                  voided[0] == 409 and voided[1].get("error", {}).get("code") == "orderNotVoidable"
+                  and refused[0] == 409 and refused[1].get("error", {}).get("code") == "processorInvalidRequest",
+                  [voided, refused])
+
     _, attention = request("GET", base + "/admin/v1/attention", admin=True)
     check("nothing needs a person yet", attention.get("orders") == [] and attention.get("keyLifetimeSeconds"),
           attention)

@@ -3,7 +3,7 @@ and for reading what happened, request and answer validation against the provide
 a list of mismatches that fails the test.
 
 Control API (JSON):
-  POST /_fake/faults  {"faults": [{"path": "/v1/payment_intents/*/confirm", "kind": "lost"|"500"|"429"|"slow",
+  POST /_fake/faults  {"faults": [{"path": "/v1/payment_intents/*/confirm", "kind": "lost"|"500"|"429"|"403"|"slow"|"hold",
                                    "times": 1, "seconds": 3}]}   each fault applies to the next `times` matching
                                                                 requests ("lost": the request is committed, then
                                                                 the connection is closed without an answer)
@@ -318,7 +318,7 @@ class Fake:
                 if not fake.authorised(headers):
                     return self.reply(401, fake.unauthorised_body())
                 fault = fake.take_fault(method, path)
-                if fault and fault["kind"] in ("500", "429"):
+                if fault and fault["kind"] in ("500", "429", "403"):
                     status = int(fault["kind"])
                     return self.reply(status, fake.error_body(status), {"Retry-After": "0"} if status == 429 else {})
                 if fault and fault["kind"] == "slow":
