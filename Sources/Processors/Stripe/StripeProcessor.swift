@@ -9,10 +9,10 @@ import Synchronization
 /// A charge is three or four requests, each with an `Idempotency-Key` derived from the payment's key:
 /// 1. `POST /v1/payment_intents` (amount, currency, `payment_method_types[]=card`, `metadata[transaction_id]`),
 ///    key `K`: made only from what the order records, so the reconciler can send it again later;
-/// 2. pass-through: `POST /v1/tokens` with `pk_token` (key `token-K`), then `POST /v1/payment_methods` with
-///    `card[token]` (key `method-K`); decrypted: `POST /v1/payment_methods` with the device PAN and expiry;
-/// 3. `POST /v1/payment_intents/{id}/confirm` with the method (key `confirm-K`; the cryptogram and ECI in
-///    `payment_method_options[card][network_token]` when decrypted).
+/// 2. `POST /v1/tokens` (key `token-K`): pass-through with `pk_token`; decrypted with the device PAN as a network
+///    token (`card[number]`, expiry, `card[tokenization_method]=apple_pay`, `card[cryptogram]`, `card[eci]`); then
+///    `POST /v1/payment_methods` with `card[token]` (key `method-K`);
+/// 3. `POST /v1/payment_intents/{id}/confirm` with the method (key `confirm-K`).
 ///
 /// `processing` after the confirmation is not a decline: the payment is `.processing` until its webhook
 /// (`payment_intent.succeeded` / `.payment_failed`) or a look-up decides it.
@@ -78,10 +78,6 @@ public struct StripeProcessor: PaymentProcessor {
         var confirm = FormBody()
         confirm.add("payment_method", method)
         if request.storePaymentMethod { confirm.add("setup_future_usage", "off_session") }
-        if applePay == .decrypted, let secure = request.token.threeDSecure {
-            confirm.add("payment_method_options[card][network_token][cryptogram]", secure.cryptogram)
-            confirm.add("payment_method_options[card][network_token][electronic_commerce_indicator]", secure.eci)
-        }
         let answer = try await connection.send(
             "POST", "/v1/payment_intents/\(ProviderKeys.pathSegment(id))/confirm", body: .form(confirm),
             idempotencyKey: derived(key, "confirm"), what: "confirmation")
@@ -250,10 +246,28 @@ public struct StripeProcessor: PaymentProcessor {
             }
             method.add("card[token]", id)
         case .decrypted:
+            // The device PAN is a network token, never a plain card number: a card token with
+            // `tokenization_method=apple_pay` and the cryptogram and ECI we decrypted, as ActiveMerchant's Stripe
+            // Payment Intents gateway sends a merchant-decrypted Apple Pay token (`tokenize_apple_google`,
+            // https://github.com/activemerchant/active_merchant/blob/master/lib/active_merchant/billing/gateways/stripe_payment_intents.rb).
+            guard let secure = request.token.threeDSecure else {
+                throw ProcessorError(.invalidRequest, "stripe takes 3-D Secure Apple Pay tokens only (not EMV)")
+            }
             let expiry = request.token.expiry
-            method.add("card[number]", request.token.primaryAccountNumber)
-            method.add("card[exp_month]", String(Int(expiry.month) ?? 0))
-            method.add("card[exp_year]", expiry.year)
+            var token = FormBody()
+            token.add("card[number]", request.token.primaryAccountNumber)
+            token.add("card[exp_month]", String(Int(expiry.month) ?? 0))
+            token.add("card[exp_year]", expiry.year)
+            token.add("card[tokenization_method]", "apple_pay")
+            token.add("card[cryptogram]", secure.cryptogram)
+            token.add("card[eci]", secure.eci)
+            let answer = try await connection.send(
+                "POST", "/v1/tokens", body: .form(token), idempotencyKey: derived(key, "token"),
+                what: "Apple Pay network token")
+            guard (200..<300).contains(answer.status), let id = answer.object?.string("id") else {
+                throw Self.refusal(answer, what: "Apple Pay network token")
+            }
+            method.add("card[token]", id)
         }
         method.add("metadata[transaction_id]", key)
         let answer = try await connection.send(

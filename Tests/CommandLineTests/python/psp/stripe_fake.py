@@ -5,8 +5,12 @@ reused with other parameters is Stripe's `idempotency_error`), PaymentIntents, t
 
 Not in Stripe's public spec and accepted by name only: `pk_token`, `pk_token_instrument_name`,
 `pk_token_payment_network`, `pk_token_transaction_id` on /v1/tokens (what Stripe's iOS SDK sends), and
-`payment_method_options[card][network_token][cryptogram|electronic_commerce_indicator]` on a confirmation
-(merchant-decrypted Apple Pay, enabled per account).
+`payment_method_options[card][network_token][cryptogram|electronic_commerce_indicator]` on a confirmation, and
+`card[tokenization_method|cryptogram|eci]` on /v1/tokens: a merchant-decrypted Apple Pay token as a network token
+(enabled per account; ActiveMerchant's Stripe Payment Intents gateway sends it so, `tokenize_apple_google`,
+https://github.com/activemerchant/active_merchant/blob/master/lib/active_merchant/billing/gateways/stripe_payment_intents.rb).
+A device PAN sent as a plain `card[number]` (a PaymentMethod, or a card token without `tokenization_method`) is
+refused: it is a network token, and Stripe would treat it as a card number typed in.
 
 As Stripe behaves, beyond the spec:
 - every request must pin `Stripe-Version` to the spec's `info.version` (Stripe recommends naming the version on
@@ -35,6 +39,7 @@ VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), 
 
 PK_TOKEN_FIELDS = ("pk_token", "pk_token_instrument_name", "pk_token_payment_network", "pk_token_transaction_id")
 NETWORK_TOKEN_FIELDS = ("cryptogram", "electronic_commerce_indicator")
+CARD_TOKEN_FIELDS = ("tokenization_method", "cryptogram", "eci")
 
 
 def parse_form(raw):
@@ -135,7 +140,15 @@ class StripeFake(Fake):
         if len(headers["idempotency-key"]) > 255:
             raise SpecMismatch("Idempotency-Key longer than 255 characters")
         form = parse_form(raw)
-        if template == "/v1/tokens":
+        if template == "/v1/tokens" and "card" in form:
+            card = form["card"]
+            extras = {field: card.pop(field) for field in CARD_TOKEN_FIELDS if field in card}
+            if extras.get("tokenization_method") != "apple_pay" or not extras.get("cryptogram"):
+                raise SpecMismatch("a device PAN goes as a network token: tokenization_method apple_pay and its "
+                                   "cryptogram")
+        if template == "/v1/payment_methods" and "number" in form.get("card", {}):
+            raise SpecMismatch("a device PAN sent as a plain card[number]: send it as a network token")
+        if template == "/v1/tokens" and "card" not in form:
             for field in PK_TOKEN_FIELDS:
                 value = form.pop(field, None)
                 if field == "pk_token":
@@ -235,6 +248,8 @@ class StripeFake(Fake):
             token = copy.deepcopy(self.fixtures["token"])
             token.update(id=self.new_id("tok"), created=int(time.time()))
             token["card"].update(id=self.new_id("card"), tokenization_method="apple_pay")
+            if "number" in form.get("card", {}):
+                token["card"]["last4"] = form["card"]["number"][-4:]
             self.tokens[token["id"]] = token
             return Answer(200, token)
         if path == "/v1/payment_methods":
