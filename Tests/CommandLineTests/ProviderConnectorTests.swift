@@ -58,6 +58,7 @@ struct ProviderConnectorTests {
             "no spec mismatch", "every charge had an idempotency key", "no double charge", "no secret in the log",
             "a forged webhook is ignored", "a processing charge is answered 202 paymentProcessing",
             "a processing charge is settled by its webhook", "a webhook delivered twice is applied once",
+            "a stale failure delivered after the success does not undo it",
             "a refund decided later stays pending until its webhook", "a failed refund webhook marks the refund failed",
         ]
         for name in required {

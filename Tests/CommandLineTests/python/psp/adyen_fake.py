@@ -182,6 +182,16 @@ class AdyenFake(Fake):
                 payment.update(resultCode="Refused", refusalReason="Refused")
         return self.authorisation_webhook(merchant_reference, hmac_key_hex)
 
+    def stale_failure(self, merchant_reference, hmac_key_hex):
+        """An AUTHORISATION with success=false for the payment of `merchant_reference`, delivered late and out of
+        order (Adyen does not promise the order of notifications)."""
+        payment = next(p for p in self.payments.values() if p["merchantReference"] == merchant_reference)
+        item = {"amount": payment["amount"], "eventCode": "AUTHORISATION", "eventDate": "2026-12-01T11:59:00+01:00",
+                "merchantAccountCode": self.merchant_account, "merchantReference": merchant_reference,
+                "pspReference": payment["pspReference"], "success": "false", "reason": "Refused",
+                "paymentMethod": "applepay"}
+        return self.notification(item, hmac_key_hex)
+
     def decide_refund(self, refund_key, hmac_key_hex, succeeded=True):
         """The received refund whose reference is `refund_key` decided, and its REFUND webhook (`success`)."""
         with self.lock:

@@ -262,6 +262,16 @@ class CheckoutFake(Fake):
                 data["response_summary"] = payment["response_summary"]
             return self.webhook("payment_approved" if approved else "payment_declined", data)
 
+    def stale_failure(self, transaction_id):
+        """A `payment_declined` of the payment of `transaction_id`, delivered late and out of order."""
+        with self.lock:
+            payment = next(p for p in self.payments.values()
+                           if p.get("metadata", {}).get("transaction_id") == transaction_id)
+            data = {"id": payment["id"], "action_id": self.new_id("act"), "reference": payment.get("reference"),
+                    "amount": payment["amount"], "currency": payment["currency"], "processed_on": timestamp(),
+                    "response_summary": "Declined - Do Not Honour", "metadata": payment.get("metadata", {})}
+        return self.webhook("payment_declined", data)
+
     def decide_refund(self, refund_key, succeeded=True):
         """The pending refund whose reference is `refund_key` (cut to 50) decided, and its webhook."""
         with self.lock:

@@ -294,6 +294,9 @@ try:
         after = order_now(slow["id"])
         check("a processing charge is settled by its webhook", first[0] == 200 and order_status(after) == "paid",
               [first, after])
+        stale = deliver(fake.stale_failure(key, HMAC_KEY) if provider == "adyen" else fake.stale_failure(key))
+        check("a stale failure delivered after the success does not undo it",
+              stale[0] == 200 and order_status(order_now(slow["id"])) == "paid", [stale, order_now(slow["id"])])
         check("a webhook delivered twice is applied once", again[0] == 200 and order_status(order_now(slow["id"])) == "paid"
               and len([e for e in (after.get("events") or []) if e.get("kind") == "paymentReconciled"]) <= 1,
               [again, after])

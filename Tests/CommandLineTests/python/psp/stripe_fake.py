@@ -210,6 +210,17 @@ class StripeFake(Fake):
                 "message": "Your card was declined."})
             return self.webhook("payment_intent.payment_failed", intent)
 
+    def stale_failure(self, transaction_id):
+        """A `payment_intent.payment_failed` of the payment of `transaction_id` as an earlier attempt would have sent
+        it, delivered late (Stripe does not guarantee the order of events, https://docs.stripe.com/webhooks)."""
+        with self.lock:
+            intent = copy.deepcopy(next(i for i in self.intents.values()
+                                        if i["metadata"].get("transaction_id") == transaction_id))
+        intent.update(status="requires_payment_method", last_payment_error={
+            "type": "card_error", "code": "card_declined", "decline_code": "generic_decline",
+            "message": "Your card was declined."})
+        return self.webhook("payment_intent.payment_failed", intent)
+
     def decide_refund(self, refund_key, succeeded=True):
         """The pending refund of `refund_key` (its metadata[refund_key]) decided, and its webhook."""
         with self.lock:
