@@ -14,6 +14,9 @@ As Checkout.com behaves, beyond the spec's shapes:
   (https://www.checkout.com/docs/previous/reporting-and-insights/webhooks/webhook-examples/payment_pending shows
   the event shape);
 - `GET /payments?reference=REF` lists the payments of a reference ("Get payment lists", `paths/payments.yaml`);
+- the first 2xx answer for a `Cko-Idempotency-Key` comes back byte for byte; a 4xx is not kept; a request sent
+  while one with the same key still runs is answered 429 `duplicate_request`
+  (https://www.checkout.com/docs/developer-resources/api/idempotency);
 - webhooks are signed as the merchant server checks them: `Cko-Signature`, the hex HMAC-SHA256 of the raw body
   under the webhook secret.
 """
@@ -135,6 +138,15 @@ class CheckoutFake(Fake):
 
     def conflict(self, key):
         return Answer(409, None)
+
+    # Checkout.com keeps only a request processed successfully (2xx) for its key; a concurrent request with the key
+    # is answered 429 (https://www.checkout.com/docs/developer-resources/api/idempotency), with the spec's 429 body.
+    def saves(self, answer):
+        return 200 <= answer.status < 300
+
+    def in_use(self, key):
+        return Answer(429, {"request_id": self.new_id("req"), "error_type": "request_invalid",
+                            "error_codes": ["duplicate_request"]})
 
     # -- the API
     def handle(self, method, path, query, headers, raw):

@@ -259,7 +259,7 @@ class Fake:
                 time.sleep(hold)
             with self.lock:
                 answer = produce()
-                if key is not None and answer.status < 500:
+                if key is not None and self.saves(answer):
                     self.idempotency[key] = (fingerprint, answer.saved())
                 return answer
         finally:
@@ -274,6 +274,10 @@ class Fake:
 
     def conflict(self, key):
         return Answer(409, {"error": "idempotency conflict"})
+
+    def saves(self, answer):
+        """Whether the provider keeps this answer for its key (Stripe: any it began executing, 5xx aside here)."""
+        return answer.status < 500
 
     def in_use(self, key):
         return Answer(409, {"error": "idempotency key in use"})

@@ -121,6 +121,19 @@ if provider == "stripe":
     if meanwhile[0] != 409 or json.loads(meanwhile[1])["error"]["code"] != "idempotency_key_in_use" \
             or held[0][0] != 200:
         report["missed"].append({"case": "key in use while the first runs", "answers": [meanwhile[0], held[0][0]]})
+if provider == "checkout":
+    body = json.dumps(dict(valid, reference="held")).encode()
+    fake.faults.append({"path": "/payments", "kind": "hold", "seconds": 1, "times": 1})
+    held = []
+    thread = threading.Thread(target=lambda: held.append(
+        exchange(port, "/payments", body, dict(js, **{"Cko-Idempotency-Key": "held"}))))
+    thread.start()
+    time.sleep(0.3)
+    meanwhile = exchange(port, "/payments", body, dict(js, **{"Cko-Idempotency-Key": "held"}))
+    thread.join()
+    report["cases"]["key in use while the first runs"] = {"status": meanwhile[0], "first": held[0][0]}
+    if meanwhile[0] != 429 or json.loads(meanwhile[1])["error_codes"] != ["duplicate_request"]:
+        report["missed"].append({"case": "key in use while the first runs", "answers": [meanwhile[0], held[0][0]]})
 fake.stop()
 print(json.dumps(report, indent=1))
 sys.exit(1 if report["missed"] else 0)
