@@ -121,7 +121,10 @@ public struct CheckoutProcessor: PaymentProcessor {
             throw ProcessorError(.invalidAnswer, "checkout's payment look-up answer has no status")
         }
         keep(outcome, id: id, key: key, amount: payment.amount, source: details.object("source"))
-        return recent.charge(key)
+        guard var charge = recent.charge(key) else { return nil }
+        // Voided since (in the dashboard, say): the charge as it is now, not merely approved.
+        if details.string("status") == "Voided" { charge.status = .voided }
+        return charge
     }
 
     public func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
