@@ -18,50 +18,72 @@ public enum ProviderEventReader {
     }
 
     /// A Stripe event: `payment_intent.succeeded` / `.payment_failed`, `refund.*` and `charge.refund.updated`
-    /// (by the refund's status), `charge.dispute.created`.
+    /// (by the refund's status; `refund.failed` is a failure whatever it says), `charge.refunded` (each refund the
+    /// charge lists), `charge.dispute.created`. A refund's `metadata.refund_key` is our refund key.
     static func stripe(_ event: JSONValue) -> [ProviderEvent]? {
         guard let id = event["id"]?.stringValue, let type = event["type"]?.stringValue,
             let object = event["data"]?["object"], case .object = object
         else { return nil }
-        let metadata = object["metadata"]
-        let reference = stripeReferenceKeys.lazy.compactMap { metadata?[$0]?.stringValue }.first
-        let currency = object["currency"]?.stringValue?.uppercased()
-        func make(_ kind: ProviderEvent.Kind, payment: String?, own: String?, amount: JSONValue?, reason: String?)
-            -> [ProviderEvent]
-        {
-            [
-                ProviderEvent(
-                    provider: "stripe", id: id, kind: kind, merchantReference: reference, paymentReference: payment,
-                    reference: own, amount: minorUnits(amount), currencyCode: currency, reason: safeReason(reason))
-            ]
+        func reference(of object: JSONValue) -> String? {
+            stripeReferenceKeys.lazy.compactMap { object["metadata"]?[$0]?.stringValue }.first
+        }
+        func make(
+            _ kind: ProviderEvent.Kind, of object: JSONValue, payment: String?, own: String?, amount: JSONValue?,
+            reason: String?, eventID: String = id
+        ) -> ProviderEvent {
+            ProviderEvent(
+                provider: "stripe", id: eventID, kind: kind, merchantReference: reference(of: object),
+                paymentReference: payment, reference: own, refundKey: object["metadata"]?["refund_key"]?.stringValue,
+                amount: minorUnits(amount), currencyCode: object["currency"]?.stringValue?.uppercased(),
+                reason: safeReason(reason))
+        }
+        /// A refund object's event, by its status: `nil` while it is pending (the final event follows).
+        func refund(_ refund: JSONValue, failed: Bool, eventID: String) -> ProviderEvent? {
+            guard refund["object"]?.stringValue == "refund" else { return nil }
+            let kind: ProviderEvent.Kind
+            switch refund["status"]?.stringValue {
+            case _ where failed: kind = .refundFailed
+            case "succeeded": kind = .refundSucceeded
+            case "failed", "canceled": kind = .refundFailed
+            default: return nil  // pending, requires_action
+            }
+            // A refund of a charge made without a PaymentIntent names only the charge.
+            return make(
+                kind, of: refund,
+                payment: refund["payment_intent"]?.stringValue ?? refund["charge"]?.stringValue,
+                own: refund["id"]?.stringValue, amount: refund["amount"],
+                reason: refund["failure_reason"]?.stringValue, eventID: eventID)
         }
         let objectID = object["id"]?.stringValue
         switch type {
         case "payment_intent.succeeded":
-            return make(
-                .paymentSucceeded, payment: objectID, own: nil, amount: object["amount_received"] ?? object["amount"],
-                reason: nil)
+            return [
+                make(
+                    .paymentSucceeded, of: object, payment: objectID, own: nil,
+                    amount: object["amount_received"] ?? object["amount"], reason: nil)
+            ]
         case "payment_intent.payment_failed":
             let error = object["last_payment_error"]
-            return make(
-                .paymentFailed, payment: objectID, own: nil, amount: object["amount"],
-                reason: error?["decline_code"]?.stringValue ?? error?["code"]?.stringValue)
+            return [
+                make(
+                    .paymentFailed, of: object, payment: objectID, own: nil, amount: object["amount"],
+                    reason: error?["decline_code"]?.stringValue ?? error?["code"]?.stringValue)
+            ]
         case "refund.created", "refund.updated", "refund.failed", "charge.refund.updated":
-            guard object["object"]?.stringValue == "refund" else { return [] }
-            let kind: ProviderEvent.Kind
-            switch object["status"]?.stringValue {
-            case "succeeded": kind = .refundSucceeded
-            case "failed", "canceled": kind = .refundFailed
-            default: return []  // pending, requires_action: the final event follows
+            return refund(object, failed: type == "refund.failed", eventID: id).map { [$0] } ?? []
+        case "charge.refunded":
+            // The charge lists its refunds when the API version includes them; each is its own event (one id per
+            // refund, so a later `refund.updated` of the same refund is still applied).
+            guard case .array(let refunds) = object["refunds"]?["data"] else { return [] }
+            return refunds.compactMap { item in
+                refund(item, failed: false, eventID: id + ":" + (item["id"]?.stringValue ?? ""))
             }
-            // A refund of a charge made without a PaymentIntent names only the charge.
-            return make(
-                kind, payment: object["payment_intent"]?.stringValue ?? object["charge"]?.stringValue, own: objectID,
-                amount: object["amount"], reason: object["failure_reason"]?.stringValue)
         case "charge.dispute.created":
-            return make(
-                .disputeOpened, payment: object["payment_intent"]?.stringValue, own: objectID,
-                amount: object["amount"], reason: object["reason"]?.stringValue)
+            return [
+                make(
+                    .disputeOpened, of: object, payment: object["payment_intent"]?.stringValue, own: objectID,
+                    amount: object["amount"], reason: object["reason"]?.stringValue)
+            ]
         default:
             return []
         }
@@ -78,12 +100,17 @@ public enum ProviderEventReader {
         let kind: ProviderEvent.Kind
         var payment = psp
         var own: String?
+        var merchantReference = item["merchantReference"]?.stringValue
+        var refundKey: String?
         switch code {
         case "AUTHORISATION": kind = success ? .paymentSucceeded : .paymentFailed
         case "REFUND", "REFUND_FAILED":
             kind = success && code == "REFUND" ? .refundSucceeded : .refundFailed
             payment = original ?? psp
             own = psp
+            // A refund's merchantReference is the refund request's `reference`: our refund key, not the payment's.
+            refundKey = merchantReference
+            merchantReference = nil
         case "CHARGEBACK", "NOTIFICATION_OF_CHARGEBACK":
             kind = .disputeOpened
             payment = original ?? psp
@@ -93,7 +120,7 @@ public enum ProviderEventReader {
         // The reason of a success is not a reason (an authorisation's is "authCode:last four:expiry"): only a failure's.
         return ProviderEvent(
             provider: "adyen", id: "\(code):\(psp):\(success)", kind: kind,
-            merchantReference: item["merchantReference"]?.stringValue, paymentReference: payment, reference: own,
+            merchantReference: merchantReference, paymentReference: payment, reference: own, refundKey: refundKey,
             amount: minorUnits(item["amount"]?["value"]), currencyCode: item["amount"]?["currency"]?.stringValue,
             reason: success && kind != .disputeOpened ? nil : safeReason(item["reason"]?.stringValue))
     }
@@ -114,20 +141,25 @@ public enum ProviderEventReader {
         else { return nil }
         let dataID = data["id"]?.stringValue
         let action = data["action_id"]?.stringValue
-        func make(_ kind: ProviderEvent.Kind, payment: String?, own: String?, reference: String?, reason: String?)
-            -> [ProviderEvent]
-        {
+        func make(
+            _ kind: ProviderEvent.Kind, payment: String?, own: String?, reference: String?, refundKey: String? = nil,
+            reason: String?
+        ) -> [ProviderEvent] {
             [
                 ProviderEvent(
                     provider: "checkout", id: id, kind: kind, merchantReference: reference, paymentReference: payment,
-                    reference: own, amount: minorUnits(data["amount"]),
+                    reference: own, refundKey: refundKey, amount: minorUnits(data["amount"]),
                     currencyCode: data["currency"]?.stringValue?.uppercased(), reason: safeReason(reason))
             ]
         }
         let reference = data["reference"]?.stringValue
         if let outcome = checkoutOutcomes[type] {
+            // A refund's `reference` is the refund request's (our refund key); the payment's transaction id is in
+            // the metadata when Checkout.com sends it.
             return make(
-                outcome.kind, payment: dataID, own: outcome.isRefund ? action : nil, reference: reference,
+                outcome.kind, payment: dataID, own: outcome.isRefund ? action : nil,
+                reference: outcome.isRefund ? data["metadata"]?["transaction_id"]?.stringValue : reference,
+                refundKey: outcome.isRefund ? reference : nil,
                 reason: outcome.declined ? data["response_summary"]?.stringValue : nil)
         }
         switch type {

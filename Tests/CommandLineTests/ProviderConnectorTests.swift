@@ -34,7 +34,7 @@ struct ProviderConnectorTests {
     }
 
     @Test(
-        "pays sandbox tokens end to end: authorised, declined, retried, lost then settled or left to the webhook, refunded",
+        "pays sandbox tokens end to end: authorised, declined, retried, lost then settled or left to the webhook, refunded; decided later by webhook or look-up",
         arguments: [
             ("stripe", "passThrough"), ("stripe", "decrypted"), ("checkout", "passThrough"), ("checkout", "decrypted"),
             ("adyen", "passThrough"), ("adyen", "decrypted"),
@@ -56,7 +56,10 @@ struct ProviderConnectorTests {
             "void while a refund is pending refused, not sent", "plan payment starts a subscription",
             "merchant-initiated charge approved", "merchant-initiated flags sent", "nothing needs a person yet",
             "no spec mismatch", "every charge had an idempotency key", "no double charge", "no secret in the log",
-            "a forged webhook is ignored",
+            "a forged webhook is ignored", "a processing charge is answered 202 paymentProcessing",
+            "a processing charge is settled by its webhook", "a webhook delivered twice is applied once",
+            "a stale failure delivered after the success does not undo it",
+            "a refund decided later stays pending until its webhook", "a failed refund webhook marks the refund failed",
         ]
         for name in required {
             #expect(checks[name] == true, "\(name): \(text)")
@@ -65,6 +68,16 @@ struct ProviderConnectorTests {
         #expect(checks[settled] == true, "\(settled): \(text)")
         if provider == "adyen" {
             #expect(checks["lost answer settled by the webhook"] == true, "\(text)")
+        } else {
+            if provider == "checkout" {
+                #expect(checks["a 403 void or refund is refused, not bad credentials"] == true, "\(text)")
+            }
+            for name in [
+                "a processing charge is settled by look-up", "a look-up of an undecided charge leaves it processing",
+                "a processing charge declined by its webhook",
+            ] {
+                #expect(checks[name] == true, "\(name): \(text)")
+            }
         }
         #expect(report["double charges"] as? Int == 0)
     }

@@ -2,9 +2,10 @@ import ApplePay
 import Foundation
 import MerchantCore
 import MerchantStore
-import Processors
 import TestSupport
 import Testing
+
+@testable import Processors
 
 /// The reconciler and the provider connectors' ways of settling a lost answer: Stripe and Checkout.com are looked
 /// up while they keep the key (24 hours), Adyen waits for its webhook (31 days); past that, a person decides.
@@ -72,5 +73,26 @@ struct ProviderReconciliationTests {
         let void = ProviderKeys.key(key, purpose: "void", limit: 64)
         #expect(refund.count == 64 && void.count == 64 && refund != void && refund != key)
         #expect(ProviderKeys.key(key, purpose: "confirm", limit: 255) == "confirm-" + key)
+    }
+
+    @Test("Adyen's brand codes for Apple Pay's networks: cup and cartebancaire, as Adyen names them")
+    func adyenBrands() {
+        #expect(AdyenProcessor.brand("chinaUnionPay") == "cup")
+        #expect(AdyenProcessor.brand("cartesBancaires") == "cartebancaire")
+        #expect(AdyenProcessor.brand("MasterCard") == "mc")
+        #expect(AdyenProcessor.brand("visa") == "visa")
+    }
+
+    @Test("a Stripe PaymentIntent still processing is not a decline, nor decided")
+    func stripeProcessing() {
+        let processing = JSONObject(["id": "pi_1", "object": "payment_intent", "status": "processing"])
+        #expect(StripeProcessor.decided(processing) == .processing(reference: "pi_1"))
+        let unconfirmed = JSONObject(["id": "pi_2", "status": "requires_payment_method"])
+        #expect(StripeProcessor.decided(unconfirmed) == nil)
+        let failed = JSONObject([
+            "id": "pi_3", "status": "requires_payment_method",
+            "last_payment_error": ["decline_code": "insufficient_funds"],
+        ])
+        #expect(StripeProcessor.decided(failed) == .declined(.insufficientFunds))
     }
 }

@@ -94,4 +94,69 @@ struct ProviderEventReaderTests {
         #expect(ProviderEventReader.minorUnits(.number(Decimal(string: "10.5")!)) == nil)
         #expect(ProviderEventReader.minorUnits(.number(Decimal(string: "1e30")!)) == nil)
     }
+
+    @Test("refund webhooks carry our refund key back, and every provider's failed refund is refundFailed")
+    func refundKeysAndFailures() throws {
+        func stripe(_ type: String, status: String) -> Data {
+            Data(
+                #"""
+                {"id":"evt_\#(type)_\#(status)","type":"\#(type)","data":{"object":{"id":"re_1","object":"refund",
+                "amount":200,"currency":"usd","payment_intent":"pi_1","status":"\#(status)",
+                "metadata":{"refund_key":"refund-one"}}}}
+                """#.utf8)
+        }
+        let updated = try #require(
+            ProviderEventReader.events(.stripe, body: stripe("refund.updated", status: "failed")))
+        #expect(updated.map(\.kind) == [.refundFailed])
+        #expect(updated.first?.refundKey == "refund-one")
+        #expect(updated.first?.reference == "re_1" && updated.first?.paymentReference == "pi_1")
+        // refund.failed is a failure whatever status the object shows; a pending refund waits for its final event.
+        #expect(
+            ProviderEventReader.events(.stripe, body: stripe("refund.failed", status: "pending"))?.map(\.kind) == [
+                .refundFailed
+            ])
+        #expect(ProviderEventReader.events(.stripe, body: stripe("refund.updated", status: "pending")) == [])
+        let charge = Data(
+            #"""
+            {"id":"evt_ch","type":"charge.refunded","data":{"object":{"id":"ch_1","object":"charge","amount":500,
+            "currency":"usd","payment_intent":"pi_1","refunds":{"object":"list","data":[{"id":"re_2","object":"refund",
+            "amount":100,"currency":"usd","payment_intent":"pi_1","status":"succeeded",
+            "metadata":{"refund_key":"refund-two"}}]}}}}
+            """#.utf8)
+        let refunded = try #require(ProviderEventReader.events(.stripe, body: charge))
+        #expect(refunded.map(\.kind) == [.refundSucceeded])
+        #expect(refunded.first?.refundKey == "refund-two" && refunded.first?.reference == "re_2")
+
+        // Adyen: a refund's merchantReference is the refund request's reference, our key.
+        let adyen = try #require(
+            ProviderEventReader.adyen(
+                .object([
+                    "eventCode": .string("REFUND"), "pspReference": .string("REF1"),
+                    "originalReference": .string("PSP1"), "merchantReference": .string("refund-one"),
+                    "success": .string("false"),
+                    "amount": .object(["value": .number(200), "currency": .string("EUR")]),
+                ])))
+        #expect(adyen.kind == .refundFailed && adyen.refundKey == "refund-one" && adyen.merchantReference == nil)
+        #expect(adyen.paymentReference == "PSP1" && adyen.reference == "REF1")
+        let adyenFailed = ProviderEventReader.adyen(
+            .object([
+                "eventCode": .string("REFUND_FAILED"), "pspReference": .string("REF2"),
+                "originalReference": .string("PSP1"), "merchantReference": .string("refund-two"),
+                "success": .string("true"),
+            ]))
+        #expect(adyenFailed?.kind == .refundFailed && adyenFailed?.refundKey == "refund-two")
+
+        // Checkout.com: the refund's `reference` is ours.
+        let declined = try #require(
+            ProviderEventReader.events(
+                .checkout,
+                body: Data(
+                    #"""
+                    {"id":"evt_r","type":"payment_refund_declined","data":{"id":"pay_1","action_id":"act_1",
+                    "reference":"refund-one","amount":200,"currency":"USD","metadata":{"transaction_id":"tx-1"}}}
+                    """#.utf8)))
+        #expect(declined.map(\.kind) == [.refundFailed])
+        #expect(declined.first?.refundKey == "refund-one" && declined.first?.reference == "act_1")
+        #expect(declined.first?.merchantReference == "tx-1")
+    }
 }

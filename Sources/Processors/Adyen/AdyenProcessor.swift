@@ -108,7 +108,9 @@ public struct AdyenProcessor: PaymentProcessor {
         guard answer.status == 201 || answer.status == 200, let object = answer.object,
             object.string("status") == "received", let psp = object.string("pspReference")
         else { throw Self.refusal(answer, what: "refund") }
-        return .accepted(psp, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey)
+        // Adyen refunds are asynchronous: `received` now, the REFUND webhook says whether it succeeded
+        // (the spec's PaymentRefundResponse.status, Tests/Fixtures/psp/adyen, https://github.com/Adyen/adyen-openapi).
+        return .accepted(psp, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey, isPending: true)
     }
 
     /// A merchant-initiated charge: `shopperInteraction: ContAuth`, `recurringProcessingModel: Subscription`.
@@ -146,22 +148,30 @@ public struct AdyenProcessor: PaymentProcessor {
         guard answer.status == 200, let payment = answer.object else { throw Self.refusal(answer, what: "payment") }
         let psp = payment.string("pspReference") ?? ""
         let outcome: ChargeOutcome
+        // Result codes: https://docs.adyen.com/online-payments/build-your-integration/payment-result-codes
         switch payment.string("resultCode") {
         case "Authorised":
             outcome = .approved(reference: psp)
         case "Refused", "Cancelled", "Error":
             outcome = .declined(.provider(payment.string("refusalReason") ?? payment.string("resultCode")))
         case "Received", "Pending":
-            throw ProcessorError(.lookUpUnavailable, "adyen has not decided yet: its webhook settles the payment")
-        default:
+            // Taken, not final: the AUTHORISATION webhook decides it. Never a decline.
+            outcome = .processing(reference: psp)
+        case "RedirectShopper", "IdentifyShopper", "ChallengeShopper", "PresentToShopper":
             // The shopper would have to act (3-D Secure, a redirect): not possible for a server payment.
             outcome = .declined(DeclineReason(code: "authenticationRequired"))
+        case let code:
+            // A code we do not know says nothing about whether it was charged: unknown, settled by the webhook.
+            throw ProcessorError(.invalidAnswer, "adyen answered the payment with resultCode \(code ?? "none")")
         }
         var status = ProcessorChargeStatus.approved
         var reason: DeclineReason?
-        if case .declined(let why) = outcome {
+        switch outcome {
+        case .approved: break
+        case .declined(let why):
             status = .declined
             reason = why
+        case .processing: status = .processing
         }
         let stored = payment.object("additionalData")?.string("tokenization.storedPaymentMethodId")
         recent.keep(
@@ -173,7 +183,8 @@ public struct AdyenProcessor: PaymentProcessor {
 
     static func shopperReference(_ key: String) -> String { "shopper-" + key.prefix(48) }
 
-    /// Adyen's brand for a card network.
+    /// Adyen's brand for a card network (Apple Pay's `paymentMethod.network`). Adyen's codes:
+    /// https://docs.adyen.com/online-payments/classic-integrations/hosted-payment-pages/hpp-brandcodes
     static func brand(_ network: String?) -> String {
         switch network?.lowercased() {
         case "visa": "visa"
@@ -181,6 +192,9 @@ public struct AdyenProcessor: PaymentProcessor {
         case "amex": "amex"
         case "discover": "discover"
         case "jcb": "jcb"
+        case "chinaunionpay": "cup"
+        case "cartesbancaires", "cartebancaire": "cartebancaire"
+        case "maestro": "maestro"
         default: network?.lowercased() ?? "scheme"
         }
     }

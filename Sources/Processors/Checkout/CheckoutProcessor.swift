@@ -1,7 +1,6 @@
 import ApplePay
 import Foundation
 import MerchantCore
-import Synchronization
 
 /// Charges Apple Pay through Checkout.com's payments API (JSON, `Authorization: Bearer sk_…`), every charge,
 /// refund and void with a `Cko-Idempotency-Key` derived from the payment's key.
@@ -12,10 +11,18 @@ import Synchronization
 ///   expiry_year, cryptogram, eci}`.
 ///
 /// `reference` is the payment's key (cut to Checkout.com's 50 characters) and `metadata.transaction_id` the whole
-/// key, so a webhook finds the payment. Checkout.com keeps a key 24 hours: an answer lost is looked up by sending
-/// the same request again with the same key (its first answer comes back). The request is kept in memory for that
-/// (bounded, never written anywhere); after a restart the payment waits for the webhook, and past 24 hours for a
-/// person.
+/// key, so a webhook finds the payment. A `202` (`status: Pending`, "Payment asynchronous or further action
+/// required" in Checkout.com's published spec, https://api-reference.checkout.com, `paths/payments.yaml` in
+/// Tests/Fixtures/psp/checkout) is not a decline: the payment is `.processing` until its webhook (`payment_approved`,
+/// `payment_declined`; `payment_pending` says only that it waits,
+/// https://www.checkout.com/docs/previous/reporting-and-insights/webhooks/webhook-examples/payment_pending) or a
+/// look-up decides it.
+///
+/// An answer lost is looked up (while Checkout.com keeps a key, 24 hours) with `GET /payments/{id}` when the id is
+/// known, else `GET /payments?reference=REF` (the spec's "Get payment lists", matched on `metadata.transaction_id`
+/// as well; `paths/payments.yaml`, `get`): `Pending` is still processing,
+/// `Declined`, `Canceled` and `Expired` are declined, the others approved; no payment of the reference means nothing
+/// was charged.
 public struct CheckoutProcessor: PaymentProcessor {
     public let name = "checkout"
     public let connection: ProviderConnection
@@ -26,7 +33,6 @@ public struct CheckoutProcessor: PaymentProcessor {
     public static let keyLifetime: Duration = .seconds(24 * 3600)
     static let referenceLimit = 50
     static let keyLimit = 255
-    private let sent = SentRequests()
     private let recent = RecentCharges()
 
     public init(
@@ -70,32 +76,70 @@ public struct CheckoutProcessor: PaymentProcessor {
         var body = paymentBody(key: request.idempotencyKey, amount: request.amount)
         body["source"] = source
         if request.storePaymentMethod { body["payment_type"] = "Recurring" }
-        let data = try ProviderConnection.json(body)
-        sent.keep(data, for: request.idempotencyKey)
-        return try await pay(data, key: request.idempotencyKey, amount: request.amount)
+        return try await pay(try ProviderConnection.json(body), key: request.idempotencyKey, amount: request.amount)
     }
 
     public func charge(lookingUp payment: ChargeLookup) async throws(ProcessorError) -> ProcessorCharge? {
-        if let charge = recent.charge(payment.idempotencyKey) { return charge }
-        guard let data = sent.request(for: payment.idempotencyKey) else {
-            throw ProcessorError(
-                .lookUpUnavailable, "checkout: the request is no longer in memory; its webhook settles the payment")
+        let key = payment.idempotencyKey
+        let details: JSONObject
+        if let id = payment.processorReference, id.hasPrefix("pay_") {
+            let answer = try await connection.send(
+                "GET", "/payments/\(ProviderKeys.pathSegment(id))", what: "payment look-up")
+            guard answer.status == 200, let object = answer.object else {
+                throw Self.refusal(answer, what: "payment look-up")
+            }
+            details = object
+        } else {
+            var query = URLComponents()
+            query.queryItems = [URLQueryItem(name: "reference", value: String(key.prefix(Self.referenceLimit)))]
+            let answer = try await connection.send(
+                "GET", "/payments?" + (query.percentEncodedQuery ?? ""), what: "payment look-up")
+            guard answer.status == 200, let page = answer.object else {
+                throw Self.refusal(answer, what: "payment look-up")
+            }
+            // The reference is cut to 50 characters: the whole key is in the metadata.
+            let mine = page.objects("data").filter {
+                $0.object("metadata")?.string("transaction_id").map { $0 == key } ?? true
+            }
+            guard let first = mine.first else { return nil }  // no payment: nothing was charged
+            guard mine.count == 1 else {
+                throw ProcessorError(.invalidAnswer, "checkout has \(mine.count) payments of one reference")
+            }
+            details = first
         }
-        switch try await pay(data, key: payment.idempotencyKey, amount: payment.amount) {
-        case .approved, .declined, .processing: return recent.charge(payment.idempotencyKey)
+        guard let id = details.string("id") else {
+            throw ProcessorError(.invalidAnswer, "checkout's payment look-up answer has no id")
         }
+        let outcome: ChargeOutcome
+        switch details.string("status") {
+        case "Pending": outcome = .processing(reference: id)
+        case "Declined", "Canceled", "Expired":
+            outcome = .declined(.provider(details.string("response_code") ?? details.string("status")))
+        case .some:
+            outcome = details.bool("approved") == false ? .declined(.doNotHonor) : .approved(reference: id)
+        case nil:
+            throw ProcessorError(.invalidAnswer, "checkout's payment look-up answer has no status")
+        }
+        keep(outcome, id: id, key: key, amount: payment.amount, source: details.object("source"))
+        guard var charge = recent.charge(key) else { return nil }
+        // Voided since (in the dashboard, say): the charge as it is now, not merely approved.
+        if details.string("status") == "Voided" { charge.status = .voided }
+        return charge
     }
 
     public func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
         if let charge = recent.charge(idempotencyKey) { return charge }
-        throw ProcessorError(.lookUpUnavailable, "checkout looks a payment up by sending it again (charge(lookingUp:))")
+        throw ProcessorError(.lookUpUnavailable, "checkout looks a payment up by its amount too (charge(lookingUp:))")
     }
 
     public func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
         let data = try ProviderConnection.json(["reference": String(reference.prefix(Self.referenceLimit))])
+        // A 403 here is Checkout.com's "Void not allowed" (https://api-reference.checkout.com,
+        // `paths/payments@{id}@voids.yaml`; bad credentials are its 401), not refused credentials.
         let answer = try await connection.send(
             "POST", "/payments/\(ProviderKeys.pathSegment(reference))/voids", body: .json(data),
-            idempotencyKey: ProviderKeys.key(reference, purpose: "void", limit: Self.keyLimit), what: "void")
+            idempotencyKey: ProviderKeys.key(reference, purpose: "void", limit: Self.keyLimit), forbidden: .refusal,
+            what: "void")
         guard answer.status == 202 || answer.status == 200 else {
             if answer.status == 403 || answer.status == 422 {
                 throw ProcessorError(
@@ -113,13 +157,19 @@ public struct CheckoutProcessor: PaymentProcessor {
         let data = try ProviderConnection.json([
             "amount": amount.minorUnits, "reference": String(idempotencyKey.prefix(Self.referenceLimit)),
         ])
+        // A 403 here is "Refund not allowed" (`paths/payments@{id}@refunds.yaml`): refused, not bad credentials.
         let answer = try await connection.send(
             "POST", "/payments/\(ProviderKeys.pathSegment(reference))/refunds", body: .json(data),
-            idempotencyKey: ProviderKeys.key(idempotencyKey, purpose: "refund", limit: Self.keyLimit), what: "refund")
+            idempotencyKey: ProviderKeys.key(idempotencyKey, purpose: "refund", limit: Self.keyLimit),
+            forbidden: .refusal, what: "refund")
         guard answer.status == 202 || answer.status == 200, let action = answer.object?.string("action_id") else {
             throw Self.refusal(answer, what: "refund")
         }
-        return .accepted(action, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey)
+        // `202 Refund accepted` (https://api-reference.checkout.com, `paths/payments@{id}@refunds.yaml`): taken;
+        // the `payment_refunded` or `payment_refund_declined` webhook decides it.
+        return .accepted(
+            action, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey, isPending: answer.status == 202
+        )
     }
 
     public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
@@ -180,29 +230,37 @@ public struct CheckoutProcessor: PaymentProcessor {
         if payment.bool("approved") == true {
             outcome = .approved(reference: id)
         } else if answer.status == 202 || payment.string("status") == "Pending" {
-            // 3-D Secure asked for: the customer is not here to complete it.
-            outcome = .declined(DeclineReason(code: "authenticationRequired"))
+            // Asynchronous (spec: "Payment asynchronous or further action required"): decided later, by the
+            // webhook or a look-up; never a decline.
+            outcome = .processing(reference: id)
         } else {
             outcome = .declined(.provider(payment.string("response_code") ?? payment.string("status")))
         }
+        keep(outcome, id: id, key: key, amount: amount, source: payment.object("source"))
+        return outcome
+    }
+
+    private func keep(_ outcome: ChargeOutcome, id: String, key: String, amount: Money, source: JSONObject?) {
         var status = ProcessorChargeStatus.approved
         var reason: DeclineReason?
-        if case .declined(let why) = outcome {
+        switch outcome {
+        case .approved: break
+        case .declined(let why):
             status = .declined
             reason = why
+        case .processing: status = .processing
         }
         recent.keep(
             ProcessorCharge(
                 reference: id, idempotencyKey: key, amount: amount, status: status, declineReason: reason,
-                paymentMethodReference: status == .approved ? payment.object("source")?.string("id") : nil))
-        sent.forget(key)
-        return outcome
+                paymentMethodReference: status == .approved ? source?.string("id") : nil))
     }
 
     /// A 4xx that is not a decline: Checkout.com's `error_type` and first `error_codes` (never card data).
     static func refusal(_ answer: ProviderAnswer, what: String) -> ProcessorError {
         let code = answer.errorCode ?? "status \(answer.status)"
         switch answer.status {
+        case 403: return ProcessorError(.invalidRequest, "checkout does not allow the \(what) (403 \(code))")
         case 404: return ProcessorError(.chargeNotFound, "checkout has no such payment for the \(what)")
         case 409: return ProcessorError(.serverError, "checkout is still answering an earlier \(what) with this key")
         default:
@@ -212,21 +270,4 @@ public struct CheckoutProcessor: PaymentProcessor {
             return ProcessorError(.invalidRequest, "checkout refused the \(what) (\(answer.status) \(code))")
         }
     }
-}
-
-/// Requests sent and not yet answered, by idempotency key, to be sent again as they were when an answer is lost.
-/// In memory only (they may hold a network token), bounded, each forgotten once answered.
-final class SentRequests: Sendable {
-    private let requests = Mutex<[String: Data]>([:])
-    static let capacity = 4096
-
-    func keep(_ data: Data, for key: String) {
-        requests.withLock { requests in
-            if requests.count >= Self.capacity { requests.removeAll(keepingCapacity: true) }
-            requests[key] = data
-        }
-    }
-
-    func request(for key: String) -> Data? { requests.withLock { $0[key] } }
-    func forget(_ key: String) { _ = requests.withLock { $0.removeValue(forKey: key) } }
 }

@@ -26,12 +26,16 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
     /// The first pause between attempts; doubled each time (a `Retry-After` of up to 2 s is honoured).
     public let backoff: Duration
     private let credentials: [(name: String, value: String)]
+    /// Header fields sent with every request that are not secret (Stripe's `Stripe-Version`).
+    private let fixedHeaders: [(name: String, value: String)]
     private let client: HTTPClient
 
     /// - Parameters:
     ///   - credentials: header fields that authenticate every request (secret: never printed).
+    ///   - headers: other header fields sent with every request (not secret: the API version a provider pins).
     public init(
-        provider: String, baseURL: URL, credentials: [(name: String, value: String)], idempotencyHeader: String,
+        provider: String, baseURL: URL, credentials: [(name: String, value: String)],
+        headers: [(name: String, value: String)] = [], idempotencyHeader: String,
         timeout: Duration, retries: Int = 2, backoff: Duration = .milliseconds(200),
         clientIdentity: ClientIdentity? = nil, trustedRootsPEM: Data? = nil, proxy: String? = nil
     ) {
@@ -40,6 +44,7 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
         self.baseURL = base
         self.provider = provider
         self.credentials = credentials
+        self.fixedHeaders = headers
         self.idempotencyHeader = idempotencyHeader
         self.timeout = timeout
         self.retries = retries
@@ -66,15 +71,27 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
         case json(Data)
     }
 
+    /// What a 403 means for one request.
+    public enum Forbidden: Sendable {
+        /// The credentials were refused (`notAuthorized`).
+        case credentials
+        /// The provider refused this action on this object (Checkout.com's "Void not allowed", "Refund not
+        /// allowed"): the answer is the caller's to read.
+        case refusal
+    }
+
     /// Sends one request, again after a 429, a 5xx or no answer when it may be repeated (it has a key, or is a GET),
     /// and answers the first answer that is neither.
-    /// - Returns: the final answer, of any status but 401, 403, 429 and 5xx.
-    /// - Throws: `notAuthorized` on 401/403; an unknown-outcome code (`serverError`, `timeout`, `unreachable`)
+    /// - Parameters:
+    ///   - forbidden: whether a 403 is refused credentials (the default) or the action refused.
+    /// - Returns: the final answer, of any status but 401, 429 and 5xx (and 403 unless `forbidden` is `.refusal`).
+    /// - Throws: `notAuthorized` on 401 and 403; an unknown-outcome code (`serverError`, `timeout`, `unreachable`)
     ///   when no attempt got a usable answer.
     public func send(
-        _ method: String, _ path: String, body: Body = .none, idempotencyKey: String? = nil, what: String
+        _ method: String, _ path: String, body: Body = .none, idempotencyKey: String? = nil,
+        forbidden: Forbidden = .credentials, what: String
     ) async throws(ProcessorError) -> ProviderAnswer {
-        var headers: [(name: String, value: String)] = credentials + [("Accept", "application/json")]
+        var headers: [(name: String, value: String)] = credentials + fixedHeaders + [("Accept", "application/json")]
         var data: Data?
         switch body {
         case .none: break
@@ -98,6 +115,8 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
                 let response = try await client.send(request)
                 let answer = ProviderAnswer(status: response.status, body: response.body, headers: response.headers)
                 switch response.status {
+                case 403 where forbidden == .refusal:
+                    return answer
                 case 401, 403:
                     throw ProcessorError(
                         .notAuthorized,
@@ -259,12 +278,14 @@ extension DeclineReason {
 extension ProcessorRefund {
     /// A refund a provider accepted, with `reference` its id for it: the charge after it is as much as the provider
     /// says (`partiallyRefunded` by `amount`; the store knows what else was refunded before).
+    /// `isPending`: taken and decided later (its webhook says whether it was given back).
     static func accepted(
-        _ reference: String, ofCharge charge: String, amount: Money, idempotencyKey: String
+        _ reference: String, ofCharge charge: String, amount: Money, idempotencyKey: String, isPending: Bool = false
     ) -> ProcessorRefund {
         ProcessorRefund(
             reference: reference, idempotencyKey: idempotencyKey, amount: amount,
             charge: ProcessorCharge(
-                reference: charge, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount))
+                reference: charge, idempotencyKey: "", amount: amount, status: .partiallyRefunded, refunded: amount),
+            isPending: isPending)
     }
 }

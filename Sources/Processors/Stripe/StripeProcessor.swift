@@ -9,14 +9,27 @@ import Synchronization
 /// A charge is three or four requests, each with an `Idempotency-Key` derived from the payment's key:
 /// 1. `POST /v1/payment_intents` (amount, currency, `payment_method_types[]=card`, `metadata[transaction_id]`),
 ///    key `K`: made only from what the order records, so the reconciler can send it again later;
-/// 2. pass-through: `POST /v1/tokens` with `pk_token` (key `token-K`), then `POST /v1/payment_methods` with
-///    `card[token]` (key `method-K`); decrypted: `POST /v1/payment_methods` with the device PAN and expiry;
-/// 3. `POST /v1/payment_intents/{id}/confirm` with the method (key `confirm-K`; the cryptogram and ECI in
-///    `payment_method_options[card][network_token]` when decrypted).
+/// 2. `POST /v1/tokens` (key `token-K`): pass-through with `pk_token`; decrypted with the device PAN as a network
+///    token (`card[number]`, expiry, `card[tokenization_method]=apple_pay`, `card[cryptogram]`, `card[eci]`); then
+///    `POST /v1/payment_methods` with `card[token]` (key `method-K`);
+/// 3. `POST /v1/payment_intents/{id}/confirm` with the method (key `confirm-K`).
 ///
-/// An answer lost at any step is settled by sending step 1 again with key `K` (Stripe answers the same
-/// PaymentIntent for 24 hours) and reading its status: `succeeded` is approved, a `last_payment_error` declined,
-/// never confirmed is cancelled (so nothing can charge it later) and counts as nothing charged.
+/// `processing` after the confirmation is not a decline: the payment is `.processing` until its webhook
+/// (`payment_intent.succeeded` / `.payment_failed`) or a look-up decides it.
+///
+/// An answer lost at any step is settled by reading the PaymentIntent's current state with `GET
+/// /v1/payment_intents/{id}`. The id is the one recorded with the unknown payment (``ProcessorError/referencing(_:)``)
+/// when step 1 was answered; otherwise step 1 is sent again with key `K` only to learn the id: Stripe answers a
+/// repeated key with the first answer it saved (https://docs.stripe.com/idempotency), the PaymentIntent as it was
+/// created, so its status there is never read. (Search, `GET /v1/payment_intents/search`, is not used: Stripe says
+/// not to use it for read-after-write flows, https://docs.stripe.com/search.) From the current
+/// state: `succeeded` is approved, `processing` still processing, a `last_payment_error` declined, `canceled`
+/// nothing charged; never confirmed is cancelled (so nothing can charge it later) and counts as nothing charged
+/// only once Stripe cancelled it; a cancel refused because it was confirmed meanwhile reads it again.
+///
+/// Every request pins `Stripe-Version` to the version of the spec the connector is tested against
+/// (Tests/Fixtures/psp/stripe, `info.version`): Stripe recommends naming the version on each request rather than
+/// relying on the account's default (https://docs.stripe.com/upgrades).
 public struct StripeProcessor: PaymentProcessor {
     public let name = "stripe"
     public let connection: ProviderConnection
@@ -25,6 +38,9 @@ public struct StripeProcessor: PaymentProcessor {
     public static let keyLifetime: Duration = .seconds(24 * 3600)
     /// Stripe's longest idempotency key.
     static let keyLimit = 255
+    /// The API version every request pins in `Stripe-Version` (https://docs.stripe.com/upgrades): the version of
+    /// Stripe's published spec the fake validates against (spec3 `info.version`).
+    public static let apiVersion = "2023-08-16"
     private let recent = RecentCharges()
 
     public init(
@@ -34,7 +50,8 @@ public struct StripeProcessor: PaymentProcessor {
         self.applePay = applePay
         self.connection = ProviderConnection(
             provider: "stripe", baseURL: baseURL, credentials: [("Authorization", "Bearer " + secretKey)],
-            idempotencyHeader: "Idempotency-Key", timeout: timeout, trustedRootsPEM: trustedRootsPEM, proxy: proxy)
+            headers: [("Stripe-Version", Self.apiVersion)], idempotencyHeader: "Idempotency-Key", timeout: timeout,
+            trustedRootsPEM: trustedRootsPEM, proxy: proxy)
     }
 
     public var unknownOutcomes: UnknownOutcomeResolution { .lookUp(keyLifetime: Self.keyLifetime) }
@@ -61,10 +78,6 @@ public struct StripeProcessor: PaymentProcessor {
         var confirm = FormBody()
         confirm.add("payment_method", method)
         if request.storePaymentMethod { confirm.add("setup_future_usage", "off_session") }
-        if applePay == .decrypted, let secure = request.token.threeDSecure {
-            confirm.add("payment_method_options[card][network_token][cryptogram]", secure.cryptogram)
-            confirm.add("payment_method_options[card][network_token][electronic_commerce_indicator]", secure.eci)
-        }
         let answer = try await connection.send(
             "POST", "/v1/payment_intents/\(ProviderKeys.pathSegment(id))/confirm", body: .form(confirm),
             idempotencyKey: derived(key, "confirm"), what: "confirmation")
@@ -78,31 +91,49 @@ public struct StripeProcessor: PaymentProcessor {
 
     public func charge(lookingUp payment: ChargeLookup) async throws(ProcessorError) -> ProcessorCharge? {
         let key = payment.idempotencyKey
-        let intent = try await createIntent(key: key, amount: payment.amount)
-        if let decided = Self.decided(intent) {
-            _ = remember(intent, key: key, amount: payment.amount, decided)
-            return recent.charge(key)
+        let id: String
+        if let known = payment.processorReference, known.hasPrefix("pi_") {
+            id = known
+        } else {
+            // Step 1 again, for the id only: the answer is the one Stripe saved first (the PaymentIntent as created,
+            // https://docs.stripe.com/idempotency), so its status says nothing about now.
+            id = try Self.identifier(try await createIntent(key: key, amount: payment.amount))
         }
-        switch intent.string("status") {
-        case "processing":
-            throw ProcessorError(.serverError, "stripe is still processing the payment")
-        case "canceled":
-            return nil
-        default:
-            // Never confirmed: cancelled, so that nothing can charge it later; nothing was charged.
+        var intent = try await retrieve(id)
+        var cancelSent = false
+        while true {
+            if let decided = Self.decided(intent) {
+                _ = remember(intent, key: key, amount: payment.amount, decided)
+                return recent.charge(key)
+            }
+            let status = intent.string("status") ?? "?"
+            if status == "canceled" { return nil }
+            guard !cancelSent, status == "requires_payment_method" || status == "requires_confirmation" else {
+                throw ProcessorError(.invalidAnswer, "stripe's PaymentIntent is \(status): looked up again later")
+            }
+            // Never confirmed, read from its current state: cancelled, so that nothing can charge it later.
+            cancelSent = true
             var body = FormBody()
             body.add("cancellation_reason", "abandoned")
-            let id = try Self.identifier(intent)
             let answer = try await connection.send(
                 "POST", "/v1/payment_intents/\(ProviderKeys.pathSegment(id))/cancel", body: .form(body),
                 idempotencyKey: derived(key, "cancel"), what: "cancellation of an unconfirmed payment")
-            let cancelled = try Self.intent(from: answer, what: "cancellation")
-            if let decided = Self.decided(cancelled) {  // confirmed meanwhile
-                _ = remember(cancelled, key: key, amount: payment.amount, decided)
-                return recent.charge(key)
+            if answer.status == 400, answer.errorCode == "payment_intent_unexpected_state" {
+                // Stripe cancels only what is not confirmed (https://docs.stripe.com/api/payment_intents/cancel):
+                // confirmed meanwhile, so its state is read again.
+                intent = try await retrieve(id)
+            } else {
+                intent = try Self.intent(from: answer, what: "cancellation")
+                if intent.string("status") == "canceled" { return nil }
             }
-            return nil
         }
+    }
+
+    /// `GET /v1/payment_intents/{id}`: the PaymentIntent as it is now.
+    private func retrieve(_ id: String) async throws(ProcessorError) -> JSONObject {
+        let answer = try await connection.send(
+            "GET", "/v1/payment_intents/\(ProviderKeys.pathSegment(id))", what: "payment look-up")
+        return try Self.intent(from: answer, what: "payment look-up")
     }
 
     public func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
@@ -144,7 +175,12 @@ public struct StripeProcessor: PaymentProcessor {
             throw ProcessorError(
                 .invalidRequest, "stripe failed the refund (\(refund.string("failure_reason") ?? "?"))")
         }
-        return .accepted(id, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey)
+        // `pending` (and `requires_action`): taken, decided later by `refund.updated` / `refund.failed` (a card
+        // refund is pending, succeeded or failed:
+        // https://stripe.dev/stripe-terminal-java/external/com.stripe.stripeterminal.external.models/-refund/status.html).
+        let pending = refund.string("status") == "pending" || refund.string("status") == "requires_action"
+        return .accepted(
+            id, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey, isPending: pending)
     }
 
     public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
@@ -210,10 +246,28 @@ public struct StripeProcessor: PaymentProcessor {
             }
             method.add("card[token]", id)
         case .decrypted:
+            // The device PAN is a network token, never a plain card number: a card token with
+            // `tokenization_method=apple_pay` and the cryptogram and ECI we decrypted, as ActiveMerchant's Stripe
+            // Payment Intents gateway sends a merchant-decrypted Apple Pay token (`tokenize_apple_google`,
+            // https://github.com/activemerchant/active_merchant/blob/master/lib/active_merchant/billing/gateways/stripe_payment_intents.rb).
+            guard let secure = request.token.threeDSecure else {
+                throw ProcessorError(.invalidRequest, "stripe takes 3-D Secure Apple Pay tokens only (not EMV)")
+            }
             let expiry = request.token.expiry
-            method.add("card[number]", request.token.primaryAccountNumber)
-            method.add("card[exp_month]", String(Int(expiry.month) ?? 0))
-            method.add("card[exp_year]", expiry.year)
+            var token = FormBody()
+            token.add("card[number]", request.token.primaryAccountNumber)
+            token.add("card[exp_month]", String(Int(expiry.month) ?? 0))
+            token.add("card[exp_year]", expiry.year)
+            token.add("card[tokenization_method]", "apple_pay")
+            token.add("card[cryptogram]", secure.cryptogram)
+            token.add("card[eci]", secure.eci)
+            let answer = try await connection.send(
+                "POST", "/v1/tokens", body: .form(token), idempotencyKey: derived(key, "token"),
+                what: "Apple Pay network token")
+            guard (200..<300).contains(answer.status), let id = answer.object?.string("id") else {
+                throw Self.refusal(answer, what: "Apple Pay network token")
+            }
+            method.add("card[token]", id)
         }
         method.add("metadata[transaction_id]", key)
         let answer = try await connection.send(
@@ -257,6 +311,9 @@ public struct StripeProcessor: PaymentProcessor {
         case "requires_action":
             // Stripe wants the customer (3-D Secure): not possible for a server payment.
             return .declined(DeclineReason(code: "authenticationRequired"))
+        case "processing":
+            // Taken, decided later (https://docs.stripe.com/docs/payments/paymentintents/lifecycle): not a decline.
+            return .processing(reference: intent.string("id") ?? "")
         case "requires_payment_method":
             guard let error = intent.object("last_payment_error") else { return nil }
             return .declined(.provider(error.string("decline_code") ?? error.string("code")))

@@ -3,6 +3,11 @@ request validated against its operation's requestBody schema, every answer again
 schema; `X-API-Key`; an idempotency store on `Idempotency-Key` (at most 64 characters, as the spec says); payments
 by pspReference; refunds, cancels and reversals `received`, their outcome left to webhooks (as Adyen does). Adyen
 has no look-up of a payment.
+
+A payment taken by `/_fake/async` answers `resultCode: Received` ("the payment request was successfully received
+and will be processed", https://docs.adyen.com/online-payments/build-your-integration/payment-result-codes) and
+`decide` gives its AUTHORISATION webhook later; a refund is `received` and `decide_refund` gives its REFUND
+webhook (success true or false), signed as Adyen signs them.
 """
 import base64
 import hashlib
@@ -51,7 +56,8 @@ class AdyenFake(Fake):
         """Every payment as the crash test reads a ledger."""
         with self.lock:
             return [{"idempotencyKey": p["merchantReference"], "reference": p["pspReference"],
-                     "status": "approved" if p["resultCode"] == "Authorised" else "declined",
+                     "status": "approved" if p["resultCode"] == "Authorised" else "processing"
+                     if p["resultCode"] == "Received" else "declined",
                      "amount": p["amount"]["value"], "currencyCode": p["amount"]["currency"]}
                     for p in self.payments.values()]
 
@@ -114,11 +120,12 @@ class AdyenFake(Fake):
             answer["reference"] = body["reference"]
         if match.group(2) == "refunds":
             answer["amount"] = body["amount"]
+            answer["pending"] = True
             payment["refunded"] = payment.get("refunded", 0) + body["amount"]["value"]
         else:
             payment["reversed"] = True
         self.modifications.append(dict(answer, kind=match.group(2)))
-        return Answer(201, answer)
+        return Answer(201, {k: v for k, v in answer.items() if k != "pending"})
 
     def pay(self, body):
         if body["paymentMethod"].get("storedPaymentMethodId"):
@@ -133,6 +140,8 @@ class AdyenFake(Fake):
             reasons = {"insufficient_funds": ("Not enough balance", "12")}
             reason, code = reasons.get(decline.get("reason"), ("Refused", "2"))
             payment.update(resultCode="Refused", refusalReason=reason, refusalReasonCode=code)
+        elif self.take_async("charge"):
+            payment.update(resultCode="Received")
         else:
             payment.update(resultCode="Authorised", additionalData={"authCode": "044925"})
             if body.get("storePaymentMethod"):
@@ -141,21 +150,62 @@ class AdyenFake(Fake):
         self.payments[payment["pspReference"]] = payment
         return Answer(200, {k: v for k, v in payment.items() if k not in ("stored", "refunded", "reversed")})
 
-    def authorisation_webhook(self, merchant_reference, hmac_key_hex):
-        """The AUTHORISATION notification Adyen sends for the payment of `merchant_reference`, signed as Adyen signs
-        it (HMAC-SHA256 with the hex key over the item's eight fields, base64): (headers, body bytes)."""
-        payment = next(p for p in self.payments.values() if p["merchantReference"] == merchant_reference)
-        item = {"amount": payment["amount"], "eventCode": "AUTHORISATION", "eventDate": "2026-12-01T12:00:00+01:00",
-                "merchantAccountCode": self.merchant_account, "merchantReference": merchant_reference,
-                "pspReference": payment["pspReference"], "success": "true" if payment["resultCode"] == "Authorised"
-                else "false", "reason": "044925:0492:12/2030", "paymentMethod": "applepay"}
-        fields = [item["pspReference"], "", item["merchantAccountCode"], item["merchantReference"],
-                  str(item["amount"]["value"]), item["amount"]["currency"], item["eventCode"], item["success"]]
+    def notification(self, item, hmac_key_hex):
+        """A notification of one item, signed as Adyen signs it (HMAC-SHA256 with the hex key over the item's eight
+        fields, base64): (headers, body bytes)."""
+        fields = [item["pspReference"], item.get("originalReference", ""), item["merchantAccountCode"],
+                  item["merchantReference"], str(item["amount"]["value"]), item["amount"]["currency"],
+                  item["eventCode"], item["success"]]
         signature = base64.b64encode(hmac.new(bytes.fromhex(hmac_key_hex), ":".join(fields).encode(),
                                               hashlib.sha256).digest()).decode()
         item["additionalData"] = {"hmacSignature": signature}
         body = {"live": "false", "notificationItems": [{"NotificationRequestItem": item}]}
         return {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+    def authorisation_webhook(self, merchant_reference, hmac_key_hex):
+        """The AUTHORISATION notification Adyen sends for the payment of `merchant_reference`: (headers, body)."""
+        payment = next(p for p in self.payments.values() if p["merchantReference"] == merchant_reference)
+        item = {"amount": payment["amount"], "eventCode": "AUTHORISATION", "eventDate": "2026-12-01T12:00:00+01:00",
+                "merchantAccountCode": self.merchant_account, "merchantReference": merchant_reference,
+                "pspReference": payment["pspReference"], "success": "true" if payment["resultCode"] == "Authorised"
+                else "false", "reason": "044925:0492:12/2030", "paymentMethod": "applepay"}
+        return self.notification(item, hmac_key_hex)
+
+    def decide(self, merchant_reference, hmac_key_hex, approved=True):
+        """The Received payment of `merchant_reference` authorised or refused, and its AUTHORISATION webhook."""
+        with self.lock:
+            payment = next(p for p in self.payments.values()
+                           if p["merchantReference"] == merchant_reference and p["resultCode"] == "Received")
+            if approved:
+                payment.update(resultCode="Authorised", additionalData={"authCode": "044925"})
+            else:
+                payment.update(resultCode="Refused", refusalReason="Refused")
+        return self.authorisation_webhook(merchant_reference, hmac_key_hex)
+
+    def stale_failure(self, merchant_reference, hmac_key_hex):
+        """An AUTHORISATION with success=false for the payment of `merchant_reference`, delivered late and out of
+        order (Adyen does not promise the order of notifications)."""
+        payment = next(p for p in self.payments.values() if p["merchantReference"] == merchant_reference)
+        item = {"amount": payment["amount"], "eventCode": "AUTHORISATION", "eventDate": "2026-12-01T11:59:00+01:00",
+                "merchantAccountCode": self.merchant_account, "merchantReference": merchant_reference,
+                "pspReference": payment["pspReference"], "success": "false", "reason": "Refused",
+                "paymentMethod": "applepay"}
+        return self.notification(item, hmac_key_hex)
+
+    def decide_refund(self, refund_key, hmac_key_hex, succeeded=True):
+        """The received refund whose reference is `refund_key` decided, and its REFUND webhook (`success`)."""
+        with self.lock:
+            refund = next(m for m in self.modifications
+                          if m["kind"] == "refunds" and m.get("pending") and m.get("reference") == refund_key[:80])
+            refund["pending"] = False
+            if not succeeded:
+                self.payments[refund["paymentPspReference"]]["refunded"] -= refund["amount"]["value"]
+        item = {"amount": refund["amount"], "eventCode": "REFUND", "eventDate": "2026-12-01T12:00:00+01:00",
+                "merchantAccountCode": self.merchant_account, "merchantReference": refund["reference"],
+                "pspReference": refund["pspReference"], "originalReference": refund["paymentPspReference"],
+                "success": "true" if succeeded else "false", "reason": "" if succeeded else "Insufficient balance",
+                "paymentMethod": "applepay"}
+        return self.notification(item, hmac_key_hex)
 
     def state(self):
         return {"payments": list(self.payments.values()), "modifications": self.modifications}

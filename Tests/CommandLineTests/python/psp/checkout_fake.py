@@ -4,14 +4,32 @@
 followed), every answer against the documented response schema; an idempotency store on `Cko-Idempotency-Key`;
 `/tokens` authenticated with the public key (as the spec says), the rest with the secret key; payments by id,
 voids and refunds as actions.
+
+As Checkout.com behaves, beyond the spec's shapes:
+- a payment taken by `/_fake/async` answers `202` `status: Pending` ("Payment asynchronous or further action
+  required", `paths/payments.yaml`) and stays Pending until `decide` gives the signed `payment_approved` /
+  `payment_declined` webhook;
+- a refund answers `202 Refund accepted` (`paths/payments@{id}@refunds.yaml`) and stays pending until
+  `decide_refund` gives `payment_refunded` / `payment_refund_declined`
+  (https://www.checkout.com/docs/previous/reporting-and-insights/webhooks/webhook-examples/payment_pending shows
+  the event shape);
+- `GET /payments?reference=REF` lists the payments of a reference ("Get payment lists", `paths/payments.yaml`);
+- the first 2xx answer for a `Cko-Idempotency-Key` comes back byte for byte; a 4xx is not kept; a request sent
+  while one with the same key still runs is answered 429 `duplicate_request`
+  (https://www.checkout.com/docs/developer-resources/api/idempotency);
+- webhooks are signed as the merchant server checks them: `Cko-Signature`, the hex HMAC-SHA256 of the raw body
+  under the webhook secret.
 """
 import copy
 import glob
+import hashlib
+import hmac
 import itertools
 import json
 import os
 import re
 import time
+import urllib.parse
 
 import yaml
 
@@ -83,7 +101,8 @@ class CheckoutFake(Fake):
         """Every payment as the crash test reads a ledger."""
         with self.lock:
             return [{"idempotencyKey": p.get("metadata", {}).get("transaction_id"), "reference": p["id"],
-                     "status": "approved" if p["approved"] else "declined", "amount": p["amount"],
+                     "status": "approved" if p["approved"] else "processing" if p["status"] == "Pending"
+                     else "declined", "amount": p["amount"],
                      "currencyCode": p["currency"]} for p in self.payments.values()]
 
     # -- validation
@@ -108,17 +127,35 @@ class CheckoutFake(Fake):
             raise SpecMismatch("an Apple Pay token request needs type applepay and the whole token_data")
 
     def validate_answer(self, method, path, answer):
-        _, operation = self.spec.operation(method, path)
+        template, operation = self.spec.operation(method, path)
         schema = self.spec.response_schema(operation, answer.status)
+        if template == "/payments" and method == "POST" and answer.status == 202:
+            schema = {"$ref": "#/components/schemas/PaymentAcceptedResponse"}  # not a payout's (oneOf is ambiguous)
+        if template == "/payments/{id}" and answer.status == 200:
+            schema = {"$ref": "#/components/schemas/PaymentDetails"}  # likewise: a Pending payment fits both
         if schema is not None and answer.body is not None:
             self.spec.validate(schema, answer.body, "answer %d" % answer.status)
 
     def conflict(self, key):
         return Answer(409, None)
 
+    # Checkout.com keeps only a request processed successfully (2xx) for its key; a concurrent request with the key
+    # is answered 429 (https://www.checkout.com/docs/developer-resources/api/idempotency), with the spec's 429 body.
+    def saves(self, answer):
+        return 200 <= answer.status < 300
+
+    def in_use(self, key):
+        return Answer(429, {"request_id": self.new_id("req"), "error_type": "request_invalid",
+                            "error_codes": ["duplicate_request"]})
+
     # -- the API
     def handle(self, method, path, query, headers, raw):
         if method == "GET":
+            if path == "/payments":
+                reference = dict(urllib.parse.parse_qsl(query)).get("reference")
+                found = [self.details(p) for p in reversed(list(self.payments.values()))
+                         if p.get("reference") == reference]
+                return Answer(200, {"limit": 10, "skip": 0, "total_count": len(found), "data": found[:10]})
             match = re.fullmatch(r"/payments/([^/]+)", path)
             if match and match.group(1) in self.payments:
                 return Answer(200, self.details(self.payments[match.group(1)]))
@@ -152,11 +189,13 @@ class CheckoutFake(Fake):
                     amount > payment["amount"] - payment["balances"]["total_refunded"]:
                 return Answer(422, {"request_id": self.new_id("req"), "error_type": "request_invalid",
                                     "error_codes": ["refund_amount_exceeds_balance"]})
+            action["amount"] = amount
+            action["pending"] = True  # until decide_refund: 202 "Refund accepted"
             payment["balances"]["total_refunded"] += amount
             payment["status"] = "Refunded" if payment["balances"]["total_refunded"] == payment["amount"] \
                 else "Partially Refunded"
         self.actions.append(dict(action, type=match.group(2), payment=payment["id"]))
-        return Answer(202, action)
+        return Answer(202, {k: v for k, v in action.items() if k not in ("amount", "pending")})
 
     def pay(self, body):
         source = body["source"]
@@ -174,6 +213,19 @@ class CheckoutFake(Fake):
                        currency=body["currency"], reference=body.get("reference"), processed_on=timestamp(),
                        expires_on=timestamp(30 * 86400), metadata=body.get("metadata", {}))
         payment["source"]["id"] = payment["source"]["id"] if source["type"] == "id" else self.new_id("src")
+        if self.take_async("charge"):
+            payment["source"].update(card_type="Credit", card_category="Consumer")  # as below
+            payment.update(approved=False, status="Pending", response_code=None, response_summary=None)
+            for field in ("auth_code", "response_code", "response_summary"):
+                payment.pop(field, None)
+            payment["balances"] = {"total_authorized": 0, "total_voided": 0, "available_to_void": 0,
+                                   "total_captured": 0, "available_to_capture": 0, "total_refunded": 0,
+                                   "available_to_refund": 0}
+            payment["_links"] = {k: {"href": "https://api.sandbox.checkout.com/payments/%s%s" % (payment["id"], suffix)}
+                                 for k, suffix in (("self", ""), ("actions", "/actions"))}
+            self.payments[payment["id"]] = payment
+            return Answer(202, {"id": payment["id"], "status": "Pending", "reference": payment.get("reference"),
+                                "_links": {"self": payment["_links"]["self"]}})
         # Checkout.com's example says CREDIT and CONSUMER; its spec's enums say Credit and Consumer.
         payment["source"].update(card_type="Credit", card_category="Consumer")
         if decline:
@@ -196,6 +248,55 @@ class CheckoutFake(Fake):
     def public(payment):
         # `balances` is left out: the spec's PaymentResponseBalances requires an `id` no real answer has.
         return {k: v for k, v in payment.items() if k not in ("metadata", "balances")}
+
+    # -- asynchronous outcomes, decided later
+    def webhook(self, event_type, data, secret="checkout-webhook-secret"):
+        body = json.dumps({"id": self.new_id("evt"), "type": event_type, "version": "1.0.33",
+                           "created_on": timestamp(), "data": data}).encode()
+        signature = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        return {"Content-Type": "application/json", "Cko-Signature": signature}, body
+
+    def decide(self, transaction_id, approved=True):
+        """The Pending payment of `transaction_id` approved (Authorized) or declined, and its webhook."""
+        with self.lock:
+            payment = next(p for p in self.payments.values()
+                           if p.get("metadata", {}).get("transaction_id") == transaction_id
+                           and p["status"] == "Pending")
+            if approved:
+                payment.update(approved=True, status="Authorized", response_code="10000", response_summary="Approved")
+                payment["balances"]["total_authorized"] = payment["amount"]
+            else:
+                payment.update(status="Declined", response_code="20005", response_summary="Declined - Do Not Honour")
+            data = {"id": payment["id"], "action_id": self.new_id("act"), "reference": payment.get("reference"),
+                    "amount": payment["amount"], "currency": payment["currency"], "processed_on": timestamp(),
+                    "metadata": payment.get("metadata", {})}
+            if not approved:
+                data["response_summary"] = payment["response_summary"]
+            return self.webhook("payment_approved" if approved else "payment_declined", data)
+
+    def stale_failure(self, transaction_id):
+        """A `payment_declined` of the payment of `transaction_id`, delivered late and out of order."""
+        with self.lock:
+            payment = next(p for p in self.payments.values()
+                           if p.get("metadata", {}).get("transaction_id") == transaction_id)
+            data = {"id": payment["id"], "action_id": self.new_id("act"), "reference": payment.get("reference"),
+                    "amount": payment["amount"], "currency": payment["currency"], "processed_on": timestamp(),
+                    "response_summary": "Declined - Do Not Honour", "metadata": payment.get("metadata", {})}
+        return self.webhook("payment_declined", data)
+
+    def decide_refund(self, refund_key, succeeded=True):
+        """The pending refund whose reference is `refund_key` (cut to 50) decided, and its webhook."""
+        with self.lock:
+            action = next(a for a in self.actions if a["type"] == "refunds" and a.get("pending")
+                          and a["reference"] == refund_key[:50])
+            action["pending"] = False
+            payment = self.payments[action["payment"]]
+            if not succeeded:
+                payment["balances"]["total_refunded"] -= action["amount"]
+            data = {"id": payment["id"], "action_id": action["action_id"], "reference": action["reference"],
+                    "amount": action["amount"], "currency": payment["currency"], "processed_on": timestamp(),
+                    "metadata": payment.get("metadata", {})}
+            return self.webhook("payment_refunded" if succeeded else "payment_refund_declined", data)
 
     def details(self, payment):
         return {"id": payment["id"], "requested_on": payment["processed_on"], "source": payment["source"],

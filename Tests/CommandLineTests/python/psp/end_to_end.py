@@ -5,8 +5,11 @@ Usage: end_to_end.py PROVIDER APPLEPAY SANDBOX WORKDIR [passThrough|decrypted]
 
 Checks: an authorised payment; a refused one (the provider's reason kept); 500 and 429 answers retried with the
 same key (one charge); an answer lost after the provider committed, settled by the reconciler's look-up (Stripe,
-Checkout.com) or left for the webhook (Adyen); a refund; every request the connector sent and every answer the fake
-gave valid against the provider's published spec.
+Checkout.com) or left for the webhook (Adyen); a refund; a payment the provider takes and decides later (answered
+202 paymentProcessing, never declined), settled by its webhook (delivered twice, and a stale one after it) and,
+for Stripe and Checkout.com, by a look-up; a refund the provider decides later, pending until its webhook, and one
+whose webhook says it failed; every request the connector sent and every answer the fake gave valid against the
+provider's published spec.
 """
 import json
 import os
@@ -127,6 +130,35 @@ def order_status(order):
     return (order or {}).get("status")
 
 
+def order_now(order_id):
+    return request("GET", base + "/admin/v1/orders/" + order_id, admin=True)[1]
+
+
+def deliver(signed):
+    """Posts a webhook the fake signed (headers, body) to the merchant server: (status, body)."""
+    headers, body = signed
+    return raw_post(base + "/webhooks/" + provider, body, headers)
+
+
+def decide(transaction_id, approved=True):
+    if provider == "adyen":
+        return fake.decide(transaction_id, HMAC_KEY, approved)
+    return fake.decide(transaction_id, approved)
+
+
+def decide_refund(refund_key, succeeded=True):
+    if provider == "adyen":
+        return fake.decide_refund(refund_key, HMAC_KEY, succeeded)
+    return fake.decide_refund(refund_key, succeeded)
+
+
+def refund_status(order_id, key, amount="1.00"):
+    """The refund of `key` as the admin API answers the same request sent again (its current state)."""
+    status, answer = request("POST", base + "/admin/v1/orders/%s/refunds" % order_id,
+                             {"amount": amount, "idempotencyKey": key}, admin=True)
+    return status, (answer.get("refund") or {}).get("status"), answer
+
+
 try:
     # 1. Authorised.
     status, answer, order = pay()
@@ -174,6 +206,7 @@ try:
     control("faults", {"faults": [{"path": fake.charge_path, "kind": "lost", "times": -10}]})
     with fake.lock:
         fake.faults.clear()
+    time.sleep(1.1)  # an order's updated_at is its version, up to a second ahead: older than 0 s only after it
     if fake.settles_by_look_up:
         _, settled = request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
         after = request("GET", base + "/admin/v1/orders/" + lost_order["id"], admin=True)[1] if lost_order else None
@@ -208,11 +241,18 @@ try:
         check("a forged webhook is ignored", status == 400 and order_status(unchanged) == "paid",
               [status, answer, unchanged])
 
-    # 5. A refund of the first payment.
+    # 5. A refund of the first payment: Stripe's succeeds at once; Adyen's (`received`) and Checkout.com's (`202`)
+    # stay pending until their webhook.
     if paid_order:
         status, refund = request("POST", base + "/admin/v1/orders/%s/refunds" % paid_order["id"],
                                  {"amount": "1.00", "idempotencyKey": "refund-one"}, admin=True)
-        check("refund", status == 200 and refund.get("refund", {}).get("status") == "succeeded", [status, refund])
+        if provider == "stripe":
+            check("refund", status == 200 and refund.get("refund", {}).get("status") == "succeeded", [status, refund])
+        else:
+            pending = status == 202 and refund.get("refund", {}).get("status") == "pending"
+            webhook = deliver(decide_refund("refund-one"))
+            _, now, again = refund_status(paid_order["id"], "refund-one")
+            check("refund", pending and webhook[0] == 200 and now == "succeeded", [status, refund, webhook, again])
         # A void after a refund: refused by us, never sent.
         before = len(fake_state()["requests"])
         status, void = request("POST", base + "/admin/v1/orders/%s/void" % paid_order["id"], {}, admin=True)
@@ -240,6 +280,90 @@ try:
         check("merchant-initiated flags sent", any(marker in r["body"] for r in fake_state()["requests"]),
               [r["body"][:300] for r in fake_state()["requests"][-3:]])
 
+    # 7. Taken and decided later: 202 paymentProcessing (never a decline), then its webhook settles it; the same
+    # webhook again changes nothing, and a stale "failed" one after it does not undo the payment.
+    control("async", {"times": 1, "what": "charge"})
+    status, answer, slow = pay()
+    check("a processing charge is answered 202 paymentProcessing",
+          status == 202 and (answer.get("error") or {}).get("code") == "paymentProcessing"
+          and order_status(slow) == "processing", [status, answer, slow])
+    if slow:
+        key = slow["payment"]["transactionId"]
+        signed = decide(key)
+        first, again = deliver(signed), deliver(signed)
+        after = order_now(slow["id"])
+        check("a processing charge is settled by its webhook", first[0] == 200 and order_status(after) == "paid",
+              [first, after])
+        stale = deliver(fake.stale_failure(key, HMAC_KEY) if provider == "adyen" else fake.stale_failure(key))
+        check("a stale failure delivered after the success does not undo it",
+              stale[0] == 200 and order_status(order_now(slow["id"])) == "paid", [stale, order_now(slow["id"])])
+        check("a webhook delivered twice is applied once", again[0] == 200 and order_status(order_now(slow["id"])) == "paid"
+              and len([e for e in (after.get("events") or []) if e.get("kind") == "paymentReconciled"]) <= 1,
+              [again, after])
+    if fake.settles_by_look_up:
+        # The deciding webhook never comes: the reconciler's look-up reads the provider's decision.
+        control("async", {"times": 1, "what": "charge"})
+        status, answer, slow = pay()
+        if slow:
+            decide(slow["payment"]["transactionId"])  # decided at the provider; its webhook is lost
+            time.sleep(1.1)  # an order's updated_at is its version, up to a second ahead
+            _, settled = request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
+            after = order_now(slow["id"])
+            check("a processing charge is settled by look-up", status == 202 and order_status(after) == "paid",
+                  [status, answer, settled, after])
+        # Still undecided at the look-up: it stays processing (not declined, not absent).
+        control("async", {"times": 1, "what": "charge"})
+        status, answer, slow = pay()
+        if slow:
+            time.sleep(1.1)
+            _, settled = request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
+            after = order_now(slow["id"])
+            check("a look-up of an undecided charge leaves it processing", order_status(after) == "processing",
+                  [settled, after])
+            deliver(decide(slow["payment"]["transactionId"], approved=False))
+            after = order_now(slow["id"])
+            check("a processing charge declined by its webhook", order_status(after) == "declined", after)
+
+    # 8. A refund taken and decided later stays pending until its webhook; one whose webhook says it failed is
+    # marked failed.
+    if retried[1]:
+        if provider == "stripe":
+            control("async", {"times": 2, "what": "refund"})
+        status, refund = request("POST", base + "/admin/v1/orders/%s/refunds" % retried[1]["id"],
+                                 {"amount": "1.00", "idempotencyKey": "refund-later"}, admin=True)
+        _, before, _ = refund_status(retried[1]["id"], "refund-later")
+        webhook = deliver(decide_refund("refund-later"))
+        _, now, again = refund_status(retried[1]["id"], "refund-later")
+        check("a refund decided later stays pending until its webhook",
+              status == 202 and refund.get("refund", {}).get("status") == "pending" and before == "pending"
+              and webhook[0] == 200 and now == "succeeded", [status, refund, before, webhook, again])
+        # The rest of the order refunded and failed: its amount is free again, so the same amount can be refunded
+        # once more (while it was pending, or if the failure were not read, that refund would exceed what is left).
+        current = order_now(retried[1]["id"])
+        left = "%.2f" % (float(current["totals"]["total"]) - float(current["refunded"]))
+        status, refund = request("POST", base + "/admin/v1/orders/%s/refunds" % retried[1]["id"],
+                                 {"amount": left, "idempotencyKey": "refund-refused"}, admin=True)
+        webhook = deliver(decide_refund("refund-refused", succeeded=False))
+        again = request("POST", base + "/admin/v1/orders/%s/refunds" % retried[1]["id"],
+                        {"amount": left, "idempotencyKey": "refund-after-failure"}, admin=True)
+        check("a failed refund webhook marks the refund failed", status == 202 and webhook[0] == 200
+              and again[0] in (200, 202), [status, refund, webhook, again])
+
+    if provider == "checkout":
+        # Checkout.com answers 403 "Void not allowed" / "Refund not allowed" (its spec): a refusal of the action,
+        # not refused credentials.
+        status, answer, fresh = pay()
+        if fresh:
+            control("faults", {"faults": [{"path": "/payments/*/voids", "kind": "403", "times": 1},
+                                          {"path": "/payments/*/refunds", "kind": "403", "times": 1}]})
+            voided = request("POST", base + "/admin/v1/orders/%s/void" % fresh["id"], {}, admin=True)
+            refused = request("POST", base + "/admin/v1/orders/%s/refunds" % fresh["id"],
+                              {"amount": "1.00", "idempotencyKey": "refund-forbidden"}, admin=True)
+            check("a 403 void or refund is refused, not bad credentials",
+                  voided[0] == 409 and voided[1].get("error", {}).get("code") == "orderNotVoidable"
+                  and refused[0] == 409 and refused[1].get("error", {}).get("code") == "processorInvalidRequest",
+                  [voided, refused])
+
     _, attention = request("GET", base + "/admin/v1/attention", admin=True)
     check("nothing needs a person yet", attention.get("orders") == [] and attention.get("keyLifetimeSeconds"),
           attention)
@@ -263,5 +387,7 @@ finally:
     fake.stop()
 
 results["log tail"] = "".join(log_lines)[-3000:] if results["failures"] else ""
-print(json.dumps(results, indent=1))
+with open(os.path.join(workdir, "server.log"), "w") as file:
+    file.write("".join(log_lines))
+print(json.dumps(results, indent=1, default=lambda o: o.decode(errors="replace") if isinstance(o, bytes) else repr(o)))
 sys.exit(1 if results["failures"] else 0)

@@ -3,13 +3,30 @@ and for reading what happened, request and answer validation against the provide
 a list of mismatches that fails the test.
 
 Control API (JSON):
-  POST /_fake/faults  {"faults": [{"path": "/v1/payment_intents/*/confirm", "kind": "lost"|"500"|"429"|"slow",
+  POST /_fake/faults  {"faults": [{"path": "/v1/payment_intents/*/confirm", "kind": "lost"|"500"|"429"|"403"|"slow"|"hold",
                                    "times": 1, "seconds": 3}]}   each fault applies to the next `times` matching
                                                                 requests ("lost": the request is committed, then
                                                                 the connection is closed without an answer)
+                                                                ("hold": the request is marked in flight under its
+                                                                idempotency key for `seconds` before it runs, so
+                                                                another with the same key meanwhile is refused
+                                                                as the provider refuses it)
   POST /_fake/decline {"times": 1, "reason": "insufficient_funds"}  the next charges are declined
+  POST /_fake/async   {"times": 1, "what": "charge"|"refund"}     the next charges (or refunds) are taken and left
+                                                                undecided (Stripe `processing` / refund `pending`,
+                                                                Checkout.com `202 Pending`, Adyen `Received`);
+                                                                `fake.decide(...)` decides them later and gives the
+                                                                signed webhook that says so (sent early, late,
+                                                                twice or never by the test)
   GET  /_fake/state   the fake's ledger, every request seen, and every spec mismatch
+
+Idempotency as the providers document it: the first answer saved for a key is answered again byte for byte
+(status and body) to a request sent again with that key, however the object changed since (Stripe: "saves the
+resulting status code and body of the first request made for any given idempotency key",
+https://docs.stripe.com/idempotency); a key reused with other parameters is refused; a key whose first request is
+still running is refused (`in_use`).
 """
+import copy
 import fnmatch
 import json
 import socket
@@ -132,8 +149,18 @@ class Spec:
 
 
 class Answer:
-    def __init__(self, status, body=None, headers=None):
-        self.status, self.body, self.headers = status, body, headers or {}
+    """`raw`, when set, is the exact body sent (a replayed answer's saved bytes)."""
+
+    def __init__(self, status, body=None, headers=None, raw=None):
+        self.status, self.body, self.headers, self.raw = status, body, headers or {}, raw
+
+    def saved(self):
+        """A copy frozen now: later changes to the objects its body holds do not reach it."""
+        raw = None if self.body is None else json.dumps(self.body).encode()
+        return Answer(self.status, None if raw is None else json.loads(raw), dict(self.headers), raw)
+
+
+_holding = threading.local()
 
 
 class Fake:
@@ -148,6 +175,8 @@ class Fake:
         self.lock = threading.RLock()
         self.faults = []
         self.declines = []
+        self.asyncs = []
+        self.in_flight = set()
         self.requests = []
         self.mismatches = []
         self.idempotency = {}  # key -> (fingerprint, Answer)
@@ -202,19 +231,40 @@ class Fake:
                     return decline
         return None
 
-    def idempotent(self, key, fingerprint, produce):
-        """The first answer for `key` again (the provider's idempotency store), or a new one; a key reused with
-        another request is the provider's conflict answer (`conflict(key)`)."""
+    def take_async(self, what):
         with self.lock:
+            for entry in self.asyncs:
+                if entry.get("what", "charge") == what and entry.get("times", 1) > 0:
+                    entry["times"] = entry.get("times", 1) - 1
+                    return entry
+        return None
+
+    def idempotent(self, key, fingerprint, produce):
+        """The first answer for `key` again, byte for byte (the provider's idempotency store), or a new one; a key
+        reused with another request is the provider's conflict answer (`conflict(key)`), a key whose first request
+        is still running its in-use answer (`in_use(key)`)."""
+        with self.lock:
+            if key is not None and key in self.in_flight:
+                return self.in_use(key)
             if key is not None and key in self.idempotency:
                 earlier_fingerprint, answer = self.idempotency[key]
                 if earlier_fingerprint != fingerprint:
                     return self.conflict(key)
+                return Answer(answer.status, copy.deepcopy(answer.body), dict(answer.headers), answer.raw)
+            if key is not None:
+                self.in_flight.add(key)
+        try:
+            hold = getattr(_holding, "seconds", 0)
+            if hold:
+                time.sleep(hold)
+            with self.lock:
+                answer = produce()
+                if key is not None and self.saves(answer):
+                    self.idempotency[key] = (fingerprint, answer.saved())
                 return answer
-            answer = produce()
-            if key is not None and answer.status < 500:
-                self.idempotency[key] = (fingerprint, answer)
-            return answer
+        finally:
+            with self.lock:
+                self.in_flight.discard(key)
 
     def idempotent_json(self, headers, path, body):
         """`idempotent` for a JSON request to `post(path, body)`: keyed by the provider's idempotency header, the
@@ -224,6 +274,13 @@ class Fake:
 
     def conflict(self, key):
         return Answer(409, {"error": "idempotency conflict"})
+
+    def saves(self, answer):
+        """Whether the provider keeps this answer for its key (Stripe: any it began executing, 5xx aside here)."""
+        return answer.status < 500
+
+    def in_use(self, key):
+        return Answer(409, {"error": "idempotency key in use"})
 
     def serve(self):
         fake = self
@@ -265,11 +322,12 @@ class Fake:
                 if not fake.authorised(headers):
                     return self.reply(401, fake.unauthorised_body())
                 fault = fake.take_fault(method, path)
-                if fault and fault["kind"] in ("500", "429"):
+                if fault and fault["kind"] in ("500", "429", "403"):
                     status = int(fault["kind"])
                     return self.reply(status, fake.error_body(status), {"Retry-After": "0"} if status == 429 else {})
                 if fault and fault["kind"] == "slow":
                     time.sleep(float(fault.get("seconds", 3)))
+                _holding.seconds = float(fault.get("seconds", 2)) if fault and fault["kind"] == "hold" else 0
                 try:
                     fake.validate_request(method, path, headers, raw)
                     answer = fake.handle(method, path, query, headers, raw)
@@ -290,7 +348,7 @@ class Fake:
                     except OSError:
                         pass
                     return
-                self.reply(answer.status, answer.body, answer.headers)
+                self.reply(answer.status, answer.raw if answer.raw is not None else answer.body, answer.headers)
 
             def control(self, method, path, raw):
                 body = json.loads(raw or b"{}")
@@ -300,6 +358,9 @@ class Fake:
                         return self.reply(200, {"ok": True})
                     if path == "/_fake/decline" and method == "POST":
                         fake.declines.append(body)
+                        return self.reply(200, {"ok": True})
+                    if path == "/_fake/async" and method == "POST":
+                        fake.asyncs.append(body)
                         return self.reply(200, {"ok": True})
                     if path == "/_fake/state":
                         return self.reply(200, {"requests": fake.requests, "mismatches": fake.mismatches,

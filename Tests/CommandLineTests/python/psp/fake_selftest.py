@@ -1,30 +1,39 @@
 """The fakes catch what they are there to catch: a request that breaks the provider's spec is recorded as a
-mismatch (and answered 400), one without its idempotency key too, and a valid one is not. Prints JSON; exits 1
-when a fake misses one. Usage: fake_selftest.py PROVIDER"""
+mismatch (and answered 400), one without its idempotency key too, and a valid one is not. They also behave as the
+provider does with idempotency keys (Stripe's checked here: the first answer replayed byte for byte however the
+object changed since, 409 `idempotency_key_in_use` while the first request runs, 400 `idempotency_error` for the
+key reused with other parameters). Prints JSON; exits 1 when a fake misses one. Usage: fake_selftest.py PROVIDER"""
 import base64
 import json
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 
 provider = sys.argv[1]
 
 
-def send(port, path, body, headers):
+def exchange(port, path, body, headers):
     request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=body, headers=headers,
                                      method="POST")
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status
+            return response.status, response.read()
     except urllib.error.HTTPError as error:
-        return error.code
+        return error.code, error.read()
+
+
+def send(port, path, body, headers):
+    return exchange(port, path, body, headers)[0]
 
 
 cases = []
 if provider == "stripe":
     from stripe_fake import StripeFake
     fake = StripeFake("sk_test_self")
-    form = {"Authorization": "Bearer sk_test_self", "Content-Type": "application/x-www-form-urlencoded"}
+    form = {"Authorization": "Bearer sk_test_self", "Content-Type": "application/x-www-form-urlencoded",
+            "Stripe-Version": "2023-08-16"}
     cases = [
         ("valid", "/v1/payment_intents", b"amount=100&currency=usd&payment_method_types[0]=card",
          dict(form, **{"Idempotency-Key": "a"}), False),
@@ -35,6 +44,8 @@ if provider == "stripe":
         ("JSON instead of a form", "/v1/payment_intents", b'{"amount": 100}',
          {"Authorization": "Bearer sk_test_self", "Content-Type": "application/json", "Idempotency-Key": "d"}, True),
         ("pk_token not a token", "/v1/tokens", b"pk_token=%7B%7D", dict(form, **{"Idempotency-Key": "e"}), True),
+        ("no Stripe-Version", "/v1/payment_intents", b"amount=100&currency=usd&payment_method_types[0]=card",
+         {k: v for k, v in dict(form, **{"Idempotency-Key": "f"}).items() if k != "Stripe-Version"}, True),
     ]
 elif provider == "checkout":
     from checkout_fake import CheckoutFake
@@ -84,6 +95,45 @@ for name, path, body, headers, bad in cases:
     report["cases"][name] = {"status": status, "mismatch": caught}
     if caught != bad:
         report["missed"].append({"case": name, "mismatches": fake.mismatches[before:]})
+if provider == "stripe":
+    create = b"amount=100&currency=usd&payment_method_types[0]=card"
+    keyed = lambda key: dict(form, **{"Idempotency-Key": key})
+    first = exchange(port, "/v1/payment_intents", create, keyed("replay"))
+    intent = json.loads(first[1])["id"]
+    exchange(port, "/v1/payment_intents/%s/cancel" % intent, b"", keyed("cancel-replay"))
+    again = exchange(port, "/v1/payment_intents", create, keyed("replay"))
+    report["cases"]["first answer replayed byte for byte"] = {"same": again == first}
+    other = exchange(port, "/v1/payment_intents", b"amount=200&currency=usd&payment_method_types[0]=card",
+                     keyed("replay"))
+    report["cases"]["key reused with other parameters"] = {"status": other[0]}
+    fake.faults.append({"path": "/v1/payment_intents", "kind": "hold", "seconds": 1, "times": 1})
+    held = []
+    thread = threading.Thread(target=lambda: held.append(exchange(port, "/v1/payment_intents", create, keyed("held"))))
+    thread.start()
+    time.sleep(0.3)
+    meanwhile = exchange(port, "/v1/payment_intents", create, keyed("held"))
+    thread.join()
+    report["cases"]["key in use while the first runs"] = {"status": meanwhile[0], "first": held[0][0]}
+    if again != first or json.loads(again[1])["status"] != "requires_payment_method":
+        report["missed"].append({"case": "first answer replayed byte for byte"})
+    if other[0] != 400 or json.loads(other[1])["error"]["type"] != "idempotency_error":
+        report["missed"].append({"case": "key reused with other parameters", "answer": other[1].decode()})
+    if meanwhile[0] != 409 or json.loads(meanwhile[1])["error"]["code"] != "idempotency_key_in_use" \
+            or held[0][0] != 200:
+        report["missed"].append({"case": "key in use while the first runs", "answers": [meanwhile[0], held[0][0]]})
+if provider == "checkout":
+    body = json.dumps(dict(valid, reference="held")).encode()
+    fake.faults.append({"path": "/payments", "kind": "hold", "seconds": 1, "times": 1})
+    held = []
+    thread = threading.Thread(target=lambda: held.append(
+        exchange(port, "/payments", body, dict(js, **{"Cko-Idempotency-Key": "held"}))))
+    thread.start()
+    time.sleep(0.3)
+    meanwhile = exchange(port, "/payments", body, dict(js, **{"Cko-Idempotency-Key": "held"}))
+    thread.join()
+    report["cases"]["key in use while the first runs"] = {"status": meanwhile[0], "first": held[0][0]}
+    if meanwhile[0] != 429 or json.loads(meanwhile[1])["error_codes"] != ["duplicate_request"]:
+        report["missed"].append({"case": "key in use while the first runs", "answers": [meanwhile[0], held[0][0]]})
 fake.stop()
 print(json.dumps(report, indent=1))
 sys.exit(1 if report["missed"] else 0)

@@ -5,10 +5,27 @@ reused with other parameters is Stripe's `idempotency_error`), PaymentIntents, t
 
 Not in Stripe's public spec and accepted by name only: `pk_token`, `pk_token_instrument_name`,
 `pk_token_payment_network`, `pk_token_transaction_id` on /v1/tokens (what Stripe's iOS SDK sends), and
-`payment_method_options[card][network_token][cryptogram|electronic_commerce_indicator]` on a confirmation
-(merchant-decrypted Apple Pay, enabled per account).
+`payment_method_options[card][network_token][cryptogram|electronic_commerce_indicator]` on a confirmation, and
+`card[tokenization_method|cryptogram|eci]` on /v1/tokens: a merchant-decrypted Apple Pay token as a network token
+(enabled per account; ActiveMerchant's Stripe Payment Intents gateway sends it so, `tokenize_apple_google`,
+https://github.com/activemerchant/active_merchant/blob/master/lib/active_merchant/billing/gateways/stripe_payment_intents.rb).
+A device PAN sent as a plain `card[number]` (a PaymentMethod, or a card token without `tokenization_method`) is
+refused: it is a network token, and Stripe would treat it as a card number typed in.
+
+As Stripe behaves, beyond the spec:
+- every request must pin `Stripe-Version` to the spec's `info.version` (Stripe recommends naming the version on
+  each request, https://docs.stripe.com/upgrades);
+- a key whose first request is still executing is refused with 409 `idempotency_key_in_use` and nothing is saved
+  (https://docs.stripe.com/idempotency: "the request conflicts with another that's executing concurrently");
+- a PaymentIntent confirmed by `/_fake/async` stays `processing` (an asynchronous payment,
+  https://docs.stripe.com/docs/payments/paymentintents/lifecycle) and a refund `pending` until `decide` gives the
+  signed `payment_intent.succeeded` / `.payment_failed` or `refund.updated` / `refund.failed` webhook;
+- a PaymentIntent is cancelled only before it is confirmed: `succeeded`, `processing` and `canceled` refuse
+  (https://docs.stripe.com/api/payment_intents/cancel).
 """
 import copy
+import hashlib
+import hmac
 import itertools
 import json
 import os
@@ -22,6 +39,7 @@ VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), 
 
 PK_TOKEN_FIELDS = ("pk_token", "pk_token_instrument_name", "pk_token_payment_network", "pk_token_transaction_id")
 NETWORK_TOKEN_FIELDS = ("cryptogram", "electronic_commerce_indicator")
+CARD_TOKEN_FIELDS = ("tokenization_method", "cryptogram", "eci")
 
 
 def parse_form(raw):
@@ -110,6 +128,9 @@ class StripeFake(Fake):
 
     def validate_request(self, method, path, headers, raw):
         template, operation = self.spec.operation(method, path)
+        if headers.get("stripe-version") != self.spec.document["info"]["version"]:
+            raise SpecMismatch("Stripe-Version %r is not the spec's %r" % (
+                headers.get("stripe-version"), self.spec.document["info"]["version"]))
         if method == "GET":
             return
         if headers.get("content-type") != "application/x-www-form-urlencoded":
@@ -119,7 +140,15 @@ class StripeFake(Fake):
         if len(headers["idempotency-key"]) > 255:
             raise SpecMismatch("Idempotency-Key longer than 255 characters")
         form = parse_form(raw)
-        if template == "/v1/tokens":
+        if template == "/v1/tokens" and "card" in form:
+            card = form["card"]
+            extras = {field: card.pop(field) for field in CARD_TOKEN_FIELDS if field in card}
+            if extras.get("tokenization_method") != "apple_pay" or not extras.get("cryptogram"):
+                raise SpecMismatch("a device PAN goes as a network token: tokenization_method apple_pay and its "
+                                   "cryptogram")
+        if template == "/v1/payment_methods" and "number" in form.get("card", {}):
+            raise SpecMismatch("a device PAN sent as a plain card[number]: send it as a network token")
+        if template == "/v1/tokens" and "card" not in form:
             for field in PK_TOKEN_FIELDS:
                 value = form.pop(field, None)
                 if field == "pk_token":
@@ -151,6 +180,60 @@ class StripeFake(Fake):
         return Answer(400, {"error": {"type": "idempotency_error",
                                       "message": "Keys for idempotent requests can only be used with the same parameters they were first used with."}})
 
+    def in_use(self, key):
+        return Answer(409, {"error": {"type": "idempotency_error", "code": "idempotency_key_in_use",
+                                      "message": "There is currently another in-progress request using this "
+                                                 "Idempotent Key."}})
+
+    # -- asynchronous outcomes, decided later
+    def webhook(self, event_type, data_object, secret="whsec_fake"):
+        """A signed Stripe event as Stripe sends it: (headers, body bytes); `Stripe-Signature: t=…,v1=hex`, HMAC-SHA256
+        of "t.body" under the endpoint secret (https://stripe.com/docs/webhooks#verify-manually)."""
+        body = json.dumps({"id": self.new_id("evt"), "object": "event", "type": event_type,
+                           "api_version": self.spec.document["info"]["version"], "created": int(time.time()),
+                           "data": {"object": copy.deepcopy(self.public(data_object))}}).encode()
+        stamp = int(time.time())
+        signature = hmac.new(secret.encode(), b"%d." % stamp + body, hashlib.sha256).hexdigest()
+        return {"Content-Type": "application/json", "Stripe-Signature": "t=%d,v1=%s" % (stamp, signature)}, body
+
+    def decide(self, transaction_id, approved=True, reason="generic_decline"):
+        """The processing PaymentIntent of `transaction_id` decided: succeeded, or failed with `reason`; the
+        webhook that says so."""
+        with self.lock:
+            intent = next(i for i in self.intents.values()
+                          if i["metadata"].get("transaction_id") == transaction_id and i["status"] == "processing")
+            if approved:
+                intent.update(status="succeeded", amount_received=intent["amount"], latest_charge=self.new_id("ch"))
+                return self.webhook("payment_intent.succeeded", intent)
+            intent.update(status="requires_payment_method", last_payment_error={
+                "type": "card_error", "code": "card_declined", "decline_code": reason,
+                "message": "Your card was declined."})
+            return self.webhook("payment_intent.payment_failed", intent)
+
+    def stale_failure(self, transaction_id):
+        """A `payment_intent.payment_failed` of the payment of `transaction_id` as an earlier attempt would have sent
+        it, delivered late (Stripe does not guarantee the order of events, https://docs.stripe.com/webhooks)."""
+        with self.lock:
+            intent = copy.deepcopy(next(i for i in self.intents.values()
+                                        if i["metadata"].get("transaction_id") == transaction_id))
+        intent.update(status="requires_payment_method", last_payment_error={
+            "type": "card_error", "code": "card_declined", "decline_code": "generic_decline",
+            "message": "Your card was declined."})
+        return self.webhook("payment_intent.payment_failed", intent)
+
+    def decide_refund(self, refund_key, succeeded=True):
+        """The pending refund of `refund_key` (its metadata[refund_key]) decided, and its webhook."""
+        with self.lock:
+            refund = next(r for r in self.refunds.values()
+                          if r["metadata"].get("refund_key") == refund_key and r["status"] == "pending")
+            if succeeded:
+                refund["status"] = "succeeded"
+                return self.webhook("refund.updated", refund)
+            refund.update(status="failed", failure_reason="expired_or_canceled_card")
+            intent = self.intents[refund["payment_intent"]]
+            intent["refunded"] -= refund["amount"]
+            return self.webhook("refund.failed", refund)
+
     # -- the API
     def handle(self, method, path, query, headers, raw):
         form = parse_form(raw) if method == "POST" else {}
@@ -176,6 +259,8 @@ class StripeFake(Fake):
             token = copy.deepcopy(self.fixtures["token"])
             token.update(id=self.new_id("tok"), created=int(time.time()))
             token["card"].update(id=self.new_id("card"), tokenization_method="apple_pay")
+            if "number" in form.get("card", {}):
+                token["card"]["last4"] = form["card"]["number"][-4:]
             self.tokens[token["id"]] = token
             return Answer(200, token)
         if path == "/v1/payment_methods":
@@ -220,6 +305,10 @@ class StripeFake(Fake):
         intent["payment_method"] = method
         if form.get("setup_future_usage"):
             intent["setup_future_usage"] = form["setup_future_usage"]
+        if self.take_async("charge"):
+            intent.update(status="processing", last_payment_error=None)
+            intent["refunded"] = 0
+            return Answer(200, self.public(intent))
         decline = self.take_decline()
         if decline:
             reason = decline.get("reason", "generic_decline")
@@ -234,7 +323,7 @@ class StripeFake(Fake):
         return Answer(200, self.public(intent))
 
     def cancel(self, intent):
-        if intent["status"] in ("succeeded", "canceled"):
+        if intent["status"] in ("succeeded", "canceled", "processing"):
             return Answer(400, {"error": {"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
                                           "message": "You cannot cancel this PaymentIntent because it has a status of %s." % intent["status"]}})
         intent.update(status="canceled", canceled_at=int(time.time()), cancellation_reason="abandoned")
@@ -254,7 +343,8 @@ class StripeFake(Fake):
         intent["refunded"] = intent.get("refunded", 0) + amount
         refund = copy.deepcopy(self.fixtures["refund"])
         refund.update(id=self.new_id("re"), amount=amount, currency=intent["currency"], created=int(time.time()),
-                      payment_intent=intent["id"], charge=intent["latest_charge"], status="succeeded",
+                      payment_intent=intent["id"], charge=intent["latest_charge"],
+                      status="pending" if self.take_async("refund") else "succeeded",
                       metadata=form.get("metadata", {}))
         self.refunds[refund["id"]] = refund
         return Answer(200, refund)
