@@ -68,7 +68,9 @@ struct ProviderConnectorTests {
         #expect(checks[settled] == true, "\(settled): \(text)")
         if provider == "adyen" {
             #expect(checks["lost answer settled by the webhook"] == true, "\(text)")
+            #expect(checks["the daily check agrees with the provider"] == true, "\(text)")
         } else {
+            #expect(checks["the daily check finds the lost refund, then agrees with the provider"] == true, "\(text)")
             if provider == "checkout" {
                 #expect(checks["a 403 void or refund is refused, not bad credentials"] == true, "\(text)")
             }

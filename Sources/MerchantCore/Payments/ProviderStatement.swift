@@ -178,13 +178,19 @@ public struct StatementCheck: Sendable {
     }
 
     public let store: any OrderStore
+    /// Where subscription charges are (a merchant-initiated charge is a provider payment without an order): a
+    /// capture whose key is a recorded, approved charge of the same amount is not `chargedWithoutOrder`.
+    public let subscriptions: (any SubscriptionStore)?
     /// How far beyond the period orders are read to match the provider's entries (a payment begun just before
     /// midnight is created at the provider just after): one hour.
     public static let margin: TimeInterval = 3600
     /// At most this many orders in one check.
     public static let limit = 100_000
 
-    public init(store: any OrderStore) { self.store = store }
+    public init(store: any OrderStore, subscriptions: (any SubscriptionStore)? = nil) {
+        self.store = store
+        self.subscriptions = subscriptions ?? store as? any SubscriptionStore
+    }
 
     /// Compares the orders created in `[since, until)` with `statement`, which is given the orders to ask about.
     /// Discrepancies of orders just outside the period (read only to match the provider's entries) are not reported.
@@ -198,12 +204,30 @@ public struct StatementCheck: Sendable {
         let inPeriod = nearby.filter { $0.createdAt >= since && $0.createdAt < until }
         let provided = try await statement(inPeriod)
         let outside = Set(nearby.filter { $0.createdAt < since || $0.createdAt >= until }.map(\.id))
-        let discrepancies = StatementComparison.compare(orders: nearby, with: provided).filter { discrepancy in
-            guard let order = discrepancy.orderID else { return true }
-            return !outside.contains(order)
+        var discrepancies: [StatementDiscrepancy] = []
+        for discrepancy in StatementComparison.compare(orders: nearby, with: provided) {
+            if let order = discrepancy.orderID, outside.contains(order) { continue }
+            if discrepancy.kind == .chargedWithoutOrder, try await isSubscriptionCharge(discrepancy, provided) {
+                continue
+            }
+            discrepancies.append(discrepancy)
         }
         return Report(
             since: since, until: until, orders: inPeriod.count, entries: provided.entries.count,
             listsEveryPayment: provided.listsEveryPayment, discrepancies: discrepancies)
+    }
+
+    /// Whether a capture without an order is a subscription's charge we recorded as approved, of its amount (its key
+    /// is `sub_…:c<cycle>:a<attempt>`).
+    private func isSubscriptionCharge(_ discrepancy: StatementDiscrepancy, _ statement: ProviderStatement)
+        async throws -> Bool
+    {
+        guard let subscriptions, let key = discrepancy.transactionID, key.hasPrefix("sub_"),
+            let id = key.split(separator: ":").first.map(String.init),
+            let entry = statement.entries.first(where: { $0.reference == discrepancy.processorReference })
+        else { return false }
+        return try await subscriptions.subscriptionCharges(subscriptionID: id).contains {
+            $0.idempotencyKey == key && $0.status == "approved" && $0.amount == entry.amount
+        }
     }
 }

@@ -90,22 +90,8 @@ public struct CheckoutProcessor: PaymentProcessor {
             }
             details = object
         } else {
-            var query = URLComponents()
-            query.queryItems = [URLQueryItem(name: "reference", value: String(key.prefix(Self.referenceLimit)))]
-            let answer = try await connection.send(
-                "GET", "/payments?" + (query.percentEncodedQuery ?? ""), what: "payment look-up")
-            guard answer.status == 200, let page = answer.object else {
-                throw Self.refusal(answer, what: "payment look-up")
-            }
-            // The reference is cut to 50 characters: the whole key is in the metadata.
-            let mine = page.objects("data").filter {
-                $0.object("metadata")?.string("transaction_id").map { $0 == key } ?? true
-            }
-            guard let first = mine.first else { return nil }  // no payment: nothing was charged
-            guard mine.count == 1 else {
-                throw ProcessorError(.invalidAnswer, "checkout has \(mine.count) payments of one reference")
-            }
-            details = first
+            guard let found = try await self.payment(reference: key) else { return nil }  // none: nothing was charged
+            details = found
         }
         guard let id = details.string("id") else {
             throw ProcessorError(.invalidAnswer, "checkout's payment look-up answer has no id")
@@ -125,6 +111,25 @@ public struct CheckoutProcessor: PaymentProcessor {
         // Voided since (in the dashboard, say): the charge as it is now, not merely approved.
         if details.string("status") == "Voided" { charge.status = .voided }
         return charge
+    }
+
+    /// `GET /payments?reference=` ("Get payment lists"): the one payment made with our key, or `nil` when there is
+    /// none. The reference is cut to 50 characters: the whole key is matched in the metadata.
+    private func payment(reference key: String) async throws(ProcessorError) -> JSONObject? {
+        var query = URLComponents()
+        query.queryItems = [URLQueryItem(name: "reference", value: String(key.prefix(Self.referenceLimit)))]
+        let answer = try await connection.send(
+            "GET", "/payments?" + (query.percentEncodedQuery ?? ""), what: "payment look-up")
+        guard answer.status == 200, let page = answer.object else {
+            throw Self.refusal(answer, what: "payment look-up")
+        }
+        let mine = page.objects("data").filter {
+            $0.object("metadata")?.string("transaction_id").map { $0 == key } ?? true
+        }
+        guard mine.count <= 1 else {
+            throw ProcessorError(.invalidAnswer, "checkout has \(mine.count) payments of one reference")
+        }
+        return mine.first
     }
 
     public func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
@@ -269,5 +274,41 @@ public struct CheckoutProcessor: PaymentProcessor {
             }
             return ProcessorError(.invalidRequest, "checkout refused the \(what) (\(answer.status) \(code))")
         }
+    }
+}
+
+extension CheckoutProcessor: ProviderStatements {
+    /// Each order's payment by its reference (`GET /payments?reference=`: Checkout.com lists payments by reference,
+    /// not by date), and what its approved refunds gave back (`GET /payments/{id}/actions`). Only what was asked about is listed: a
+    /// payment made without an order of ours is not found this way.
+    public func statement(since: Date, until: Date, orders: [Order]) async throws(ProcessorError) -> ProviderStatement {
+        var entries: [ProviderStatementEntry] = []
+        for order in orders {
+            guard let payment = try await payment(reference: order.payment.transactionID) else { continue }
+            guard let id = payment.string("id"), let amount = payment.integer("amount"),
+                let currency = payment.string("currency")
+            else { throw ProcessorError(.invalidAnswer, "checkout listed a payment without id, amount or currency") }
+            // Approved with `capture: true` is captured by Checkout.com shortly after (`Authorized`, then
+            // `Captured`): both count, as the look-up counts them.
+            let undecided = ["Pending", "Declined", "Canceled", "Expired", "Voided", "Card Verified"]
+            let captured = payment.bool("approved") != false && !undecided.contains(payment.string("status") ?? "")
+            entries.append(
+                ProviderStatementEntry(
+                    reference: id, merchantReference: order.payment.transactionID, amount: amount,
+                    currencyCode: currency.uppercased(), captured: captured,
+                    refunded: captured ? try await refunded(payment: id) : 0))
+        }
+        return ProviderStatement(entries: entries, listsEveryPayment: false)
+    }
+
+    /// The sum of the payment's approved `Refund` actions (a refund still being processed is not one yet).
+    private func refunded(payment id: String) async throws(ProcessorError) -> Int64 {
+        let answer = try await connection.send(
+            "GET", "/payments/\(ProviderKeys.pathSegment(id))/actions", what: "payment actions")
+        guard answer.status == 200,
+            let actions = (try? JSONSerialization.jsonObject(with: answer.body)) as? [[String: Any]]
+        else { throw Self.refusal(answer, what: "payment actions") }
+        return actions.map(JSONObject.init).filter { $0.string("type") == "Refund" && $0.bool("approved") == true }
+            .reduce(0) { $0 + ($1.integer("amount") ?? 0) }
     }
 }

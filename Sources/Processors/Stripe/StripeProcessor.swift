@@ -400,3 +400,60 @@ final class RecentCharges: Sendable {
 
     func charge(_ key: String) -> ProcessorCharge? { charges.withLock { $0[key] } }
 }
+
+extension StripeProcessor: ProviderStatements {
+    /// PaymentIntents created in `[since, until)` and the refunds created since `since`, each listed by creation time
+    /// a page of 100 at a time (`created[gte]`, `created[lt]`, `starting_after`:
+    /// https://docs.stripe.com/api/payment_intents/list, https://docs.stripe.com/api/refunds/list): every payment of
+    /// the period, with what was refunded of it.
+    public func statement(since: Date, until: Date, orders: [Order]) async throws(ProcessorError) -> ProviderStatement {
+        let from = Int64(since.timeIntervalSince1970.rounded(.down))
+        let to = Int64(until.timeIntervalSince1970.rounded(.up))
+        let intents = try await list(
+            "/v1/payment_intents", ["created[gte]": String(from), "created[lt]": String(to)], what: "payment list")
+        let refunds = try await list("/v1/refunds", ["created[gte]": String(from)], what: "refund list")
+        var refunded: [String: Int64] = [:]
+        for refund in refunds where refund.string("status") == "succeeded" {
+            guard let intent = refund.string("payment_intent"), let amount = refund.integer("amount") else { continue }
+            refunded[intent, default: 0] += amount
+        }
+        var entries: [ProviderStatementEntry] = []
+        for intent in intents {
+            guard let id = intent.string("id"), let amount = intent.integer("amount"),
+                let currency = intent.string("currency")
+            else {
+                throw ProcessorError(.invalidAnswer, "stripe listed a PaymentIntent without id, amount or currency")
+            }
+            let captured = intent.string("status") == "succeeded"
+            entries.append(
+                ProviderStatementEntry(
+                    reference: id, merchantReference: intent.object("metadata")?.string("transaction_id"),
+                    amount: captured ? intent.integer("amount_received") ?? amount : amount,
+                    currencyCode: currency.uppercased(), captured: captured, refunded: refunded[id] ?? 0,
+                    createdAt: intent.integer("created").map { Date(timeIntervalSince1970: TimeInterval($0)) }))
+        }
+        return ProviderStatement(entries: entries, listsEveryPayment: true)
+    }
+
+    /// Every object of a Stripe list, page after page (at most 100 pages of 100).
+    private func list(_ path: String, _ filters: [String: String], what: String) async throws(ProcessorError)
+        -> [JSONObject]
+    {
+        var objects: [JSONObject] = []
+        var after: String?
+        for _ in 0..<100 {
+            var query = URLComponents()
+            query.queryItems =
+                filters.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) }
+                + [URLQueryItem(name: "limit", value: "100")]
+                + (after.map { [URLQueryItem(name: "starting_after", value: $0)] } ?? [])
+            let answer = try await connection.send("GET", path + "?" + (query.percentEncodedQuery ?? ""), what: what)
+            guard answer.status == 200, let page = answer.object else { throw Self.refusal(answer, what: what) }
+            let data = page.objects("data")
+            objects += data
+            guard page.bool("has_more") == true, let last = data.last?.string("id") else { return objects }
+            after = last
+        }
+        throw ProcessorError(.invalidAnswer, "stripe's \(what) has more than 10,000 entries: check a shorter period")
+    }
+}

@@ -159,6 +159,9 @@ class CheckoutFake(Fake):
             match = re.fullmatch(r"/payments/([^/]+)", path)
             if match and match.group(1) in self.payments:
                 return Answer(200, self.details(self.payments[match.group(1)]))
+            match = re.fullmatch(r"/payments/([^/]+)/actions", path)
+            if match and match.group(1) in self.payments:
+                return Answer(200, self.payment_actions(self.payments[match.group(1)]))
             return Answer(404, None)
         body = json.loads(raw)
         if path == "/tokens":
@@ -290,6 +293,7 @@ class CheckoutFake(Fake):
             action = next(a for a in self.actions if a["type"] == "refunds" and a.get("pending")
                           and a["reference"] == refund_key[:50])
             action["pending"] = False
+            action["approved"] = succeeded
             payment = self.payments[action["payment"]]
             if not succeeded:
                 payment["balances"]["total_refunded"] -= action["amount"]
@@ -303,6 +307,24 @@ class CheckoutFake(Fake):
                 "amount": payment["amount"], "currency": payment["currency"], "payment_type": "Regular",
                 "reference": payment.get("reference"), "status": payment["status"], "approved": payment["approved"],
                 "metadata": payment.get("metadata", {}), "_links": payment["_links"]}
+
+    def payment_actions(self, payment):
+        """`GET /payments/{id}/actions` ("Get payment actions", https://api-reference.checkout.com/#operation/
+        getPaymentActions): the authorization, then each decided void and refund with whether it was approved. A
+        refund still being processed (202 Accepted, no webhook yet) is not listed as decided."""
+        code = lambda approved: ("10000", "Approved") if approved else ("20005", "Declined - Do Not Honour")
+        actions = [{"id": self.new_id("act"), "type": "Authorization", "processed_on": payment["processed_on"],
+                    "amount": payment["amount"], "approved": payment["approved"],
+                    "response_code": code(payment["approved"])[0], "response_summary": code(payment["approved"])[1]}]
+        for action in self.actions:
+            if action["payment"] != payment["id"] or action.get("pending"):
+                continue
+            approved = action.get("approved", True)
+            actions.append({"id": action["action_id"], "type": "Refund" if action["type"] == "refunds" else "Void",
+                            "processed_on": payment["processed_on"], "amount": action.get("amount", payment["amount"]),
+                            "approved": approved, "response_code": code(approved)[0],
+                            "response_summary": code(approved)[1], "reference": action["reference"]})
+        return actions
 
     def state(self):
         return {"payments": list(self.payments.values()), "actions": self.actions}

@@ -238,15 +238,42 @@ class StripeFake(Fake):
     def handle(self, method, path, query, headers, raw):
         form = parse_form(raw) if method == "POST" else {}
         if method == "GET":
-            if path == "/v1/payment_intents":
-                return Answer(200, {"object": "list", "data": list(self.intents.values())[-1:], "has_more": False,
-                                    "url": "/v1/payment_intents"})
+            if path in ("/v1/payment_intents", "/v1/refunds"):
+                items = self.intents if path == "/v1/payment_intents" else self.refunds
+                return self.listed(path, [self.public(i) for i in items.values()], query)
             match = re.fullmatch(r"/v1/payment_intents/([^/]+)", path)
             if match and match.group(1) in self.intents:
                 return Answer(200, self.intents[match.group(1)])
             return self.missing("payment_intent")
         fingerprint = (path, raw)
         return self.idempotent(headers.get("idempotency-key"), fingerprint, lambda: self.post(path, form))
+
+    def listed(self, path, items, query):
+        """A list page as Stripe answers it: newest first, `created[gte|gt|lte|lt]` filters, `limit` (1 to 100, 10
+        by default) and `starting_after` (the last id of the page before), `has_more` when more follow
+        (https://docs.stripe.com/api/pagination, https://docs.stripe.com/api/payment_intents/list)."""
+        _, operation = self.spec.operation("GET", path)
+        declared = {p["name"] for p in operation.get("parameters", [])}
+        fields = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        for name, _ in fields:
+            if re.sub(r"\[.*", "", name) not in declared:
+                raise SpecMismatch("GET %s has no parameter %r" % (path, name))
+        params = dict(fields)
+        bounds = {"gte": lambda c, v: c >= v, "gt": lambda c, v: c > v, "lte": lambda c, v: c <= v,
+                  "lt": lambda c, v: c < v}
+        for bound, test in bounds.items():
+            if "created[%s]" % bound in params:
+                value = int(params["created[%s]" % bound])
+                items = [i for i in items if test(i["created"], value)]
+        items = sorted(items, key=lambda i: (i["created"], i["id"]), reverse=True)
+        if "starting_after" in params:
+            ids = [i["id"] for i in items]
+            items = items[ids.index(params["starting_after"]) + 1:] if params["starting_after"] in ids else []
+        limit = int(params.get("limit", 10))
+        if not 1 <= limit <= 100:
+            return Answer(400, {"error": {"type": "invalid_request_error", "code": "parameter_invalid_integer",
+                                          "param": "limit", "message": "limit must be 1 to 100"}})
+        return Answer(200, {"object": "list", "data": items[:limit], "has_more": len(items) > limit, "url": path})
 
     def missing(self, what):
         return Answer(404, {"error": {"type": "invalid_request_error", "code": "resource_missing",
