@@ -162,14 +162,18 @@ public enum ProviderEventReader {
                 refundKey: outcome.isRefund ? reference : nil,
                 reason: outcome.declined ? data["response_summary"]?.stringValue : nil)
         }
+        // One chargeback comes as `payment_chargeback` (the payment's id, the chargeback action's id) and as
+        // `dispute_evidence_required` (the dispute's `dsp_` id, the payment's id): neither names the other's id, so
+        // Checkout.com's disputes are recorded by the payment they are against, once each.
         switch type {
         case "payment_chargeback":
             return make(
-                .disputeOpened, payment: dataID, own: action ?? dataID, reference: reference,
+                .disputeOpened, payment: dataID, own: dataID, reference: reference,
                 reason: data["reason_code"]?.stringValue)
         case "dispute_evidence_required":
+            let payment = data["payment_id"]?.stringValue
             return make(
-                .disputeOpened, payment: data["payment_id"]?.stringValue, own: dataID,
+                .disputeOpened, payment: payment, own: payment ?? dataID,
                 reference: data["payment_reference"]?.stringValue, reason: data["reason_code"]?.stringValue)
         default:
             return []

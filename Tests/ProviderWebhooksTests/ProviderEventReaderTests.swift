@@ -90,6 +90,19 @@ struct ProviderEventReaderTests {
         let negative = ProviderEventReader.events(
             .checkout, body: body("payment_refunded", #"{"id":"pay_1","action_id":"act_8","amount":-200}"#))
         #expect(negative?.first?.amount == nil)
+        // One chargeback, told twice under different ids: both name it by its payment, so it is recorded once.
+        let chargeback = ProviderEventReader.events(
+            .checkout,
+            body: body("payment_chargeback", #"{"id":"pay_3","action_id":"act_cb","amount":500,"reason_code":"10.4"}"#))
+        let evidence = ProviderEventReader.events(
+            .checkout,
+            body: body(
+                "dispute_evidence_required", #"{"id":"dsp_7","payment_id":"pay_3","amount":500,"reason_code":"10.4"}"#))
+        #expect(chargeback?.first?.kind == .disputeOpened)
+        #expect(evidence?.first?.kind == .disputeOpened)
+        #expect(chargeback?.first?.reference == "pay_3")
+        #expect(evidence?.first?.reference == chargeback?.first?.reference)
+        #expect(evidence?.first?.paymentReference == "pay_3")
         #expect(ProviderEventReader.minorUnits(.string("1130")) == 1130)
         #expect(ProviderEventReader.minorUnits(.number(Decimal(string: "10.5")!)) == nil)
         #expect(ProviderEventReader.minorUnits(.number(Decimal(string: "1e30")!)) == nil)
