@@ -28,6 +28,26 @@ struct ProviderConfigurationTests {
         #expect(settings.applePay == .passThrough)
         #expect(adyen.store.processor.timeoutSeconds == 20)
         #expect(adyen.store.storeName == StoreConfiguration.demo.storeName)
+        #expect(settings.webhookDeadline == nil)
+
+        // Adyen has no look-up: how long a lost answer waits for its webhook before a person is asked, within the 31
+        // days Adyen keeps a key; another provider has no such setting.
+        let deadline = try ServerConfigurationTests.load([
+            "processor": [
+                "kind": "adyen", "baseURL": "https://checkout-test.adyen.com/v71", "apiKeyFile": "adyen.key",
+                "merchantAccount": "ExampleECOM", "webhookDeadlineHours": 48,
+            ]
+        ])
+        #expect(deadline.processor.provider?.webhookDeadline == .seconds(48 * 3600))
+        for (kind, hours) in [("adyen", 0), ("adyen", 745), ("stripe", 48)] {
+            var section: [String: Any] = [
+                "kind": kind, "baseURL": "https://x.example", "webhookDeadlineHours": hours,
+            ]
+            section[kind == "adyen" ? "apiKeyFile" : "secretKeyFile"] = "k"
+            if kind == "adyen" { section["merchantAccount"] = "M" }
+            let problems = ServerConfigurationTests.problems(["processor": section]).map(\.path)
+            #expect(problems.contains("processor.webhookDeadlineHours"), "\(kind) \(hours): \(problems)")
+        }
 
         let stripe = try ServerConfigurationTests.load([
             "processor": [

@@ -420,7 +420,7 @@ public final class MerchantApplication: Sendable {
                 processor = AdyenProcessor(
                     baseURL: settings.baseURL, apiKey: secret, merchantAccount: settings.merchantAccount ?? "",
                     applePay: applePay, returnURL: configuration.publicURL?.text ?? "https://localhost/",
-                    timeout: timeout, proxy: configuration.proxy)
+                    timeout: timeout, proxy: configuration.proxy, webhookDeadline: settings.webhookDeadline)
             }
         case .sandbox:
             throw ServerStartError(.noProcessor, "no payment processor: pass --processor URL")

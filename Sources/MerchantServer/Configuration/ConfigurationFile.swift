@@ -291,11 +291,14 @@ struct ProcessorSection: Decodable {
     var applePay: String?
     var bearerTokenFile: String?
     var clientCertificate: CertificateKeyPaths?
+    /// Adyen: how long a payment whose answer was lost waits for its webhook before it is listed for a person.
+    var webhookDeadlineHours: Int?
     var problems: [ConfigurationProblem] = []
 
     enum CodingKeys: String, CodingKey {
         case kind, url, timeoutSeconds, baseURL, secretKeyFile, apiKeyFile, webhookSecretFile, webhookHMACKeyFile
         case merchantAccount, processingChannelId, publicKeyFile, applePay, bearerTokenFile, clientCertificate
+        case webhookDeadlineHours
     }
 
     init(from decoder: any Decoder) throws {
@@ -314,6 +317,7 @@ struct ProcessorSection: Decodable {
         applePay = reader.read(.applePay)
         bearerTokenFile = reader.read(.bearerTokenFile)
         clientCertificate = reader.read(.clientCertificate)
+        webhookDeadlineHours = reader.read(.webhookDeadlineHours)
         problems = reader.problems
     }
 
@@ -322,7 +326,9 @@ struct ProcessorSection: Decodable {
         "sandbox": ([], []),
         "http": (["url"], ["bearerTokenFile", "clientCertificate"]),
         "stripe": (["baseURL", "secretKeyFile"], ["webhookSecretFile", "applePay"]),
-        "adyen": (["baseURL", "apiKeyFile", "merchantAccount"], ["webhookHMACKeyFile", "applePay"]),
+        "adyen": (
+            ["baseURL", "apiKeyFile", "merchantAccount"], ["webhookHMACKeyFile", "applePay", "webhookDeadlineHours"]
+        ),
         "checkout": (
             ["baseURL", "secretKeyFile", "processingChannelId"], ["webhookSecretFile", "publicKeyFile", "applePay"]
         ),
@@ -337,6 +343,7 @@ struct ProcessorSection: Decodable {
             "processingChannelId": processingChannelId != nil, "publicKeyFile": publicKeyFile != nil,
             "applePay": applePay != nil,
             "bearerTokenFile": bearerTokenFile != nil, "clientCertificate": clientCertificate != nil,
+            "webhookDeadlineHours": webhookDeadlineHours != nil,
         ]
     }
 
@@ -386,6 +393,13 @@ struct ProcessorSection: Decodable {
         let webhookSecret = text("webhookSecretFile", webhookSecretFile)
         let webhookHMAC = text("webhookHMACKeyFile", webhookHMACKeyFile)
         let publicKey = text("publicKeyFile", publicKeyFile)
+        // Adyen keeps an idempotency key 31 days: a deadline past that would wait for what nobody can tell any more.
+        if let hours = webhookDeadlineHours, !(1...(31 * 24)).contains(hours) {
+            report(
+                "processor.webhookDeadlineHours", .outOfRange,
+                "processor.webhookDeadlineHours must be 1 to 744 (31 days, Adyen's key lifetime), got \(hours)")
+            valid = false
+        }
         if kind == "checkout", mode == .passThrough, publicKeyFile == nil {
             report(
                 "processor.publicKeyFile", .invalidProcessor,
@@ -396,7 +410,8 @@ struct ProcessorSection: Decodable {
         return ProviderSettings(
             baseURL: base, secretKeyFile: resolve(key), webhookSecretFile: webhookSecret.map(resolve),
             webhookHMACKeyFile: webhookHMAC.map(resolve), merchantAccount: account, processingChannelId: channel,
-            publicKeyFile: publicKey.map(resolve), applePay: mode)
+            publicKeyFile: publicKey.map(resolve), applePay: mode,
+            webhookDeadline: webhookDeadlineHours.map { .seconds($0 * 3600) })
     }
 }
 

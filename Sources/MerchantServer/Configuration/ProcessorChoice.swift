@@ -72,6 +72,10 @@ public struct ProviderSettings: Sendable, Hashable {
     public var publicKeyFile: String?
     /// `applePay`, default `passThrough`.
     public var applePay: ApplePay = .passThrough
+    /// Adyen (no look-up): how long a payment whose answer was lost waits for its webhook before `GET
+    /// /admin/v1/attention` lists it for a person (`processor.webhookDeadlineHours`; `nil`: the 31 days Adyen keeps
+    /// a key).
+    public var webhookDeadline: Duration? = nil
 
     /// Whether `url` may be a provider's (or an `http` processor's) base URL: https always; plain http only in
     /// sandbox mode and only to a loopback host (a local fake).

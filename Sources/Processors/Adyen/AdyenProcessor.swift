@@ -22,13 +22,17 @@ public struct AdyenProcessor: PaymentProcessor {
     /// Adyen's spec requires a `returnUrl` on every payment; Apple Pay never redirects to it.
     public let returnURL: String
     public static let keyLifetime: Duration = .seconds(31 * 24 * 3600)
+    /// How long a payment whose answer was lost waits for its webhook before it is listed for a person (at most
+    /// ``keyLifetime``).
+    public let webhookDeadline: Duration
     static let keyLimit = 64
     private let recent = RecentCharges()
 
     public init(
         baseURL: URL, apiKey: String, merchantAccount: String, applePay: ApplePayHandling, returnURL: String,
-        timeout: Duration, proxy: String? = nil, trustedRootsPEM: Data? = nil
+        timeout: Duration, proxy: String? = nil, trustedRootsPEM: Data? = nil, webhookDeadline: Duration? = nil
     ) {
+        self.webhookDeadline = min(webhookDeadline ?? Self.keyLifetime, Self.keyLifetime)
         self.applePay = applePay
         self.merchantAccount = merchantAccount
         self.returnURL = returnURL
@@ -37,7 +41,7 @@ public struct AdyenProcessor: PaymentProcessor {
             idempotencyHeader: "Idempotency-Key", timeout: timeout, trustedRootsPEM: trustedRootsPEM, proxy: proxy)
     }
 
-    public var unknownOutcomes: UnknownOutcomeResolution { .webhook(keyLifetime: Self.keyLifetime) }
+    public var unknownOutcomes: UnknownOutcomeResolution { .webhook(keyLifetime: webhookDeadline) }
 
     public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
         var body = paymentBody(key: request.idempotencyKey, amount: request.amount)
