@@ -13,7 +13,7 @@ struct ReconcileCommandTests {
 
         """
 
-    @Test("a settlement with no order is a discrepancy (exit 1); an unreadable report exits 2, a missing file 66, usage 64")
+    @Test("a settlement with no order exits 1; an unreadable report 2, a missing file 66, bad usage 64")
     func settlementReport() async throws {
         let folder = try TemporaryDirectory(prefix: "reconcile")
         defer { folder.remove() }
