@@ -119,6 +119,11 @@ struct AdminRoutes: RouteCollection {
                     refund: Refund(
                         id: existing.id, amount: Money(minorUnits: existing.amount, currency: currency).amountString,
                         idempotencyKey: existing.idempotencyKey, status: "succeeded"), order: current))
+        case .existing(let existing, _) where existing.status == .failed:
+            // Sent again, the provider would replay its first answer; the refund failed, and stays failed.
+            throw HTTPError(
+                status: 409, code: "refundFailed",
+                message: "The refund with this idempotency key failed at the processor; refund again with a new key.")
         case .existing(let existing, _), .started(let existing, _):
             refund = existing
         }
