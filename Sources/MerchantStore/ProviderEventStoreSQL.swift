@@ -77,6 +77,16 @@ extension SQLStore: ProviderEventStore {
             case .moves: return result(.applied)
             case .disagrees: return result(.discrepancy)
             }
+        case .paymentVoided:
+            let key = OrderKey(
+                id: order.id, checkoutID: order.checkoutID, status: order.status, refunded: order.refunded)
+            switch try merge(PaymentObservation(.webhook, .voided, reference: event.paymentReference), into: key, connection)
+                .merge
+            {
+            case .unchanged: return result(.noChange)
+            case .moves: return result(.applied)
+            case .disagrees: return result(.discrepancy)
+            }
         case .refundSucceeded:
             return result(try recordRefund(event, order: order, now: now, connection))
         case .refundFailed:

@@ -89,7 +89,8 @@ public enum ProviderEventReader {
         }
     }
 
-    /// One Adyen notification item: `AUTHORISATION`, `REFUND` (by `success`), `REFUND_FAILED`, `CHARGEBACK` and
+    /// One Adyen notification item: `AUTHORISATION`, `REFUND` (by `success`), `REFUND_FAILED`, a successful
+    /// `CANCEL_OR_REFUND`, `CANCELLATION` or `TECHNICAL_CANCEL` (a void), `CHARGEBACK` and
     /// `NOTIFICATION_OF_CHARGEBACK`. Adyen's duplicates share `eventCode`, `pspReference` and `success`.
     static func adyen(_ item: JSONValue) -> ProviderEvent? {
         guard let code = item["eventCode"]?.stringValue, let psp = item["pspReference"]?.stringValue else {
@@ -110,6 +111,14 @@ public enum ProviderEventReader {
             own = psp
             // A refund's merchantReference is the refund request's `reference`: our refund key, not the payment's.
             refundKey = merchantReference
+            merchantReference = nil
+        case "CANCEL_OR_REFUND", "CANCELLATION", "TECHNICAL_CANCEL":
+            // A reversal (our void) decided: Adyen answers the request `received` and tells the outcome here
+            // (https://docs.adyen.com/online-payments/reversal/). Its merchantReference is the request's own.
+            guard success else { return nil }
+            kind = .paymentVoided
+            payment = original ?? psp
+            own = psp
             merchantReference = nil
         case "CHARGEBACK", "NOTIFICATION_OF_CHARGEBACK":
             kind = .disputeOpened

@@ -221,6 +221,33 @@ struct ProviderEventStoreTests {
     }
 
     @Test(
+        "a void the provider decided later (Adyen's reversal) voids a paid order; one with refunds is a discrepancy",
+        arguments: StoreBackend.available)
+    func voidDecidedLater(_ backend: StoreBackend) async throws {
+        try await StoreFixture.with(backend, storeAs: (any ProviderEventStore).self) { fixture, store in
+            let paid = try await Self.order(
+                fixture, transaction: "ee01", outcome: .decided(.approved(reference: "PSPV")))
+            let voided = ProviderEvent(
+                provider: "adyen", id: "CANCEL_OR_REFUND:MOD1:true", kind: .paymentVoided, paymentReference: "PSPV",
+                reference: "MOD1")
+            #expect(try await store.apply(voided) == .init(.applied, orderID: paid.id))
+            #expect(try await fixture.store.order(id: paid.id)?.status == .voided)
+            let refunded = try await Self.order(
+                fixture, transaction: "ee02", outcome: .decided(.approved(reference: "PSPW")))
+            guard
+                case .started(let refund, _) = try await fixture.store.beginRefund(
+                    orderID: refunded.id, amount: 100, idempotencyKey: "ee02-refund")
+            else { throw HarnessError("no refund") }
+            _ = try await fixture.store.completeRefund(id: refund.id, processorReference: "RF")
+            let late = ProviderEvent(
+                provider: "adyen", id: "CANCEL_OR_REFUND:MOD2:true", kind: .paymentVoided, paymentReference: "PSPW",
+                reference: "MOD2")
+            #expect(try await store.apply(late) == .init(.discrepancy, orderID: refunded.id))
+            #expect(try await fixture.store.order(id: refunded.id)?.status == .partiallyRefunded)
+        }
+    }
+
+    @Test(
         "a dispute is recorded once per provider reference, with the order's event", arguments: StoreBackend.available)
     func disputes(_ backend: StoreBackend) async throws {
         try await StoreFixture.with(backend, storeAs: (any ProviderEventStore).self) { fixture, store in

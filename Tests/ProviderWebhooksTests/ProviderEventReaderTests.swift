@@ -11,7 +11,7 @@ struct ProviderEventReaderTests {
         try Data(contentsOf: pspFolder.appendingPathComponent(path))
     }
 
-    @Test("Adyen's own example webhooks: an authorisation, a failed refund; a cancellation is not read")
+    @Test("Adyen's own example webhooks: an authorisation, a failed refund, a cancellation (a void decided)")
     func adyenExamples() throws {
         let authorisation = try #require(
             ProviderEventReader.events(.adyen, body: try example("adyen/examples/adyen-webhook-authorisation.json")))
@@ -27,9 +27,12 @@ struct ProviderEventReaderTests {
         #expect(refund.first?.kind == .refundFailed)
         #expect(refund.first?.paymentReference == "9913140798220028")
         #expect(refund.first?.reference == "QFQTPCQ8HXSKGK82")
-        let cancellation = ProviderEventReader.events(
-            .adyen, body: try example("adyen/examples/adyen-webhook-cancellation.json"))
-        #expect(cancellation == [])
+        // A reversal decided: the payment (originalReference) voided; the request's own reference is not ours.
+        let cancellation = try #require(
+            ProviderEventReader.events(.adyen, body: try example("adyen/examples/adyen-webhook-cancellation.json")))
+        #expect(cancellation.first?.kind == .paymentVoided)
+        #expect(cancellation.first?.paymentReference == "9913140798220028")
+        #expect(cancellation.first?.merchantReference == nil)
     }
 
     @Test("Stripe: a payment intent, Stripe's refund fixture in a refund.updated event, a dispute; others not read")

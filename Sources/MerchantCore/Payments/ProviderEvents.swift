@@ -8,6 +8,8 @@ public struct ProviderEvent: Sendable, Equatable {
     /// What happened.
     public enum Kind: String, Sendable, CaseIterable {
         case paymentSucceeded, paymentFailed, refundSucceeded, refundFailed, disputeOpened
+        /// The provider voided (reversed) the payment: the answer to a void it took and decided later (Adyen).
+        case paymentVoided
     }
 
     /// `stripe`, `adyen` or `checkout`.

@@ -260,7 +260,7 @@ struct AdminRoutes: RouteCollection {
         defer { inFlight.end(.void, orderID: order.id) }
         let refunds = try await storing { () async throws(OrderStoreError) in try await store.refunds(orderID: order.id)
         }
-        if refunds.contains(where: { !$0.succeeded }) {
+        if refunds.contains(where: { $0.status == .pending }) {
             throw HTTPError(
                 status: 409, code: "refundPending",
                 message: "Order \(order.id) has a refund whose outcome is not known yet; the void is not sent.")
@@ -270,6 +270,12 @@ struct AdminRoutes: RouteCollection {
             try await processor.void(reference: reference)
         }
         switch result {
+        case .success(let charge) where charge.status == .processing:
+            // Taken, decided later (an Adyen reversal is `received`): the order stays paid until the webhook voids it.
+            logger.log("info", "void pending at the processor", ["orderId": order.id, "processorReference": reference])
+            var response = HTTPResponse.encoding(order, status: 202)
+            response.logFields["void"] = "pending"
+            return response
         case .success:
             let final = try await storing { () async throws(OrderStoreError) in
                 try await store.recordVoid(orderID: order.id)

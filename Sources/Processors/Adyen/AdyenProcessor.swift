@@ -95,7 +95,8 @@ public struct AdyenProcessor: PaymentProcessor {
         guard answer.status == 201 || answer.status == 200, answer.object?.string("status") == "received" else {
             throw Self.refusal(answer, what: "void")
         }
-        return ProcessorCharge(reference: reference, idempotencyKey: "", amount: .zero(.usDollar), status: .voided)
+        // `received` is not voided yet: the CANCEL_OR_REFUND webhook says (https://docs.adyen.com/online-payments/reversal/).
+        return ProcessorCharge(reference: reference, idempotencyKey: "", amount: .zero(.usDollar), status: .processing)
     }
 
     /// `POST /payments/{pspReference}/refunds`: `received`; the REFUND webhook says whether it succeeded.
