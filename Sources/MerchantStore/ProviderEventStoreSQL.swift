@@ -64,25 +64,20 @@ extension SQLStore: ProviderEventStore {
             return result(.mismatch)
         }
         switch event.kind {
-        case .paymentSucceeded, .paymentFailed:
-            let succeeded = event.kind == .paymentSucceeded
-            if succeeded, let amount = event.amount, amount != order.payment.amount { return result(.mismatch) }
-            let observation = PaymentObservation(
-                .webhook, succeeded ? .approved : .declined(DeclineReason(code: event.reason ?? "declined")),
-                reference: event.paymentReference)
-            let key = OrderKey(
-                id: order.id, checkoutID: order.checkoutID, status: order.status, refunded: order.refunded)
-            switch try merge(observation, into: key, connection).merge {
-            case .unchanged: return result(.noChange)
-            case .moves: return result(.applied)
-            case .disagrees: return result(.discrepancy)
+        case .paymentSucceeded, .paymentFailed, .paymentVoided:
+            if event.kind == .paymentSucceeded, let amount = event.amount, amount != order.payment.amount {
+                return result(.mismatch)
             }
-        case .paymentVoided:
+            let finding: PaymentObservation.Finding =
+                switch event.kind {
+                case .paymentSucceeded: .approved
+                case .paymentVoided: .voided
+                default: .declined(DeclineReason(code: event.reason ?? "declined"))
+                }
             let key = OrderKey(
                 id: order.id, checkoutID: order.checkoutID, status: order.status, refunded: order.refunded)
-            switch try merge(PaymentObservation(.webhook, .voided, reference: event.paymentReference), into: key, connection)
-                .merge
-            {
+            let observation = PaymentObservation(.webhook, finding, reference: event.paymentReference)
+            switch try merge(observation, into: key, connection).merge {
             case .unchanged: return result(.noChange)
             case .moves: return result(.applied)
             case .disagrees: return result(.discrepancy)
