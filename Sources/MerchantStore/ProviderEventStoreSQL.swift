@@ -22,7 +22,8 @@ extension SQLStore: ProviderEventStore {
             let result = try self.applyOnce(event, now: now, connection)
             try connection.run(
                 """
-                UPDATE provider_events SET outcome = \(bind: result.outcome.rawValue), order_id = \(bind: result.orderID)
+                UPDATE provider_events SET outcome = \(bind: result.outcome.rawValue), order_id = \(bind: result.orderID),
+                    subscription_id = \(bind: result.subscriptionID)
                 WHERE provider = \(bind: event.provider) AND event_id = \(bind: event.id)
                 """, expectingRows: 1)
             return result
@@ -34,7 +35,8 @@ extension SQLStore: ProviderEventStore {
             var disputes: [DisputeRecord] = []
             for row in try connection.query(
                 """
-                SELECT id, order_id, provider, reference, amount_minor, currency, reason, opened_at FROM disputes
+                SELECT id, order_id, provider, reference, amount_minor, currency, reason, opened_at,
+                    subscription_charge_key FROM disputes
                 WHERE order_id = \(bind: orderID) ORDER BY opened_at, id
                 """)
             {
@@ -44,7 +46,8 @@ extension SQLStore: ProviderEventStore {
                         provider: try row.string("provider"), reference: try row.string("reference"),
                         amount: try row.optionalInt64("amount_minor"), currencyCode: try row.optionalString("currency"),
                         reason: try row.optionalString("reason"),
-                        openedAt: Date(unixMilliseconds: try row.int64("opened_at"))))
+                        openedAt: Date(unixMilliseconds: try row.int64("opened_at")),
+                        subscriptionChargeKey: try row.optionalString("subscription_charge_key")))
             }
             return disputes
         }
@@ -55,6 +58,9 @@ extension SQLStore: ProviderEventStore {
         throws(SQLError) -> ProviderEventResult
     {
         guard let orderID = try findOrder(event, connection), let order = try lockOrder(connection, orderID) else {
+            if let (subscriptionID, key) = try findSubscriptionCharge(event, connection) {
+                return try applyToSubscriptionCharge(event, subscriptionID, key: key, now: now, connection)
+            }
             return ProviderEventResult(.orderNotFound)
         }
         func result(_ outcome: ProviderEventResult.Outcome) -> ProviderEventResult {
@@ -189,6 +195,150 @@ extension SQLStore: ProviderEventStore {
         guard let reference = event.paymentReference, !reference.isEmpty else { return nil }
         return try connection.query("SELECT order_id FROM payments WHERE processor_reference = \(bind: reference)")
             .first?.string("order_id")
+    }
+
+    /// The subscription charge an event names when it names no order: by our key (the merchant reference: an
+    /// attempt not resolved yet, or a recorded charge), else by the provider's payment reference. Answers the
+    /// subscription and the charge's key.
+    private func findSubscriptionCharge(_ event: ProviderEvent, _ connection: Connection) throws(SQLError)
+        -> (String, String)?
+    {
+        if let key = event.merchantReference, key.hasPrefix("sub_") {
+            if let row = try connection.query(
+                "SELECT id FROM subscriptions WHERE unresolved_charge_key = \(bind: key)"
+            ).first {
+                return (try row.string("id"), key)
+            }
+            if let row = try connection.query(
+                "SELECT subscription_id FROM subscription_charges WHERE idempotency_key = \(bind: key)"
+            ).first {
+                return (try row.string("subscription_id"), key)
+            }
+        }
+        guard let reference = event.paymentReference, !reference.isEmpty else { return nil }
+        if let row = try connection.query(
+            """
+            SELECT id, unresolved_charge_key FROM subscriptions WHERE unresolved_reference = \(bind: reference)
+            """
+        ).first {
+            return (try row.string("id"), try row.string("unresolved_charge_key"))
+        }
+        if let row = try connection.query(
+            """
+            SELECT subscription_id, idempotency_key FROM subscription_charges
+            WHERE processor_reference = \(bind: reference)
+            """
+        ).first {
+            return (try row.string("subscription_id"), try row.string("idempotency_key"))
+        }
+        return nil
+    }
+
+    /// The event's effect on subscription `subscriptionID`'s charge `key`, in the caller's transaction, the
+    /// subscription row locked.
+    private func applyToSubscriptionCharge(
+        _ event: ProviderEvent, _ subscriptionID: String, key: String, now: Int64, _ connection: Connection
+    ) throws(SQLError) -> ProviderEventResult {
+        func result(_ outcome: ProviderEventResult.Outcome) -> ProviderEventResult {
+            ProviderEventResult(outcome, subscriptionID: subscriptionID)
+        }
+        guard
+            let subscription = try loadSubscriptions(
+                connection, "id = \(bind: subscriptionID)", limit: 1, locking: true
+            ).first
+        else { return ProviderEventResult(.orderNotFound) }
+        if let currency = event.currencyCode, currency.uppercased() != subscription.currencyCode.uppercased() {
+            return result(.mismatch)
+        }
+        let recorded = try loadCharges(connection, "idempotency_key = \(bind: key)", limit: 1).first
+        var fields = ["subscriptionId": subscription.id, "idempotencyKey": key]
+        switch event.kind {
+        case .paymentSucceeded, .paymentFailed:
+            let succeeded = event.kind == .paymentSucceeded
+            if succeeded, let amount = event.amount, amount != subscription.amount { return result(.mismatch) }
+            if let recorded {
+                guard (recorded.status == "approved") != succeeded else { return result(.noChange) }
+                // The provider says otherwise than the charge recorded: kept as recorded, for a person.
+                fields["recorded"] = recorded.status
+                fields["provider"] = succeeded ? "approved" : "declined"
+                try appendEvent(
+                    connection, "subscriptionChargeDiscrepancy", checkoutID: subscription.checkoutID,
+                    orderID: subscription.orderID, detail(event, fields), at: now)
+                return result(.discrepancy)
+            }
+            guard let attempt = subscription.unresolvedCharge, attempt.idempotencyKey == key else {
+                return result(.noChange)
+            }
+            var charge = SubscriptionCharge(
+                subscriptionID: subscription.id, cycle: subscription.cycle, attempt: subscription.attempt,
+                idempotencyKey: key, amount: subscription.amount, currencyCode: subscription.currencyCode,
+                status: succeeded ? "approved" : "declined",
+                processorReference: succeeded ? event.paymentReference ?? attempt.processorReference : nil,
+                declineCode: succeeded ? nil : event.reason ?? "declined",
+                dueAt: SubscriptionBilling.currentDueDate(of: subscription), chargedAt: attempt.since)
+            var (next, givesBack) = SubscriptionBilling.afterDecided(subscription, charge)
+            // Given back by the next scheduler pass (a processor call does not belong in this transaction).
+            charge.refundOwed = givesBack
+            next.version = subscription.version + 1
+            next.updatedAt = Date(unixMilliseconds: now)
+            guard try writeSubscription(connection, next, expectedVersion: subscription.version) else {
+                throw SQLError(.unexpectedRowCount, "subscription \(subscription.id) changed meanwhile")
+            }
+            try insertCharge(connection, charge)
+            fields["status"] = charge.status
+            fields["refundOwed"] = givesBack ? "true" : "false"
+            try appendEvent(
+                connection, "subscriptionChargeSettled", checkoutID: subscription.checkoutID,
+                orderID: subscription.orderID, detail(event, fields), at: now)
+            return result(.applied)
+        case .refundSucceeded:
+            guard let recorded, recorded.status == "approved" else { return result(.mismatch) }
+            if let amount = event.amount, amount <= 0 || amount > recorded.amount { return result(.mismatch) }
+            let reference = "refund:" + (event.reference ?? event.id)
+            // Already given back (our void or refund, or this refund's earlier record): nothing more to say.
+            guard
+                try connection.run(
+                    """
+                    UPDATE subscription_charges SET refund_reference = \(bind: reference), refunded_at = \(bind: now),
+                        refund_owed = 0
+                    WHERE idempotency_key = \(bind: key) AND status = 'approved' AND refunded_at IS NULL
+                    """) == 1
+            else { return result(.noChange) }
+            fields["cycle"] = String(recorded.cycle)
+            fields["refundReference"] = reference
+            fields["amountMinor"] = String(event.amount ?? recorded.amount)
+            fields["reason"] = "providerRefund"
+            try appendEvent(
+                connection, "subscriptionChargeRefunded", checkoutID: subscription.checkoutID,
+                orderID: subscription.orderID, detail(event, fields), at: now)
+            return result(.applied)
+        case .refundFailed:
+            // Our give-back is a void first and a refund only when the void is refused; a failed refund of it keeps
+            // the charge as recorded, for a person (logged by the caller).
+            return result(.noChange)
+        case .disputeOpened:
+            let reference = event.reference ?? event.paymentReference ?? event.id
+            fields["reference"] = reference
+            fields["amount"] = event.amount.map { String($0) }
+            fields["reason"] = event.reason
+            if let orderID = subscription.orderID {
+                let inserted = try connection.run(
+                    """
+                    INSERT INTO disputes (id, order_id, provider, reference, amount_minor, currency, reason, opened_at,
+                        subscription_charge_key)
+                    VALUES (\(bind: "dsp_" + randomHex(bytes: 12)), \(bind: orderID), \(bind: event.provider), \
+                    \(bind: reference), \(bind: event.amount), \(bind: event.currencyCode?.uppercased()), \
+                    \(bind: event.reason), \(bind: now), \(bind: key))
+                    \(raw: connection.dialect.onConflictDoNothing("provider", "reference"))
+                    """)
+                guard inserted == 1 else { return result(.noChange) }
+            }
+            // A deferred plan has no order: the event log alone keeps the dispute (its provider event id is unique).
+            try appendEvent(
+                connection, "disputeOpened", checkoutID: subscription.checkoutID, orderID: subscription.orderID,
+                detail(event, fields), at: now)
+            return result(.applied)
+        }
     }
 
     /// The event log's detail for a provider event: where it came from, and `fields`.

@@ -16,6 +16,7 @@ public enum StoreSchema {
         SQLMigration("005-provider-events-disputes", sql: providerEventsSchema),
         SQLMigration("006-card-metadata-refunds-skipped-cycles", sql: cardMetadataSchema),
         SQLMigration("007-processing-payments-failed-refunds-discrepancies", sql: observationsSchema),
+        SQLMigration("008-subscription-charge-attempts", sql: chargeAttemptsSchema),
     ]
 
     /// Applies ``migrations`` (and carries a legacy SQLite history forward).
@@ -340,6 +341,27 @@ public enum StoreSchema {
             );
             CREATE INDEX payment_discrepancies_by_order ON payment_discrepancies(order_id);
             \(d == .postgres ? "" : "CREATE INDEX orders_by_creation ON orders(created_at, id);")
+            """
+    }
+
+    /// 008: a subscription's charge attempt recorded before it is sent (its key, when it was first sent, the
+    /// provider's reference once known) until its outcome is recorded; the provider webhook events and disputes
+    /// about a subscription charge rather than an order (`provider_events.subscription_id`,
+    /// `disputes.subscription_charge_key`: such a dispute is recorded against the subscription's order at checkout).
+    /// Only new nullable columns and indexes: no CHECK changes.
+    @Sendable static func chargeAttemptsSchema(_ d: SQLDialect) -> String {
+        let (text, bigint) = (d.textType, d.bigintType)
+        return """
+            ALTER TABLE subscriptions ADD COLUMN unresolved_charge_key \(text);
+            ALTER TABLE subscriptions ADD COLUMN unresolved_since \(bigint);
+            ALTER TABLE subscriptions ADD COLUMN unresolved_reference \(text);
+            CREATE UNIQUE INDEX subscriptions_unresolved_charge ON subscriptions(unresolved_charge_key)
+                WHERE unresolved_charge_key IS NOT NULL;
+            CREATE INDEX subscriptions_unresolved_reference ON subscriptions(unresolved_reference)
+                WHERE unresolved_reference IS NOT NULL;
+            CREATE INDEX subscription_charges_by_processor_reference ON subscription_charges(processor_reference);
+            ALTER TABLE provider_events ADD COLUMN subscription_id \(text);
+            ALTER TABLE disputes ADD COLUMN subscription_charge_key \(text);
             """
     }
 }

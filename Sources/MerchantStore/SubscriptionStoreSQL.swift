@@ -27,7 +27,8 @@ extension SQLStore: SubscriptionStore {
                     amount_minor, currency, merchant_token_identifier, payment_method_reference, network,
                     card_suffix, card_expiration, card_art_url, status, status_reason, cycle, attempt, anchor,
                     next_charge_at, created_at, updated_at, version, card_country, card_short_description,
-                    card_long_description, skipped_cycles)
+                    card_long_description, skipped_cycles, unresolved_charge_key, unresolved_since,
+                    unresolved_reference)
                 VALUES (\(bind: s.id), \(bind: s.secret), \(bind: s.checkoutID), \(bind: s.orderID), \(bind: s.sku), \
                 \(bind: s.productName), \(bind: plan), \(bind: s.amount), \(bind: s.currencyCode), \
                 \(bind: s.merchantTokenIdentifier), \(bind: s.paymentMethodReference), \(bind: s.network), \
@@ -35,7 +36,9 @@ extension SQLStore: SubscriptionStore {
                 \(bind: s.statusReason), \(bind: s.cycle), \(bind: s.attempt), \(bind: s.anchor.unixMilliseconds), \
                 \(bind: s.nextChargeAt.map(\.unixMilliseconds)), \(bind: s.createdAt.unixMilliseconds), \
                 \(bind: s.updatedAt.unixMilliseconds), \(bind: s.version), \(bind: s.cardCountry), \
-                \(bind: s.cardDescription), \(bind: s.cardLongDescription), \(bind: s.skippedCycles))
+                \(bind: s.cardDescription), \(bind: s.cardLongDescription), \(bind: s.skippedCycles), \
+                \(bind: s.unresolvedCharge?.idempotencyKey), \(bind: s.unresolvedCharge?.since.unixMilliseconds), \
+                \(bind: s.unresolvedCharge?.processorReference))
                 \(raw: connection.dialect.onConflictDoNothing("checkout_id"))
                 """)
             if inserted == 1, let orderID = s.orderID, s.merchantTokenIdentifier != nil {
@@ -67,6 +70,11 @@ extension SQLStore: SubscriptionStore {
         if let due = filter.dueBy {
             condition.append(" AND next_charge_at IS NOT NULL AND next_charge_at <= \(bind: due.unixMilliseconds)")
         }
+        switch filter.unresolved {
+        case true?: condition.append(" AND unresolved_charge_key IS NOT NULL")
+        case false?: condition.append(" AND unresolved_charge_key IS NULL")
+        case nil: break
+        }
         let chosen = condition
         return try await read("list subscriptions") { connection throws(SQLError) -> [Subscription] in
             try self.loadSubscriptions(connection, chosen, limit: filter.limit)
@@ -89,24 +97,27 @@ extension SQLStore: SubscriptionStore {
                     event.detail.merging(["subscriptionId": n.id]) { first, _ in first },
                     at: n.updatedAt.unixMilliseconds)
             }
-            if let charge {
-                try connection.run(
-                    """
-                    INSERT INTO subscription_charges (idempotency_key, subscription_id, cycle, attempt, amount_minor,
-                        currency, status, processor_reference, decline_code, due_at, charged_at, refund_owed)
-                    VALUES (\(bind: charge.idempotencyKey), \(bind: charge.subscriptionID), \(bind: charge.cycle), \
-                    \(bind: charge.attempt), \(bind: charge.amount), \(bind: charge.currencyCode), \
-                    \(bind: charge.status), \(bind: charge.processorReference), \(bind: charge.declineCode), \
-                    \(bind: charge.dueAt.unixMilliseconds), \(bind: charge.chargedAt.unixMilliseconds), \
-                    \(bind: charge.refundOwed ? 1 : 0))
-                    """)
-            }
+            if let charge { try self.insertCharge(connection, charge) }
             return n
         }
     }
 
+    /// Inserts a decided charge row (UNIQUE by its key, by its attempt, and by its cycle among approvals).
+    func insertCharge(_ connection: Connection, _ charge: SubscriptionCharge) throws(SQLError) {
+        try connection.run(
+            """
+            INSERT INTO subscription_charges (idempotency_key, subscription_id, cycle, attempt, amount_minor,
+                currency, status, processor_reference, decline_code, due_at, charged_at, refund_owed)
+            VALUES (\(bind: charge.idempotencyKey), \(bind: charge.subscriptionID), \(bind: charge.cycle), \
+            \(bind: charge.attempt), \(bind: charge.amount), \(bind: charge.currencyCode), \
+            \(bind: charge.status), \(bind: charge.processorReference), \(bind: charge.declineCode), \
+            \(bind: charge.dueAt.unixMilliseconds), \(bind: charge.chargedAt.unixMilliseconds), \
+            \(bind: charge.refundOwed ? 1 : 0))
+            """)
+    }
+
     /// The one UPDATE of a subscription row, over the version read: true when it changed the row.
-    private func writeSubscription(_ connection: Connection, _ n: Subscription, expectedVersion: Int)
+    func writeSubscription(_ connection: Connection, _ n: Subscription, expectedVersion: Int)
         throws(SQLError) -> Bool
     {
         try connection.run(
@@ -121,6 +132,9 @@ extension SQLStore: SubscriptionStore {
                 status = \(bind: n.status.rawValue), status_reason = \(bind: n.statusReason),
                 cycle = \(bind: n.cycle), attempt = \(bind: n.attempt),
                 next_charge_at = \(bind: n.nextChargeAt.map(\.unixMilliseconds)),
+                unresolved_charge_key = \(bind: n.unresolvedCharge?.idempotencyKey),
+                unresolved_since = \(bind: n.unresolvedCharge?.since.unixMilliseconds),
+                unresolved_reference = \(bind: n.unresolvedCharge?.processorReference),
                 updated_at = \(bind: n.updatedAt.unixMilliseconds), version = \(bind: n.version)
             WHERE id = \(bind: n.id) AND version = \(bind: expectedVersion)
             """) == 1
@@ -199,7 +213,7 @@ extension SQLStore: SubscriptionStore {
         }
     }
 
-    private func loadCharges(_ connection: Connection, _ condition: SQLQuery, limit: Int) throws(SQLError)
+    func loadCharges(_ connection: Connection, _ condition: SQLQuery, limit: Int) throws(SQLError)
         -> [SubscriptionCharge]
     {
         var charges: [SubscriptionCharge] = []
@@ -244,7 +258,7 @@ extension SQLStore: SubscriptionStore {
 
     // MARK: Rows
 
-    private func loadSubscriptions(
+    func loadSubscriptions(
         _ connection: Connection, _ condition: SQLQuery, limit: Int, locking: Bool = false
     ) throws(SQLError) -> [Subscription] {
         var subscriptions: [Subscription] = []
@@ -279,8 +293,19 @@ extension SQLStore: SubscriptionStore {
                     cardCountry: try row.optionalString("card_country"),
                     cardDescription: try row.optionalString("card_short_description"),
                     cardLongDescription: try row.optionalString("card_long_description"),
-                    skippedCycles: Int(try row.int64("skipped_cycles"))))
+                    skippedCycles: Int(try row.int64("skipped_cycles")),
+                    unresolvedCharge: try Self.attempt(row)))
         }
         return subscriptions
+    }
+
+    /// The unresolved attempt columns of a subscription row (`nil`: none).
+    private static func attempt(_ row: Row) throws(SQLError) -> SubscriptionChargeAttempt? {
+        guard let key = try row.optionalString("unresolved_charge_key"),
+            let since = try row.optionalInt64("unresolved_since")
+        else { return nil }
+        return SubscriptionChargeAttempt(
+            idempotencyKey: key, since: Date(unixMilliseconds: since),
+            processorReference: try row.optionalString("unresolved_reference"))
     }
 }

@@ -204,11 +204,12 @@ struct SubscriptionChargeRaceTests {
         arguments: StoreBackend.available)
     func cardUpdateDuringCharge(_ backend: StoreBackend) async throws {
         try await Self.heldCharge(backend, index: 2) { service, subscription in
-            var updated = subscription
+            // Over the version with the attempt on its way (recorded before it was sent), which the update keeps.
+            var updated = try #require(try await service.store.subscription(id: subscription.id))
+            #expect(updated.unresolvedCharge?.idempotencyKey == "\(subscription.id):c1:a0")
+            let version = updated.version
             updated.cardSuffix = "7777"
-            _ = try #require(
-                try await service.store.updateSubscription(
-                    updated, expectedVersion: subscription.version, charge: nil))
+            _ = try #require(try await service.store.updateSubscription(updated, expectedVersion: version, charge: nil))
         } check: { held in
             let store = try held.store
             #expect(held.recorded.map(\.status) == ["approved"])

@@ -57,13 +57,13 @@ public struct ProviderEvent: Sendable, Equatable {
 public struct ProviderEventResult: Sendable, Equatable {
     /// The kinds of result (stable strings: they label `/metrics` and log lines).
     public enum Outcome: String, Sendable, CaseIterable {
-        /// The order changed: a payment settled, a refund or a dispute recorded.
+        /// The order (or subscription charge) changed: a payment settled, a refund or a dispute recorded.
         case applied
         /// This event (provider and id) was applied before: nothing changed.
         case duplicate
         /// The order already says so (settled, refund recorded, dispute known): nothing changed.
         case noChange
-        /// No order has this reference: nothing changed.
+        /// No order and no subscription charge has this reference: nothing changed.
         case orderNotFound
         /// The event contradicts the order (another amount or currency, a refund above what is left): nothing
         /// changed; a person should look.
@@ -76,17 +76,25 @@ public struct ProviderEventResult: Sendable, Equatable {
     public var outcome: Outcome
     /// The order the event is about, when one was found.
     public var orderID: String?
+    /// The subscription whose charge (by our key `sub_…:c<cycle>:a<attempt>`, or the charge's provider reference)
+    /// the event is about, when it is about a subscription charge rather than an order.
+    public var subscriptionID: String?
 
-    public init(_ outcome: Outcome, orderID: String? = nil) {
+    public init(_ outcome: Outcome, orderID: String? = nil, subscriptionID: String? = nil) {
         self.outcome = outcome
         self.orderID = orderID
+        self.subscriptionID = subscriptionID
     }
 }
 
-/// A dispute (chargeback) a provider opened against an order.
+/// A dispute (chargeback) a provider opened against an order, or against one of a subscription's charges (recorded
+/// under the subscription's order at checkout, with ``subscriptionChargeKey``).
 public struct DisputeRecord: Sendable, Equatable {
     public var id: String
     public var orderID: String
+    /// The disputed subscription charge's key, when the dispute is about a later charge of the subscription rather
+    /// than the order's own payment.
+    public var subscriptionChargeKey: String?
     public var provider: String
     /// The provider's id of the dispute.
     public var reference: String
@@ -98,8 +106,9 @@ public struct DisputeRecord: Sendable, Equatable {
 
     package init(
         id: String, orderID: String, provider: String, reference: String, amount: Int64?, currencyCode: String?,
-        reason: String?, openedAt: Date
+        reason: String?, openedAt: Date, subscriptionChargeKey: String? = nil
     ) {
+        self.subscriptionChargeKey = subscriptionChargeKey
         self.id = id
         self.orderID = orderID
         self.provider = provider
@@ -122,6 +131,13 @@ public struct DisputeRecord: Sendable, Equatable {
 ///   succeeded refund completes ours, or is added when the provider made it (its dashboard); a failed one marks ours
 ///   failed, and gives back what a succeeded one had counted;
 /// - a dispute is recorded once per provider reference.
+///
+/// An event that names no order but a subscription charge (our key `sub_…:c<cycle>:a<attempt>` as its merchant
+/// reference, or the charge's provider reference) is applied to it in the same transaction: a payment event settles
+/// the charge attempt still unresolved (unknown, or decided later: Adyen's `Received`) by the rule of every answer
+/// (``SubscriptionBilling/afterDecided(_:_:)``; an approval of a subscription that ended meanwhile is owed back and
+/// given back by the next scheduler pass); a succeeded refund marks the recorded charge refunded with its
+/// reference; a dispute is recorded under the subscription's order with the charge's key.
 public protocol ProviderEventStore: Sendable {
     /// Applies `event` (see the protocol's documentation).
     func apply(_ event: ProviderEvent) async throws(OrderStoreError) -> ProviderEventResult
@@ -155,6 +171,7 @@ public struct ProviderEvents: Sendable {
             "outcome": result.outcome.rawValue,
         ]
         fields["orderId"] = result.orderID
+        fields["subscriptionId"] = result.subscriptionID
         fields["paymentReference"] = event.paymentReference
         fields["reference"] = event.reference
         let level = result.outcome == .mismatch || result.outcome == .discrepancy ? "warn" : "info"

@@ -67,6 +67,10 @@ public struct Subscription: Sendable, Equatable {
     public var createdAt: Date
     public var updatedAt: Date
     public var version: Int
+    /// The attempt sent to the processor whose outcome is not recorded yet (unknown, or decided later): recorded
+    /// before the charge is sent, it is resolved before anything else happens to the cycle (no catch-up, no next
+    /// attempt), whatever the subscription's status (``SubscriptionService/chargeDue(now:)``).
+    public var unresolvedCharge: SubscriptionChargeAttempt?
 
     public init(
         id: String, secret: String, checkoutID: String, orderID: String?, sku: String, productName: String,
@@ -75,8 +79,9 @@ public struct Subscription: Sendable, Equatable {
         cardArtURL: String? = nil, status: SubscriptionStatus = .active, statusReason: String? = nil, cycle: Int = 1,
         attempt: Int = 0, anchor: Date, nextChargeAt: Date?, createdAt: Date, updatedAt: Date, version: Int = 1,
         cardCountry: String? = nil, cardDescription: String? = nil, cardLongDescription: String? = nil,
-        skippedCycles: Int = 0
+        skippedCycles: Int = 0, unresolvedCharge: SubscriptionChargeAttempt? = nil
     ) {
+        self.unresolvedCharge = unresolvedCharge
         self.cardCountry = cardCountry
         self.cardDescription = cardDescription
         self.cardLongDescription = cardLongDescription
@@ -148,6 +153,26 @@ extension Subscription: Encodable {
         try c.encodeIfPresent(nextChargeAt.map { iso.string(from: $0) }, forKey: .nextChargeAt)
         try c.encode(iso.string(from: createdAt), forKey: .createdAt)
         try c.encode(iso.string(from: updatedAt), forKey: .updatedAt)
+    }
+}
+
+/// A charge of a billing cycle sent to the processor (or about to be) whose outcome is not recorded yet.
+///
+/// Written on the subscription, over the version read, before the charge is sent: two instances never send two
+/// different keys for one cycle, and an answer that is lost (or decided later) leaves the attempt to be looked up by
+/// its key, never abandoned.
+public struct SubscriptionChargeAttempt: Sendable, Equatable {
+    /// `sub_…:c<cycle>:a<attempt>`.
+    public var idempotencyKey: String
+    /// When it was first sent (the scheduler's clock): the provider's key lifetime counts from here.
+    public var since: Date
+    /// The provider's id for the charge, once known (a charge the provider decides later).
+    public var processorReference: String?
+
+    public init(idempotencyKey: String, since: Date, processorReference: String? = nil) {
+        self.idempotencyKey = idempotencyKey
+        self.since = since
+        self.processorReference = processorReference
     }
 }
 
@@ -224,12 +249,15 @@ public struct SubscriptionFilter: Sendable, Equatable {
     public var checkoutID: String?
     /// Only those with ``Subscription/nextChargeAt`` at or before this instant.
     public var dueBy: Date?
+    /// Only those with (`true`) or without (`false`) an ``Subscription/unresolvedCharge``.
+    public var unresolved: Bool?
     public var limit: Int
 
     public init(
         statuses: [SubscriptionStatus]? = nil, merchantTokenIdentifier: String? = nil, checkoutID: String? = nil,
-        dueBy: Date? = nil, limit: Int = 100
+        dueBy: Date? = nil, unresolved: Bool? = nil, limit: Int = 100
     ) {
+        self.unresolved = unresolved
         self.statuses = statuses
         self.merchantTokenIdentifier = merchantTokenIdentifier
         self.checkoutID = checkoutID

@@ -101,6 +101,32 @@ public enum SubscriptionBilling {
         return next
     }
 
+    /// The subscription once `charge` (decided: `approved` or `declined`) is recorded over `current`, and whether
+    /// an approved charge must be given back. Still on the charge's attempt and chargeable, the outcome moves it on
+    /// (``afterApproval(_:)``, ``afterDecline(_:dueAt:)``); ended meanwhile (cancelled, unlinked) or, oddly, past
+    /// that attempt, it stays as it is, and an approval is given back. The attempt the charge settles is resolved.
+    /// The scheduler's answer, its look-up and a provider's webhook all record a charge by this one rule.
+    public static func afterDecided(_ current: Subscription, _ charge: SubscriptionCharge) -> (
+        next: Subscription, givesBack: Bool
+    ) {
+        let sameAttempt = current.cycle == charge.cycle && current.attempt == charge.attempt
+        // A cancelled deferred plan that still owes its charge (nextChargeAt kept) is charged as due.
+        let chargeable = current.isLive || (current.status == .cancelled && current.nextChargeAt != nil)
+        var next: Subscription
+        let givesBack: Bool
+        if sameAttempt && chargeable {
+            next =
+                charge.status == "approved"
+                ? afterApproval(current) : afterDecline(current, dueAt: charge.dueAt)
+            givesBack = false
+        } else {
+            next = current
+            givesBack = charge.status == "approved"
+        }
+        if next.unresolvedCharge?.idempotencyKey == charge.idempotencyKey { next.unresolvedCharge = nil }
+        return (next, givesBack)
+    }
+
     /// The due date of the current cycle (the first attempt's date, whatever the attempt).
     public static func currentDueDate(of subscription: Subscription) -> Date {
         switch subscription.plan {

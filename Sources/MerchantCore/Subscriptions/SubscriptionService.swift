@@ -10,8 +10,10 @@ import Synchronization
 /// Exactly once per billing cycle, across restarts and instances: each attempt is charged under the idempotency
 /// key `sub_…:c<cycle>:a<attempt>` (the processor answers a repeated key with its first outcome, charging nothing
 /// twice), and the outcome is written with ``SubscriptionStore/updateSubscription(_:expectedVersion:charge:)``,
-/// which only one writer wins. An unknown outcome (time limit, 5xx) changes nothing: the next pass asks again
-/// with the same key.
+/// which only one writer wins. Each attempt is written on the subscription before it is sent
+/// (``Subscription/unresolvedCharge``); an outcome that is unknown (time limit, 5xx) or decided later (`processing`)
+/// leaves it there, and every later pass looks it up by its key before anything else happens to the cycle, even
+/// once the subscription is cancelled or unlinked.
 public struct SubscriptionService: Sendable {
     public let store: any SubscriptionStore
     public let processor: any PaymentProcessor
@@ -95,20 +97,24 @@ public struct SubscriptionService: Sendable {
     /// Charges every subscription due at `now`, repeating until none is (a subscription several cycles behind,
     /// after a restart, catches up one cycle per pass). Answers the charges recorded by this call.
     ///
-    /// Due are the live subscriptions (`active`, `pastDue`) and the cancelled ones that still owe a charge: a
-    /// deferred plan cancelled after its free-cancellation date (``SubscriptionBilling/cancellationOwesCharge(_:at:)``)
-    /// keeps its billing date as ``Subscription/nextChargeAt``; every other cancellation clears it.
+    /// First it resolves the attempts whose outcome is not recorded (``resolveUnresolvedCharges(now:)``), whatever
+    /// the subscription's status: a subscription with one is neither charged again nor caught up until it is
+    /// resolved. Due are the live subscriptions (`active`, `pastDue`) and the cancelled ones that still owe a
+    /// charge: a deferred plan cancelled after its free-cancellation date
+    /// (``SubscriptionBilling/cancellationOwesCharge(_:at:)``) keeps its billing date as
+    /// ``Subscription/nextChargeAt``; every other cancellation clears it.
     public func chargeDue(now: Date? = nil) async -> [SubscriptionCharge] {
         let now = now ?? clock()
         await giveBackOwedCharges()
-        var recorded: [SubscriptionCharge] = []
+        var recorded = await resolveUnresolvedCharges(now: now)
         for _ in 0..<1000 {
             let due: [Subscription]
             do {
                 due =
                     try await store.subscriptions(
-                        SubscriptionFilter(statuses: [.active, .pastDue], dueBy: now, limit: 100))
-                    + store.subscriptions(SubscriptionFilter(statuses: [.cancelled], dueBy: now, limit: 100))
+                        SubscriptionFilter(statuses: [.active, .pastDue], dueBy: now, unresolved: false, limit: 100))
+                    + store.subscriptions(
+                        SubscriptionFilter(statuses: [.cancelled], dueBy: now, unresolved: false, limit: 100))
             } catch {
                 logger.log("error", "cannot list due subscriptions", ["code": error.code.rawValue])
                 return recorded
@@ -134,35 +140,51 @@ public struct SubscriptionService: Sendable {
     }
 
     /// Charges the current cycle (attempt) of one subscription and records the outcome; `nil` when nothing was
-    /// recorded (outcome unknown, or another instance recorded it first). A subscription more than one cycle behind
-    /// (after an outage) first passes over the cycles it missed (``SubscriptionBilling/catchUp(_:now:)``), recorded
-    /// as skipped, and is charged for the latest one only.
+    /// recorded (outcome unknown or decided later, or another instance took the attempt first). A subscription more
+    /// than one cycle behind (after an outage) first passes over the cycles it missed
+    /// (``SubscriptionBilling/catchUp(_:now:)``), recorded as skipped, and is charged for the latest one only.
+    ///
+    /// The attempt is written on the subscription (``Subscription/unresolvedCharge``) over the version read before
+    /// the charge is sent, so only one instance sends it; an answer that does not decide leaves it there for
+    /// ``resolveUnresolvedCharges(now:)``.
     func chargeCycle(of read: Subscription, now: Date) async -> SubscriptionCharge? {
-        var subscription = read
+        // An attempt not resolved yet: nothing moves on (no catch-up, no next attempt) until it is.
+        guard read.unresolvedCharge == nil else { return nil }
+        var attempting = read
+        var event: SubscriptionEvent?
         if let caughtUp = SubscriptionBilling.catchUp(read, now: now) {
-            let skipped = caughtUp.skippedCycles - read.skippedCycles
-            let event = SubscriptionEvent(
+            attempting = caughtUp
+            event = SubscriptionEvent(
                 kind: "subscriptionCyclesSkipped",
                 detail: [
                     "fromCycle": String(read.cycle), "toCycle": String(caughtUp.cycle - 1),
-                    "skipped": String(skipped),
+                    "skipped": String(caughtUp.skippedCycles - read.skippedCycles),
                 ])
-            do {
-                guard
-                    let stored = try await store.updateSubscription(
-                        caughtUp, expectedVersion: read.version, charge: nil, event: event)
-                else { return nil }
-                subscription = stored
-                logger.log(
-                    "warn", "missed subscription cycles skipped",
-                    ["subscriptionId": read.id, "skipped": String(skipped), "cycle": String(stored.cycle)])
-            } catch {
-                logger.log(
-                    "error", "cannot skip missed cycles", ["subscriptionId": read.id, "code": error.code.rawValue])
-                return nil
-            }
         }
-        let key = SubscriptionBilling.idempotencyKey(subscription)
+        let key = SubscriptionBilling.idempotencyKey(attempting)
+        attempting.unresolvedCharge = SubscriptionChargeAttempt(idempotencyKey: key, since: now)
+        let subscription: Subscription
+        do {
+            // Another instance that read the same version sends nothing: only one key per cycle goes out.
+            guard
+                let stored = try await store.updateSubscription(
+                    attempting, expectedVersion: read.version, charge: nil, event: event)
+            else { return nil }
+            subscription = stored
+        } catch {
+            logger.log(
+                "error", "cannot record the subscription charge attempt: not sent",
+                ["subscriptionId": read.id, "code": error.code.rawValue])
+            return nil
+        }
+        if event != nil {
+            logger.log(
+                "warn", "missed subscription cycles skipped",
+                [
+                    "subscriptionId": read.id, "skipped": String(subscription.skippedCycles - read.skippedCycles),
+                    "cycle": String(subscription.cycle),
+                ])
+        }
         let currency = Currency(code: subscription.currencyCode) ?? .usDollar
         let request = StoredMethodChargeRequest(
             paymentMethodReference: subscription.paymentMethodReference,
@@ -179,34 +201,177 @@ public struct SubscriptionService: Sendable {
             logger.log(
                 "warn", "subscription charge not decided",
                 ["subscriptionId": subscription.id, "idempotencyKey": key, "code": error.code.rawValue])
+            if error.outcomeIsUnknown {
+                // The attempt stays unresolved: the next pass looks it up by its key.
+                if let reference = error.processorReference { await note(reference, of: subscription) }
+                return nil
+            }
+            // Refused before anything was charged: the attempt ends; the next pass sends the same key again.
+            var next = subscription
+            next.unresolvedCharge = nil
             if error.code == .paymentMethodNotFound {
-                var next = subscription
                 next.status = .cancelled
                 next.statusReason = "paymentMethodNotFound"
                 next.nextChargeAt = nil
-                _ = try? await store.updateSubscription(next, expectedVersion: subscription.version, charge: nil)
             }
+            _ = try? await store.updateSubscription(next, expectedVersion: subscription.version, charge: nil)
             return nil
         }
-        var charge = SubscriptionCharge(
-            subscriptionID: subscription.id, cycle: subscription.cycle, attempt: subscription.attempt,
-            idempotencyKey: key, amount: subscription.amount, currencyCode: subscription.currencyCode,
-            status: "approved", processorReference: nil, declineCode: nil,
-            dueAt: SubscriptionBilling.currentDueDate(of: subscription), chargedAt: now)
         switch outcome {
-        case .approved(let reference): charge.processorReference = reference
+        case .approved(let reference):
+            return await record(decided(subscription, key: key, approvedAs: reference, at: now), charging: subscription)
         case .declined(let reason):
-            charge.status = "declined"
-            charge.declineCode = reason.code
+            return await record(decided(subscription, key: key, declinedFor: reason, at: now), charging: subscription)
         case .processing(let reference):
-            // Decided later: the cycle stays on this attempt, and its next pass asks again with the same key (the
-            // provider answers the same charge), never a new one.
+            // Decided later: the attempt stays unresolved with the provider's reference, settled by its webhook or a
+            // look-up, never by a new key.
             logger.log(
                 "info", "subscription charge processing at the provider",
                 ["subscriptionId": subscription.id, "idempotencyKey": key, "processorReference": reference])
+            await note(reference, of: subscription)
             return nil
         }
-        return await record(charge, charging: subscription)
+    }
+
+    /// The charge row of `subscription`'s current attempt, decided.
+    private func decided(
+        _ subscription: Subscription, key: String, approvedAs reference: String? = nil,
+        declinedFor reason: DeclineReason? = nil, at chargedAt: Date
+    ) -> SubscriptionCharge {
+        SubscriptionCharge(
+            subscriptionID: subscription.id, cycle: subscription.cycle, attempt: subscription.attempt,
+            idempotencyKey: key, amount: subscription.amount, currencyCode: subscription.currencyCode,
+            status: reason == nil ? "approved" : "declined", processorReference: reason == nil ? reference : nil,
+            declineCode: reason?.code, dueAt: SubscriptionBilling.currentDueDate(of: subscription),
+            chargedAt: chargedAt)
+    }
+
+    /// Keeps the provider's reference on the unresolved attempt (so a webhook naming only that reference finds it);
+    /// a concurrent writer is read again, and an attempt resolved meanwhile is left alone.
+    private func note(_ reference: String, of read: Subscription) async {
+        var current = read
+        for _ in 0..<3 {
+            guard var attempt = current.unresolvedCharge, attempt.processorReference != reference else { return }
+            attempt.processorReference = reference
+            var next = current
+            next.unresolvedCharge = attempt
+            do {
+                if try await store.updateSubscription(next, expectedVersion: current.version, charge: nil) != nil {
+                    return
+                }
+                guard let fresh = try await store.subscription(id: read.id) else { return }
+                current = fresh
+            } catch {
+                return
+            }
+        }
+    }
+
+    // MARK: Resolving attempts
+
+    /// Resolves the attempts whose outcome was not recorded, whatever the subscription's status (a cancel or an
+    /// `UNLINK` meanwhile included), and answers the charges it recorded. Each attempt older than the charge's time
+    /// limit (so that no instance is still waiting for its answer) and within the provider's key lifetime is looked
+    /// up by its key (``PaymentProcessor/charge(lookingUp:)``, never sent with a new key); a decided charge is
+    /// recorded by the rule of every answer (an approval of a subscription that ended meanwhile is then given
+    /// back). Still undecided, or the look-up unavailable (a provider whose webhook decides: Adyen), it waits; no
+    /// charge at the provider ends the attempt, and the cycle is charged again under the same key. Past the key
+    /// lifetime nothing is asked (a look-up would guess, and a provider's "look-up" that sends the request again
+    /// would charge anew): the attempt waits for its webhook or a person (``chargesNeedingAttention(now:)``).
+    public func resolveUnresolvedCharges(now: Date? = nil) async -> [SubscriptionCharge] {
+        let now = now ?? clock()
+        let unresolved: [Subscription]
+        do {
+            unresolved = try await store.subscriptions(SubscriptionFilter(unresolved: true, limit: 500))
+        } catch {
+            logger.log("error", "cannot list unresolved subscription charges", ["code": error.code.rawValue])
+            return []
+        }
+        var recorded: [SubscriptionCharge] = []
+        for subscription in unresolved {
+            if let charge = await resolve(subscription, now: now) { recorded.append(charge) }
+        }
+        return recorded
+    }
+
+    /// The attempts past the provider's key lifetime that no look-up settles: for a person, who looks the key up in
+    /// the provider's dashboard (`GET /admin/v1/attention`'s `subscriptionCharges`).
+    public func chargesNeedingAttention(now: Date? = nil) async throws(OrderStoreError) -> [Subscription] {
+        let now = now ?? clock()
+        let resolution = processor.unknownOutcomes
+        guard resolution.keyLifetime != nil else { return [] }
+        return try await store.subscriptions(SubscriptionFilter(unresolved: true, limit: 500)).filter {
+            guard let attempt = $0.unresolvedCharge else { return false }
+            return Self.isPastKeyLifetime(attempt, resolution, now: now)
+        }
+    }
+
+    static func isPastKeyLifetime(
+        _ attempt: SubscriptionChargeAttempt, _ resolution: UnknownOutcomeResolution, now: Date
+    ) -> Bool {
+        guard let lifetime = resolution.keyLifetime else { return false }
+        return attempt.since.addingTimeInterval(seconds(lifetime)) < now
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// Looks one unresolved attempt up and records it when the provider decided (see
+    /// ``resolveUnresolvedCharges(now:)``).
+    func resolve(_ subscription: Subscription, now: Date) async -> SubscriptionCharge? {
+        guard let attempt = subscription.unresolvedCharge else { return nil }
+        // Sent less than a time limit ago: an instance may still be waiting for its answer.
+        guard attempt.since.addingTimeInterval(Self.seconds(timeout)) <= now else { return nil }
+        let resolution = processor.unknownOutcomes
+        let fields = ["subscriptionId": subscription.id, "idempotencyKey": attempt.idempotencyKey]
+        if Self.isPastKeyLifetime(attempt, resolution, now: now) {
+            logger.log("warn", "subscription charge unresolved past the provider's key lifetime: for a person", fields)
+            return nil
+        }
+        // Only the provider's webhook can tell (Adyen): nothing to ask.
+        if case .webhook = resolution { return nil }
+        let processor = self.processor
+        let lookup = ChargeLookup(
+            idempotencyKey: attempt.idempotencyKey,
+            amount: Money(
+                minorUnits: subscription.amount, currency: Currency(code: subscription.currencyCode) ?? .usDollar),
+            processorReference: attempt.processorReference)
+        let result = await PaymentProcessing.withTimeLimit(timeout) {
+            () async throws(ProcessorError) -> ProcessorCharge? in
+            try await processor.charge(lookingUp: lookup)
+        }
+        let found: ProcessorCharge?
+        switch result {
+        case .success(let charge): found = charge
+        case .failure(let error) where error.code == .chargeNotFound: found = nil
+        case .failure(let error):
+            var waiting = fields
+            waiting["code"] = error.code.rawValue
+            logger.log("info", "subscription charge still unresolved", waiting)
+            return nil
+        }
+        guard let found else {
+            // Nothing was charged under the key: the attempt ends, and the cycle is charged again with the same key.
+            logger.log("info", "subscription charge attempt found nothing charged", fields)
+            var next = subscription
+            next.unresolvedCharge = nil
+            _ = try? await store.updateSubscription(next, expectedVersion: subscription.version, charge: nil)
+            return nil
+        }
+        switch found.outcome {
+        case .processing(let reference):
+            await note(reference, of: subscription)
+            return nil
+        case .approved(let reference):
+            return await record(
+                decided(subscription, key: attempt.idempotencyKey, approvedAs: reference, at: attempt.since),
+                charging: subscription)
+        case .declined(let reason):
+            return await record(
+                decided(subscription, key: attempt.idempotencyKey, declinedFor: reason, at: attempt.since),
+                charging: subscription)
+        }
     }
 
     /// Records a decided charge, whatever happened to the subscription while it was in flight: an approval is never
@@ -219,23 +384,7 @@ public struct SubscriptionService: Sendable {
         var current = read
         var charge = decided
         for _ in 0..<8 {
-            let sameAttempt = current.cycle == read.cycle && current.attempt == read.attempt
-            // A cancelled deferred plan that still owes its charge (nextChargeAt kept) is charged as due.
-            let chargeable = current.isLive || (current.status == .cancelled && current.nextChargeAt != nil)
-            let next: Subscription
-            let givesBack: Bool
-            if sameAttempt && chargeable {
-                next =
-                    charge.status == "approved"
-                    ? SubscriptionBilling.afterApproval(current)
-                    : SubscriptionBilling.afterDecline(current, dueAt: charge.dueAt)
-                givesBack = false
-            } else {
-                // Ended while the charge was in flight (or, oddly, moved past this attempt): record, do not revive,
-                // and owe the refund until the processor has given the charge back.
-                next = current
-                givesBack = charge.status == "approved"
-            }
+            let (next, givesBack) = SubscriptionBilling.afterDecided(current, charge)
             charge.refundOwed = givesBack
             let stored: Subscription?
             do {
