@@ -215,6 +215,7 @@ struct SubscriptionChargeRaceTests {
             #expect(held.recorded.map(\.status) == ["approved"])
             let after = try #require(try await store.subscription(id: held.subscription.id))
             #expect(after.cycle == 2 && after.status == .active && after.cardSuffix == "7777")
+            #expect(after.unresolvedCharge == nil)
             let charges = try await store.subscriptionCharges(subscriptionID: held.subscription.id)
             #expect(charges.map(\.cycle) == [1] && charges[0].refundedAt == nil)
             #expect(

@@ -1,0 +1,378 @@
+import ApplePay
+import Foundation
+import Foundations
+import MerchantCore
+import MerchantSandbox
+import MerchantServer
+import Synchronization
+import TestSupport
+import Testing
+
+/// A processor whose stored-method answers do not decide: each charge is made at an inner sandbox processor (so the
+/// ledger holds it), and then its answer is lost (a time-out) or is `processing`; look-ups answer `processing` until
+/// the test decides. It records every charge request and every look-up, and says how it settles lost answers
+/// (`unknownOutcomes`) as the test asks: Stripe's and Checkout.com's look-up for 24 hours, Adyen's webhook.
+final class UndecidedProcessor: PaymentProcessor {
+    /// What a stored-method charge answers.
+    enum Answer: Sendable {
+        /// The inner processor's answer, as it is.
+        case decided
+        /// Charged at the inner processor; the answer is lost (`processorTimeout`).
+        case lost
+        /// Charged at the inner processor; answered `processing` (decided later), and looked up as such.
+        case processing
+    }
+
+    struct State {
+        var answer: Answer
+        /// Look-ups answer `processing` (the provider has not decided) while true.
+        var undecided = false
+        var chargeRequests: [String] = []
+        var lookUps: [String] = []
+    }
+
+    let inner = SandboxProcessor()
+    let unknownOutcomes: UnknownOutcomeResolution
+    private let state: Mutex<State>
+
+    init(answer: Answer, resolution: UnknownOutcomeResolution = .lookUp(keyLifetime: .seconds(24 * 3600))) {
+        state = Mutex(State(answer: answer, undecided: answer == .processing))
+        unknownOutcomes = resolution
+    }
+
+    var name: String { "undecided" }
+
+    /// Every `charge(storedMethod:)` request's idempotency key, in order.
+    var chargeRequests: [String] { state.withLock { $0.chargeRequests } }
+    /// Every look-up's idempotency key, in order.
+    var lookUps: [String] { state.withLock { $0.lookUps } }
+
+    /// How the next charges answer.
+    func answer(_ answer: Answer) { state.withLock { $0.answer = answer } }
+    /// Whether the provider has decided: look-ups then answer the ledger's charge.
+    func decide(_ decided: Bool = true) { state.withLock { $0.undecided = !decided } }
+
+    func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        let answer = state.withLock { state in
+            state.chargeRequests.append(request.idempotencyKey)
+            return state.answer
+        }
+        let outcome = try await inner.charge(storedMethod: request)
+        switch answer {
+        case .decided: return outcome
+        case .lost: throw ProcessorError(.timeout, "the answer was lost")
+        case .processing:
+            // Taken, decided later (approved or declined at the ledger already): its reference only.
+            let charge = try await inner.charge(idempotencyKey: request.idempotencyKey)
+            return .processing(reference: charge?.reference ?? "")
+        }
+    }
+
+    func charge(lookingUp payment: ChargeLookup) async throws(ProcessorError) -> ProcessorCharge? {
+        try await charge(idempotencyKey: payment.idempotencyKey)
+    }
+
+    func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
+        let undecided = state.withLock { state in
+            state.lookUps.append(idempotencyKey)
+            return state.undecided
+        }
+        guard var charge = try await inner.charge(idempotencyKey: idempotencyKey) else { return nil }
+        if undecided { charge.status = .processing }
+        return charge
+    }
+
+    func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        try await inner.charge(request)
+    }
+    func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
+        try await inner.void(reference: reference)
+    }
+    func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
+        -> ProcessorRefund
+    {
+        try await inner.refund(reference: reference, amount: amount, idempotencyKey: idempotencyKey)
+    }
+    func storePaymentMethod(_ token: NetworkToken, idempotencyKey: String, rootFingerprint: String?)
+        async throws(ProcessorError) -> String
+    {
+        try await inner.storePaymentMethod(token, idempotencyKey: idempotencyKey, rootFingerprint: rootFingerprint)
+    }
+}
+
+@Suite("A subscription cycle's charge attempt: recorded before it is sent, resolved before anything moves on")
+struct SubscriptionChargeAttemptTests {
+    static let hour: TimeInterval = 3600
+    static let day: TimeInterval = 86_400
+
+    /// On a new store of `backend`: a subscription due at `fixedNow` whose kept method is at `processor`, and the
+    /// scheduler on it.
+    static func with(
+        _ backend: StoreBackend, _ processor: UndecidedProcessor, index: Int,
+        _ body: (StoreFixture, any SubscriptionStore, SubscriptionService, Subscription) async throws -> Void
+    ) async throws {
+        try await StoreFixture.with(backend, storeAs: (any SubscriptionStore).self) { fixture, store in
+            let subscription = try await SubscriptionChargeRaceTests.subscribed(fixture, processor, index: index)
+            try await body(fixture, store, fixture.scheduler(on: store, processor), subscription)
+        }
+    }
+
+    static func key(_ subscription: Subscription, cycle: Int = 1, attempt: Int = 0) -> String {
+        "\(subscription.id):c\(cycle):a\(attempt)"
+    }
+
+    @Test(
+        "a timed-out cycle, then a cancel: the next pass looks it up, records the approval and voids it; no new key",
+        arguments: StoreBackend.available)
+    func cancelWhileUnknown(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(answer: .lost)
+        try await Self.with(backend, processor, index: 30) { fixture, store, service, subscription in
+            let key = Self.key(subscription)
+            #expect(await service.chargeDue(now: fixedNow).isEmpty, "the answer was lost: nothing recorded")
+            let waiting = try #require(try await store.subscription(id: subscription.id))
+            #expect(waiting.unresolvedCharge == SubscriptionChargeAttempt(idempotencyKey: key, since: fixedNow))
+            #expect(waiting.cycle == 1 && waiting.attempt == 0)
+
+            // The customer cancels while the charge's outcome is unknown: nextChargeAt is cleared, the attempt kept.
+            let cancelled = try await service.cancel(id: subscription.id, by: "customer")
+            #expect(cancelled.status == .cancelled && cancelled.nextChargeAt == nil)
+            #expect(cancelled.unresolvedCharge?.idempotencyKey == key)
+
+            // Within its time limit the attempt may still be in flight at another instance: not looked up yet.
+            #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(5)).isEmpty)
+            #expect(processor.lookUps.isEmpty)
+
+            // The next pass looks it up (a look-up, not a resend), finds it approved, records it and gives it back.
+            processor.answer(.decided)
+            let recorded = await service.chargeDue(now: fixedNow.addingTimeInterval(Self.hour))
+            #expect(recorded.map(\.idempotencyKey) == [key] && recorded.map(\.status) == ["approved"])
+            #expect(processor.lookUps == [key])
+            #expect(processor.chargeRequests == [key], "one charge request, never a new key")
+            let charges = try await store.subscriptionCharges(subscriptionID: subscription.id)
+            #expect(charges.count == 1)
+            let charge = try #require(charges.first)
+            #expect(
+                charge.refundReference?.hasPrefix("void:") == true && charge.refundedAt != nil && !charge.refundOwed)
+            #expect(try await processor.inner.charge(idempotencyKey: key)?.status == .voided)
+            let after = try #require(try await store.subscription(id: subscription.id))
+            #expect(after.status == .cancelled && after.cycle == 1 && after.nextChargeAt == nil)
+            #expect(after.unresolvedCharge == nil)
+            #expect(try await fixture.subscriptionEventKinds(subscription) == ["subscriptionChargeRefunded"])
+
+            // Nothing more, ever.
+            #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(70 * Self.day)).isEmpty)
+            #expect(processor.chargeRequests == [key])
+        }
+    }
+
+    @Test(
+        "an UNLINK while a cycle is processing at the provider: resolved by look-up as declined, recorded, no retry",
+        arguments: StoreBackend.available)
+    func unlinkWhileProcessing(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(answer: .processing)
+        try await Self.with(backend, processor, index: 31) { _, store, service, subscription in
+            processor.inner.declineNextStoredMethodCharges([.insufficientFunds])
+            #expect(await service.chargeDue(now: fixedNow).isEmpty)
+            let key = Self.key(subscription)
+            // What Apple's UNLINK does to it (SubscriptionService.change(for:)), applied as the event is.
+            let unlink: @Sendable (Subscription) -> Subscription? = { current in
+                var next = current
+                next.status = .unlinked
+                next.statusReason = "user"
+                next.nextChargeAt = nil
+                return next
+            }
+            #expect(
+                try await store.applyTokenEvent(
+                    eventID: "evt-unlink-31", eventType: "UNLINK",
+                    merchantTokenIdentifier: try #require(subscription.merchantTokenIdentifier), change: unlink) == 1)
+            #expect(try await store.subscription(id: subscription.id)?.unresolvedCharge?.idempotencyKey == key)
+            processor.decide()
+            let recorded = await service.chargeDue(now: fixedNow.addingTimeInterval(Self.hour))
+            #expect(recorded.map(\.status) == ["declined"])
+            let after = try #require(try await store.subscription(id: subscription.id))
+            #expect(after.status == .unlinked && after.unresolvedCharge == nil && after.attempt == 0)
+            #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(10 * Self.day)).isEmpty)
+            #expect(processor.chargeRequests == [key])
+        }
+    }
+
+    @Test(
+        "a timed-out cycle, then two more cycles go by: catch-up waits for the resolution, then skips and charges",
+        arguments: StoreBackend.available)
+    func catchUpWaitsForTheResolution(_ backend: StoreBackend) async throws {
+        // A processor that keeps its keys (ours, docs/PROCESSOR-PROTOCOL.md): it can still be asked two months on.
+        // (With a 24-hour key lifetime the attempt would wait for a person instead: pastTheKeyLifetime.)
+        let processor = UndecidedProcessor(answer: .lost, resolution: .lookUp(keyLifetime: nil))
+        try await Self.with(backend, processor, index: 32) { _, store, service, subscription in
+            #expect(await service.chargeDue(now: fixedNow).isEmpty)
+            // The provider has not decided when it is asked: 65 days on, cycles 2 and 3 are due too.
+            processor.decide(false)
+            let later = fixedNow.addingTimeInterval(65 * Self.day)
+            #expect(await service.chargeDue(now: later).isEmpty)
+            var waiting = try #require(try await store.subscription(id: subscription.id))
+            #expect(waiting.cycle == 1 && waiting.skippedCycles == 0 && waiting.unresolvedCharge != nil)
+            #expect(processor.chargeRequests == [Self.key(subscription)], "no next cycle while the first is unknown")
+
+            // Decided: cycle 1 is recorded, then the catch-up rule passes over cycle 2 and charges cycle 3.
+            processor.decide()
+            processor.answer(.decided)
+            let recorded = await service.chargeDue(now: later)
+            #expect(recorded.map(\.cycle) == [1, 3] && recorded.allSatisfy { $0.status == "approved" })
+            waiting = try #require(try await store.subscription(id: subscription.id))
+            #expect(waiting.cycle == 4 && waiting.skippedCycles == 1 && waiting.unresolvedCharge == nil)
+            #expect(processor.chargeRequests == [Self.key(subscription), Self.key(subscription, cycle: 3)])
+        }
+    }
+
+    @Test(
+        "an attempt older than the provider's key lifetime is never sent again, and is listed for a person",
+        arguments: StoreBackend.available)
+    func pastTheKeyLifetime(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(answer: .lost)
+        try await Self.with(backend, processor, index: 33) { _, store, service, subscription in
+            let key = Self.key(subscription)
+            #expect(await service.chargeDue(now: fixedNow).isEmpty)
+            processor.decide(false)
+            // Within the 24 hours: looked up, still undecided; not for a person yet.
+            #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(Self.hour)).isEmpty)
+            #expect(processor.lookUps == [key])
+            #expect(try await service.chargesNeedingAttention(now: fixedNow.addingTimeInterval(Self.hour)).isEmpty)
+
+            // Past them: nothing is asked or sent (a Checkout.com "look-up" sends the request again), whatever
+            // time passes; the attempt is listed for a person.
+            processor.answer(.decided)
+            processor.decide()
+            for days in [1.5, 3, 40] {
+                #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(days * Self.day)).isEmpty)
+            }
+            #expect(processor.chargeRequests == [key], "no second charge request with any key")
+            #expect(processor.lookUps == [key])
+            let listed = try await service.chargesNeedingAttention(now: fixedNow.addingTimeInterval(2 * Self.day))
+            #expect(listed.map(\.id) == [subscription.id])
+            #expect(listed.first?.unresolvedCharge?.idempotencyKey == key)
+            let after = try #require(try await store.subscription(id: subscription.id))
+            #expect(after.cycle == 1 && after.skippedCycles == 0)
+            #expect(try await store.subscriptionCharges(subscriptionID: subscription.id).isEmpty)
+        }
+    }
+
+    @Test(
+        "a look-up finding nothing charged ends the attempt: the cycle is charged again under the same key",
+        arguments: StoreBackend.available)
+    func nothingCharged(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(answer: .decided)
+        try await Self.with(backend, processor, index: 34) { _, store, service, subscription in
+            // An attempt recorded by an instance that died before it sent the charge.
+            var attempted = subscription
+            attempted.unresolvedCharge = SubscriptionChargeAttempt(
+                idempotencyKey: Self.key(subscription), since: fixedNow)
+            _ = try #require(
+                try await store.updateSubscription(attempted, expectedVersion: subscription.version, charge: nil))
+            let recorded = await service.chargeDue(now: fixedNow.addingTimeInterval(Self.hour))
+            #expect(recorded.map(\.idempotencyKey) == [Self.key(subscription)])
+            #expect(processor.lookUps == [Self.key(subscription)])
+            #expect(processor.chargeRequests == [Self.key(subscription)])
+            #expect(try await store.subscription(id: subscription.id)?.cycle == 2)
+        }
+    }
+
+    @Test(
+        "Adyen-like: a cycle answered Received (processing) waits, never looked up, and its webhook settles it",
+        arguments: StoreBackend.available)
+    func processingSettledByWebhook(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(
+            answer: .processing, resolution: .webhook(keyLifetime: .seconds(31 * 86_400)))
+        try await Self.with(backend, processor, index: 35) { fixture, store, service, subscription in
+            let key = Self.key(subscription)
+            #expect(await service.chargeDue(now: fixedNow).isEmpty)
+            let waiting = try #require(try await store.subscription(id: subscription.id))
+            let reference = try #require(waiting.unresolvedCharge?.processorReference)
+            #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(Self.hour)).isEmpty)
+            #expect(processor.lookUps.isEmpty, "only the webhook can tell")
+
+            let events = try #require(fixture.store as? any ProviderEventStore)
+            let authorised = ProviderEvent(
+                provider: "adyen", id: "AUTH-35", kind: .paymentSucceeded, merchantReference: key,
+                paymentReference: reference, amount: 999, currencyCode: "USD")
+            #expect(
+                try await events.apply(authorised) == ProviderEventResult(.applied, subscriptionID: subscription.id))
+            #expect(try await events.apply(authorised).outcome == .duplicate)
+            var again = authorised
+            again.id = "AUTH-35-again"
+            #expect(try await events.apply(again).outcome == .noChange)
+
+            let after = try #require(try await store.subscription(id: subscription.id))
+            #expect(after.cycle == 2 && after.status == .active && after.unresolvedCharge == nil)
+            let charges = try await store.subscriptionCharges(subscriptionID: subscription.id)
+            #expect(charges.map(\.status) == ["approved"] && charges.first?.processorReference == reference)
+            // The next cycle is charged as usual, with its own key.
+            processor.answer(.decided)
+            let second = try #require(after.nextChargeAt)
+            #expect(await service.chargeDue(now: second).map(\.cycle) == [2])
+            #expect(processor.chargeRequests == [key, Self.key(subscription, cycle: 2)])
+        }
+    }
+
+    @Test(
+        "Adyen-like: cancelled while processing, the webhook's approval is recorded and given back by the next pass",
+        arguments: StoreBackend.available)
+    func processingCancelledThenApproved(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(
+            answer: .processing, resolution: .webhook(keyLifetime: .seconds(31 * 86_400)))
+        try await Self.with(backend, processor, index: 36) { fixture, store, service, subscription in
+            #expect(await service.chargeDue(now: fixedNow).isEmpty)
+            let reference = try #require(try await store.subscription(id: subscription.id)?.unresolvedCharge)
+                .processorReference
+            _ = try await service.cancel(id: subscription.id, by: "customer")
+            // The webhook names the payment by the provider's reference only.
+            let events = try #require(fixture.store as? any ProviderEventStore)
+            let result = try await events.apply(
+                ProviderEvent(provider: "adyen", id: "AUTH-36", kind: .paymentSucceeded, paymentReference: reference))
+            #expect(result.outcome == .applied && result.subscriptionID == subscription.id)
+            #expect(try await store.chargesOwingRefund(limit: 10).map(\.subscriptionID) == [subscription.id])
+            #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(Self.hour)).isEmpty)
+            let charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
+            #expect(charge.status == "approved" && charge.refundedAt != nil && !charge.refundOwed)
+            let after = try #require(try await store.subscription(id: subscription.id))
+            #expect(after.status == .cancelled && after.cycle == 1 && after.unresolvedCharge == nil)
+            #expect(processor.chargeRequests.count == 1)
+        }
+    }
+
+    @Test(
+        "a refund and a dispute webhook on a subscription charge are recorded against it, not orderNotFound",
+        arguments: StoreBackend.available)
+    func refundAndDisputeWebhooks(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(answer: .decided)
+        try await Self.with(backend, processor, index: 37) { fixture, store, service, subscription in
+            let charged = await service.chargeDue(now: fixedNow)
+            let reference = try #require(charged.first?.processorReference)
+            let events = try #require(fixture.store as? any ProviderEventStore)
+            let refund = ProviderEvent(
+                provider: "stripe", id: "evt_re_37", kind: .refundSucceeded, paymentReference: reference,
+                reference: "re_37", amount: 999, currencyCode: "USD")
+            #expect(try await events.apply(refund) == ProviderEventResult(.applied, subscriptionID: subscription.id))
+            var again = refund
+            again.id = "evt_re_37_again"
+            #expect(try await events.apply(again).outcome == .noChange)
+            let charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
+            #expect(charge.refundReference == "refund:re_37" && charge.refundedAt != nil)
+            #expect(try await fixture.subscriptionEventKinds(subscription) == ["subscriptionChargeRefunded"])
+
+            let dispute = ProviderEvent(
+                provider: "stripe", id: "evt_dp_37", kind: .disputeOpened, paymentReference: reference,
+                reference: "dp_37", amount: 999, currencyCode: "USD", reason: "fraudulent")
+            #expect(try await events.apply(dispute) == ProviderEventResult(.applied, subscriptionID: subscription.id))
+            let orderID = try #require(subscription.orderID)
+            let disputes = try await events.disputes(orderID: orderID)
+            #expect(disputes.map(\.reference) == ["dp_37"])
+            #expect(disputes.first?.subscriptionChargeKey == Self.key(subscription))
+            // An event naming nothing we know is still orderNotFound.
+            let stray = ProviderEvent(
+                provider: "stripe", id: "evt_stray", kind: .refundSucceeded, paymentReference: "ch_unknown",
+                reference: "re_x", amount: 1)
+            #expect(try await events.apply(stray).outcome == .orderNotFound)
+        }
+    }
+}
