@@ -17,6 +17,8 @@ struct AdminRoutes: RouteCollection {
     let logger: RequestLogger
     /// Wallet orders: fulfilment steps and refunds push to registered devices; nil: no fulfilment route.
     let walletOrders: WalletOrdersService?
+    /// Subscriptions, whose charge attempts past the key lifetime the attention list shows; nil: none.
+    var subscriptions: SubscriptionService? = nil
     /// Refunds and voids on their way to the processor, by order: one kind never starts while the other is.
     let inFlight = ProcessorOperations()
 
@@ -298,16 +300,38 @@ struct AdminRoutes: RouteCollection {
     /// processor keeps an idempotency key (Stripe and Checkout.com 24 hours, Adyen's webhook deadline): no look-up
     /// can tell any more, so a person must (the provider's dashboard, by the order's transaction id).
     /// `discrepancies`: payments the provider decided otherwise than we recorded, open until resolved with
-    /// `POST /admin/v1/discrepancies/{id}/resolve`. Answers `{"orders", "discrepancies", "resolution",
-    /// "keyLifetimeSeconds"}`.
+    /// `POST /admin/v1/discrepancies/{id}/resolve`. `subscriptionCharges`: subscription charge attempts whose outcome
+    /// is still unknown (or decided later) past the key lifetime, which the scheduler no longer asks about (the
+    /// subscription's cycle waits meanwhile): look the key up in the provider's dashboard. Answers `{"orders",
+    /// "discrepancies", "subscriptionCharges", "resolution", "keyLifetimeSeconds"}`.
     func attention() async throws(HTTPError) -> HTTPResponse {
         struct Answer: Encodable {
             var orders: [Order]
             var discrepancies: [DiscrepancyRecord]
+            var subscriptionCharges: [SubscriptionAttempt]
             var resolution: String
             var keyLifetimeSeconds: Int64?
         }
+        struct SubscriptionAttempt: Encodable {
+            var subscriptionId: String
+            var status: String
+            var cycle: Int
+            var idempotencyKey: String
+            var since: String
+            var processorReference: String?
+        }
         let orders = try await storing { () async throws(OrderStoreError) in try await reconciler.needingAttention() }
+        let attempts = try await storing { () async throws(OrderStoreError) -> [SubscriptionAttempt] in
+            let iso = ISO8601DateFormatter()
+            return try await (subscriptions?.chargesNeedingAttention() ?? []).compactMap { subscription in
+                subscription.unresolvedCharge.map {
+                    SubscriptionAttempt(
+                        subscriptionId: subscription.id, status: subscription.status.rawValue,
+                        cycle: subscription.cycle, idempotencyKey: $0.idempotencyKey, since: iso.string(from: $0.since),
+                        processorReference: $0.processorReference)
+                }
+            }
+        }
         let discrepancies = try await storing { () async throws(OrderStoreError) in
             try await store.discrepancies(openOnly: true, limit: 500)
         }
@@ -319,7 +343,7 @@ struct AdminRoutes: RouteCollection {
             }
         var response = HTTPResponse.encoding(
             Answer(
-                orders: orders, discrepancies: discrepancies, resolution: kind,
+                orders: orders, discrepancies: discrepancies, subscriptionCharges: attempts, resolution: kind,
                 keyLifetimeSeconds: resolution.keyLifetime?.components.seconds))
         response.headers["Cache-Control"] = "no-store"
         return response

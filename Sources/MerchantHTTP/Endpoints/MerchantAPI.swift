@@ -128,7 +128,8 @@ public struct MerchantAPI: Responder {
                     admin.add(
                         AdminRoutes(
                             store: store, processor: processor, reconciler: reconciler,
-                            timeout: configuration.processor.timeout, logger: logger, walletOrders: walletOrders))
+                            timeout: configuration.processor.timeout, logger: logger, walletOrders: walletOrders,
+                            subscriptions: subscriptions))
                     if let subscriptions {
                         admin.add(
                             SubscriptionAdminRoutes(

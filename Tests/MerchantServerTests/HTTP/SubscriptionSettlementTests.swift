@@ -201,6 +201,38 @@ struct SubscriptionSettlementTests {
         }
     }
 
+    @Test(
+        "a cycle's charge unresolved past the processor's key lifetime is on GET /admin/v1/attention (subscriptionCharges)"
+    )
+    func unresolvedChargeNeedsAttention() async throws {
+        let processor = UndecidedProcessor(answer: .decided)
+        let clock = VirtualClock()
+        try await ServerHarness.with(processor: processor, clock: clock.read) { server in
+            let paid = try await SubscriptionTests.subscribe(server, sku: "BEANS-MONTHLY")
+            let id = try (paid["subscriptionId"] as? String).orThrow("id")
+            let service = try #require(server.application.api.subscriptions)
+            let due = try #require(try await service.store.subscription(id: id)?.nextChargeAt)
+            // Cycle 1's answer is lost, and the provider does not say when asked.
+            processor.answer(.lost)
+            processor.decide(false)
+            #expect(await service.chargeDue(now: due).isEmpty)
+            func listed(at now: Date) async throws -> [[String: Any]] {
+                clock.set(now)
+                let attention = try await server.admin("GET", "/admin/v1/attention")
+                #expect(attention.status == 200, "\(attention.text)")
+                return try (attention.json["subscriptionCharges"] as? [[String: Any]]).orThrow("subscriptionCharges")
+            }
+            #expect(try await listed(at: due.addingTimeInterval(3600)).isEmpty, "within 24 hours the pass asks")
+            let late = try await listed(at: due.addingTimeInterval(25 * 3600))
+            #expect(late.count == 1)
+            #expect(late.first?["subscriptionId"] as? String == id)
+            #expect(late.first?["idempotencyKey"] as? String == "\(id):c1:a0")
+            #expect(late.first?["since"] as? String == ISO8601DateFormatter().string(from: due))
+            #expect(late.first?["status"] as? String == "active")
+            #expect(processor.chargeRequests == ["\(id):c1:a0"])
+        }
+    }
+
     @Test("charge-due takes the sandbox's now: the second charge a month on, once; a bad date is refused")
     func movableClock() async throws {
         let processor = SandboxProcessor()
