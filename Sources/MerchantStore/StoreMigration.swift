@@ -90,7 +90,8 @@ public enum StoreMigration {
                 "currency", "merchant_token_identifier", "payment_method_reference", "network", "card_suffix",
                 "card_expiration", "card_art_url", "status", "status_reason", "cycle", "attempt", "anchor",
                 "next_charge_at", "created_at", "updated_at", "version", "card_country", "card_short_description",
-                "card_long_description", "skipped_cycles",
+                "card_long_description", "skipped_cycles", "unresolved_charge_key", "unresolved_since",
+                "unresolved_reference",
             ], key: ["id"]),
         Table(
             name: "subscription_charges",
@@ -103,12 +104,15 @@ public enum StoreMigration {
             name: "merchant_token_events",
             columns: ["event_id", "event_type", "merchant_token_identifier", "applied_at"], key: ["event_id"]),
         Table(
-            name: "provider_events", columns: ["provider", "event_id", "kind", "order_id", "outcome", "received_at"],
+            name: "provider_events",
+            columns: ["provider", "event_id", "kind", "order_id", "outcome", "received_at", "subscription_id"],
             key: ["provider", "event_id"]),
         Table(
             name: "disputes",
-            columns: ["id", "order_id", "provider", "reference", "amount_minor", "currency", "reason", "opened_at"],
-            key: ["id"]),
+            columns: [
+                "id", "order_id", "provider", "reference", "amount_minor", "currency", "reason", "opened_at",
+                "subscription_charge_key",
+            ], key: ["id"]),
     ]
 
     /// Copies the SQLite store at `sqlitePath` into `target` (see the type's documentation).
