@@ -27,6 +27,8 @@ final class UndecidedProcessor: PaymentProcessor {
         var answer: Answer
         /// Look-ups answer `processing` (the provider has not decided) while true.
         var undecided = false
+        /// Look-ups throw `lookUpUnavailable` (Checkout.com after a restart) while true.
+        var lookUpUnavailable = false
         var chargeRequests: [String] = []
         var lookUps: [String] = []
     }
@@ -49,6 +51,8 @@ final class UndecidedProcessor: PaymentProcessor {
 
     /// How the next charges answer.
     func answer(_ answer: Answer) { state.withLock { $0.answer = answer } }
+    /// Whether look-ups can tell at all.
+    func lookUps(available: Bool) { state.withLock { $0.lookUpUnavailable = !available } }
     /// Whether the provider has decided: look-ups then answer the ledger's charge.
     func decide(_ decided: Bool = true) { state.withLock { $0.undecided = !decided } }
 
@@ -73,10 +77,11 @@ final class UndecidedProcessor: PaymentProcessor {
     }
 
     func charge(idempotencyKey: String) async throws(ProcessorError) -> ProcessorCharge? {
-        let undecided = state.withLock { state in
+        let (undecided, unavailable) = state.withLock { state in
             state.lookUps.append(idempotencyKey)
-            return state.undecided
+            return (state.undecided, state.lookUpUnavailable)
         }
+        if unavailable { throw ProcessorError(.lookUpUnavailable, "the request is no longer in memory") }
         guard var charge = try await inner.charge(idempotencyKey: idempotencyKey) else { return nil }
         if undecided { charge.status = .processing }
         return charge
@@ -274,6 +279,54 @@ struct SubscriptionChargeAttemptTests {
             #expect(processor.lookUps == [Self.key(subscription)])
             #expect(processor.chargeRequests == [Self.key(subscription)])
             #expect(try await store.subscription(id: subscription.id)?.cycle == 2)
+        }
+    }
+
+    @Test(
+        "a look-up that cannot tell, within the key lifetime: the same key is sent again and replayed, never a new one",
+        arguments: StoreBackend.available)
+    func lookUpUnavailableResendsTheSameKey(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(answer: .lost)
+        try await Self.with(backend, processor, index: 38) { _, store, service, subscription in
+            let key = Self.key(subscription)
+            #expect(await service.chargeDue(now: fixedNow).isEmpty)
+            processor.answer(.decided)
+            processor.lookUps(available: false)
+            let recorded = await service.chargeDue(now: fixedNow.addingTimeInterval(Self.hour))
+            #expect(recorded.map(\.idempotencyKey) == [key] && recorded.map(\.status) == ["approved"])
+            #expect(recorded.first?.chargedAt == fixedNow, "charged when first sent")
+            #expect(processor.chargeRequests == [key, key], "the same key again")
+            #expect(processor.inner.chargeCount == 1, "charged once at the provider")
+            let after = try #require(try await store.subscription(id: subscription.id))
+            #expect(after.cycle == 2 && after.unresolvedCharge == nil)
+        }
+    }
+
+    @Test(
+        "cancelled while unknown and the look-up cannot tell: nothing is sent again; the webhook settles and it is given back",
+        arguments: StoreBackend.available)
+    func cancelledLookUpUnavailableWaitsForTheWebhook(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(answer: .lost)
+        try await Self.with(backend, processor, index: 39) { fixture, store, service, subscription in
+            let key = Self.key(subscription)
+            #expect(await service.chargeDue(now: fixedNow).isEmpty)
+            _ = try await service.cancel(id: subscription.id, by: "customer")
+            processor.answer(.decided)
+            processor.lookUps(available: false)
+            #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(Self.hour)).isEmpty)
+            #expect(processor.chargeRequests == [key], "an ended subscription is not charged again")
+            let ledger = try #require(try await processor.inner.charge(idempotencyKey: key))
+            let events = try #require(fixture.store as? any ProviderEventStore)
+            let result = try await events.apply(
+                ProviderEvent(
+                    provider: "checkout", id: "evt_39", kind: .paymentSucceeded, merchantReference: key,
+                    paymentReference: ledger.reference, amount: 999, currencyCode: "USD"))
+            #expect(result == ProviderEventResult(.applied, subscriptionID: subscription.id))
+            #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(2 * Self.hour)).isEmpty)
+            let charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
+            #expect(charge.refundReference?.hasPrefix("void:") == true && !charge.refundOwed)
+            #expect(try await processor.inner.charge(idempotencyKey: key)?.status == .voided)
+            #expect(try await store.subscription(id: subscription.id)?.unresolvedCharge == nil)
         }
     }
 

@@ -185,6 +185,17 @@ public struct SubscriptionService: Sendable {
                     "cycle": String(subscription.cycle),
                 ])
         }
+        return await send(subscription, key: key, at: now, resending: false)
+    }
+
+    /// Sends the stored-method charge of `subscription`'s unresolved attempt under `key` and records a decided
+    /// outcome (at `now`: when it was charged). An unknown or `processing` answer leaves the attempt unresolved.
+    /// A first send refused outright (nothing charged) ends the attempt, so the next pass sends the same key again;
+    /// a resend (`resending`: the key went out before, and the provider replays its first answer within its key
+    /// lifetime) that fails leaves it as it is.
+    private func send(_ subscription: Subscription, key: String, at now: Date, resending: Bool) async
+        -> SubscriptionCharge?
+    {
         let currency = Currency(code: subscription.currencyCode) ?? .usDollar
         let request = StoredMethodChargeRequest(
             paymentMethodReference: subscription.paymentMethodReference,
@@ -200,8 +211,11 @@ public struct SubscriptionService: Sendable {
         case .failure(let error):
             logger.log(
                 "warn", "subscription charge not decided",
-                ["subscriptionId": subscription.id, "idempotencyKey": key, "code": error.code.rawValue])
-            if error.outcomeIsUnknown {
+                [
+                    "subscriptionId": subscription.id, "idempotencyKey": key, "code": error.code.rawValue,
+                    "resent": resending ? "true" : "false",
+                ])
+            if error.outcomeIsUnknown || resending {
                 // The attempt stays unresolved: the next pass looks it up by its key.
                 if let reference = error.processorReference { await note(reference, of: subscription) }
                 return nil
@@ -272,12 +286,14 @@ public struct SubscriptionService: Sendable {
     /// Resolves the attempts whose outcome was not recorded, whatever the subscription's status (a cancel or an
     /// `UNLINK` meanwhile included), and answers the charges it recorded. Each attempt older than the charge's time
     /// limit (so that no instance is still waiting for its answer) and within the provider's key lifetime is looked
-    /// up by its key (``PaymentProcessor/charge(lookingUp:)``, never sent with a new key); a decided charge is
-    /// recorded by the rule of every answer (an approval of a subscription that ended meanwhile is then given
-    /// back). Still undecided, or the look-up unavailable (a provider whose webhook decides: Adyen), it waits; no
-    /// charge at the provider ends the attempt, and the cycle is charged again under the same key. Past the key
-    /// lifetime nothing is asked (a look-up would guess, and a provider's "look-up" that sends the request again
-    /// would charge anew): the attempt waits for its webhook or a person (``chargesNeedingAttention(now:)``).
+    /// up by its key (``PaymentProcessor/charge(lookingUp:)``); a decided charge is recorded by the rule of every
+    /// answer (an approval of a subscription that ended meanwhile is then given back). Still undecided, it waits.
+    /// When the look-up cannot tell (`lookUpUnavailable`, or a refusal of the look-up) or finds nothing charged,
+    /// a subscription still owing the charge has it sent again under the same key, which the provider answers with
+    /// its first outcome within the key lifetime; one that ended meanwhile waits for the webhook (nothing charged:
+    /// the attempt ends). Never a new key. A provider only its webhook settles (Adyen) is not asked. Past the key
+    /// lifetime nothing is asked or sent (a look-up would guess, and Checkout.com's and Stripe's look-ups send a
+    /// request under the key again): the attempt waits for its webhook or a person (``chargesNeedingAttention(now:)``).
     public func resolveUnresolvedCharges(now: Date? = nil) async -> [SubscriptionCharge] {
         let now = now ?? clock()
         let unresolved: [Subscription]
@@ -313,6 +329,11 @@ public struct SubscriptionService: Sendable {
         return attempt.since.addingTimeInterval(seconds(lifetime)) < now
     }
 
+    /// Whether the scheduler may still charge it: live, or a cancelled deferred plan that still owes its charge.
+    static func isChargeable(_ subscription: Subscription) -> Bool {
+        subscription.isLive || (subscription.status == .cancelled && subscription.nextChargeAt != nil)
+    }
+
     private static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
@@ -345,6 +366,18 @@ public struct SubscriptionService: Sendable {
         switch result {
         case .success(let charge): found = charge
         case .failure(let error) where error.code == .chargeNotFound: found = nil
+        case .failure(let error) where error.code == .lookUpUnavailable || !error.outcomeIsUnknown:
+            // The look-up cannot tell (Checkout.com after a restart; Stripe, whose look-up is another request under
+            // the same key). Within the key lifetime the provider answers the same key with its first outcome: the
+            // same charge is sent again, for a subscription still owing it. One that ended waits for the webhook.
+            var waiting = fields
+            waiting["code"] = error.code.rawValue
+            guard Self.isChargeable(subscription) else {
+                logger.log("info", "subscription charge still unresolved: the look-up cannot tell", waiting)
+                return nil
+            }
+            logger.log("info", "subscription charge sent again under its key: the look-up cannot tell", waiting)
+            return await send(subscription, key: attempt.idempotencyKey, at: attempt.since, resending: true)
         case .failure(let error):
             var waiting = fields
             waiting["code"] = error.code.rawValue
@@ -352,12 +385,17 @@ public struct SubscriptionService: Sendable {
             return nil
         }
         guard let found else {
-            // Nothing was charged under the key: the attempt ends, and the cycle is charged again with the same key.
-            logger.log("info", "subscription charge attempt found nothing charged", fields)
-            var next = subscription
-            next.unresolvedCharge = nil
-            _ = try? await store.updateSubscription(next, expectedVersion: subscription.version, charge: nil)
-            return nil
+            // Nothing was charged under the key. A subscription still owing the charge has it sent again under the
+            // same key (the attempt, and when it was first sent, kept); one that ended meanwhile owes nothing more.
+            guard Self.isChargeable(subscription) else {
+                logger.log("info", "subscription charge attempt found nothing charged: ended meanwhile", fields)
+                var next = subscription
+                next.unresolvedCharge = nil
+                _ = try? await store.updateSubscription(next, expectedVersion: subscription.version, charge: nil)
+                return nil
+            }
+            logger.log("info", "subscription charge attempt found nothing charged: sent again under its key", fields)
+            return await send(subscription, key: attempt.idempotencyKey, at: attempt.since, resending: true)
         }
         switch found.outcome {
         case .processing(let reference):
