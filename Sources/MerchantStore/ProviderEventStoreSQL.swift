@@ -291,10 +291,16 @@ extension SQLStore: ProviderEventStore {
                 connection, "subscriptionChargeSettled", checkoutID: subscription.checkoutID,
                 orderID: subscription.orderID, detail(event, fields), at: now)
             return result(.applied)
-        case .refundSucceeded:
-            guard let recorded, recorded.status == "approved" else { return result(.mismatch) }
+        case .refundSucceeded, .paymentVoided:
+            // A void before the charge was recorded: the look-up (or our give-back) records it when it settles.
+            guard let recorded, recorded.status == "approved" else {
+                return result(event.kind == .paymentVoided ? .noChange : .mismatch)
+            }
             if let amount = event.amount, amount <= 0 || amount > recorded.amount { return result(.mismatch) }
-            let reference = "refund:" + (event.reference ?? event.id)
+            let reference =
+                event.kind == .paymentVoided
+                ? "void:" + (event.paymentReference ?? event.reference ?? event.id)
+                : "refund:" + (event.reference ?? event.id)
             // Already given back (our void or refund, or this refund's earlier record): nothing more to say.
             guard
                 try connection.run(
@@ -307,7 +313,7 @@ extension SQLStore: ProviderEventStore {
             fields["cycle"] = String(recorded.cycle)
             fields["refundReference"] = reference
             fields["amountMinor"] = String(event.amount ?? recorded.amount)
-            fields["reason"] = "providerRefund"
+            fields["reason"] = event.kind == .paymentVoided ? "providerVoid" : "providerRefund"
             try appendEvent(
                 connection, "subscriptionChargeRefunded", checkoutID: subscription.checkoutID,
                 orderID: subscription.orderID, detail(event, fields), at: now)

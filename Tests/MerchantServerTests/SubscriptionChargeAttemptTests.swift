@@ -428,4 +428,22 @@ struct SubscriptionChargeAttemptTests {
             #expect(try await events.apply(stray).outcome == .orderNotFound)
         }
     }
+
+    @Test(
+        "a void webhook on a recorded subscription charge marks it given back, once", arguments: StoreBackend.available)
+    func voidWebhook(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(answer: .decided)
+        try await Self.with(backend, processor, index: 40) { fixture, store, service, subscription in
+            let reference = try #require(await service.chargeDue(now: fixedNow).first?.processorReference)
+            let events = try #require(fixture.store as? any ProviderEventStore)
+            let voided = ProviderEvent(
+                provider: "adyen", id: "CANCEL-40", kind: .paymentVoided, paymentReference: reference)
+            #expect(try await events.apply(voided) == ProviderEventResult(.applied, subscriptionID: subscription.id))
+            var again = voided
+            again.id = "CANCEL-40-again"
+            #expect(try await events.apply(again).outcome == .noChange)
+            let charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
+            #expect(charge.refundReference == "void:" + reference && charge.refundedAt != nil)
+        }
+    }
 }
