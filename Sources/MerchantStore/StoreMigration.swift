@@ -70,7 +70,7 @@ public enum StoreMigration {
             name: "refunds",
             columns: [
                 "id", "order_id", "idempotency_key", "amount_minor", "status", "processor_reference", "created_at",
-                "updated_at",
+                "updated_at", "failure_code",
             ], key: ["id"]),
         Table(
             name: "events", columns: ["sequence", "at", "kind", "checkout_id", "order_id", "detail_json"],
@@ -112,6 +112,12 @@ public enum StoreMigration {
             columns: [
                 "id", "order_id", "provider", "reference", "amount_minor", "currency", "reason", "opened_at",
                 "subscription_charge_key",
+            ], key: ["id"]),
+        Table(
+            name: "payment_discrepancies",
+            columns: [
+                "id", "order_id", "checkout_id", "recorded", "provider", "source", "corrected", "detail_json",
+                "detected_at", "resolved_at", "resolution",
             ], key: ["id"]),
     ]
 

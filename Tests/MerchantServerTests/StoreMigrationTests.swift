@@ -61,6 +61,13 @@ struct StoreMigrationTests {
                 }
             if index % 7 == 6 { continue }  // left pending
             let paid = try await store.completePayment(orderID: pending.id, outcome: outcome)
+            if paid.status == .declined, index % 3 == 0 {
+                // The provider captured it after all: corrected, with a payment_discrepancies row.
+                _ = try await store.apply(
+                    ProviderEvent(
+                        provider: "checkout", id: "evt_late_\(index)", kind: .paymentSucceeded,
+                        merchantReference: paid.payment.transactionID, paymentReference: "pay_\(index)"))
+            }
             guard paid.status == .paid else { continue }
             switch index % 11 {
             case 3:
@@ -75,6 +82,17 @@ struct StoreMigrationTests {
                         orderID: paid.id, amount: paid.totals.total, idempotencyKey: "rf-\(index)")
                 else { throw OrderStoreError(.conflict, "refund \(index)") }
                 _ = try await store.completeRefund(id: refund.id, processorReference: "re_\(index)")
+            case 9:
+                // A refund the provider failed (its failure_code kept).
+                guard
+                    case .started = try await store.beginRefund(
+                        orderID: paid.id, amount: 100, idempotencyKey: "rf-\(index)")
+                else { throw OrderStoreError(.conflict, "refund \(index)") }
+                _ = try await store.apply(
+                    ProviderEvent(
+                        provider: "stripe", id: "evt_rf_\(index)", kind: .refundFailed,
+                        merchantReference: paid.payment.transactionID, reference: "re_\(index)",
+                        refundKey: "rf-\(index)", reason: "lost_or_stolen_card"))
             case 5: _ = try await store.recordVoid(orderID: paid.id)
             case 6:
                 _ = try await store.recordFulfillment(
@@ -159,6 +177,7 @@ struct StoreMigrationTests {
     static let tables = [
         "checkouts", "orders", "payments", "refunds", "events", "fulfillments", "device_registrations",
         "subscriptions", "subscription_charges", "merchant_token_events", "provider_events", "disputes",
+        "payment_discrepancies",
     ]
 
     /// JSON with sorted keys: two answers compare equal when they mean the same.
@@ -192,6 +211,7 @@ struct StoreMigrationTests {
         let source = try Self.rowCounts(sqlite: sqlitePath)
         #expect(source["orders"] ?? 0 >= 250)
         #expect(source["subscriptions"] ?? 0 > 0 && source["fulfillments"] ?? 0 > 0 && source["refunds"] ?? 0 > 0)
+        #expect(source["payment_discrepancies"] ?? 0 > 0)
         // The rerun copies what is missing, and only that.
         let second = try await Self.migrate(sqlitePath, postgres)
         #expect(second.status == 0, "\(second.output)")
