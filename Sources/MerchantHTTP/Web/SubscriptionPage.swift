@@ -74,11 +74,11 @@ enum ManagementPage {
 
     /// Dates as a person reads them ("1 January 2027"), in UTC: the zone of the billing calendar
     /// (``BillingCalendar``) and of a deferred plan's billing date; the store configuration names no zone of its own.
-    static func dateFormatter(timeZone: TimeZone = TimeZone(identifier: "UTC") ?? .current) -> DateFormatter {
+    static func dateFormatter() -> DateFormatter {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.dateFormat = "d MMMM yyyy"
-        formatter.timeZone = timeZone
+        formatter.timeZone = TimeZone(identifier: "UTC")
         return formatter
     }
 
