@@ -4,9 +4,9 @@ import HTTPServer
 import MerchantCore
 
 /// The customer's subscription pages, from the template `Web/Assets/subscription.html`, in the checkout page's
-/// style sheet: the management page (plan, next charge, past charges with refunds, the charge at checkout first; dates as
-/// "1 January 2027", in UTC; the card as Apple describes it
-/// with its `fpanSuffix`, cycles skipped after an outage, and a Cancel form posting to `.../cancel`), and short
+/// style sheet: the management page (plan, next charge, past charges with refunds, the one at checkout first, dates
+/// as "1 January 2027" in UTC; the card as Apple describes it with its `fpanSuffix`, cycles skipped after an outage,
+/// and a Cancel form posting to `.../cancel`), and short
 /// messages (a subscription that has not started yet, a link without its secret). Served with a
 /// Content-Security-Policy that allows this server's style sheet and nothing else (no script at all, forms posted
 /// only here), `Cache-Control: no-store` (the URL carries the secret) and no framing.
