@@ -182,10 +182,6 @@ public final class HTTPClient: Sendable {
 
     private static let globalInitialization: Void = { _ = curl_global_init(Int(CURL_GLOBAL_ALL)) }()
 
-    /// A bound on the threads this module runs for `send(_:) async`, kept for callers that sized things by it: each
-    /// client in use has one event-loop thread, however many of its transfers are in flight.
-    public static let transferThreadCount = 128
-
     /// The threads this client runs for `send(_:) async` now: one while it is in use, none once idle.
     package var eventLoopThreads: Int { loop.threads }
 

@@ -242,20 +242,6 @@ extension SQLStore: SubscriptionStore {
         return charges
     }
 
-    public func recordTokenEvent(eventID: String, eventType: String, merchantTokenIdentifier: String)
-        async throws(OrderStoreError) -> Bool
-    {
-        try await write("record token event") { connection throws(SQLError) -> Bool in
-            try connection.run(
-                """
-                INSERT INTO merchant_token_events (event_id, event_type, merchant_token_identifier, applied_at)
-                VALUES (\(bind: eventID), \(bind: eventType), \(bind: merchantTokenIdentifier), \
-                \(bind: self.clock().unixMilliseconds))
-                \(raw: connection.dialect.onConflictDoNothing("event_id"))
-                """) == 1
-        }
-    }
-
     // MARK: Rows
 
     func loadSubscriptions(

@@ -152,6 +152,4 @@ public enum JSONWebToken {
     }
 
     public static func base64URL(_ data: Data) -> String { Base64URL.encode(data) }
-
-    public static func decodeBase64URL(_ text: some StringProtocol) -> Data? { Base64URL.decode(text) }
 }

@@ -87,13 +87,6 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
         }
     }
 
-    /// `createCheckout(transport:items:)` on the server at `baseURL`, over HTTP.
-    public static func createCheckout(
-        baseURL: String, items: [ScenarioCartItem], client: HTTPClient = HTTPClient()
-    ) async throws -> Checkout {
-        try await createCheckout(transport: HTTPClientTransport(baseURL: baseURL, client: client), items: items)
-    }
-
     /// `GET /v1/checkouts/{id}` with its `Checkout-Secret` → `{"id", "paymentRequest"}`: an existing checkout, to
     /// pay it.
     /// - Parameters:
@@ -125,15 +118,6 @@ public struct HTTPMerchantDelegate: PaymentSheetDelegate {
         } catch {
             throw PaymentSheetError(.merchantFailed, "\(route) answered JSON that is not {id, paymentRequest}")
         }
-    }
-
-    /// `fetchCheckout(transport:id:secret:server:)` on the server at `baseURL`, over HTTP.
-    public static func fetchCheckout(
-        baseURL: String, id: String, secret: String, client: HTTPClient = HTTPClient()
-    ) async throws -> Checkout {
-        let transport = HTTPClientTransport(baseURL: baseURL, client: client)
-        return try await fetchCheckout(
-            transport: transport, id: id, secret: secret, server: "the merchant server at \(transport.baseURL)")
     }
 
     public func validateMerchant(_ event: MerchantValidationEvent) async throws -> MerchantSession {

@@ -89,11 +89,6 @@ public struct Row: Sendable, Hashable {
         try required(column, "a blob") { $0.blobPayload }
     }
 
-    /// A BLOB column or NULL.
-    public func optionalData(_ column: String) throws(SQLiteError) -> Data? {
-        try optional(column, "a blob or NULL") { $0.blobPayload }
-    }
-
     /// What `read` takes from the column's value; `typeMismatch` naming `expected` when it takes nothing.
     private func required<T>(_ column: String, _ expected: String, _ read: (Value) -> T?) throws(SQLiteError) -> T {
         guard let value = read(try value(column)) else { throw mismatch(column, expected) }

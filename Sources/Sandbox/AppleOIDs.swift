@@ -11,8 +11,6 @@ public enum AppleOID {
     public static let leafMarker = "1.2.840.113635.100.6.29"
     /// In merchant certificates: the merchant identifier hash, a UTF8String of 64 uppercase hex characters.
     public static let merchantIdentifierHash = "1.2.840.113635.100.6.32"
-    /// Apple's certificate policy, named in the certificatePolicies extension of its issued certificates.
-    public static let certificatePolicy = "1.2.840.113635.100.5.1"
     /// On Apple Worldwide Developer Relations CA certificates, the issuers of Wallet (pass and order) certificates.
     public static let walletIntermediateMarker = "1.2.840.113635.100.6.2.1"
 }

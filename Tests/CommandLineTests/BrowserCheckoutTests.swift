@@ -13,7 +13,7 @@ struct BrowserCheckoutTests {
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver")
 
     @Test(
-        "purchases with shipping, a corrected address, a coupon, another card, a plan (merchant token) cancelled from its page, a cancel"
+        "purchases with shipping, a corrected address, a coupon, another card, a plan with another product, a plan (merchant token) cancelled from its page, a cancel"
     )
     func checkout() async throws {
         // Not skipped when missing: scripts/setup.sh (run by make test) installs them, so a missing browser fails.

@@ -76,7 +76,7 @@ struct LegacyStoreContents: Codable, Equatable {
     var subscriptions: [LegacySubscription]
     /// `subscriptionCharges(subscriptionID:)`, by subscription id.
     var subscriptionCharges: [String: [LegacyCharge]]
-    /// The merchant-token events applied (`recordTokenEvent` must say they were seen before).
+    /// The merchant-token events applied (`applyTokenEvent` must say they were seen before).
     var tokenEvents: [LegacyTokenEvent]
     /// `fulfillments(orderID:)`, by order id (orders with at least one).
     var fulfillments: [String: [LegacyFulfillment]]
@@ -388,9 +388,10 @@ enum LegacyFixtures {
         let subscriptions = try #require(store as? any SubscriptionStore)
         #expect(!expected.tokenEvents.isEmpty)
         for event in expected.tokenEvents {
-            let new = try await subscriptions.recordTokenEvent(
-                eventID: event.eventID, eventType: event.eventType,
-                merchantTokenIdentifier: event.merchantTokenIdentifier)
+            let new =
+                try await subscriptions.applyTokenEvent(
+                    eventID: event.eventID, eventType: event.eventType,
+                    merchantTokenIdentifier: event.merchantTokenIdentifier, change: { _ in nil }) != nil
             #expect(!new, "token event \(event.eventID) was applied before")
         }
         // Nothing of that wrote an event.
@@ -463,8 +464,9 @@ enum LegacyFixtures {
         #expect((steps.last?.at ?? 0) > legacyMillis(later))
         let subscriptions = try #require(store as? any SubscriptionStore)
         #expect(
-            try await subscriptions.recordTokenEvent(
-                eventID: "ev-after-migration", eventType: "UNLINK", merchantTokenIdentifier: "DNITHE-AFTER"))
+            try await subscriptions.applyTokenEvent(
+                eventID: "ev-after-migration", eventType: "UNLINK", merchantTokenIdentifier: "DNITHE-AFTER",
+                change: { _ in nil }) != nil)
         let live = try #require(expected.subscriptions.first { $0.status == .active })
         var next = live.subscription
         next.cycle += 1

@@ -120,8 +120,9 @@ struct StoreMigrationTests {
                         subscriptionID: stored.id, cycle: 1, attempt: 0, idempotencyKey: "\(stored.id):c1:a0",
                         amount: 999, currencyCode: "USD", status: "approved", processorReference: "ch_s\(index)",
                         declineCode: nil, dueAt: clock.now(), chargedAt: clock.now()))
-                _ = try await store.recordTokenEvent(
-                    eventID: "event-\(index)", eventType: "UPDATED_METADATA", merchantTokenIdentifier: "DNITHE\(index)")
+                _ = try await store.applyTokenEvent(
+                    eventID: "event-\(index)", eventType: "UPDATED_METADATA", merchantTokenIdentifier: "DNITHE\(index)",
+                    change: { _ in nil })
             case 8:
                 // A provider's webhook opened a dispute (a provider_events row and a disputes row).
                 _ = try await store.apply(

@@ -63,8 +63,9 @@ struct SubscriptionEventStoreTests {
                 )
             }
             #expect(
-                try await store.recordTokenEvent(
-                    eventID: "ev-fail", eventType: "UNLINK", merchantTokenIdentifier: "DNITHE000000001"),
+                try await store.applyTokenEvent(
+                    eventID: "ev-fail", eventType: "UNLINK", merchantTokenIdentifier: "DNITHE000000001",
+                    change: { _ in nil }) != nil,
                 "the failed event was not recorded")
             #expect(try await store.subscription(id: stored.id) == stored)
 

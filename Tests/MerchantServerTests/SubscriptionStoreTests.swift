@@ -126,11 +126,13 @@ struct SubscriptionStoreTests {
             let charges = try await store.subscriptionCharges(subscriptionID: stored.id)
             #expect(charges == [fixture.charge(stored)])
             #expect(
-                try await store.recordTokenEvent(
-                    eventID: "ev-1", eventType: "UNLINK", merchantTokenIdentifier: "DNITHE1"))
+                try await store.applyTokenEvent(
+                    eventID: "ev-1", eventType: "UNLINK", merchantTokenIdentifier: "DNITHE1", change: { _ in nil })
+                    != nil)
             #expect(
-                !(try await store.recordTokenEvent(
-                    eventID: "ev-1", eventType: "UNLINK", merchantTokenIdentifier: "DNITHE1"))
+                try await store.applyTokenEvent(
+                    eventID: "ev-1", eventType: "UNLINK", merchantTokenIdentifier: "DNITHE1", change: { _ in nil })
+                    == nil
             )
         }
     }

@@ -53,24 +53,13 @@ public struct CheckoutPayments: Sendable {
         }
     }
 
-    /// Pays the checkout `checkoutID` with `payment`.
+    /// Pays the checkout `checkoutID` with a token given as its JSON bytes (as the request carried it) and the
+    /// payment's contacts.
     /// - Parameters:
     ///   - clientSecret: the checkout's ``Checkout/clientSecret`` as the client sent it; a missing or wrong one is
     ///     refused as `checkoutNotFound`, exactly as an unknown checkout, before anything else is looked at.
     /// - Throws: ``OrderStoreError`` when the store fails (nothing was charged unless the error says otherwise:
     ///   see ``PaymentService/pay(_:token:rootFingerprint:)``).
-    public func pay(checkoutID: String, clientSecret: String?, payment: Payment) async throws(OrderStoreError)
-        -> Result
-    {
-        // A token that cannot be encoded (a number JSON has no text for) is empty bytes: refused as malformed.
-        let tokenJSON = (try? JSONEncoder().encode(payment.token)) ?? Data()
-        return try await pay(
-            checkoutID: checkoutID, clientSecret: clientSecret, tokenJSON: tokenJSON,
-            billingContact: payment.billingContact, shippingContact: payment.shippingContact)
-    }
-
-    /// Pays the checkout `checkoutID` with a token given as its JSON bytes (as the request carried it) and the
-    /// payment's contacts; `clientSecret` as in ``pay(checkoutID:clientSecret:payment:)``.
     public func pay(
         checkoutID: String, clientSecret: String?, tokenJSON: Data, billingContact: Contact?, shippingContact: Contact?
     ) async throws(OrderStoreError) -> Result {

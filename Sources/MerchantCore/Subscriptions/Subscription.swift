@@ -288,9 +288,6 @@ public protocol SubscriptionStore: Sendable {
     ) async throws(OrderStoreError) -> Subscription?
     /// Every charge attempt of a subscription, oldest first.
     func subscriptionCharges(subscriptionID: String) async throws(OrderStoreError) -> [SubscriptionCharge]
-    /// Records that Apple's event `eventID` was applied; false when it was recorded before.
-    func recordTokenEvent(eventID: String, eventType: String, merchantTokenIdentifier: String)
-        async throws(OrderStoreError) -> Bool
     /// Applies Apple's event `eventID` in one transaction: records its id and writes `change` of every subscription
     /// on the token (`nil`: left as it is), the rows locked while they change, so a concurrent writer waits or
     /// makes the whole transaction roll back (`conflict`; nothing is recorded, the caller tries again). Answers

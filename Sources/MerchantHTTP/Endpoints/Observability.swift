@@ -107,9 +107,6 @@ public final class Metrics: Sendable {
         state.withLock { $0.payments[outcome, default: 0] += 1 }
     }
 
-    /// How many payments ended with `outcome`.
-    public func payments(outcome: String) -> Int { state.withLock { $0.payments[outcome] ?? 0 } }
-
     /// Counts one signed webhook event by outcome (a ``MerchantCore/ProviderEventResult/Outcome``, `notHandled`,
     /// `malformed` or `storeError`).
     public func recordWebhook(provider: String, outcome: String) {
@@ -119,11 +116,6 @@ public final class Metrics: Sendable {
     /// Counts one webhook delivery refused for its signature, by reason (a `WebhookVerdict.Reason`).
     public func recordWebhookRejection(provider: String, reason: String) {
         state.withLock { $0.webhookRejections[WebhookKey(provider: provider, label: reason), default: 0] += 1 }
-    }
-
-    /// How many webhook deliveries from `provider` were refused for their signature.
-    public func webhookRejections(provider: String) -> Int {
-        state.withLock { $0.webhookRejections.filter { $0.key.provider == provider }.values.reduce(0, +) }
     }
 
     /// The Prometheus text exposition.

@@ -77,9 +77,7 @@ struct SubscriptionPages: RouteCollection {
         let origin = Self.origin(of: publicBaseURL)
         group.add(.get, "/v1/subscriptions/{id}/manage") { request, context in
             let subscription = try await service.customerSubscription(request, context)
-            return ManagementPage.response(
-                ManagementPage.html(
-                    subscription, charges: try await service.charges(of: subscription), storeName: storeName))
+            return try await page(subscription)
         }
         group.add(.get, "/v1/subscriptions/manage") { request, _ in
             let secret = request.query["secret"] ?? ""
@@ -94,9 +92,7 @@ struct SubscriptionPages: RouteCollection {
             if let subscription = try await service.store.subscriptions(
                 SubscriptionFilter(checkoutID: checkoutID, limit: 1)
             ).first, constantTimeEqual(secret, subscription.secret) {
-                return ManagementPage.response(
-                    ManagementPage.html(
-                        subscription, charges: try await service.charges(of: subscription), storeName: storeName))
+                return try await page(subscription)
             }
             guard let checkout = try await orders.checkout(id: checkoutID),
                 let expected = checkout.subscriptionSecret, constantTimeEqual(secret, expected)
@@ -128,6 +124,16 @@ struct SubscriptionPages: RouteCollection {
             response.logFields["subscriptionId"] = subscription.id
             return response
         }
+    }
+
+    /// The management page of `subscription`: the scheduler's charges after the one at checkout (its order).
+    func page(_ subscription: Subscription) async throws -> HTTPResponse {
+        var order: Order?
+        if let id = subscription.orderID { order = try await orders.order(id: id) }
+        return ManagementPage.response(
+            ManagementPage.html(
+                subscription, charges: try await service.charges(of: subscription), checkoutOrder: order,
+                storeName: storeName))
     }
 
     /// Whether the body is one an HTML form sends (the three types a browser posts across sites without asking).

@@ -4,8 +4,9 @@ import HTTPServer
 import MerchantCore
 
 /// The customer's subscription pages, from the template `Web/Assets/subscription.html`, in the checkout page's
-/// style sheet: the management page (plan, next charge, past charges with refunds, the card as Apple describes it
-/// with its `fpanSuffix`, cycles skipped after an outage, and a Cancel form posting to `.../cancel`), and short
+/// style sheet: the management page (plan, next charge, past charges with refunds, the one at checkout first, dates
+/// as "1 January 2027" in UTC; the card as Apple describes it with its `fpanSuffix`, cycles skipped after an outage,
+/// and a Cancel form posting to `.../cancel`), and short
 /// messages (a subscription that has not started yet, a link without its secret). Served with a
 /// Content-Security-Policy that allows this server's style sheet and nothing else (no script at all, forms posted
 /// only here), `Cache-Control: no-store` (the URL carries the secret) and no framing.
@@ -16,20 +17,35 @@ enum ManagementPage {
     static let contentSecurityPolicy = CustomerPage.contentSecurityPolicy(images: "'self'", forms: "'self'")
 
     /// The management page of `s`.
-    static func html(_ s: Subscription, charges: [SubscriptionCharge], storeName: String = "Subscription")
-        -> String
-    {
-        let iso = ISO8601DateFormatter()
+    /// - Parameters:
+    ///   - charges: the scheduler's charges of `s`.
+    ///   - checkoutOrder: the order of the payment at checkout (``Subscription/orderID``: the trial's charge, or the
+    ///     first cycle's), shown first among the past charges; `nil` when nothing was charged then.
+    ///   - storeName: the page's header.
+    static func html(
+        _ s: Subscription, charges: [SubscriptionCharge], checkoutOrder: Order? = nil,
+        storeName: String = "Subscription"
+    ) -> String {
+        let date = dateFormatter()
         func amount(_ minorUnits: Int64, _ code: String) -> String {
             Money(minorUnits: minorUnits, currency: Currency(code: code) ?? .usDollar).amountString
         }
-        let rows: [PageTemplate.Context] = charges.map { charge in
+        var rows: [PageTemplate.Context] = []
+        if let order = checkoutOrder {
+            rows.append([
+                "chargedAt": .text(date.string(from: order.createdAt)),
+                "amount": .text(amount(order.payment.amount, order.payment.currencyCode)),
+                "currencyCode": .text(order.payment.currencyCode), "status": .text(checkoutStatus(order.status)),
+                "declined": .list([]), "refunded": .list([]),
+            ])
+        }
+        rows += charges.map { charge in
             [
-                "chargedAt": .text(iso.string(from: charge.chargedAt)),
+                "chargedAt": .text(date.string(from: charge.chargedAt)),
                 "amount": .text(amount(charge.amount, charge.currencyCode)),
                 "currencyCode": .text(charge.currencyCode), "status": .text(charge.status),
                 "declined": .list(charge.declineCode.map { [["declineCode": .text($0)]] } ?? []),
-                "refunded": .list(charge.refundedAt.map { [["refundedAt": .text(iso.string(from: $0))]] } ?? []),
+                "refunded": .list(charge.refundedAt.map { [["refundedAt": .text(date.string(from: $0))]] } ?? []),
             ]
         }
         let card = s.cardDescription ?? s.network ?? "Card"
@@ -42,10 +58,10 @@ enum ManagementPage {
             "amount": .text(amount(s.amount, s.currencyCode)), "currencyCode": .text(s.currencyCode),
             "status": .text(s.status.rawValue),
             "reason": .list(s.statusReason.map { [["text": .text($0)]] } ?? []),
-            "nextCharge": .text(s.nextChargeAt.map { iso.string(from: $0) } ?? "none"),
+            "nextCharge": .text(s.nextChargeAt.map { date.string(from: $0) } ?? "none"),
             "cardName": .text(card), "suffix": .list(s.cardSuffix.map { [["digits": .text($0)]] } ?? []),
             "skipped": .list(s.skippedCycles > 0 ? [["count": .text(String(s.skippedCycles))]] : []),
-            "charges": .list(rows), "noCharges": .list(charges.isEmpty ? [[:]] : []),
+            "charges": .list(rows), "noCharges": .list(rows.isEmpty ? [[:]] : []),
             "cancel": .list(
                 s.isLive ? [["id": .text(s.id), "secret": .text(s.secret), "terms": .text(terms)]] : []),
         ]
@@ -54,6 +70,28 @@ enum ManagementPage {
             "referrer": .text("same-origin"),
             "subscription": .list([subscription]), "message": .list([]),
         ])
+    }
+
+    /// Dates as a person reads them ("1 January 2027"), in UTC: the zone of the billing calendar
+    /// (``BillingCalendar``) and of a deferred plan's billing date; the store configuration names no zone of its own.
+    static func dateFormatter() -> DateFormatter {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "d MMMM yyyy"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter
+    }
+
+    /// The checkout charge's status, in the words of the scheduler's charges.
+    static func checkoutStatus(_ status: OrderStatus) -> String {
+        switch status {
+        case .paid: "approved at checkout"
+        case .refunded: "approved at checkout, refunded"
+        case .partiallyRefunded: "approved at checkout, partly refunded"
+        case .pending, .unknown, .processing: "being confirmed"
+        case .declined: "declined"
+        case .voided: "voided"
+        }
     }
 
     /// A page saying one thing.

@@ -3,8 +3,9 @@
 
 Starts `applepay sandbox gateway` and `applepay serve --sandbox DIR --sandbox-gateway URL` (admin API on), then
 drives the page through the sandbox sheet: a purchase with express shipping; an unserviceable address, then a
-serviceable one; an invalid coupon, then a valid one; another card; a plan paid with a merchant token, then cancelled from
-its management page (the Cancel button clicked); a cancel. Then checks the store through the
+serviceable one; an invalid coupon, then a valid one; another card; a plan put in the cart with another product (the page says a plan is bought on its
+own, and its button leaves the plan alone); a plan paid with a merchant token, its charge on its management page, then
+cancelled from its management page (the Cancel button clicked); a cancel. Then checks the store through the
 admin API (one paid order per completed purchase, none for the cancel), that the page loaded nothing from another
 host, and that merchant validation went through the sandbox gateway with the Merchant Identity certificate.
 
@@ -31,6 +32,7 @@ try:
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select, WebDriverWait
 except ImportError:
     print("SKIP: selenium is not installed (scripts/setup.sh installs it)", file=sys.stderr)
@@ -262,9 +264,32 @@ def main():
         step("another card", order=fourth, total=total)
         paid[fourth] = total
 
+        # 4a. A plan in the cart with another product: the server refuses the cart (planNotAlone). The page shows no
+        # totals (not the mug's, priced a moment before), says in a live region that a plan is bought on its own,
+        # and its "Buy the plan on its own" button, pressed from the keyboard, leaves the plan alone in the cart.
+        page.add("Enamel Mug")
+        page.until(lambda: "Total" in driver.find_element(By.ID, "totals").text, "the mug's totals")
+        page.add("Coffee of the Month")
+        notice = driver.find_element(By.ID, "plan-notice")
+        page.until(lambda: "on its own" in notice.text, "the notice that a plan is bought on its own")
+        check(notice.get_attribute("aria-live") == "polite", "the notice is a live region")
+        check(not driver.find_element(By.ID, "totals").is_displayed(), "no stale totals beside the notice")
+        pay_button = page.apple_pay_button()
+        check(pay_button.get_attribute("aria-disabled") == "true", "Apple Pay is disabled for a refused cart")
+        check(pay_button.get_attribute("aria-describedby") == "plan-notice", "the button is described by the notice")
+        notice_text = notice.text.splitlines()[0]
+        alone = page.until(lambda: page.button_named(lambda name: name.startswith("Buy Coffee of the Month on its own")),
+                           "the Buy the plan on its own button")
+        alone.send_keys(Keys.ENTER)
+        page.until(lambda: "Total" in driver.find_element(By.ID, "totals").text, "the plan's own totals")
+        cart_text = driver.find_element(By.ID, "cart-items").text
+        check("Coffee of the Month × 1" in cart_text and "Mug" not in cart_text, f"the cart holds {cart_text!r}")
+        check(notice.text == "", "the notice is gone")
+        check(driver.switch_to.active_element.get_attribute("id") == "cart-heading", "focus is back on the cart")
+        step("plan with another product", notice=notice_text)
+
         # 4b. A plan (a monthly subscription with a $1 trial): the sandbox sheet mints a merchant token, the
         # first charge is the trial, and the server starts a subscription on that merchant token.
-        page.add("Coffee of the Month")
         page.open_sheet()
         total = page.total()
         plan_order = page.pay()
@@ -289,6 +314,12 @@ def main():
         page.until(lambda: driver.find_elements(By.ID, "subscription-status"), "the subscription's page")
         status_text = driver.find_element(By.ID, "subscription-status").text
         check(status_text == "active", f"the page says the subscription is {status_text}")
+        charges_text = driver.find_element(By.ID, "charges").text
+        check("1.00 USD" in charges_text and "approved at checkout" in charges_text,
+              f"the page's past charges are {charges_text!r}, not the $1 trial just paid")
+        check("No charges yet" not in driver.find_element(By.TAG_NAME, "body").text, "no 'No charges yet'")
+        check(re.search(r"\d{4}-\d{2}-\d{2}", driver.find_element(By.TAG_NAME, "main").text) is None,
+              "no ISO 8601 dates on the subscription's page")
         card_text = driver.find_element(By.ID, "card").text
         check(card_text.endswith("ending in " + subscription["cardSuffix"]),
               f"the page shows the card as {card_text!r}, the store's fpanSuffix is {subscription['cardSuffix']}")

@@ -105,6 +105,33 @@ struct CheckoutAPITests {
         }
     }
 
+    @Test("a plan with other products, or two of it: 400 planNotAlone, and the catalog marks plans (the page's notice)")
+    func planNotAlone() async throws {
+        try await ServerHarness.with { server in
+            // The checkout page shows its "bought on its own" notice on this code, for the cart's products that
+            // have a `plan` in the catalog.
+            let products = try await server.get("/v1/products")
+            let catalog = try (products.json["products"] as? [[String: Any]]).orThrow("no products")
+            let plans = Set(catalog.filter { $0["plan"] != nil }.compactMap { $0["sku"] as? String })
+            #expect(plans == ["BEANS-MONTHLY", "CAFE-CARD", "TASTING-SEAT"])
+            for items in [
+                [["sku": "MUG-01", "quantity": 1], ["sku": "BEANS-MONTHLY", "quantity": 1]],
+                [["sku": "BEANS-MONTHLY", "quantity": 2]],
+                [["sku": "BEANS-MONTHLY", "quantity": 1], ["sku": "CAFE-CARD", "quantity": 1]],
+            ] {
+                let refused = try await server.post("/v1/checkouts", json: ["items": items])
+                #expect(refused.status == 400 && refused.errorCode == "planNotAlone", "\(items)")
+                #expect(refused.json["paymentRequest"] == nil)
+            }
+            // The notice's button: the plan alone, quantity 1, is priced.
+            let alone = try await server.post(
+                "/v1/checkouts", json: ["items": [["sku": "BEANS-MONTHLY", "quantity": 1]]])
+            #expect(alone.status == 201 || alone.status == 200, "\(alone.text)")
+            #expect(alone.json["paymentRequest"] != nil)
+            #expect(try server.counts().orders == 0)
+        }
+    }
+
     @Test("a body over 64 KB is refused with 413 before it is read; nothing is stored")
     func bodyLimit() async throws {
         try await ServerHarness.with(live: true) { server in

@@ -167,6 +167,48 @@ struct SubscriptionTests {
     }
 
     @Test(
+        "right after checkout the management page shows the charge just made and dates as a person reads them",
+        arguments: StoreBackend.available)
+    func pageAfterCheckout(_ backend: StoreBackend) async throws {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        calendar.locale = Locale(identifier: "en_US_POSIX")
+        func human(_ date: Date) -> String {
+            let parts = calendar.dateComponents([.day, .month, .year], from: date)
+            return "\(parts.day!) \(calendar.standaloneMonthSymbols[parts.month! - 1]) \(parts.year!)"
+        }
+        let before = Date()
+        try await Self.withSubscription(
+            to: "BEANS-MONTHLY", at: try await backend.serverLocation(), processor: SandboxProcessor()
+        ) { harness, paid, id in
+            let secret = try (paid["subscriptionSecret"] as? String).orThrow("no secret")
+            let page = try await harness.get("/v1/subscriptions/\(id)/manage?secret=\(secret)")
+            #expect(page.status == 200)
+            // The $1 trial charged at checkout (the subscription's order) is a past charge, dated today.
+            let today = Set([human(before), human(Date())])
+            #expect(!page.text.contains("No charges yet."), "\(page.text)")
+            #expect(
+                today.contains {
+                    page.text.contains("<li><span>\($0)</span><span>1.00 USD</span><span>approved at checkout</span>")
+                }, "\(page.text)")
+            // The next charge, a month later at the trial's end, as "1 January 2027", not ISO 8601.
+            let stored = try #require(try await harness.application.api.subscriptions?.store.subscription(id: id))
+            let next = try #require(stored.nextChargeAt)
+            #expect(page.text.contains(#"<dd id="next-charge">\#(human(next))</dd>"#), "\(page.text)")
+            #expect(!page.text.contains(ISO8601DateFormatter().string(from: next).prefix(10)))
+        }
+        // A deferred plan charges nothing at checkout: nothing to show yet.
+        try await Self.withSubscription(
+            to: "TASTING-SEAT", at: try await backend.serverLocation(), processor: SandboxProcessor()
+        ) { harness, paid, id in
+            let secret = try (paid["subscriptionSecret"] as? String).orThrow("no secret")
+            let page = try await harness.get("/v1/subscriptions/\(id)/manage?secret=\(secret)")
+            #expect(page.text.contains("No charges yet."), "\(page.text)")
+            #expect(page.text.contains(#"<dd id="next-charge">31 March 2030</dd>"#), "\(page.text)")
+        }
+    }
+
+    @Test(
         "the management page's Cancel form (a url-encoded POST with the secret, from the page's own origin) cancels",
         arguments: [false, true])
     func cancelFromThePage(live: Bool) async throws {

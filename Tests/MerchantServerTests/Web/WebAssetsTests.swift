@@ -90,8 +90,27 @@ struct WebAssetsTests {
         #expect(page.contains("action=\"/v1/subscriptions/sub_1/cancel?secret=s&amp;cr&quot;t\""))
         #expect(page.contains("declined (insufficient_&lt;funds&gt;)"))
         #expect(page.contains(#"<dd id="card">Visa &lt;Debit&gt; ending in 4242</dd>"#))
-        #expect(page.contains("approved, refunded 2030-"))
-        #expect(page.contains(#"<dd id="next-charge">2030-"#))
+        // Dates as a person reads them, in UTC: no ISO 8601 text.
+        #expect(page.contains("approved, refunded 4 March 2030"))
+        #expect(page.contains("<li><span>2 March 2030</span><span>999 JPY</span><span>approved</span></li>"))
+        #expect(page.contains(#"<dd id="next-charge">1 April 2030</dd>"#))
+        #expect(!page.contains("2030-") && !page.contains("T00:00"))
+        // The charge made at checkout (the subscription's order): a past charge, first, even before the scheduler's.
+        let order = Order(
+            id: "ord_1", checkoutID: "chk_1", status: .paid, currencyCode: "USD", lines: [],
+            totals: OrderTotals(subtotal: 100, discount: 0, shipping: 0, tax: 0, total: 100),
+            payment: PaymentRecord(
+                id: "pay_1", transactionID: "t", status: .approved, amount: 100, currencyCode: "USD"),
+            refunded: 0, viewSecret: "v", createdAt: date(0).addingTimeInterval(23 * 3600), updatedAt: date(0))
+        let justPaid = ManagementPage.html(live, charges: [], checkoutOrder: order, storeName: "Shop")
+        #expect(!justPaid.contains("No charges yet."))
+        #expect(
+            justPaid.contains(
+                "<li><span>31 January 2030</span><span>1.00 USD</span><span>approved at checkout</span></li>"))
+        let both = ManagementPage.html(live, charges: charges, checkoutOrder: order, storeName: "Shop")
+        let atCheckout = try #require(both.range(of: "approved at checkout"))
+        let scheduled = try #require(both.range(of: "2 March 2030"))
+        #expect(atCheckout.lowerBound < scheduled.lowerBound)
         let ended = ManagementPage.html(cancelled, charges: [], storeName: "Shop")
         #expect(ended.contains(#"<dd id="card">Visa</dd>"#))
         #expect(ended.contains("2 billing cycle(s) missed"))

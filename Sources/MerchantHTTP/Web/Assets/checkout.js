@@ -4,7 +4,9 @@
 "use strict";
 
 (function () {
-  const state = { config: null, products: [], cart: new Map(), checkout: null, checkoutFor: "", pending: null };
+  // `planConflict`: the plans of a cart the server refused with `planNotAlone` (a plan is bought alone, quantity 1).
+  const state = { config: null, products: [], cart: new Map(), checkout: null, checkoutFor: "", pending: null,
+    planConflict: null };
   const $ = (id) => document.getElementById(id);
 
   // One request to this server; `headers` adds to the JSON ones (a checkout's routes: its Checkout-Secret).
@@ -87,11 +89,12 @@
     updatePayButton();
   }
 
+  // The totals of the current cart only: none while it is being priced or when it could not be.
   function renderTotals() {
     const totals = $("totals");
     totals.replaceChildren();
     const request = state.checkout && state.checkout.paymentRequest;
-    if (!request || state.cart.size === 0) { totals.hidden = true; return; }
+    if (!request || state.cart.size === 0 || state.checkoutFor !== cartKey()) { totals.hidden = true; return; }
     for (const item of request.lineItems || []) {
       totals.append(element("dt", { text: item.label }), element("dd", { text: money(item.amount) }));
     }
@@ -102,17 +105,74 @@
 
   function cartKey() { return JSON.stringify([...state.cart.entries()]); }
 
+  // A plan (a product with a billing plan) is bought alone, quantity 1, as Apple takes one plan per payment. When
+  // the server refuses the cart for that, say so in plain words, with a one-click way out for each plan in it.
+  function renderPlanNotice() {
+    const notice = $("plan-notice");
+    const plans = state.planConflict || [];
+    if (plans.length === 0) { notice.replaceChildren(); return; }
+    const names = plans.map((p) => p.name).join(" and ");
+    const text = plans.length === 1
+      ? `${names} is a plan: it is bought on its own, one at a time, not together with other products.`
+      : `${names} are plans: each is bought on its own, one at a time, not together with other products.`;
+    const choices = element("div", { class: "choices" });
+    for (const plan of plans) {
+      const alone = plans.length === 1 ? "Buy the plan on its own" : `Buy ${plan.name} on its own`;
+      choices.append(
+        element("button", { type: "button", text: alone, onclick: () => buyPlanAlone(plan),
+          "aria-label": `Buy ${plan.name} on its own: the other products leave the cart` }),
+        element("button", { type: "button", text: `Remove ${plan.name}`, onclick: () => removeFromCart(plan),
+          "aria-label": `Remove ${plan.name} from the cart` }));
+    }
+    notice.replaceChildren(element("p", { id: "plan-notice-text", text }), choices);
+  }
+
+  function buyPlanAlone(plan) {
+    state.cart.clear();
+    state.cart.set(plan.sku, 1);
+    cartChanged(`${plan.name} on its own in the cart; the other products were removed.`);
+  }
+
+  function removeFromCart(product) {
+    state.cart.delete(product.sku);
+    cartChanged(`${product.name} removed from the cart.`);
+  }
+
+  // After a button that disappears with the notice: focus goes back to the cart, and the status says what changed.
+  function cartChanged(message) {
+    state.planConflict = null;
+    renderPlanNotice();
+    renderCart();
+    say(message);
+    $("cart-heading").focus();
+    refreshCheckout();
+  }
+
   // A checkout for the current cart is kept ready, so that the Apple Pay button can open a session at once
   // (Safari requires the session to be created inside the click handler).
   async function refreshCheckout() {
     const key = cartKey();
-    if (state.cart.size === 0) { state.checkout = null; state.checkoutFor = key; renderTotals(); updatePayButton(); return; }
     state.checkout = null;
+    state.planConflict = null;
+    if (state.cart.size === 0) {
+      state.checkoutFor = key;
+      renderPlanNotice(); renderTotals(); updatePayButton();
+      return;
+    }
+    renderTotals();
     updatePayButton();
     const items = [...state.cart.entries()].map(([sku, quantity]) => ({ sku, quantity }));
     const reply = await api("POST", "/v1/checkouts", { items });
     if (cartKey() !== key) return;  // the cart changed meanwhile: a newer refresh is on its way
-    if (!reply.ok) { say("Could not price the cart: " + ((reply.json.error || {}).message || reply.status)); return; }
+    const error = reply.json.error || {};
+    if (!reply.ok && error.code === "planNotAlone") {
+      state.planConflict = state.products.filter((p) => p.plan && state.cart.has(p.sku));
+      renderPlanNotice();
+      updatePayButton();
+      return;
+    }
+    renderPlanNotice();
+    if (!reply.ok) { say("Could not price the cart: " + (error.message || reply.status)); return; }
     state.checkout = reply.json;
     state.checkoutFor = key;
     renderTotals();
@@ -156,6 +216,9 @@
     const ready = !!state.checkout && state.checkoutFor === cartKey() && state.cart.size > 0 && !state.pending;
     if (button.tagName === "BUTTON") button.disabled = !ready;
     button.setAttribute("aria-disabled", String(!ready));
+    // Why it cannot be pressed, read with the button.
+    if (state.planConflict) button.setAttribute("aria-describedby", "plan-notice");
+    else button.removeAttribute("aria-describedby");
   }
 
   // MARK: The payment flow, written once against ApplePaySession's interface
