@@ -303,6 +303,31 @@ extension SQLStore: OrderStore {
         }
     }
 
+    public func failRefund(id: String, reason: String) async throws(OrderStoreError) -> Order {
+        try await changeRefund(id, what: "fail refund") { refund, order, now, connection throws(SQLError) in
+            guard refund.status != .failed else { return }
+            let status = try self.markRefundFailed(
+                refund, reason: reason, reference: nil, order: order, now: now, connection)
+            try self.appendEvent(
+                connection, "refundFailed", checkoutID: order.checkoutID, orderID: order.id,
+                ["refundId": id, "amount": String(refund.amount), "status": status.rawValue, "source": "lookUp"],
+                at: now)
+        }
+    }
+
+    public func undecidedRefunds(updatedBefore cutoff: Date, limit: Int) async throws(OrderStoreError)
+        -> [RefundRecord]
+    {
+        try await read("read undecided refunds") { connection throws(SQLError) -> [RefundRecord] in
+            try self.loadRefunds(
+                connection,
+                where: """
+                    status = 'pending' AND processor_reference IS NOT NULL \
+                    AND updated_at < \(bind: cutoff.unixMilliseconds) ORDER BY updated_at, id LIMIT \(bind: max(1, limit))
+                    """)
+        }
+    }
+
     /// Runs `change` on the refund `id` and its locked order in one transaction, and answers the order after it.
     private func changeRefund(
         _ id: String, what: String,

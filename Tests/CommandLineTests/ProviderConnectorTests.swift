@@ -76,6 +76,7 @@ struct ProviderConnectorTests {
             }
             for name in [
                 "a processing charge is settled by look-up", "a look-up of an undecided charge leaves it processing",
+                "a refund whose webhook never came is settled by look-up",
                 "a processing charge declined by its webhook",
             ] {
                 #expect(checks[name] == true, "\(name): \(text)")

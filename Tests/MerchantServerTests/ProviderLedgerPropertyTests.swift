@@ -247,6 +247,16 @@ final class FakeLedger: PaymentProcessor, Sendable {
         }
     }
 
+    /// A refund's current state, for the providers that list a payment's refunds (Stripe
+    /// https://docs.stripe.com/api/refunds/list; Checkout.com's payment actions); Adyen only tells by webhook.
+    func refundStatus(reference: String, charge: String) async throws(ProcessorError) -> RefundRecord.Status {
+        guard profile.hasLookUp else { throw ProcessorError(.lookUpUnavailable, "only its webhook tells") }
+        guard let refund = state.withLock({ $0.refunds.values.first { $0.reference == reference } }) else {
+            throw ProcessorError(.chargeNotFound, "no refund \(reference)")
+        }
+        return refund.status
+    }
+
     func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
         throw ProcessorError(.notVoidable, "not exercised")
     }
@@ -431,11 +441,14 @@ struct LedgerWorld {
                     _ = try await events.apply(pick)
                 }
             case 2:
-                // A webhook the provider never sends (payment webhooks only: refunds have no look-up here).
+                // A webhook the provider never sends: a payment's, or, where the reconciler can look a refund up
+                // (not Adyen), a refund's.
+                let lookUp = profile.hasLookUp
                 let lost = ledger.state.withLock { state -> ProviderEvent? in
                     guard
                         let index = state.outbox.firstIndex(where: {
                             $0.kind == .paymentSucceeded || $0.kind == .paymentFailed
+                                || (lookUp && ($0.kind == .refundSucceeded || $0.kind == .refundFailed))
                         })
                     else { return nil }
                     return state.outbox.remove(at: index)

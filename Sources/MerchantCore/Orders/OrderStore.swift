@@ -60,6 +60,12 @@ public protocol OrderStore: WalletOrderStore {
     func acknowledgeRefund(id: String, processorReference: String) async throws(OrderStoreError) -> Order
     /// Forgets a pending refund the processor refused (it reserved nothing there).
     func cancelRefund(id: String) async throws(OrderStoreError)
+    /// Records that the processor failed a refund it had taken (a look-up's answer): the refund is `failed`, its
+    /// amount free again.
+    func failRefund(id: String, reason: String) async throws(OrderStoreError) -> Order
+    /// Refunds the processor took (they have its reference) and has not decided, last changed before `cutoff`,
+    /// oldest first: what the reconciler asks about when their webhook did not come.
+    func undecidedRefunds(updatedBefore cutoff: Date, limit: Int) async throws(OrderStoreError) -> [RefundRecord]
     /// The order's refunds, pending ones (``RefundRecord/succeeded`` false) included.
     func refunds(orderID: String) async throws(OrderStoreError) -> [RefundRecord]
     /// Records a void the processor made: a `paid` order with nothing refunded becomes `voided`, and a refund of it

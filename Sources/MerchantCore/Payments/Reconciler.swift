@@ -112,7 +112,44 @@ public struct Reconciler: Sendable {
                     orderID: order.id, transactionID: key, from: order.status, to: final.status,
                     processorReference: charge?.reference))
         }
+        try await settleRefunds(updatedBefore: clock().addingTimeInterval(-seconds), limit: limit)
         return settled
+    }
+
+    /// Refunds the processor took and did not decide by webhook (never sent, or lost): each is asked about
+    /// (``PaymentProcessor/refundStatus(reference:charge:)``) and completed or failed; still pending, or a processor
+    /// that only tells by webhook (Adyen), it waits.
+    func settleRefunds(updatedBefore cutoff: Date, limit: Int) async throws(OrderStoreError) {
+        for refund in try await store.undecidedRefunds(updatedBefore: cutoff, limit: limit) {
+            guard let reference = refund.processorReference,
+                let charge = try await store.order(id: refund.orderID)?.payment.processorReference
+            else { continue }
+            let processor = self.processor
+            let status: RefundRecord.Status
+            switch await PaymentProcessing.withTimeLimit(
+                timeout,
+                { () async throws(ProcessorError) in
+                    try await processor.refundStatus(reference: reference, charge: charge)
+                })
+            {
+            case .success(let answer): status = answer
+            case .failure(let error):
+                if error.code != .lookUpUnavailable {
+                    logger.log(
+                        "warn", "refund look-up failed",
+                        ["orderId": refund.orderID, "refundId": refund.id, "code": error.code.rawValue])
+                }
+                continue
+            }
+            switch status {
+            case .pending: continue
+            case .succeeded: _ = try await store.completeRefund(id: refund.id, processorReference: reference)
+            case .failed: _ = try await store.failRefund(id: refund.id, reason: "refundFailed")
+            }
+            logger.log(
+                "info", "refund settled by look-up",
+                ["orderId": refund.orderID, "refundId": refund.id, "status": status.rawValue])
+        }
     }
 
     /// Runs a pass now and then every `interval` until the task is cancelled.

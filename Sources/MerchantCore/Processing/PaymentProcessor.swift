@@ -389,6 +389,10 @@ public protocol PaymentProcessor: Sendable {
     /// A cheap authenticated call at start-up, where the processor has one: throws `notAuthorized` when the
     /// credentials are refused (a configuration error), other codes when the processor cannot be reached.
     func checkCredentials() async throws(ProcessorError)
+
+    /// Where a refund the processor took stands now (`reference`: its id for the refund; `charge`: the charge's),
+    /// for a refund whose webhook did not come: the reconciler asks. `lookUpUnavailable` when only the webhook tells.
+    func refundStatus(reference: String, charge: String) async throws(ProcessorError) -> RefundRecord.Status
 }
 
 /// A merchant-initiated charge of a kept payment method.
@@ -410,6 +414,11 @@ extension PaymentProcessor {
 
     /// No check: the first payment finds out.
     public func checkCredentials() async throws(ProcessorError) {}
+
+    /// Only the webhook tells.
+    public func refundStatus(reference: String, charge: String) async throws(ProcessorError) -> RefundRecord.Status {
+        throw ProcessorError(.lookUpUnavailable, "\(name) has no refund look-up: its webhook tells")
+    }
 
     /// Processors that cannot keep payment methods refuse to.
     public func storePaymentMethod(_ token: NetworkToken, idempotencyKey: String, rootFingerprint: String?)

@@ -303,12 +303,26 @@ extension CheckoutProcessor: ProviderStatements {
 
     /// The sum of the payment's approved `Refund` actions (a refund still being processed is not one yet).
     private func refunded(payment id: String) async throws(ProcessorError) -> Int64 {
+        try await actions(payment: id).filter { $0.string("type") == "Refund" && $0.bool("approved") == true }
+            .reduce(0) { $0 + ($1.integer("amount") ?? 0) }
+    }
+
+    /// `GET /payments/{id}/actions` ("Get payment actions"): the payment's authorization, captures, refunds, voids.
+    private func actions(payment id: String) async throws(ProcessorError) -> [JSONObject] {
         let answer = try await connection.send(
             "GET", "/payments/\(ProviderKeys.pathSegment(id))/actions", what: "payment actions")
         guard answer.status == 200,
             let actions = (try? JSONSerialization.jsonObject(with: answer.body)) as? [[String: Any]]
         else { throw Self.refusal(answer, what: "payment actions") }
-        return actions.map(JSONObject.init).filter { $0.string("type") == "Refund" && $0.bool("approved") == true }
-            .reduce(0) { $0 + ($1.integer("amount") ?? 0) }
+        return actions.map(JSONObject.init)
+    }
+
+    /// The refund's action among the payment's: approved, succeeded; refused, failed; not listed yet, still being
+    /// processed (Checkout.com answered the refund `202 Accepted`).
+    public func refundStatus(reference: String, charge: String) async throws(ProcessorError) -> RefundRecord.Status {
+        guard let action = try await actions(payment: charge).first(where: { $0.string("id") == reference }) else {
+            return .pending
+        }
+        return action.bool("approved") == true ? .succeeded : .failed
     }
 }

@@ -435,6 +435,21 @@ extension StripeProcessor: ProviderStatements {
         return ProviderStatement(entries: entries, listsEveryPayment: true)
     }
 
+    /// The refund among the PaymentIntent's (`GET /v1/refunds?payment_intent=`, https://docs.stripe.com/api/refunds/list):
+    /// `succeeded`; `pending` or `requires_action` still pending; `failed` or `canceled` failed
+    /// (https://docs.stripe.com/api/refunds/object#refund_object-status).
+    public func refundStatus(reference: String, charge: String) async throws(ProcessorError) -> RefundRecord.Status {
+        let refunds = try await list("/v1/refunds", ["payment_intent": charge], what: "refund look-up")
+        guard let refund = refunds.first(where: { $0.string("id") == reference }) else {
+            throw ProcessorError(.chargeNotFound, "stripe lists no refund \(reference) of the payment")
+        }
+        switch refund.string("status") {
+        case "succeeded": return .succeeded
+        case "failed", "canceled": return .failed
+        default: return .pending
+        }
+    }
+
     /// Every object of a Stripe list, page after page (at most 100 pages of 100).
     private func list(_ path: String, _ filters: [String: String], what: String) async throws(ProcessorError)
         -> [JSONObject]

@@ -337,6 +337,19 @@ try:
         check("a refund decided later stays pending until its webhook",
               status == 202 and refund.get("refund", {}).get("status") == "pending" and before == "pending"
               and webhook[0] == 200 and now == "succeeded", [status, refund, before, webhook, again])
+        # One decided at the provider whose webhook never comes: the reconciler looks it up (Stripe's refund list of
+        # the payment, Checkout.com's payment actions); Adyen has no look-up and waits for its webhook.
+        if provider != "adyen":
+            if provider == "stripe":
+                control("async", {"times": 1, "what": "refund"})
+            status, refund = request("POST", base + "/admin/v1/orders/%s/refunds" % retried[1]["id"],
+                                     {"amount": "1.00", "idempotencyKey": "refund-no-webhook"}, admin=True)
+            decide_refund("refund-no-webhook")  # signed, and never delivered
+            time.sleep(1.1)
+            request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
+            _, settled, again = refund_status(retried[1]["id"], "refund-no-webhook")
+            check("a refund whose webhook never came is settled by look-up",
+                  status == 202 and settled == "succeeded", [status, refund, settled, again])
         # The rest of the order refunded and failed: its amount is free again, so the same amount can be refunded
         # once more (while it was pending, or if the failure were not read, that refund would exceed what is left).
         current = order_now(retried[1]["id"])

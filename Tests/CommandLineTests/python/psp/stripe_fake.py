@@ -265,6 +265,8 @@ class StripeFake(Fake):
             if "created[%s]" % bound in params:
                 value = int(params["created[%s]" % bound])
                 items = [i for i in items if test(i["created"], value)]
+        if "payment_intent" in params:
+            items = [i for i in items if i.get("payment_intent") == params["payment_intent"]]
         items = sorted(items, key=lambda i: (i["created"], i["id"]), reverse=True)
         if "starting_after" in params:
             ids = [i["id"] for i in items]
