@@ -513,40 +513,17 @@ struct LedgerWorld {
                 paid = order
             }
         }
-        guard let order = paid, let reference = order.payment.processorReference else { return }
+        guard let order = paid, order.payment.processorReference != nil else { return }
         let amount = max(1, order.totals.total / 4)
         let succeed = schedule.chance(80)
         ledger.state.withLock { $0.refundSucceeds = succeed }
         let base = "\(schedule.seed)-rf\(schedule.below(1_000_000))"
         schedule.note("two refunds of \(amount) (\(succeed ? "succeed" : "fail"))")
-        let store = self.store
-        let ledger = self.ledger
-        async let first = Self.refund(store, ledger, order, reference, amount, key: base + "a")
-        async let second = Self.refund(store, ledger, order, reference, amount, key: base + "b")
+        // The admin API's use case (MerchantCore's OrderReversals), both at once.
+        let reversals = OrderReversals(store: store, processor: ledger, timeout: .seconds(5), logger: .silent)
+        async let first = reversals.refund(order, amount: amount, idempotencyKey: base + "a")
+        async let second = reversals.refund(order, amount: amount, idempotencyKey: base + "b")
         _ = try await (first, second)
-    }
-
-    /// A refund as the admin API makes it: reserved, sent, then completed, acknowledged (pending at the provider)
-    /// or cancelled.
-    static func refund(
-        _ store: SQLiteOrderStore, _ ledger: FakeLedger, _ order: Order, _ reference: String, _ amount: Int64,
-        key: String
-    ) async throws {
-        guard
-            case .started(let refund, _) = try await store.beginRefund(
-                orderID: order.id, amount: amount, idempotencyKey: key)
-        else { return }
-        do {
-            let processed = try await ledger.refund(
-                reference: reference, amount: Money(minorUnits: amount, currency: .usDollar), idempotencyKey: key)
-            if processed.isPending {
-                _ = try await store.acknowledgeRefund(id: refund.id, processorReference: processed.reference)
-            } else {
-                _ = try await store.completeRefund(id: refund.id, processorReference: processed.reference)
-            }
-        } catch {
-            try await store.cancelRefund(id: refund.id)
-        }
     }
 
     /// The checks: our store against the ledger.

@@ -4,7 +4,6 @@ import Foundations
 import HTTPServer
 import MerchantCore
 import MerchantWallet
-import Synchronization
 
 /// The admin API's orders, in the admin group under `/admin/v1` (behind ``BearerAuthentication`` with the admin
 /// token; the group does not exist when no token is configured): orders with their contacts, refunds, voids,
@@ -13,14 +12,14 @@ struct AdminRoutes: RouteCollection {
     let store: any OrderStore
     let processor: any PaymentProcessor
     let reconciler: Reconciler
+    /// Refunds and voids (MerchantCore's use case: attempts reserved before they are sent, refusals as values).
+    let reversals: OrderReversals
     let timeout: Duration
     let logger: RequestLogger
     /// Wallet orders: fulfilment steps and refunds push to registered devices; nil: no fulfilment route.
     let walletOrders: WalletOrdersService?
     /// Subscriptions, whose charge attempts past the key lifetime the attention list shows; nil: none.
     var subscriptions: SubscriptionService? = nil
-    /// Refunds and voids on their way to the processor, by order: one kind never starts while the other is.
-    let inFlight = ProcessorOperations()
 
     func register(on group: inout RouterGroup) {
         group.add(.get, "/orders") { request, _ in try await listOrders(request) }
@@ -90,96 +89,76 @@ struct AdminRoutes: RouteCollection {
         else {
             throw .invalidRequest("idempotencyKey must be 1 to 200 of A-Z a-z 0-9 - _ . : ~.")
         }
-        // A void on its way to the processor: the refund is refused here, never sent.
-        guard inFlight.begin(.refund, orderID: order.id) else {
-            throw HTTPError(
-                status: 409, code: "voidPending", message: "A void of order \(order.id) is on its way to the processor."
-            )
-        }
-        defer { inFlight.end(.refund, orderID: order.id) }
-        let start = try await storing { () async throws(OrderStoreError) in
-            try await store.beginRefund(
-                orderID: order.id, amount: amount.minorUnits, idempotencyKey: body.idempotencyKey)
-        }
-        let refund: RefundRecord
-        switch start {
-        case .keyReused:
-            throw HTTPError(
-                status: 409, code: "idempotencyKeyReused",
-                message: "This idempotency key was used for another refund (another order or amount).")
-        case .notRefundable(let current):
-            throw HTTPError(
-                status: 409, code: "orderNotRefundable",
-                message: "Order \(current.id) is \(current.status.rawValue); only paid orders can be refunded.")
-        case .exceedsRemaining(let left, _):
-            throw HTTPError(
-                status: 422, code: "refundExceedsRemaining",
-                message: "The refund is more than the \(Money(minorUnits: left, currency: currency)) left to refund.")
-        case .existing(let existing, let current) where existing.succeeded:
-            return .encoding(
-                Answer(
-                    refund: Refund(
-                        id: existing.id, amount: Money(minorUnits: existing.amount, currency: currency).amountString,
-                        idempotencyKey: existing.idempotencyKey, status: "succeeded"), order: current))
-        case .existing(let existing, _) where existing.status == .failed:
-            // Sent again, the provider would replay its first answer; the refund failed, and stays failed.
-            throw HTTPError(
-                status: 409, code: "refundFailed",
-                message: "The refund with this idempotency key failed at the processor; refund again with a new key.")
-        case .existing(let existing, _), .started(let existing, _):
-            refund = existing
-        }
-        guard let reference = order.payment.processorReference else {
-            throw HTTPError(status: 409, code: "orderNotRefundable", message: "The order has no captured payment.")
-        }
-        let processor = self.processor
-        let result = await bounded { () async throws(ProcessorError) -> ProcessorRefund in
-            try await processor.refund(
-                reference: reference, amount: Money(minorUnits: refund.amount, currency: currency),
-                idempotencyKey: refund.idempotencyKey)
-        }
-        switch result {
-        case .success(let processed) where processed.isPending:
-            // Taken, decided later: the refund stays pending (its amount reserved) until the provider's webhook.
-            let final = try await storing { () async throws(OrderStoreError) in
-                try await store.acknowledgeRefund(id: refund.id, processorReference: processed.reference)
-            }
-            logger.log(
-                "info", "refund pending at the provider",
-                ["orderId": order.id, "refundId": refund.id, "processorReference": processed.reference])
+        func answer(_ refund: RefundRecord, _ order: Order, status: Int = 200) -> HTTPResponse {
             var response = HTTPResponse.encoding(
                 Answer(
                     refund: Refund(
                         id: refund.id, amount: Money(minorUnits: refund.amount, currency: currency).amountString,
-                        idempotencyKey: refund.idempotencyKey, status: "pending"), order: final),
-                status: 202)
-            response.logFields["refund"] = "pending"
+                        idempotencyKey: refund.idempotencyKey, status: refund.status.rawValue), order: order),
+                status: status)
+            if status == 202 { response.logFields["refund"] = "pending" }
             return response
-        case .success(let processed):
-            let final = try await storing { () async throws(OrderStoreError) in
-                try await store.completeRefund(id: refund.id, processorReference: processed.reference)
-            }
-            logger.log(
-                "info", "refund succeeded",
-                ["orderId": order.id, "refundId": refund.id, "processorReference": processed.reference])
+        }
+        let result = try await storing { () async throws(OrderStoreError) in
+            try await reversals.refund(order, amount: amount.minorUnits, idempotencyKey: body.idempotencyKey)
+        }
+        switch result {
+        case .succeeded(let refund, let final):
             await notifyDevices(orderID: order.id)
-            return .encoding(
-                Answer(
-                    refund: Refund(
-                        id: refund.id, amount: Money(minorUnits: refund.amount, currency: currency).amountString,
-                        idempotencyKey: refund.idempotencyKey, status: "succeeded"), order: final))
-        case .failure(let error) where error.outcomeIsUnknown:
-            logger.log(
-                "warn", "refund outcome unknown",
-                ["orderId": order.id, "refundId": refund.id, "code": error.code.rawValue])
+            return answer(refund, final)
+        case .pending(let refund, let final):
+            return answer(refund, final, status: 202)
+        case .outcomeUnknown:
             throw HTTPError(
                 status: 202, code: "refundOutcomeUnknown",
                 message: "The processor did not confirm the refund; send the same request again to complete it.")
-        case .failure(let error):
-            try await storing { () async throws(OrderStoreError) in try await store.cancelRefund(id: refund.id) }
-            throw HTTPError(
+        case .refused(let refusal):
+            throw Self.error(refusal, order: order, currency: currency)
+        }
+    }
+
+    /// The answer to a refund or void refused.
+    static func error(_ refusal: OrderReversals.Refusal, order: Order, currency: Currency) -> HTTPError {
+        switch refusal {
+        case .voidPending:
+            HTTPError(
+                status: 409, code: "voidPending", message: "A void of order \(order.id) is on its way to the processor."
+            )
+        case .refundPending:
+            HTTPError(
+                status: 409, code: "refundPending",
+                message:
+                    "A refund of order \(order.id) is on its way or its outcome is not known yet; the void is not sent."
+            )
+        case .keyReused:
+            HTTPError(
+                status: 409, code: "idempotencyKeyReused",
+                message: "This idempotency key was used for another refund (another order or amount).")
+        case .notRefundable(let status):
+            HTTPError(
+                status: 409, code: "orderNotRefundable",
+                message:
+                    "Order \(order.id) is \(status.rawValue); only paid orders with a captured payment can be refunded."
+            )
+        case .exceedsRemaining(let left):
+            HTTPError(
+                status: 422, code: "refundExceedsRemaining",
+                message: "The refund is more than the \(Money(minorUnits: left, currency: currency)) left to refund.")
+        case .failedBefore:
+            HTTPError(
+                status: 409, code: "refundFailed",
+                message: "The refund with this idempotency key failed at the processor; refund again with a new key.")
+        case .notVoidable(let status):
+            HTTPError(
+                status: 409, code: "orderNotVoidable",
+                message: "Order \(order.id) is \(status.rawValue); only a paid order without refunds can be voided.")
+        case .processorRefused(let error) where error.code == .notVoidable:
+            HTTPError(
+                status: 409, code: "orderNotVoidable", message: "The processor refused the void (\(error.code)).")
+        case .processorRefused(let error):
+            HTTPError(
                 status: error.code == .refundExceedsCharge ? 422 : 409, code: error.code.rawValue,
-                message: "The processor refused the refund (\(error.code)).")
+                message: "The processor refused it (\(error.code)).")
         }
     }
 
@@ -246,53 +225,22 @@ struct AdminRoutes: RouteCollection {
 
     func void(_ context: RequestContext) async throws(HTTPError) -> HTTPResponse {
         let order = try await loadOrder(context)
-        if order.status == .voided { return .encoding(order) }
-        guard order.status == .paid, order.refunded == 0, let reference = order.payment.processorReference else {
-            throw HTTPError(
-                status: 409, code: "orderNotVoidable",
-                message:
-                    "Order \(order.id) is \(order.status.rawValue); only a paid order without refunds can be voided.")
-        }
-        // A refund pending (on its way, or its outcome unknown): the void is refused here, never sent.
-        guard inFlight.begin(.void, orderID: order.id) else {
-            throw HTTPError(
-                status: 409, code: "refundPending",
-                message: "A refund of order \(order.id) is on its way to the processor; the void is not sent.")
-        }
-        defer { inFlight.end(.void, orderID: order.id) }
-        let refunds = try await storing { () async throws(OrderStoreError) in try await store.refunds(orderID: order.id)
-        }
-        if refunds.contains(where: { $0.status == .pending }) {
-            throw HTTPError(
-                status: 409, code: "refundPending",
-                message: "Order \(order.id) has a refund whose outcome is not known yet; the void is not sent.")
-        }
-        let processor = self.processor
-        let result = await bounded { () async throws(ProcessorError) -> ProcessorCharge in
-            try await processor.void(reference: reference)
-        }
+        let result = try await storing { () async throws(OrderStoreError) in try await reversals.void(order) }
         switch result {
-        case .success(let charge) where charge.status == .processing:
+        case .voided(let final):
+            if order.status != .voided { await notifyDevices(orderID: order.id) }
+            return .encoding(final)
+        case .pending(let current):
             // Taken, decided later (an Adyen reversal is `received`): the order stays paid until the webhook voids it.
-            logger.log("info", "void pending at the processor", ["orderId": order.id, "processorReference": reference])
-            var response = HTTPResponse.encoding(order, status: 202)
+            var response = HTTPResponse.encoding(current, status: 202)
             response.logFields["void"] = "pending"
             return response
-        case .success:
-            let final = try await storing { () async throws(OrderStoreError) in
-                try await store.recordVoid(orderID: order.id)
-            }
-            logger.log("info", "payment voided", ["orderId": order.id, "processorReference": reference])
-            await notifyDevices(orderID: order.id)
-            return .encoding(final)
-        case .failure(let error) where error.outcomeIsUnknown:
+        case .outcomeUnknown:
             throw HTTPError(
                 status: 202, code: "voidOutcomeUnknown",
                 message: "The processor did not confirm the void; send the same request again.")
-        case .failure(let error):
-            throw HTTPError(
-                status: 409, code: error.code == .notVoidable ? "orderNotVoidable" : error.code.rawValue,
-                message: "The processor refused the void (\(error.code)).")
+        case .refused(let refusal):
+            throw Self.error(refusal, order: order, currency: Currency(code: order.currencyCode) ?? .usDollar)
         }
     }
 
@@ -441,40 +389,5 @@ struct AdminRoutes: RouteCollection {
 
     private func storing<T>(_ body: () async throws(OrderStoreError) -> T) async throws(HTTPError) -> T {
         try await MerchantHTTP.storing(logger: logger, body)
-    }
-
-    /// Runs a processor call within ``timeout``.
-    private func bounded<T: Sendable>(_ call: @escaping @Sendable () async throws(ProcessorError) -> T) async
-        -> Result<T, ProcessorError>
-    {
-        await PaymentProcessing.withTimeLimit(timeout, call)
-    }
-}
-
-/// Refunds and voids on their way to the processor, by order id, in this process: a refund never starts while a
-/// void of the same order is under way, nor a void while a refund is (several refunds may run at once; the store
-/// keeps them within the amount).
-final class ProcessorOperations: Sendable {
-    enum Kind: Sendable { case refund, void }
-    private let running = Mutex<[String: (kind: Kind, count: Int)]>([:])
-
-    /// Starts an operation; false when one of the other kind is running for the order (or another void).
-    func begin(_ kind: Kind, orderID: String) -> Bool {
-        running.withLock { running in
-            if let current = running[orderID] {
-                guard current.kind == kind, kind == .refund else { return false }
-                running[orderID] = (kind, current.count + 1)
-            } else {
-                running[orderID] = (kind, 1)
-            }
-            return true
-        }
-    }
-
-    func end(_ kind: Kind, orderID: String) {
-        running.withLock { running in
-            guard let current = running[orderID], current.kind == kind else { return }
-            running[orderID] = current.count > 1 ? (kind, current.count - 1) : nil
-        }
     }
 }

@@ -128,6 +128,9 @@ public struct MerchantAPI: Responder {
                     admin.add(
                         AdminRoutes(
                             store: store, processor: processor, reconciler: reconciler,
+                            reversals: OrderReversals(
+                                store: store, processor: processor, timeout: configuration.processor.timeout,
+                                logger: logger),
                             timeout: configuration.processor.timeout, logger: logger, walletOrders: walletOrders,
                             subscriptions: subscriptions))
                     if let subscriptions {
