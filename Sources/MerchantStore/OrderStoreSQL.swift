@@ -323,8 +323,8 @@ extension SQLStore: OrderStore {
                 connection,
                 where: """
                     status = 'pending' AND processor_reference IS NOT NULL \
-                    AND updated_at < \(bind: cutoff.unixMilliseconds) ORDER BY updated_at, id LIMIT \(bind: max(1, limit))
-                    """)
+                    AND updated_at < \(bind: cutoff.unixMilliseconds)
+                    """, oldestFirst: limit)
         }
     }
 
@@ -616,12 +616,16 @@ extension SQLStore: OrderStore {
             updatedAt: Date(unixMilliseconds: try row.int64("updated_at")))
     }
 
-    func loadRefunds(_ connection: Connection, where condition: SQLQuery) throws(SQLError) -> [RefundRecord] {
+    /// The refunds matching `condition`; `oldestFirst` orders them by their last change, at most `limit`.
+    func loadRefunds(_ connection: Connection, where condition: SQLQuery, oldestFirst limit: Int? = nil)
+        throws(SQLError) -> [RefundRecord]
+    {
         var refunds: [RefundRecord] = []
+        let order: SQLQuery = limit.map { "ORDER BY updated_at, id LIMIT \(bind: max(1, $0))" } ?? ""
         for row in try connection.query(
             """
             SELECT id, order_id, idempotency_key, amount_minor, status, processor_reference FROM refunds
-            WHERE \(condition)
+            WHERE \(condition) \(order)
             """)
         {
             guard let status = RefundRecord.Status(rawValue: try row.string("status")) else {

@@ -187,6 +187,12 @@ public struct StatementCheck: Sendable {
     /// At most this many orders in one check.
     public static let limit = 100_000
 
+    /// A period's edge as a person gives it: `YYYY-MM-DD` (midnight UTC) or an ISO 8601 time; `nil` otherwise.
+    public static func date(parsing text: String) -> Date? {
+        if text.count == 10, let day = try? Date(text + "T00:00:00Z", strategy: .iso8601) { return day }
+        return try? Date(text, strategy: .iso8601)
+    }
+
     public init(store: any OrderStore, subscriptions: (any SubscriptionStore)? = nil) {
         self.store = store
         self.subscriptions = subscriptions ?? store as? any SubscriptionStore

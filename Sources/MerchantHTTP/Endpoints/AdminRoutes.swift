@@ -341,8 +341,7 @@ struct AdminRoutes: RouteCollection {
     func statementCheck(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
         func date(_ name: String) throws(HTTPError) -> Date? {
             guard let text = request.query[name] else { return nil }
-            if text.count == 10, let day = try? Date(text + "T00:00:00Z", strategy: .iso8601) { return day }
-            guard let time = try? Date(text, strategy: .iso8601) else {
+            guard let time = StatementCheck.date(parsing: text) else {
                 throw .invalidRequest("\(name) must be YYYY-MM-DD or an ISO 8601 time.")
             }
             return time

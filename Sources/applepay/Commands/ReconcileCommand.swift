@@ -60,12 +60,12 @@ struct ReconcileCommand: Command {
     init(arguments: inout Arguments) throws {
         json = arguments.flag("--json")
         guard let since = try arguments.option("--since") else { throw UsageError("--since DATE is required") }
-        guard let start = Self.date(since) else {
+        guard let start = StatementCheck.date(parsing: since) else {
             throw UsageError("--since must be YYYY-MM-DD or an ISO 8601 time (got '\(since.prefix(40))')")
         }
         self.since = start
         if let until = try arguments.option("--until") {
-            guard let end = Self.date(until) else {
+            guard let end = StatementCheck.date(parsing: until) else {
                 throw UsageError("--until must be YYYY-MM-DD or an ISO 8601 time (got '\(until.prefix(40))')")
             }
             self.until = end
@@ -94,12 +94,6 @@ struct ReconcileCommand: Command {
         default:
             throw UsageError("give exactly one of --config FILE, --processor URL and --settlement-report FILE.csv")
         }
-    }
-
-    /// `YYYY-MM-DD` (midnight UTC) or an ISO 8601 time.
-    static func date(_ text: String) -> Date? {
-        if text.count == 10, let day = try? Date(text + "T00:00:00Z", strategy: .iso8601) { return day }
-        return try? Date(text, strategy: .iso8601)
     }
 
     func run() async throws -> Int32 {
