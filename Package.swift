@@ -14,6 +14,17 @@ let package = Package(
         .library(name: "MerchantServer", targets: ["MerchantServer"]),
         .library(name: "MerchantSandbox", targets: ["MerchantSandbox"]),
     ],
+    // The Swift server ecosystem by its public URLs, each from the release `../shared/swiftpm-mirrors` holds
+    // (scripts/setup.sh points SwiftPM at those mirrors when they are there; with internet, GitHub answers).
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.14.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.10.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.3.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.11.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.26.0"),
+        .package(url: "https://github.com/vapor/vapor.git", from: "4.122.0"),
+    ],
     targets: [
         // C libraries from Debian, each behind a thin system-library target.
         .systemLibrary(

@@ -38,3 +38,15 @@ for entry in "${PYTHON_PACKAGES[@]}"; do
         "$PYTHON" -m pip install -q "$package"
     fi
 done
+
+# Swift packages: where the offline mirrors of the Swift server ecosystem are on this machine, SwiftPM fetches the
+# public URLs of Package.swift from them (their use.sh writes .swiftpm/configuration/mirrors.json, which git
+# ignores). Elsewhere SwiftPM resolves from GitHub. SWIFTPM_MIRRORS names another folder.
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+for mirrors in "${SWIFTPM_MIRRORS:-}" "$ROOT/../shared/swiftpm-mirrors" /work/shared/swiftpm-mirrors; do
+    if [ -n "$mirrors" ] && [ -x "$mirrors/use.sh" ]; then
+        [ -f "$ROOT/.swiftpm/configuration/mirrors.json" ] || echo "setup: Swift packages from $mirrors" >&2
+        "$mirrors/use.sh" "$ROOT"
+        break
+    fi
+done
