@@ -230,6 +230,21 @@ let package = Package(
     ]
 )
 
+// The products of the Swift server ecosystem each module uses (apart from the targets above, whose dependency lists
+// name this package's modules only: ArchitectureTests reads them against docs/ARCHITECTURE.md's map).
+let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
+let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let ecosystemProducts: [String: [Target.Dependency]] = [
+    "MerchantServer": [serviceLifecycle, logging],
+    "applepay": [argumentParser, serviceLifecycle, unixSignals, logging],
+    "MerchantServerTests": [serviceLifecycle, logging],
+]
+for target in package.targets {
+    target.dependencies += ecosystemProducts[target.name] ?? []
+}
+
 for target in package.targets where target.type != .system {
     target.swiftSettings =
         (target.swiftSettings ?? []) + [

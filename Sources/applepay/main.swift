@@ -1,31 +1,29 @@
+import ArgumentParser
 import Foundation
 import MerchantCore
-import MerchantServer
 
 /// The `applepay` tool: every command a merchant needs, from request validation to the server.
-struct ApplePayCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "applepay",
-            abstract: "Apple Pay for the merchant side: requests, tokens, a sandbox, a payment sheet and a server.",
-            subcommands: [
-                RequestCommand.self,
-                SandboxCommand.self,
-                MerchantCommand.self,
-                ServeCommand.self,
-                StoreCommand.self,
-                ReconcileCommand.self,
-                ProcessorCommand.self,
-                DemoCommand.self,
-                SimulateCommand.self,
-                DecryptCommand.self,
-                VerifyCommand.self,
-                BenchCommand.self,
-            ])
-    }
+struct ApplePayCommand: CommandGroup {
+    static let configuration = CommandConfiguration(
+        commandName: "applepay",
+        abstract: "Apple Pay for the merchant side: requests, tokens, a sandbox, a payment sheet and a server.",
+        subcommands: [
+            RequestCommand.self,
+            SandboxCommand.self,
+            MerchantCommand.self,
+            ServeCommand.self,
+            StoreCommand.self,
+            ReconcileCommand.self,
+            ProcessorCommand.self,
+            DemoCommand.self,
+            SimulateCommand.self,
+            DecryptCommand.self,
+            VerifyCommand.self,
+            BenchCommand.self,
+        ])
 }
 
-let status = await CommandRunner.main(root: ApplePayCommand.self, arguments: Array(CommandLine.arguments.dropFirst()))
+let status = await ApplePayCommand.exitStatus(running: Array(CommandLine.arguments.dropFirst()))
 // Log lines are written behind their callers: let the last ones out before the process ends.
 RequestLogger.standardError.flush()
 exit(status)

@@ -3,6 +3,7 @@ import Foundation
 import Foundations
 import HTTPClient
 import HTTPServer
+import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
@@ -10,12 +11,18 @@ import MerchantStore
 import MerchantWallet
 import Processors
 import ProviderWebhooks
+import ServiceLifecycle
 import Synchronization
 
-/// The running merchant server: configuration checked and keys loaded once, the store open, the API served over
-/// HTTP, and the background work (reconciler, subscription scheduler, checkout pruner) running beside it as
-/// services started and stopped together. `applepay serve`, `applepay demo` and the tests start it the same way.
-public final class MerchantApplication: Sendable {
+/// The merchant server: configuration checked and keys loaded once, the store open, the API served over HTTP, and
+/// the background work (reconciler, subscription scheduler, checkout pruner, Wallet order pushes) beside it as
+/// swift-service-lifecycle services that stop together.
+///
+/// Two ways to run it: ``start(_:processor:tokenOpener:plugins:logger:clock:)`` (its services run in the background
+/// until ``shutdown()``: `applepay demo`, the tests), or ``assemble(_:processor:tokenOpener:plugins:logger:clock:)``
+/// and then ``run()``, as a service of the caller's `ServiceGroup` (`applepay serve`, whose group shuts it down
+/// gracefully on SIGTERM or SIGINT).
+public final class MerchantApplication: Service, Sendable {
     public let configuration: MerchantServerConfiguration
     public let api: MerchantAPI
     public let store: any OrderStore
@@ -23,10 +30,22 @@ public final class MerchantApplication: Sendable {
     /// The base URL every published URL is under: the configured one, or the server's own address.
     public let publicURL: PublicURL
     private let server: HTTPServer
-    /// The HTTP server, the reconciler, the subscription scheduler and the checkout pruner.
+    /// The HTTP server, the reconciler, the subscription scheduler, the checkout pruner and the pushes, shut down
+    /// gracefully in the reverse order: the server first (it finishes the requests in flight), the pushes last.
     private let services: ServiceGroup
     /// What the plug-ins stop when the server stops.
     private let stopPlugins: @Sendable () async -> Void
+    private let phase = Mutex(Phase.assembled)
+
+    /// Where the application is in its life.
+    private enum Phase {
+        /// Listening (requests are answered), its services not running yet.
+        case assembled
+        /// Its services running: in `background` when ``start(_:processor:tokenOpener:plugins:logger:clock:)``
+        /// started them, or in the caller's ``run()``.
+        case running(background: Task<Void, Never>?)
+        case stopped
+    }
 
     /// The base URL, e.g. `http://127.0.0.1:8080`.
     public var url: String {
@@ -37,9 +56,9 @@ public final class MerchantApplication: Sendable {
     /// The bound port (useful with port 0).
     public var port: UInt16 { server.port }
 
-    private init(
+    init(
         configuration: MerchantServerConfiguration, api: MerchantAPI, store: any OrderStore,
-        processor: any PaymentProcessor, publicURL: PublicURL, server: HTTPServer, services: ServiceGroup,
+        processor: any PaymentProcessor, publicURL: PublicURL, server: HTTPServer, services: [any Service],
         stopPlugins: @escaping @Sendable () async -> Void
     ) {
         self.configuration = configuration
@@ -48,11 +67,13 @@ public final class MerchantApplication: Sendable {
         self.processor = processor
         self.publicURL = publicURL
         self.server = server
-        self.services = services
+        // Logged by the group at debug level only; the server's own lines go through `api.logger`.
+        self.services = ServiceGroup(services: services, logger: Logger(label: "MerchantServer"))
         self.stopPlugins = stopPlugins
     }
 
-    /// Checks the configuration, loads the keys, opens the store and starts listening.
+    /// Assembles the server (``assemble(_:processor:tokenOpener:plugins:logger:clock:)``) and runs its services in
+    /// the background until ``shutdown()``.
     /// - Parameters:
     ///   - configuration: what to serve.
     ///   - processor: overrides the configured processor (tests).
@@ -67,193 +88,110 @@ public final class MerchantApplication: Sendable {
         logger: RequestLogger = .standardError,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws(ServerStartError) -> MerchantApplication {
-        var configuration = configuration
-        if let token = configuration.adminToken, let problem = MerchantServerConfiguration.adminTokenProblem(token) {
-            throw ServerStartError(
-                .weakAdminToken, "\(problem): set APPLEPAY_ADMIN_TOKEN (or server.adminToken) to a longer one")
-        }
-        // Keys: loaded once, checked against their certificates, never read again.
-        var processing: [MerchantCredential] = []
-        for paths in configuration.paymentProcessing {
-            processing.append(try MerchantCredential.load(paths, role: "Payment Processing"))
-        }
-        let identity = try configuration.effectiveMerchantIdentity.map { paths throws(ServerStartError) in
-            try MerchantCredential.load(paths, role: "Merchant Identity")
-        }
-        var trustedRoot: Certificate?
-        if let path = configuration.trustedRootPath {
-            let data = try MerchantCredential.readFile(path, role: "trusted root certificate")
-            do {
-                trustedRoot = try Certificate(pem: String(decoding: data, as: UTF8.self))
-            } catch {
-                throw ServerStartError(
-                    .unreadableFile, "the trusted root certificate \(path) is not a PEM certificate")
-            }
-        }
-        var gatewayRoots = try configuration.gatewayTrustedRootsPath.map { path throws(ServerStartError) in
-            try MerchantCredential.readFile(path, role: "gateway trusted roots")
-        }
-        var installations: [PluginInstallation] = []
+        let application = try await assemble(
+            configuration, processor: processor, tokenOpener: tokenOpener, plugins: plugins, logger: logger,
+            clock: clock)
+        application.runServicesInBackground()
+        return application
+    }
+
+    /// Checks the configuration, loads the keys, opens the store and starts listening; the services (reconciler,
+    /// scheduler, pruner, pushes) start with ``run()``. The parameters are those of
+    /// ``start(_:processor:tokenOpener:plugins:logger:clock:)``.
+    /// - Throws: `ServerStartError` with a message naming what to fix.
+    public static func assemble(
+        _ configuration: MerchantServerConfiguration, processor: (any PaymentProcessor)? = nil,
+        tokenOpener: (any PaymentTokenOpening)? = nil, plugins: [any MerchantServerPlugin] = [],
+        logger: RequestLogger = .standardError,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) async throws(ServerStartError) -> MerchantApplication {
+        try refuseWeakAdminToken(configuration)
+        let keys = try ServerKeys.load(for: configuration)
         let needsProcessor = processor == nil && configuration.processor == .sandbox
-        for plugin in plugins {
-            do {
-                installations.append(try await plugin.install(configuration, needsProcessor: needsProcessor))
-            } catch {
-                for installation in installations.reversed() { await installation.stop() }
-                throw error
-            }
-        }
-        let stopPlugins: @Sendable () async -> Void = { [installations] in
-            for installation in installations.reversed() { await installation.stop() }
-        }
-        let pluginProcessor = installations.lazy.compactMap(\.processor).first
-        // A server with real keys must never "approve" payments that no processor captured.
-        guard !needsProcessor || pluginProcessor != nil else {
-            await stopPlugins()
-            throw ServerStartError(
-                .noProcessor,
-                "no payment processor: pass --processor URL (a service speaking docs/PROCESSOR-PROTOCOL.md, such as "
-                    + "`applepay processor serve`); the built-in sandbox processor runs only with --sandbox DIR")
-        }
+        let plugins = try await InstalledPlugins.install(plugins, for: configuration, needsProcessor: needsProcessor)
         do throws(ServerStartError) {
-            let sandboxGatewayURL = installations.lazy.compactMap(\.gatewayBaseURL).first
-            for roots in installations.compactMap(\.gatewayTrustedRootsPEM) {
-                gatewayRoots = (gatewayRoots ?? Data()) + roots
-            }
-            // In sandbox mode the certificates name the merchant: serve as that merchant.
-            if configuration.sandboxFolder != nil,
-                let uid = (processing.first?.certificate.subjectUID ?? identity?.certificate.subjectUID)
-            {
-                configuration.store.merchantIdentifier = uid
-            }
-
-            let opener: any PaymentTokenOpening
-            if let tokenOpener {
-                opener = tokenOpener
-            } else {
-                guard !processing.isEmpty else {
-                    throw ServerStartError(
-                        .noPaymentProcessingKey,
-                        "no Payment Processing certificate is configured: pass --sandbox DIR, or list server.paymentProcessing in the configuration file"
-                    )
-                }
-                opener = try makeTokenOpener(
-                    credentials: processing, trustedRoot: trustedRoot, clock: clock)
-            }
-
-            let location = configuration.storeLocation
-            let store: any OrderStore
-            do {
-                if case .sqlite(let path) = location { try makePrivateFolder(for: path, logger: logger) }
-                store = try await location.open(poolSize: configuration.storePoolSize)
-            } catch let error as ServerStartError {
-                throw error
-            } catch {
-                throw ServerStartError(.invalidStore, "cannot open the store \(location.redacted): \(error)")
-            }
-            let chosenProcessor = try await choosePayments(
-                configuration, override: processor ?? pluginProcessor, logger: logger)
-            let settings = configuration.store.merchantValidation
-            let validator = MerchantValidator(
-                merchantIdentifier: configuration.store.merchantIdentifier,
-                displayName: settings.displayName ?? configuration.store.storeName, domain: settings.domain,
-                gatewayBaseURL: sandboxGatewayURL ?? settings.gatewayBaseURL, identity: identity?.clientIdentity,
-                trustedRootsPEM: gatewayRoots, sandboxGatewayURL: sandboxGatewayURL, proxy: configuration.proxy,
-                share: configuration.merchantValidationShare)
+            try requireProcessor(needsProcessor, from: plugins)
+            var configuration = configuration
+            configuration.serveAsSandboxMerchant(keys)
+            let opener = try chooseTokenOpener(override: tokenOpener, keys: keys, clock: clock)
+            let store = try await openStore(configuration, logger: logger)
+            let payments = try await choosePayments(
+                configuration, override: processor ?? plugins.processor, logger: logger)
             let wallet = try configuration.walletOrders.map { settings throws(ServerStartError) in
                 try WalletCredentials.load(settings, logger: logger)
             }
-            var webhooks: [WebhookEndpoint] = []
-            for (provider, path) in configuration.webhookSecretFiles.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-                do {
-                    webhooks.append(
-                        WebhookEndpoint(
-                            provider: provider, secret: try WebhookEndpoint.readSecret(provider, path: path)))
-                } catch {
-                    throw ServerStartError(keyFile: error)
-                }
-            }
-            // Bound before the API exists: without a configured public URL, the published URLs are under the port
-            // the server got. The API answers once assembled, a moment later (503 until then).
-            let responder = LateResponder()
-            let server: HTTPServer
-            do {
-                server = try HTTPServer.start(
-                    configuration: .init(
-                        host: configuration.host, port: configuration.port, threads: configuration.threads,
-                        maximumBodySize: configuration.maximumBodySize,
-                        connectionTimeout: configuration.connectionTimeout,
-                        connectionLimit: configuration.connectionLimit,
-                        perClientConnectionLimit: configuration.perClientConnectionLimit,
-                        requestTimeout: configuration.requestTimeout,
-                        // The API never blocks a thread: stores, processors and Apple are awaited on their own threads.
-                        answersOnPollingThreads: true, trustedProxies: configuration.trustedProxies),
-                    responder: responder)
-            } catch {
-                throw ServerStartError(.cannotListen, "\(error)")
-            }
-            let publicURL = configuration.publicURL ?? PublicURL(serverHost: configuration.host, port: server.port)
-            configuration.store.publicBaseURL = publicURL.text
-            let walletOrders: WalletOrdersService?
-            do throws(ServerStartError) {
-                walletOrders = try wallet?.service(publicURL: publicURL)
-            } catch {
-                await server.shutdown()
-                throw error
-            }
-            let api = MerchantAPI(
-                configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
-                validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
-                reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits,
-                checkoutLifetime: configuration.checkoutLifetime, walletOrders: walletOrders,
-                processorShare: configuration.processorShare,
-                tokenNotificationTimeLimit: configuration.tokenNotificationTimeLimit,
-                tokenNotificationShare: configuration.tokenNotificationShare,
-                web: WebCheckout.Settings(
-                    sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
-                    loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
-                plugins: installations.flatMap(\.routes),
-                merchantTokenGateway: identity.map {
-                    HTTPMerchantTokenGateway(
-                        baseURL: sandboxGatewayURL ?? settings.gatewayBaseURL,
-                        merchantIdentifier: configuration.store.merchantIdentifier, identity: $0.clientIdentity,
-                        trustedRootsPEM: gatewayRoots)
-                }, webhooks: webhooks, adminFailureLimit: configuration.adminFailureLimit)
-            responder.answer(with: api)
-            // Started together; stopped together by shutdown().
-            var services: [any Service] = [
-                HTTPServerService(server: server),
-                ReconcilerService(reconciler: api.reconciler, interval: configuration.reconcileInterval),
-                CheckoutPruner(
-                    store: store, lifetime: configuration.checkoutLifetime, interval: configuration.pruneInterval,
-                    logger: logger, clock: clock),
-            ]
-            if let subscriptions = api.subscriptions {
-                // On the reconciler's interval.
-                services.append(
-                    SubscriptionSchedulerService(
-                        subscriptions: subscriptions, interval: configuration.reconcileInterval))
-            }
-            let application = MerchantApplication(
-                configuration: configuration, api: api, store: store, processor: chosenProcessor,
-                publicURL: publicURL, server: server, services: ServiceGroup(services), stopPlugins: stopPlugins)
-            logger.log(
-                "info", "listening",
-                [
-                    "url": application.url, "publicURL": publicURL.text,
-                    "merchantIdentifier": configuration.store.merchantIdentifier, "store": location.redacted,
-                ])
+            let webhooks = try webhookEndpoints(configuration)
+            let (server, responder) = try bindServer(configuration)
+            let parts = Parts(
+                configuration: configuration, keys: keys, plugins: plugins, opener: opener, store: store,
+                processor: payments, wallet: wallet, webhooks: webhooks, logger: logger, clock: clock)
+            let application = try await parts.application(serving: server, through: responder)
+            logListening(application, logger: logger)
             return application
         } catch {
-            await stopPlugins()
+            await plugins.stop()
             throw error
         }
     }
 
-    /// Stops the services together (the HTTP server stops accepting connections and finishes the requests in flight;
-    /// the background loops return), then the plug-ins, and closes.
+    /// Runs the services until the graceful shutdown (of the caller's `ServiceGroup`, or ``shutdown()``) or
+    /// cancellation, then stops the plug-ins. The HTTP server shuts down first: it stops accepting connections and
+    /// finishes the requests in flight.
+    /// - Throws: `ServerStartError` (`alreadyRunning`) when the services run already or the application stopped.
+    public func run() async throws {
+        let first = phase.withLock { phase in
+            guard case .assembled = phase else { return false }
+            phase = .running(background: nil)
+            return true
+        }
+        guard first else {
+            throw ServerStartError(.alreadyRunning, "the merchant application runs (or ran) already")
+        }
+        await runServices()
+    }
+
+    /// Stops the services (the HTTP server stops accepting connections and finishes the requests in flight; the
+    /// background loops return; queued pushes are sent), then the plug-ins. It returns once all have stopped when
+    /// ``start(_:processor:tokenOpener:plugins:logger:clock:)`` started them; when the caller's ``run()`` runs them,
+    /// that returns once they have. Calling it again does nothing.
     public func shutdown() async {
-        await services.shutdown()
+        let current = phase.withLock { phase in
+            defer { if case .assembled = phase { phase = .stopped } }
+            return phase
+        }
+        switch current {
+        case .assembled:
+            // Never run: only the server listens.
+            await server.shutdown()
+            await stopped()
+        case .running(let background):
+            await services.triggerGracefulShutdown()
+            await background?.value
+        case .stopped:
+            return
+        }
+    }
+
+    private func runServicesInBackground() {
+        phase.withLock { phase in
+            guard case .assembled = phase else { return }
+            phase = .running(background: Task { await self.runServices() })
+        }
+    }
+
+    private func runServices() async {
+        do {
+            try await services.run()
+        } catch {
+            api.logger.log("error", "a service stopped the server", ["error": "\(error)"])
+            await server.shutdown()
+        }
+        await stopped()
+    }
+
+    /// After the services: the plug-ins stop, and the last log lines go out.
+    private func stopped() async {
+        phase.withLock { $0 = .stopped }
         await stopPlugins()
         api.logger.log("info", "stopped")
         api.logger.flush()
@@ -273,13 +211,15 @@ public final class MerchantApplication: Sendable {
             try MerchantApplication.loadWalletCredentials(settings, logger: logger)
         }
 
-        /// The service, its web service at `PUBLIC/wallet`.
-        func service(publicURL: PublicURL) throws(ServerStartError) -> WalletOrdersService {
+        /// The service, its web service at `PUBLIC/wallet`, its pushes sent by `pushes` (nil: no APNs configured).
+        func service(publicURL: PublicURL, pushes: OrderUpdatePushes?) throws(ServerStartError)
+            -> WalletOrdersService
+        {
             do {
                 return try WalletOrdersService(
                     orderTypeIdentifier: orderTypeIdentifier, certificate: credential.certificate,
                     privateKey: credential.privateKey, intermediates: intermediates, publicURL: publicURL.text,
-                    pusher: pusher)
+                    pusher: pushes)
             } catch {
                 throw ServerStartError(.keyMismatch, "the Order Type ID key does not match its certificate")
             }
@@ -338,7 +278,7 @@ public final class MerchantApplication: Sendable {
     }
 
     /// Creates the store's folder 0700 when it is missing; warns when an existing one lets other users in.
-    private static func makePrivateFolder(for path: String, logger: RequestLogger) throws(ServerStartError) {
+    static func makePrivateFolder(for path: String, logger: RequestLogger) throws(ServerStartError) {
         guard path != ":memory:", !path.isEmpty else { return }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var status = stat()
@@ -367,7 +307,7 @@ public final class MerchantApplication: Sendable {
         try await choosePayments(configuration, override: nil, logger: logger)
     }
 
-    private static func choosePayments(
+    static func choosePayments(
         _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?, logger: RequestLogger
     ) async throws(ServerStartError) -> any PaymentProcessor {
         if let override { return override }
@@ -456,27 +396,4 @@ public final class MerchantApplication: Sendable {
         }
         return secret
     }
-}
-
-/// The merchant API once assembled; until then (the moment between binding and assembly) a 503. Every request
-/// reads it: published once, it is read without a lock and held by reference, so a request retains one object
-/// instead of copying the whole `MerchantAPI` (its configuration and every service in it) out of a lock.
-private final class LateResponder: Responder {
-    private final class Assembled: Sendable {
-        let api: MerchantAPI
-        init(_ api: MerchantAPI) { self.api = api }
-    }
-    private let target = AtomicLazyReference<Assembled>()
-
-    /// Publishes `api`; only the first call counts (the server assembles its API once).
-    func answer(with api: MerchantAPI) { _ = target.storeIfNil(Assembled(api)) }
-
-    func respond(to request: HTTPRequest) async -> HTTPResponse {
-        guard let assembled = target.load() else {
-            return HTTPResponse(status: 503, headers: ["Retry-After": "1"])
-        }
-        return await assembled.api.respond(to: request)
-    }
-
-    var answersOversizedRequests: Bool { true }
 }

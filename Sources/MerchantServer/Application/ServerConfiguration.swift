@@ -218,6 +218,8 @@ extension ErrorCode<ServerStartError> {
     public static var noProcessor: Self { Self("noProcessor") }
     /// The payment provider refused the configured key at start-up (401/403).
     public static var processorNotAuthorized: Self { Self("processorNotAuthorized") }
+    /// `MerchantApplication.run()` was called for an application whose services run, or ran, already.
+    public static var alreadyRunning: Self { Self("alreadyRunning") }
 }
 
 /// A certificate with its private key, loaded once, checked to belong together.

@@ -1,4 +1,5 @@
 import ApplePay
+import ArgumentParser
 import Cryptography
 import Foundation
 import PaymentToken
@@ -10,48 +11,58 @@ import Synchronization
 #endif
 
 /// `applepay bench`: measurements.
-struct BenchCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "bench", abstract: "Measure token verification and decryption, and HTTPClient under load.",
-            subcommands: [BenchDecryptCommand.self, BenchHTTPCommand.self])
-    }
+struct BenchCommand: CommandGroup {
+    static let configuration = CommandConfiguration(
+        commandName: "bench", abstract: "Measure token verification and decryption, and HTTPClient under load.",
+        subcommands: [BenchDecryptCommand.self, BenchHTTPCommand.self])
 }
 
 /// `applepay bench decrypt [--seconds S] [--threads N]`
-struct BenchDecryptCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "decrypt",
-            abstract: "Mint tokens in memory, then verify and decrypt them in a loop; print tokens per second.",
-            usage: ["[--seconds S] [--threads N] [--kind EC_v1|RSA_v1]"],
-            options: [
-                ("--seconds S", "How long to run (default 3)."),
-                ("--threads N", "Threads sharing one decryptor (default 1)."),
-                (
-                    "--kind VERSION",
-                    "EC_v1 (default: one ECDH and one ECDSA verification a token) or RSA_v1 (one "
-                        + "RSA-2048 private operation and one RSA-2048 verification)."
-                ),
-            ],
-            discussion: """
-                A sandbox authority and a Payment Processing certificate are made in memory; 64 distinct tokens are
-                minted and each is opened from its JSON with the full checks (CMS signature, chain, signing time,
-                ECDH, AES-GCM, payload). Prints one JSON line: tokensPerSecond (wall clock), tokensPerCPUSecond
-                (process CPU time, the measure `openssl speed` uses), threads, seconds, tokens.
-                scripts/bench-decrypt.sh compares it with `openssl speed ecdhp256 ecdsap256` (EC_v1) or
-                `openssl speed rsa2048` (RSA_v1).
-                """)
-    }
+struct BenchDecryptCommand: StatusCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decrypt",
+        abstract: "Mint tokens in memory, then verify and decrypt them in a loop; print tokens per second.",
+        usage: "applepay bench decrypt [--seconds S] [--threads N] [--kind EC_v1|RSA_v1]",
+        discussion: """
+            A sandbox authority and a Payment Processing certificate are made in memory; 64 distinct tokens are \
+            minted and each is opened from its JSON with the full checks (CMS signature, chain, signing time, \
+            ECDH, AES-GCM, payload). Prints one JSON line: tokensPerSecond (wall clock), tokensPerCPUSecond \
+            (process CPU time, the measure `openssl speed` uses), threads, seconds, tokens. \
+            scripts/bench-decrypt.sh compares it with `openssl speed ecdhp256 ecdsap256` (EC_v1) or \
+            `openssl speed rsa2048` (RSA_v1).
+            """)
 
-    var seconds: Double
-    var threads: Int
-    var kind: TokenVersion
+    @Option(
+        name: .customLong("seconds"), parsing: .unconditional,
+        help: ArgumentHelp("How long to run (default 3).", valueName: "S"))
+    var secondsOption: Double?
 
-    init(arguments: inout Arguments) throws {
-        seconds = try arguments.option("--seconds") { Double($0).flatMap { $0 > 0 && $0 <= 3600 ? $0 : nil } } ?? 3
-        threads = try arguments.option("--threads") { Int($0).flatMap { (1...256).contains($0) ? $0 : nil } } ?? 1
-        kind = try arguments.option("--kind") { TokenVersion(rawValue: $0) } ?? .ecV1
+    @Option(
+        name: .customLong("threads"), parsing: .unconditional,
+        help: ArgumentHelp("Threads sharing one decryptor (default 1).", valueName: "N"))
+    var threadsOption: Int?
+
+    @Option(
+        name: .customLong("kind"),
+        help: ArgumentHelp(
+            "EC_v1 (default: one ECDH and one ECDSA verification a token) or RSA_v1 (one RSA-2048 private "
+                + "operation and one RSA-2048 verification).", valueName: "VERSION"))
+    var kindText: String?
+
+    var seconds: Double { secondsOption ?? 3 }
+    var threads: Int { threadsOption ?? 1 }
+    var kind: TokenVersion { kindText.flatMap { TokenVersion(rawValue: $0) } ?? .ecV1 }
+
+    func validate() throws {
+        if let secondsOption, !(secondsOption > 0 && secondsOption <= 3600) {
+            throw ValidationError("invalid value '\(secondsOption)' for --seconds")
+        }
+        if let threadsOption, !(1...256).contains(threadsOption) {
+            throw ValidationError("invalid value '\(threadsOption)' for --threads")
+        }
+        if let kindText, TokenVersion(rawValue: kindText) == nil {
+            throw ValidationError("invalid value '\(kindText)' for --kind")
+        }
     }
 
     struct Report: Encodable {
@@ -70,7 +81,7 @@ struct BenchDecryptCommand: Command {
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
     }
 
-    func run() async throws -> Int32 {
+    func perform() async throws -> ExitCode {
         let now = Date()
         let merchantIdentifier = "merchant.com.example.bench"
         let authority = try SandboxAuthority.generate(now: now)
@@ -130,13 +141,13 @@ struct BenchDecryptCommand: Command {
         let cpu = Self.processCPUTime() - cpuStart
         if let failure = failures.withLock({ $0 }) {
             Output.standardError(#"{"error":{"code":"benchFailed","message":"\#(failure)"}}"#)
-            return ExitCode.failure
+            return .failure
         }
         let count = total.withLock { $0 }
         let report = Report(
             tokensPerSecond: Int(Double(count) / wall), tokensPerCPUSecond: Int(Double(count) / max(cpu, 1e-9)),
             threads: threadCount, seconds: (wall * 100).rounded() / 100, tokens: count, version: kind.rawValue)
         print(try Output.json(report))
-        return ExitCode.success
+        return .success
     }
 }

@@ -1,36 +1,43 @@
+import ArgumentParser
 import Foundation
 import HTTPClient
 import HTTPServer
 import Synchronization
 
 /// `applepay bench http [--requests N] [--delay-ms MS]`
-struct BenchHTTPCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "http",
-            abstract: "Send many concurrent requests to a slow loopback server; print requests per second and threads.",
-            usage: ["[--requests N] [--delay-ms MS]"],
-            options: [
-                ("--requests N", "Requests, all sent at once (default 1000)."),
-                ("--delay-ms MS", "How long the server waits before each answer (default 300)."),
-            ],
-            discussion: """
-                Starts an HTTPServer on 127.0.0.1 that answers every request after the delay, then sends all the
-                requests twice: with 128 threads each making blocking `HTTPClient.send(_:)` calls (how
-                `send(_:) async` ran before the event loop: a pool of 128 transfer threads), and as concurrent
-                `send(_:) async` calls on the client's event loop. Prints one JSON line per way (requests per second,
-                peak threads of the process and their growth, seconds) and one with the ratio.
-                """)
-    }
+struct BenchHTTPCommand: StatusCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "http",
+        abstract: "Send many concurrent requests to a slow loopback server; print requests per second and threads.",
+        usage: "applepay bench http [--requests N] [--delay-ms MS]",
+        discussion: """
+            Starts an HTTPServer on 127.0.0.1 that answers every request after the delay, then sends all the \
+            requests twice: with 128 threads each making blocking `HTTPClient.send(_:)` calls (how \
+            `send(_:) async` ran before the event loop: a pool of 128 transfer threads), and as concurrent \
+            `send(_:) async` calls on the client's event loop. Prints one JSON line per way (requests per second, \
+            peak threads of the process and their growth, seconds) and one with the ratio.
+            """)
 
-    var requests: Int
-    var delay: Duration
+    @Option(
+        name: .customLong("requests"), parsing: .unconditional,
+        help: ArgumentHelp("Requests, all sent at once (default 1000).", valueName: "N"))
+    var requestsOption: Int?
 
-    init(arguments: inout Arguments) throws {
-        requests =
-            try arguments.option("--requests") { Int($0).flatMap { (1...20_000).contains($0) ? $0 : nil } } ?? 1000
-        delay = .milliseconds(
-            try arguments.option("--delay-ms") { Int($0).flatMap { (0...10_000).contains($0) ? $0 : nil } } ?? 300)
+    @Option(
+        name: .customLong("delay-ms"), parsing: .unconditional,
+        help: ArgumentHelp("How long the server waits before each answer (default 300).", valueName: "MS"))
+    var delayOption: Int?
+
+    var requests: Int { requestsOption ?? 1000 }
+    var delay: Duration { .milliseconds(delayOption ?? 300) }
+
+    func validate() throws {
+        if let requestsOption, !(1...20_000).contains(requestsOption) {
+            throw ValidationError("invalid value '\(requestsOption)' for --requests")
+        }
+        if let delayOption, !(0...10_000).contains(delayOption) {
+            throw ValidationError("invalid value '\(delayOption)' for --delay-ms")
+        }
     }
 
     struct Report: Encodable {
@@ -52,7 +59,7 @@ struct BenchHTTPCommand: Command {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
     }
 
-    func run() async throws -> Int32 {
+    func perform() async throws -> ExitCode {
         let delay = self.delay
         let responder = ClosureResponder { _ in
             try? await Task.sleep(for: delay)
@@ -102,7 +109,7 @@ struct BenchHTTPCommand: Command {
                     .rounded() / 100,
                 peakThreadsOld: old.peakThreads, peakThreadsNew: new.peakThreads)
             print(try Output.json(ratio))
-            return ExitCode.success
+            return .success
         }
     }
 

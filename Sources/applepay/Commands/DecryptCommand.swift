@@ -1,29 +1,54 @@
+import ArgumentParser
 import Cryptography
 import Foundation
 import Foundations
 import PaymentToken
 
-/// Options shared by `applepay decrypt` and `applepay verify`: trust roots, clock and window.
-struct TokenCheckOptions {
+/// Options shared by `applepay decrypt` and `applepay verify`: the token, trust roots, clock and window.
+struct TokenCheckOptions: ParsableArguments {
+    @Argument(
+        help: ArgumentHelp("The bare paymentData object or a whole PKPaymentToken; - reads standard input.",
+            valueName: "TOKEN.json"))
     var tokenPath: String
-    var rootPaths: [String]
-    var now: Date?
-    var maximumAge: TimeInterval
 
-    static let help: [(String, String)] = [
-        ("--root ROOT.pem", "Trust this root (PEM, repeatable) instead of the bundled Apple Root CA - G3."),
-        ("--now ISO8601", "Check freshness against this time instead of the clock, e.g. 2021-09-01T19:03:06Z."),
-        ("--max-age SECONDS", "How far the signing time may be from now (default 300)."),
-    ]
+    @Option(
+        name: .customLong("root"),
+        help: ArgumentHelp(
+            "Trust this root (PEM, repeatable) instead of the bundled Apple Root CA - G3.", valueName: "ROOT.pem"))
+    var rootPaths: [String] = []
 
-    init(arguments: inout Arguments) throws {
-        rootPaths = try arguments.options("--root")
-        now = try arguments.option("--now", as: TokenCheckOptions.parseDate)
-        maximumAge =
-            try arguments.option("--max-age") { text in
-                TimeInterval(text).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
-            } ?? 300
-        tokenPath = try arguments.positional("TOKEN.json")
+    @Option(
+        name: .customLong("now"),
+        help: ArgumentHelp(
+            "Check freshness against this time instead of the clock, e.g. 2021-09-01T19:03:06Z.",
+            valueName: "ISO8601"))
+    var nowText: String?
+
+    @Option(
+        name: .customLong("max-age"), parsing: .unconditional,
+        help: ArgumentHelp("How far the signing time may be from now (default 300).", valueName: "SECONDS"))
+    var maximumAgeText: String?
+
+    func validate() throws {
+        _ = try now()
+        _ = try maximumAge()
+    }
+
+    /// The time `--now` names, if given.
+    func now() throws -> Date? {
+        try nowText.map { text in
+            guard let date = Self.parseDate(text) else { throw ValidationError("invalid value '\(text)' for --now") }
+            return date
+        }
+    }
+
+    /// `--max-age`, 300 s when not given.
+    func maximumAge() throws -> TimeInterval {
+        guard let text = maximumAgeText else { return 300 }
+        guard let age = TimeInterval(text), age.isFinite, age >= 0 else {
+            throw ValidationError("invalid value '\(text)' for --max-age")
+        }
+        return age
     }
 
     static func parseDate(_ text: String) -> Date? {
@@ -57,8 +82,8 @@ struct TokenCheckOptions {
                 }
             }
         }
-        let fixed = now
-        return try PaymentTokenVerifier(roots: roots, maximumAge: maximumAge, now: { fixed ?? Date() })
+        let fixed = try now()
+        return try PaymentTokenVerifier(roots: roots, maximumAge: try maximumAge(), now: { fixed ?? Date() })
     }
 }
 
@@ -95,7 +120,7 @@ enum TokenCommandOutput {
         var error: Detail
     }
 
-    static func fail(_ error: any Error) -> Int32 {
+    static func fail(_ error: any Error) -> ExitCode {
         let detail: ErrorBody.Detail
         switch error {
         case let error as PaymentTokenError: detail = .init(code: error.code.rawValue, message: error.message)
@@ -105,59 +130,63 @@ enum TokenCommandOutput {
         }
         let text = (try? Output.json(ErrorBody(error: detail))) ?? #"{"error":{"code":"internalError","message":""}}"#
         Output.standardError(text)
-        return ExitCode.failure
+        return .failure
     }
 }
 
 /// `applepay decrypt TOKEN.json --merchant-key KEY.pem (--merchant-cert CERT.pem | --merchant-id ID) ...`
-struct DecryptCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "decrypt",
-            abstract: "Verify and decrypt an Apple Pay token (EC_v1 or RSA_v1); print the payload as JSON.",
-            usage: [
-                "TOKEN.json --merchant-key KEY.pem (--merchant-cert CERT.pem | --merchant-id ID) [--root ROOT.pem]... [--now ISO8601] [--max-age SECONDS] [--application-data-hash HEX]"
-            ],
-            options: [
-                ("--merchant-key KEY.pem", "The Payment Processing private key (EC P-256 or RSA)."),
-                (
-                    "--merchant-cert CERT.pem",
-                    "The Payment Processing certificate (gives the merchant identifier hash)."
-                ),
-                ("--merchant-id ID", "The merchant identifier, when the certificate is not at hand."),
-            ] + TokenCheckOptions.help + [
-                ("--application-data-hash HEX", "Require the token's applicationData to be this SHA-256 (hex).")
-            ],
-            discussion: """
-                TOKEN.json is the bare paymentData object or a whole PKPaymentToken ("-" reads standard input).
-                Prints the decrypted payload with the full account number (this is the operator's own tool: keep
-                the output out of logs). On failure prints {"error": {"code", "message"}} on standard error and
-                exits 1; the codes are PaymentTokenError's.
-                """)
-    }
+struct DecryptCommand: StatusCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decrypt",
+        abstract: "Verify and decrypt an Apple Pay token (EC_v1 or RSA_v1); print the payload as JSON.",
+        usage: """
+            applepay decrypt TOKEN.json --merchant-key KEY.pem (--merchant-cert CERT.pem | --merchant-id ID) \
+            [--root ROOT.pem]... [--now ISO8601] [--max-age SECONDS] [--application-data-hash HEX]
+            """,
+        discussion: """
+            TOKEN.json is the bare paymentData object or a whole PKPaymentToken ("-" reads standard input). \
+            Prints the decrypted payload with the full account number (this is the operator's own tool: keep \
+            the output out of logs). On failure prints {"error": {"code", "message"}} on standard error and \
+            exits 1; the codes are PaymentTokenError's.
+            """)
 
-    var options: TokenCheckOptions
-    var keyPath: String
+    @Option(
+        name: .customLong("merchant-key"),
+        help: ArgumentHelp("The Payment Processing private key (EC P-256 or RSA).", valueName: "KEY.pem"))
+    var keyPath: String?
+
+    @Option(
+        name: .customLong("merchant-cert"),
+        help: ArgumentHelp(
+            "The Payment Processing certificate (gives the merchant identifier hash).", valueName: "CERT.pem"))
     var certificatePath: String?
+
+    @Option(
+        name: .customLong("merchant-id"),
+        help: ArgumentHelp("The merchant identifier, when the certificate is not at hand.", valueName: "ID"))
     var merchantIdentifier: String?
+
+    @OptionGroup
+    var options: TokenCheckOptions
+
+    @Option(
+        name: .customLong("application-data-hash"),
+        help: ArgumentHelp("Require the token's applicationData to be this SHA-256 (hex).", valueName: "HEX"))
     var applicationDataHash: String?
 
-    init(arguments: inout Arguments) throws {
-        guard let key = try arguments.option("--merchant-key") else { throw UsageError("--merchant-key is required") }
-        keyPath = key
-        certificatePath = try arguments.option("--merchant-cert")
-        merchantIdentifier = try arguments.option("--merchant-id")
+    func validate() throws {
+        guard keyPath != nil else { throw ValidationError("--merchant-key is required") }
         switch (certificatePath, merchantIdentifier) {
-        case (nil, nil): throw UsageError("give --merchant-cert or --merchant-id")
-        case (.some, .some): throw UsageError("give either --merchant-cert or --merchant-id, not both")
+        case (nil, nil): throw ValidationError("give --merchant-cert or --merchant-id")
+        case (.some, .some): throw ValidationError("give either --merchant-cert or --merchant-id, not both")
         default: break
         }
-        applicationDataHash = try arguments.option("--application-data-hash") { text in
-            text.utf8.count == 64
-                && text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) })
-                ? text : nil
+        if let text = applicationDataHash,
+            text.utf8.count != 64
+                || !text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) })
+        {
+            throw ValidationError("invalid value '\(text)' for --application-data-hash")
         }
-        options = try TokenCheckOptions(arguments: &arguments)
     }
 
     /// The key file, read with ``KeyFile``'s checks (standard input, `-`, as it comes).
@@ -173,7 +202,8 @@ struct DecryptCommand: Command {
         }
     }
 
-    func run() async throws -> Int32 {
+    func perform() async throws -> ExitCode {
+        let keyPath = self.keyPath ?? ""
         do {
             let keyText = String(decoding: try Self.readKey(keyPath), as: UTF8.self)
             let key: PrivateKey
@@ -202,7 +232,7 @@ struct DecryptCommand: Command {
             let expectations = PaymentTokenExpectations(applicationData: applicationDataHash.map { .sha256Hex($0) })
             let decrypted = try decryptor.decrypt(jsonData: token, expecting: expectations)
             print(try Output.json(decrypted.payload))
-            return ExitCode.success
+            return .success
         } catch {
             return TokenCommandOutput.fail(error)
         }

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import Foundations
 import MerchantCore
@@ -9,35 +10,32 @@ import Sandbox
 import Synchronization
 
 /// `applepay demo`: the merchant server on a free port, the example scenarios played against it over HTTP.
-struct DemoCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "demo",
-            abstract:
-                "Start a server on a free port, play the example scenarios against it, print transcripts and orders.",
-            usage: ["[--scenarios DIR] [--sandbox DIR]"],
-            options: [
-                ("--scenarios DIR", "Where the scenario files are (default: scenarios)."),
-                ("--sandbox DIR", "An existing sandbox to use (default: a temporary one, removed afterwards)."),
-            ],
-            discussion: """
-                Starts `applepay serve` in-process on 127.0.0.1 with the demo store, a temporary SQLite store and a
-                sandbox, then plays every scenario that has a checkout cart through the headless payment sheet over
-                HTTP. Prints, one JSON object per line: {"scenario", "description"}, the sheet's transcript, and
-                {"order": ...} for each order the scenario's payment created (last four digits only). Stops the
-                server at the end. Exit status 0 when every scenario ran to its end, 1 otherwise.
-                """)
-    }
+struct DemoCommand: StatusCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Start a server on a free port, play the example scenarios against it, print transcripts and orders.",
+        usage: "applepay demo [--scenarios DIR] [--sandbox DIR]",
+        discussion: """
+            Starts `applepay serve` in-process on 127.0.0.1 with the demo store, a temporary SQLite store and a \
+            sandbox, then plays every scenario that has a checkout cart through the headless payment sheet over \
+            HTTP. Prints, one JSON object per line: {"scenario", "description"}, the sheet's transcript, and \
+            {"order": ...} for each order the scenario's payment created (last four digits only). Stops the \
+            server at the end. Exit status 0 when every scenario ran to its end, 1 otherwise.
+            """)
 
-    var scenariosFolder: String
+    @Option(
+        name: .customLong("scenarios"),
+        help: ArgumentHelp("Where the scenario files are (default: scenarios).", valueName: "DIR"))
+    var scenariosOption: String?
+
+    @Option(
+        name: .customLong("sandbox"),
+        help: ArgumentHelp(
+            "An existing sandbox to use (default: a temporary one, removed afterwards).", valueName: "DIR"))
     var sandboxFolder: String?
 
-    init(arguments: inout Arguments) throws {
-        scenariosFolder = try arguments.option("--scenarios") ?? "scenarios"
-        sandboxFolder = try arguments.option("--sandbox")
-    }
-
-    func run() async throws -> Int32 {
+    func perform() async throws -> ExitCode {
+        let scenariosFolder = scenariosOption ?? "scenarios"
         let manager = FileManager.default
         guard
             let names = try? manager.contentsOfDirectory(atPath: scenariosFolder).filter({ $0.hasSuffix(".json") })
@@ -45,7 +43,7 @@ struct DemoCommand: Command {
             !names.isEmpty
         else {
             Output.standardError("error: no scenario files (*.json) in \(scenariosFolder)")
-            return ExitCode.failure
+            return .failure
         }
         let work = manager.temporaryDirectory.appendingPathComponent("applepay-demo-\(UUID().uuidString)")
         defer { try? manager.removeItem(at: work) }
@@ -54,7 +52,7 @@ struct DemoCommand: Command {
                 at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             Output.standardError("error: cannot create a working folder in \(manager.temporaryDirectory.path)")
-            return ExitCode.failure
+            return .failure
         }
         let sandbox: Sandbox
         do {
@@ -65,7 +63,7 @@ struct DemoCommand: Command {
         } catch {
             Output.standardError(
                 "error: the sandbox cannot be used: \((error as? SandboxError)?.message ?? "\(error)")")
-            return ExitCode.failure
+            return .failure
         }
 
         var configuration = MerchantServerConfiguration()
@@ -85,7 +83,7 @@ struct DemoCommand: Command {
             application = try await MerchantApplication.start(configuration, plugins: [SandboxMode()], logger: logger)
         } catch {
             Output.standardError("error: cannot start the server: \(error.message) [\(error.code)]")
-            return ExitCode.failure
+            return .failure
         }
         let output = FileHandle.standardOutput
         func emit(_ object: [String: Any]) {
@@ -135,6 +133,6 @@ struct DemoCommand: Command {
             }
         }
         await application.shutdown()
-        return failures == 0 ? ExitCode.success : ExitCode.failure
+        return failures == 0 ? .success : .failure
     }
 }

@@ -1,69 +1,88 @@
+import ArgumentParser
 import Cryptography
 import Foundation
 import Foundations
+import MerchantServer
 import ProcessorAPI
 import ProcessorService
 
 /// `applepay processor`: the sandbox payment processor as an HTTP service.
-struct ProcessorCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "processor",
-            abstract:
-                "Run a sandbox payment processor that speaks docs/PROCESSOR-PROTOCOL.md; check provider webhooks.",
-            subcommands: [ProcessorServeCommand.self, ProcessorVerifyWebhookCommand.self])
-    }
+struct ProcessorCommand: CommandGroup {
+    static let configuration = CommandConfiguration(
+        commandName: "processor",
+        abstract: "Run a sandbox payment processor that speaks docs/PROCESSOR-PROTOCOL.md; check provider webhooks.",
+        subcommands: [ProcessorServeCommand.self, ProcessorVerifyWebhookCommand.self])
 }
 
 /// `applepay processor serve [--host ADDR] [--port N] --ledger sqlite:PATH [--sandbox DIR] [--hang-seconds S]
 /// [--fault KIND[:COUNT[:SECONDS]]]`.
-struct ProcessorServeCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "serve",
-            abstract: "Serve the processor protocol with a durable SQLite ledger, test triggers and fault injection.",
-            usage: [
-                "--ledger sqlite:PATH [--host ADDRESS] [--port N] [--sandbox DIR] [--hang-seconds S] "
-                    + "[--fault KIND[:COUNT[:SECONDS]]]"
-            ],
-            options: [
-                ("--ledger sqlite:PATH", "The ledger file (created with mode 0600 when missing; required)."),
-                ("--host ADDRESS", "The address to listen on (default 127.0.0.1)."),
-                ("--port N", "The port to listen on; 0 picks a free one (default 0)."),
-                ("--sandbox DIR", "Accept only tokens that chained to DIR/root.pem (from 'applepay sandbox init')."),
-                ("--hang-seconds S", "How long the 54 trigger stays silent before answering 500 (default 60)."),
-                (
-                    "--fault KIND[:COUNT[:SECONDS]]",
-                    "Arm delay, dropAfterCommit or failBeforeCommit for the next COUNT charges (default 1)."
-                ),
-            ],
-            discussion: """
-                Prints one line with its URL (http://HOST:PORT) on standard output once listening, then one JSON log
-                line per request on standard error (method, route, status, duration; never card data). Test
-                triggers and faults: docs/SANDBOX-PROCESSOR.md; faults can also be armed with POST /v1/faults.
-                SIGINT or SIGTERM stop accepting connections, finish the requests in flight, and exit 0.
-                """)
-    }
+struct ProcessorServeCommand: StatusCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the processor protocol with a durable SQLite ledger, test triggers and fault injection.",
+        usage: """
+            applepay processor serve --ledger sqlite:PATH [--host ADDRESS] [--port N] [--sandbox DIR] \
+            [--hang-seconds S] [--fault KIND[:COUNT[:SECONDS]]]
+            """,
+        discussion: """
+            Prints one line with its URL (http://HOST:PORT) on standard output once listening, then one JSON log \
+            line per request on standard error (method, route, status, duration; never card data). Test \
+            triggers and faults: docs/SANDBOX-PROCESSOR.md; faults can also be armed with POST /v1/faults. \
+            SIGINT or SIGTERM stop accepting connections, finish the requests in flight, and exit 0.
+            """)
 
-    var configuration: ProcessorServer.Configuration
+    @Option(
+        help: ArgumentHelp(
+            "The ledger file (created with mode 0600 when missing; required).", valueName: "sqlite:PATH"))
+    var ledger: String?
+
+    @Option(help: ArgumentHelp("The address to listen on (default 127.0.0.1).", valueName: "ADDRESS"))
+    var host: String?
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("The port to listen on; 0 picks a free one (default 0).", valueName: "N"))
+    var port: UInt16?
+
+    @Option(
+        name: .customLong("sandbox"),
+        help: ArgumentHelp(
+            "Accept only tokens that chained to DIR/root.pem (from 'applepay sandbox init').", valueName: "DIR"))
     var sandboxFolder: String?
 
-    init(arguments: inout Arguments) throws {
-        guard let ledger = try arguments.option("--ledger") else {
-            throw UsageError("--ledger sqlite:PATH is required")
-        }
+    @Option(
+        name: .customLong("hang-seconds"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "How long the 54 trigger stays silent before answering 500 (default 60).", valueName: "S"))
+    var hangSeconds: Double?
+
+    @Option(
+        name: .customLong("fault"),
+        help: ArgumentHelp(
+            "Arm delay, dropAfterCommit or failBeforeCommit for the next COUNT charges (default 1).",
+            valueName: "KIND[:COUNT[:SECONDS]]"))
+    var faultText: String?
+
+    func validate() throws {
+        _ = try serverConfiguration()
+    }
+
+    /// The processor server the options describe.
+    func serverConfiguration() throws -> ProcessorServer.Configuration {
+        guard let ledger else { throw ValidationError("--ledger sqlite:PATH is required") }
         guard ledger.hasPrefix("sqlite:"), ledger.count > "sqlite:".count else {
-            throw UsageError("--ledger must be sqlite:PATH")
+            throw ValidationError("--ledger must be sqlite:PATH")
         }
-        let host = try arguments.option("--host") ?? "127.0.0.1"
-        let port = try arguments.option("--port", as: { UInt16($0) }) ?? 0
-        let hang = try arguments.option(
-            "--hang-seconds", as: { Double($0).flatMap { $0 >= 0 && $0 <= 3600 ? $0 : nil } })
-        let fault = try arguments.option("--fault", as: Self.parseFault)
-        sandboxFolder = try arguments.option("--sandbox")
-        configuration = ProcessorServer.Configuration(
-            ledgerPath: String(ledger.dropFirst("sqlite:".count)), host: host, port: port,
-            hangDuration: .milliseconds(Int64((hang ?? 60) * 1000)), fault: fault,
+        if let hangSeconds, !(0...3600).contains(hangSeconds) {
+            throw ValidationError("invalid value '\(hangSeconds)' for --hang-seconds")
+        }
+        let fault = try faultText.map { text in
+            guard let fault = Self.parseFault(text) else { throw ValidationError("invalid value '\(text)' for --fault") }
+            return fault
+        }
+        return ProcessorServer.Configuration(
+            ledgerPath: String(ledger.dropFirst("sqlite:".count)), host: host ?? "127.0.0.1", port: port ?? 0,
+            hangDuration: .milliseconds(Int64((hangSeconds ?? 60) * 1000)), fault: fault,
             log: { line in FileHandle.standardError.write(Data((line + "\n").utf8)) })
     }
 
@@ -79,8 +98,8 @@ struct ProcessorServeCommand: Command {
         return FaultBody(kind: kind, count: count, seconds: seconds)
     }
 
-    func run() async throws -> Int32 {
-        var configuration = self.configuration
+    func perform() async throws -> ExitCode {
+        var configuration = try serverConfiguration()
         if let sandboxFolder {
             let rootPath = URL(fileURLWithPath: sandboxFolder).appendingPathComponent("root.pem").path
             do {
@@ -89,7 +108,7 @@ struct ProcessorServeCommand: Command {
                 configuration.rootFingerprint = root.sha256Fingerprint.map { String(format: "%02x", $0) }.joined()
             } catch {
                 Output.standardError("error: cannot read the sandbox root \(rootPath): \(error)")
-                return SandboxExit.noInput
+                return .noInput
             }
         }
         let server: ProcessorServer
@@ -97,10 +116,11 @@ struct ProcessorServeCommand: Command {
             server = try ProcessorServer.start(configuration)
         } catch {
             Output.standardError("error: cannot start the processor: \(error.message) [\(error.code)]")
-            return ExitCode.failure
+            return .failure
         }
-        return await ServeCommand.serve(announcing: "Processor listening on \(server.url.absoluteString)") {
-            await server.shutdown()
-        }
+        try await Serving.run(
+            [ShutdownAction { await server.shutdown() }],
+            announcing: "Processor listening on \(server.url.absoluteString)")
+        return .success
     }
 }

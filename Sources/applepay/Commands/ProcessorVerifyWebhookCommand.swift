@@ -1,3 +1,4 @@
+import ArgumentParser
 import Cryptography
 import Foundation
 import Foundations
@@ -5,87 +6,115 @@ import ProviderWebhooks
 
 /// `applepay processor verify-webhook --psp stripe|adyen|checkout --secret-file F --payload-file P
 /// [--signature S | --header H] [--now ISO8601] [--tolerance SECONDS]`: the webhook endpoints' signature check.
-struct ProcessorVerifyWebhookCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "verify-webhook",
-            abstract: "Check a provider's webhook signature as the server's /webhooks endpoints do.",
-            usage: [
-                "--psp stripe|adyen|checkout --secret-file FILE --payload-file FILE [--signature S | --header H] "
-                    + "[--now ISO8601] [--tolerance SECONDS]"
-            ],
-            options: [
-                ("--psp stripe|adyen|checkout", "The provider whose scheme to check (required)."),
-                (
-                    "--secret-file FILE",
-                    "The signing secret: Stripe's whsec_..., Checkout.com's key, Adyen's HMAC key in hex (required; "
-                        + "a file of yours, not open to group or others)."
-                ),
-                ("--payload-file FILE", "The raw body as received (required)."),
-                (
-                    "--header H",
-                    "Stripe: the Stripe-Signature value; Checkout.com: Cko-Signature; Adyen: the HmacSignature header "
-                        + "(the raw-body scheme of Balance Platform and Management webhooks)."
-                ),
-                (
-                    "--signature S",
-                    "Adyen: the item's signature instead of its additionalData.hmacSignature; Stripe and Checkout.com: "
-                        + "the same as --header."
-                ),
-                ("--now ISO8601", "Stripe: check the timestamp against this time instead of the clock."),
-                ("--tolerance SECONDS", "Stripe: the timestamp tolerance (default 300; 0 does not check it)."),
-            ],
-            discussion: """
-                Prints {"valid": true|false, "reason": CODE} and exits 0 when the signature is valid, 1 when it is
-                not. Reasons: signatureMatches, missingSignature, malformedHeader, noSignatureOfExpectedScheme,
-                signatureMismatch, timestampOutsideTolerance, malformedPayload. The secret is never printed.
-                """)
-    }
+struct ProcessorVerifyWebhookCommand: StatusCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify-webhook",
+        abstract: "Check a provider's webhook signature as the server's /webhooks endpoints do.",
+        usage: """
+            applepay processor verify-webhook --psp stripe|adyen|checkout --secret-file FILE --payload-file FILE \
+            [--signature S | --header H] [--now ISO8601] [--tolerance SECONDS]
+            """,
+        discussion: """
+            Prints {"valid": true|false, "reason": CODE} and exits 0 when the signature is valid, 1 when it is \
+            not. Reasons: signatureMatches, missingSignature, malformedHeader, noSignatureOfExpectedScheme, \
+            signatureMismatch, timestampOutsideTolerance, malformedPayload. The secret is never printed.
+            """)
 
-    var provider: WebhookProvider
-    var secretFile: String
-    var payloadFile: String
+    @Option(
+        name: .customLong("psp"),
+        help: ArgumentHelp("The provider whose scheme to check (required).", valueName: "stripe|adyen|checkout"))
+    var providerText: String?
+
+    @Option(
+        name: .customLong("secret-file"),
+        help: ArgumentHelp(
+            "The signing secret: Stripe's whsec_..., Checkout.com's key, Adyen's HMAC key in hex (required; "
+                + "a file of yours, not open to group or others).", valueName: "FILE"))
+    var secretFile: String?
+
+    @Option(
+        name: .customLong("payload-file"), help: ArgumentHelp("The raw body as received (required).", valueName: "FILE"))
+    var payloadFile: String?
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Stripe: the Stripe-Signature value; Checkout.com: Cko-Signature; Adyen: the HmacSignature header "
+                + "(the raw-body scheme of Balance Platform and Management webhooks).", valueName: "H"))
     var header: String?
-    var signature: String?
-    var now: Date
-    var tolerance: TimeInterval
 
-    init(arguments: inout Arguments) throws {
-        guard let psp = try arguments.option("--psp") else {
-            throw UsageError("--psp stripe|adyen|checkout is required")
-        }
-        guard let provider = WebhookProvider(rawValue: psp) else {
-            throw UsageError("--psp must be stripe, adyen or checkout (got '\(psp.prefix(40))')")
-        }
-        self.provider = provider
-        guard let secretFile = try arguments.option("--secret-file") else {
-            throw UsageError("--secret-file is required")
-        }
-        guard let payloadFile = try arguments.option("--payload-file") else {
-            throw UsageError("--payload-file is required")
-        }
-        self.secretFile = secretFile
-        self.payloadFile = payloadFile
-        header = try arguments.option("--header")
-        signature = try arguments.option("--signature")
-        if header != nil, signature != nil { throw UsageError("give --signature or --header, not both") }
-        now = try arguments.option("--now", as: { ISO8601DateFormatter().date(from: $0) }) ?? Date()
-        tolerance =
-            try arguments.option("--tolerance", as: { Double($0).flatMap { $0 >= 0 && $0 <= 86_400 * 365 ? $0 : nil } })
-            ?? StripeSignature.defaultTolerance
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Adyen: the item's signature instead of its additionalData.hmacSignature; Stripe and Checkout.com: "
+                + "the same as --header.", valueName: "S"))
+    var signature: String?
+
+    @Option(
+        name: .customLong("now"),
+        help: ArgumentHelp("Stripe: check the timestamp against this time instead of the clock.", valueName: "ISO8601"))
+    var nowText: String?
+
+    @Option(
+        name: .customLong("tolerance"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Stripe: the timestamp tolerance (default 300; 0 does not check it).", valueName: "SECONDS"))
+    var toleranceText: String?
+
+    /// What to check, as the options name it.
+    struct Check {
+        var provider: WebhookProvider
+        var secretFile: String
+        var payloadFile: String
+        var now: Date
+        var tolerance: TimeInterval
     }
 
-    func run() async throws -> Int32 {
+    func validate() throws {
+        _ = try check()
+    }
+
+    /// The check the options describe; a usage error names the option at fault.
+    func check() throws -> Check {
+        guard let providerText else { throw ValidationError("--psp stripe|adyen|checkout is required") }
+        guard let provider = WebhookProvider(rawValue: providerText) else {
+            throw ValidationError("--psp must be stripe, adyen or checkout (got '\(providerText.prefix(40))')")
+        }
+        guard let secretFile else { throw ValidationError("--secret-file is required") }
+        guard let payloadFile else { throw ValidationError("--payload-file is required") }
+        if header != nil, signature != nil { throw ValidationError("give --signature or --header, not both") }
+        var now = Date()
+        if let nowText {
+            guard let date = ISO8601DateFormatter().date(from: nowText) else {
+                throw ValidationError("invalid value '\(nowText)' for --now")
+            }
+            now = date
+        }
+        var tolerance = StripeSignature.defaultTolerance
+        if let toleranceText {
+            guard let seconds = Double(toleranceText), seconds >= 0, seconds <= 86_400 * 365 else {
+                throw ValidationError("invalid value '\(toleranceText)' for --tolerance")
+            }
+            tolerance = seconds
+        }
+        return Check(
+            provider: provider, secretFile: secretFile, payloadFile: payloadFile, now: now, tolerance: tolerance)
+    }
+
+    func perform() async throws -> ExitCode {
+        let check = try check()
+        let (provider, secretFile, payloadFile) = (check.provider, check.secretFile, check.payloadFile)
+        let (now, tolerance) = (check.now, check.tolerance)
         let secret: WebhookSecret
         do {
             secret = try WebhookEndpoint.readSecret(provider, path: secretFile)
         } catch {
             Output.standardError("error: \(error.message)")
-            return SandboxExit.noInput
+            return .noInput
         }
         guard let payload = FileManager.default.contents(atPath: payloadFile) else {
             Output.standardError("error: cannot read the payload file \(payloadFile)")
-            return SandboxExit.noInput
+            return .noInput
         }
         let verdict: WebhookVerdict
         switch provider {
@@ -103,6 +132,6 @@ struct ProcessorVerifyWebhookCommand: Command {
             }
         }
         print("{\"valid\": \(verdict.isValid), \"reason\": \"\(verdict.reason.rawValue)\"}")
-        return verdict.isValid ? ExitCode.success : ExitCode.failure
+        return verdict.isValid ? .success : .failure
     }
 }

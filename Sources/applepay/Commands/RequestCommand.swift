@@ -1,11 +1,8 @@
+import ArgumentParser
+
 /// `applepay request`: work with payment requests.
-struct RequestCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "request",
-            abstract: "Work with Apple Pay payment requests.",
-            subcommands: [
-                RequestValidateCommand.self
-            ])
-    }
+struct RequestCommand: CommandGroup {
+    static let configuration = CommandConfiguration(
+        commandName: "request", abstract: "Work with Apple Pay payment requests.",
+        subcommands: [RequestValidateCommand.self])
 }

@@ -1,40 +1,38 @@
 import ApplePay
+import ArgumentParser
 import Cryptography
-import Dispatch
 import Foundation
 import HTTPClient
+import MerchantServer
 import Sandbox
 
 /// `applepay sandbox apns DIR [--port N] [--team-id ID]`: plays APNs for Wallet order updates.
-struct SandboxAPNsCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "apns",
-            abstract: "Play APNs: HTTP/2 over TLS, provider-token (ES256 JWT) and topic checks, pushes recorded.",
-            usage: ["DIR [--port N] [--team-id ID]"],
-            options: [
-                ("--port N", "The port on 127.0.0.1; 0 picks a free one (default 0)."),
-                ("--team-id ID", "The JWT issuer to accept (default: the sandbox's team, SANDBOX001)."),
-            ],
-            discussion: """
-                Uses (or makes, on first use) the APNs authentication key DIR/apns/AuthKey_<KEYID>.p8 (mode 0600)
-                and a TLS certificate from the sandbox authority (clients trust DIR/root.pem). The topic must be the
-                sandbox's order type identifier. Prints {"url", "keyID", "teamID", "keyPath", "topic", "trustedRoots"}
-                once listening; `applepay serve --sandbox DIR --apns-url URL` sends pushes to it. GET /pushes?after=N
-                &deviceToken=T&wait=S lists the pushes received (a long poll of up to S seconds). SIGINT or SIGTERM
-                stop it.
-                """)
-    }
+struct SandboxAPNsCommand: StatusCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apns",
+        abstract: "Play APNs: HTTP/2 over TLS, provider-token (ES256 JWT) and topic checks, pushes recorded.",
+        usage: "applepay sandbox apns DIR [--port N] [--team-id ID]",
+        discussion: """
+            Uses (or makes, on first use) the APNs authentication key DIR/apns/AuthKey_<KEYID>.p8 (mode 0600) \
+            and a TLS certificate from the sandbox authority (clients trust DIR/root.pem). The topic must be the \
+            sandbox's order type identifier. Prints {"url", "keyID", "teamID", "keyPath", "topic", \
+            "trustedRoots"} once listening; `applepay serve --sandbox DIR --apns-url URL` sends pushes to it. GET \
+            /pushes?after=N&deviceToken=T&wait=S lists the pushes received (a long poll of up to S seconds). \
+            SIGINT or SIGTERM stop it.
+            """)
 
+    @Argument(help: ArgumentHelp("The sandbox folder (from applepay sandbox init).", valueName: "DIR"))
     var folder: String
-    var port: UInt16
-    var teamID: String?
 
-    init(arguments: inout Arguments) throws {
-        port = try arguments.option("--port", as: { UInt16($0) }) ?? 0
-        teamID = try arguments.option("--team-id")
-        folder = try arguments.positional("DIR")
-    }
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("The port on 127.0.0.1; 0 picks a free one (default 0).", valueName: "N"))
+    var port: UInt16?
+
+    @Option(
+        name: .customLong("team-id"),
+        help: ArgumentHelp("The JWT issuer to accept (default: the sandbox's team, SANDBOX001).", valueName: "ID"))
+    var teamID: String?
 
     struct Report: Encodable {
         var url: String
@@ -45,17 +43,18 @@ struct SandboxAPNsCommand: Command {
         var trustedRoots: String
     }
 
-    func run() async throws -> Int32 {
+    func perform() async throws -> ExitCode {
         let sandbox = try Sandbox.load(from: URL(fileURLWithPath: folder))
         let key = try Self.authKey(sandbox)
         let team = teamID ?? sandbox.configuration.teamIdentifier
         let apns = try SandboxAPNs.start(
             authority: sandbox.authority, folder: sandbox.folder.appendingPathComponent("apns"),
-            keyID: key.keyID, teamID: team, key: key.key.publicKey, topic: sandbox.orderTypeIdentifier, port: port)
+            keyID: key.keyID, teamID: team, key: key.key.publicKey, topic: sandbox.orderTypeIdentifier, port: port ?? 0)
         let report = Report(
             url: apns.url, keyID: key.keyID, teamID: team, keyPath: key.path, topic: sandbox.orderTypeIdentifier,
             trustedRoots: sandbox.folder.appendingPathComponent(Sandbox.File.root).path)
-        return await ServeCommand.serve(announcing: try Output.json(report)) { apns.shutdown() }
+        try await Serving.run([ShutdownAction { apns.shutdown() }], announcing: try Output.json(report))
+        return .success
     }
 
     /// The sandbox's APNs key: the first `apns/AuthKey_*.p8`, made when there is none.
@@ -75,67 +74,72 @@ struct SandboxAPNsCommand: Command {
 
 /// `applepay sandbox wallet DIR --order-details JSON [--apns-url URL] [--updates N] [--connect-to URL]`: plays a
 /// device's Wallet.
-struct SandboxWalletCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "wallet",
-            abstract: "Play a device's Wallet for an order: register, download, verify, follow pushes.",
-            usage: ["DIR --order-details JSON|@FILE [--apns-url URL] [--updates N] [--connect-to URL]"],
-            options: [
-                ("--order-details JSON", "The payment answer's orderDetails (or the whole answer), inline or @FILE."),
-                ("--apns-url URL", "The sandbox APNs (`applepay sandbox apns`) to follow pushes from."),
-                ("--updates N", "Stop after N pushes (default: run until interrupted)."),
-                (
-                    "--connect-to URL",
-                    "Reach webServiceURL's https origin at URL, as a TLS proxy in front of the server would (a server "
-                        + "without --public-url publishes https://HOST:PORT/wallet; give http://HOST:PORT)."
-                ),
-            ],
-            discussion: """
-                Registers a new device for the order, downloads the package and checks it as Wallet does (the
-                signature over manifest.json chains to DIR/root.pem, every manifest hash, the order type
-                identifier, the schema), then long-polls the sandbox APNs for pushes to its token and downloads again
-                with If-Modified-Since after each. Prints one JSON line per state change: registered, order (status,
-                fulfillmentStatus, carrier, trackingNumber, updatedAt), push, notModified, invalid, downloadFailed.
-                Exit 0 when it ran to its end, 1 when the package was invalid or a download failed.
-                """)
-    }
+struct SandboxWalletCommand: StatusCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wallet",
+        abstract: "Play a device's Wallet for an order: register, download, verify, follow pushes.",
+        usage: "applepay sandbox wallet DIR --order-details JSON|@FILE [--apns-url URL] [--updates N] [--connect-to URL]",
+        discussion: """
+            Registers a new device for the order, downloads the package and checks it as Wallet does (the \
+            signature over manifest.json chains to DIR/root.pem, every manifest hash, the order type \
+            identifier, the schema), then long-polls the sandbox APNs for pushes to its token and downloads again \
+            with If-Modified-Since after each. Prints one JSON line per state change: registered, order (status, \
+            fulfillmentStatus, carrier, trackingNumber, updatedAt), push, notModified, invalid, downloadFailed. \
+            Exit 0 when it ran to its end, 1 when the package was invalid or a download failed.
+            """)
 
+    @Argument(help: ArgumentHelp("The sandbox folder (from applepay sandbox init).", valueName: "DIR"))
     var folder: String
-    var details: PaymentOrderDetails
+
+    @Option(
+        name: .customLong("order-details"),
+        help: ArgumentHelp(
+            "The payment answer's orderDetails (or the whole answer), inline or @FILE.", valueName: "JSON"))
+    var orderDetails: String?
+
+    @Option(
+        name: .customLong("apns-url"),
+        help: ArgumentHelp("The sandbox APNs (`applepay sandbox apns`) to follow pushes from.", valueName: "URL"))
     var apnsURL: String?
-    var updates: Int
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Stop after N pushes (default: run until interrupted).", valueName: "N"))
+    var updates: Int?
+
+    @Option(
+        name: .customLong("connect-to"),
+        help: ArgumentHelp(
+            "Reach webServiceURL's https origin at URL, as a TLS proxy in front of the server would (a server "
+                + "without --public-url publishes https://HOST:PORT/wallet; give http://HOST:PORT).",
+            valueName: "URL"))
     var connectTo: String?
 
-    init(arguments: inout Arguments) throws {
-        connectTo = try arguments.option("--connect-to")
-        guard let text = try arguments.option("--order-details") else {
-            throw UsageError("--order-details is required")
-        }
-        apnsURL = try arguments.option("--apns-url")
-        updates = try arguments.option("--updates", as: { Int($0) }) ?? .max
-        folder = try arguments.positional("DIR")
+    func validate() throws {
+        _ = try details()
+    }
+
+    /// The order's details, from the option's JSON or the file it names.
+    func details() throws -> PaymentOrderDetails {
+        guard let text = orderDetails else { throw ValidationError("--order-details is required") }
         let data: Data
         if text.hasPrefix("@") {
             guard let contents = FileManager.default.contents(atPath: String(text.dropFirst())) else {
-                throw UsageError("\(text.dropFirst()): no such file")
+                throw ValidationError("\(text.dropFirst()): no such file")
             }
             data = contents
         } else {
             data = Data(text.utf8)
         }
         struct Answer: Decodable { var orderDetails: PaymentOrderDetails }
-        if let answer = try? JSONDecoder().decode(Answer.self, from: data) {
-            details = answer.orderDetails
-        } else if let direct = try? JSONDecoder().decode(PaymentOrderDetails.self, from: data) {
-            details = direct
-        } else {
-            throw UsageError(
-                "--order-details must be {orderTypeIdentifier, orderIdentifier, webServiceURL, authenticationToken}")
-        }
+        if let answer = try? JSONDecoder().decode(Answer.self, from: data) { return answer.orderDetails }
+        if let direct = try? JSONDecoder().decode(PaymentOrderDetails.self, from: data) { return direct }
+        throw ValidationError(
+            "--order-details must be {orderTypeIdentifier, orderIdentifier, webServiceURL, authenticationToken}")
     }
 
-    func run() async throws -> Int32 {
+    func perform() async throws -> ExitCode {
+        let details = try details()
         let sandbox = try Sandbox.load(from: URL(fileURLWithPath: folder))
         let wallet = try SandboxWallet(details: details, roots: [sandbox.rootCertificate], connectTo: connectTo)
         var apns: HTTPClient?
@@ -146,7 +150,7 @@ struct SandboxWalletCommand: Command {
             apns = HTTPClient(configuration: configuration)
         }
         var failed = false
-        try await wallet.run(apnsURL: apnsURL, apns: apns, maximumUpdates: updates) { event in
+        try await wallet.run(apnsURL: apnsURL, apns: apns, maximumUpdates: updates ?? .max) { event in
             if case .object(let fields) = event, case .string(let name)? = fields["event"],
                 name == "invalid" || name == "downloadFailed"
             {
@@ -154,6 +158,6 @@ struct SandboxWalletCommand: Command {
             }
             if let line = try? Output.json(event) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
         }
-        return failed ? ExitCode.failure : ExitCode.success
+        return failed ? .failure : .success
     }
 }

@@ -1,28 +1,22 @@
+import ArgumentParser
 import Foundation
 import PaymentToken
 
 /// `applepay verify TOKEN.json [--root ROOT.pem]... [--now ISO8601] [--max-age SECONDS]`
-struct VerifyCommand: Command {
-    static var configuration: CommandConfiguration {
-        CommandConfiguration(
-            name: "verify",
-            abstract:
-                "Check an Apple Pay token's signature, certificate chain and signing time, without decrypting it.",
-            usage: ["TOKEN.json [--root ROOT.pem]... [--now ISO8601] [--max-age SECONDS]"],
-            options: TokenCheckOptions.help,
-            discussion: """
-                For tokens whose merchant key you do not hold. Certificates are checked at the token's signing
-                time; the signing time must be within --max-age of --now (or the clock). Prints
-                {"valid": true, "version", "signingTime", "transactionId"}, or {"error": {"code", "message"}} on
-                standard error with exit status 1.
-                """)
-    }
+struct VerifyCommand: StatusCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check an Apple Pay token's signature, certificate chain and signing time, without decrypting it.",
+        usage: "applepay verify TOKEN.json [--root ROOT.pem]... [--now ISO8601] [--max-age SECONDS]",
+        discussion: """
+            For tokens whose merchant key you do not hold. Certificates are checked at the token's signing \
+            time; the signing time must be within --max-age of --now (or the clock). Prints \
+            {"valid": true, "version", "signingTime", "transactionId"}, or {"error": {"code", "message"}} on \
+            standard error with exit status 1.
+            """)
 
+    @OptionGroup
     var options: TokenCheckOptions
-
-    init(arguments: inout Arguments) throws {
-        options = try TokenCheckOptions(arguments: &arguments)
-    }
 
     struct Report: Encodable {
         var valid: Bool
@@ -31,7 +25,7 @@ struct VerifyCommand: Command {
         var transactionId: String
     }
 
-    func run() async throws -> Int32 {
+    func perform() async throws -> ExitCode {
         do {
             let verifier = try options.verifier()
             let token = try TokenCheckOptions.read(options.tokenPath, what: "token")
@@ -41,7 +35,7 @@ struct VerifyCommand: Command {
                 signingTime: ISO8601DateFormatter().string(from: verification.signingTime),
                 transactionId: verification.transactionId)
             print(try Output.json(report))
-            return ExitCode.success
+            return .success
         } catch {
             return TokenCommandOutput.fail(error)
         }
