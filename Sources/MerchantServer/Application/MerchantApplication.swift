@@ -183,7 +183,10 @@ public final class MerchantApplication: Service, Sendable {
         do {
             try await services.run()
         } catch {
-            api.logger.log("error", "a service stopped the server", ["error": "\(error)"])
+            // `alreadyFinished`: shut down before the group began; else a service failed (none throws today).
+            if (error as? ServiceGroupError)?.errorCode != .alreadyFinished {
+                api.logger.log("error", "a service stopped the server", ["error": "\(error)"])
+            }
             await server.shutdown()
         }
         await stopped()

@@ -250,8 +250,7 @@ extension MerchantApplication {
         }
 
         /// The merchant API over the parts.
-        func makeAPI(_ configuration: MerchantServerConfiguration, walletOrders: WalletOrdersService?) -> MerchantAPI
-        {
+        func makeAPI(_ configuration: MerchantServerConfiguration, walletOrders: WalletOrdersService?) -> MerchantAPI {
             let settings = configuration.store.merchantValidation
             let sandboxGatewayURL = plugins.gatewayBaseURL
             let validator = MerchantValidator(

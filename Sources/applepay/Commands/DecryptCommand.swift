@@ -7,7 +7,8 @@ import PaymentToken
 /// Options shared by `applepay decrypt` and `applepay verify`: the token, trust roots, clock and window.
 struct TokenCheckOptions: ParsableArguments {
     @Argument(
-        help: ArgumentHelp("The bare paymentData object or a whole PKPaymentToken; - reads standard input.",
+        help: ArgumentHelp(
+            "The bare paymentData object or a whole PKPaymentToken; - reads standard input.",
             valueName: "TOKEN.json"))
     var tokenPath: String
 

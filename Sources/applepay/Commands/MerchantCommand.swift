@@ -131,7 +131,8 @@ struct MerchantInspectCommand: StatusCommand {
 
             EXIT STATUS:
               0   read (and the key, if given, matches)
-              1   the key does not match, or the file or key cannot be used (message on standard error)
+              1   the key does not match, or the file or key cannot be used
+                  (message on standard error)
               64  usage error
               66  CERT or KEY.pem does not exist
             """)
@@ -145,7 +146,8 @@ struct MerchantInspectCommand: StatusCommand {
     var keyPath: String?
 
     @Option(
-        name: .customLong("pem-out"), help: ArgumentHelp("Also write the certificate as PEM to FILE.", valueName: "FILE"))
+        name: .customLong("pem-out"),
+        help: ArgumentHelp("Also write the certificate as PEM to FILE.", valueName: "FILE"))
     var pemOut: String?
 
     @Flag(help: "Indent the JSON report.")

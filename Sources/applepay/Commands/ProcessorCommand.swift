@@ -77,7 +77,9 @@ struct ProcessorServeCommand: StatusCommand {
             throw ValidationError("invalid value '\(hangSeconds)' for --hang-seconds")
         }
         let fault = try faultText.map { text in
-            guard let fault = Self.parseFault(text) else { throw ValidationError("invalid value '\(text)' for --fault") }
+            guard let fault = Self.parseFault(text) else {
+                throw ValidationError("invalid value '\(text)' for --fault")
+            }
             return fault
         }
         return ProcessorServer.Configuration(

@@ -33,7 +33,8 @@ struct ProcessorVerifyWebhookCommand: StatusCommand {
     var secretFile: String?
 
     @Option(
-        name: .customLong("payload-file"), help: ArgumentHelp("The raw body as received (required).", valueName: "FILE"))
+        name: .customLong("payload-file"), help: ArgumentHelp("The raw body as received (required).", valueName: "FILE")
+    )
     var payloadFile: String?
 
     @Option(

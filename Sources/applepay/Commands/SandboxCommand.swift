@@ -108,7 +108,8 @@ struct SandboxMintCommand: StatusCommand {
 
             Batch mode loads the sandbox once and mints every token in this one process. Each line of the \
             requests file is a JSON object:
-              {"name": "chk_1", "amount": "12.34", "currency": "USD", "applicationData": "BASE64"}
+              {"name": "chk_1", "amount": "12.34", "currency": "USD",
+               "applicationData": "BASE64"}
             with optional "kind" (EC_v1 or RSA_v1) and "pan" overriding --kind and --pan for that line; the \
             other card options apply to every token. "name" (1 to 128 of A-Z a-z 0-9 . _ -, not starting with \
             a dot, unique) names the file NAME.json. Every line is checked before anything is minted: a bad \
@@ -134,13 +135,15 @@ struct SandboxMintCommand: StatusCommand {
     var kindText: String?
 
     @Option(
-        name: .customLong("network"), help: ArgumentHelp("Apple Pay JS network name (default visa).", valueName: "NAME"))
+        name: .customLong("network"), help: ArgumentHelp("Apple Pay JS network name (default visa).", valueName: "NAME")
+    )
     var networkText: String?
 
     @Option(help: ArgumentHelp("Device PAN (default: a test card for the network).", valueName: "DIGITS"))
     var pan: String?
 
-    @Option(name: .customLong("type"), help: ArgumentHelp("Card type (default debit; credit for amex).", valueName: "TYPE"))
+    @Option(
+        name: .customLong("type"), help: ArgumentHelp("Card type (default debit; credit for amex).", valueName: "TYPE"))
     var cardTypeText: String?
 
     @Option(
@@ -149,7 +152,8 @@ struct SandboxMintCommand: StatusCommand {
     var expiration: String?
 
     @Option(
-        name: .customLong("cardholder-name"), help: ArgumentHelp("Adds cardholderName to the payload.", valueName: "NAME"))
+        name: .customLong("cardholder-name"),
+        help: ArgumentHelp("Adds cardholderName to the payload.", valueName: "NAME"))
     var cardholderName: String?
 
     @Option(

@@ -55,7 +55,8 @@ struct SandboxGatewayServeCommand: StatusCommand {
         guard let sandbox = SandboxFolder.load(folder) else { return .noInput }
         let gateway: SandboxGateway
         do {
-            gateway = try SandboxGateway.start(sandbox: sandbox, host: host ?? "127.0.0.1", port: port ?? 8443) { line in
+            gateway = try SandboxGateway.start(sandbox: sandbox, host: host ?? "127.0.0.1", port: port ?? 8443) {
+                line in
                 FileHandle.standardError.write(Data((line + "\n").utf8))
             }
         } catch {

@@ -78,7 +78,8 @@ struct SandboxWalletCommand: StatusCommand {
     static let configuration = CommandConfiguration(
         commandName: "wallet",
         abstract: "Play a device's Wallet for an order: register, download, verify, follow pushes.",
-        usage: "applepay sandbox wallet DIR --order-details JSON|@FILE [--apns-url URL] [--updates N] [--connect-to URL]",
+        usage:
+            "applepay sandbox wallet DIR --order-details JSON|@FILE [--apns-url URL] [--updates N] [--connect-to URL]",
         discussion: """
             Registers a new device for the order, downloads the package and checks it as Wallet does (the \
             signature over manifest.json chains to DIR/root.pem, every manifest hash, the order type \

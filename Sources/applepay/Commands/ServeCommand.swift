@@ -127,7 +127,9 @@ struct ServeCommand: StatusCommand {
 
     /// The flags read into their types; a usage error names the flag at fault.
     func flags() throws -> Flags {
-        if sandboxGateway != nil, sandboxFolder == nil { throw ValidationError("--sandbox-gateway needs --sandbox DIR") }
+        if sandboxGateway != nil, sandboxFolder == nil {
+            throw ValidationError("--sandbox-gateway needs --sandbox DIR")
+        }
         var flags = Flags()
         if let store {
             do throws(OrderStoreError) {
