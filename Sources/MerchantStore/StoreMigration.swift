@@ -91,7 +91,7 @@ public enum StoreMigration {
                 "card_expiration", "card_art_url", "status", "status_reason", "cycle", "attempt", "anchor",
                 "next_charge_at", "created_at", "updated_at", "version", "card_country", "card_short_description",
                 "card_long_description", "skipped_cycles", "unresolved_charge_key", "unresolved_since",
-                "unresolved_reference",
+                "unresolved_reference", "customer_reference",
             ], key: ["id"]),
         Table(
             name: "subscription_charges",

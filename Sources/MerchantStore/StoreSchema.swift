@@ -17,6 +17,7 @@ public enum StoreSchema {
         SQLMigration("006-card-metadata-refunds-skipped-cycles", sql: cardMetadataSchema),
         SQLMigration("007-processing-payments-failed-refunds-discrepancies", sql: observationsSchema),
         SQLMigration("008-subscription-charge-attempts", sql: chargeAttemptsSchema),
+        SQLMigration("009-kept-method-customers", sql: keptMethodCustomersSchema),
     ]
 
     /// Applies ``migrations`` (and carries a legacy SQLite history forward).
@@ -363,5 +364,11 @@ public enum StoreSchema {
             ALTER TABLE provider_events ADD COLUMN subscription_id \(text);
             ALTER TABLE disputes ADD COLUMN subscription_charge_key \(text);
             """
+    }
+
+    /// 009: the processor's customer a subscription's kept method is attached to (Stripe reuses a PaymentMethod only
+    /// through its Customer); `NULL` for the other processors and for subscriptions started before.
+    @Sendable static func keptMethodCustomersSchema(_ d: SQLDialect) -> String {
+        "ALTER TABLE subscriptions ADD COLUMN customer_reference \(d.textType);"
     }
 }

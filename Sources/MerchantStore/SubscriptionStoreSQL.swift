@@ -4,7 +4,7 @@ import MerchantCore
 import SQLCore
 
 /// Subscriptions (``SubscriptionStore``): money as minor units, times as Unix milliseconds, no MPAN (only the
-/// processor's `payment_method_reference`).
+/// processor's `payment_method_reference`, and the `customer_reference` it is attached to where there is one).
 ///
 /// What keeps a billing cycle charged once when several instances run the scheduler on one database:
 /// - every attempt is charged under the idempotency key `sub_…:c<cycle>:a<attempt>`, so the processor charges a key
@@ -28,7 +28,7 @@ extension SQLStore: SubscriptionStore {
                     card_suffix, card_expiration, card_art_url, status, status_reason, cycle, attempt, anchor,
                     next_charge_at, created_at, updated_at, version, card_country, card_short_description,
                     card_long_description, skipped_cycles, unresolved_charge_key, unresolved_since,
-                    unresolved_reference)
+                    unresolved_reference, customer_reference)
                 VALUES (\(bind: s.id), \(bind: s.secret), \(bind: s.checkoutID), \(bind: s.orderID), \(bind: s.sku), \
                 \(bind: s.productName), \(bind: plan), \(bind: s.amount), \(bind: s.currencyCode), \
                 \(bind: s.merchantTokenIdentifier), \(bind: s.paymentMethodReference), \(bind: s.network), \
@@ -38,7 +38,7 @@ extension SQLStore: SubscriptionStore {
                 \(bind: s.updatedAt.unixMilliseconds), \(bind: s.version), \(bind: s.cardCountry), \
                 \(bind: s.cardDescription), \(bind: s.cardLongDescription), \(bind: s.skippedCycles), \
                 \(bind: s.unresolvedCharge?.idempotencyKey), \(bind: s.unresolvedCharge?.since.unixMilliseconds), \
-                \(bind: s.unresolvedCharge?.processorReference))
+                \(bind: s.unresolvedCharge?.processorReference), \(bind: s.customerReference))
                 \(raw: connection.dialect.onConflictDoNothing("checkout_id"))
                 """)
             if inserted == 1, let orderID = s.orderID, s.merchantTokenIdentifier != nil {
@@ -124,7 +124,8 @@ extension SQLStore: SubscriptionStore {
             """
             UPDATE subscriptions SET order_id = \(bind: n.orderID),
                 merchant_token_identifier = \(bind: n.merchantTokenIdentifier),
-                payment_method_reference = \(bind: n.paymentMethodReference), network = \(bind: n.network),
+                payment_method_reference = \(bind: n.paymentMethodReference),
+                customer_reference = \(bind: n.customerReference), network = \(bind: n.network),
                 card_suffix = \(bind: n.cardSuffix), card_expiration = \(bind: n.cardExpiration),
                 card_art_url = \(bind: n.cardArtURL), card_country = \(bind: n.cardCountry),
                 card_short_description = \(bind: n.cardDescription),
@@ -280,7 +281,8 @@ extension SQLStore: SubscriptionStore {
                     cardDescription: try row.optionalString("card_short_description"),
                     cardLongDescription: try row.optionalString("card_long_description"),
                     skippedCycles: Int(try row.int64("skipped_cycles")),
-                    unresolvedCharge: try Self.attempt(row)))
+                    unresolvedCharge: try Self.attempt(row),
+                    customerReference: try row.optionalString("customer_reference")))
         }
         return subscriptions
     }

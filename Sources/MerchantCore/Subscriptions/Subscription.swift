@@ -38,6 +38,9 @@ public struct Subscription: Sendable, Equatable {
     public var merchantTokenIdentifier: String?
     /// The processor's kept payment method.
     public var paymentMethodReference: String
+    /// The processor's customer the kept method belongs to (Stripe's Customer), when the processor reuses a method
+    /// only through one: every charge of the method names it.
+    public var customerReference: String?
     public var network: String?
     /// The card's last four digits as the customer knows them: Apple's `fpanSuffix` (``PlanPaymentMethod``).
     public var cardSuffix: String?
@@ -79,8 +82,9 @@ public struct Subscription: Sendable, Equatable {
         cardArtURL: String? = nil, status: SubscriptionStatus = .active, statusReason: String? = nil, cycle: Int = 1,
         attempt: Int = 0, anchor: Date, nextChargeAt: Date?, createdAt: Date, updatedAt: Date, version: Int = 1,
         cardCountry: String? = nil, cardDescription: String? = nil, cardLongDescription: String? = nil,
-        skippedCycles: Int = 0, unresolvedCharge: SubscriptionChargeAttempt? = nil
+        skippedCycles: Int = 0, unresolvedCharge: SubscriptionChargeAttempt? = nil, customerReference: String? = nil
     ) {
+        self.customerReference = customerReference
         self.unresolvedCharge = unresolvedCharge
         self.cardCountry = cardCountry
         self.cardDescription = cardDescription
