@@ -98,8 +98,14 @@ public enum StoreMigration {
             columns: [
                 "idempotency_key", "subscription_id", "cycle", "attempt", "amount_minor", "currency", "status",
                 "processor_reference", "decline_code", "due_at", "charged_at", "refund_reference", "refunded_at",
-                "refund_owed",
+                "refund_owed", "refunded_minor",
             ], key: ["idempotency_key"]),
+        Table(
+            name: "subscription_charge_refunds",
+            columns: [
+                "id", "charge_key", "refund_key", "processor_reference", "amount_minor", "status", "failure_code",
+                "created_at", "updated_at",
+            ], key: ["id"]),
         Table(
             name: "merchant_token_events",
             columns: ["event_id", "event_type", "merchant_token_identifier", "applied_at"], key: ["event_id"]),
