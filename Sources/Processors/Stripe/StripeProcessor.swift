@@ -6,7 +6,7 @@ import Synchronization
 
 /// Charges Apple Pay through Stripe's PaymentIntents API (form-encoded, `Authorization: Bearer sk_…`).
 ///
-/// A charge is three or four requests, each with an `Idempotency-Key` derived from the payment's key:
+/// A charge is three to five requests, each with an `Idempotency-Key` derived from the payment's key:
 /// 0. for a charge that keeps its method (``ChargeRequest/storePaymentMethod``, a plan's first payment) only,
 ///    `POST /v1/customers` (`metadata[transaction_id]`, key `customer-K`): Stripe reuses a PaymentMethod only once
 ///    it is attached to a Customer (https://docs.stripe.com/payments/save-during-payment,
