@@ -84,7 +84,8 @@ let package = Package(
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),
         .target(
-            name: "ProcessorService", dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "HTTPServer", "Foundations"]),
+            name: "ProcessorService",
+            dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "SQLCore", "HTTPServer", "Foundations"]),
         // The merchant server in layers (docs/ARCHITECTURE.md): each imports only those above it.
         // The domain and its use cases: catalog, checkout, pricing, plans, orders, payments, subscriptions; the
         // protocols of stores, processors, token opening and Apple's gateway. No I/O module.
@@ -96,7 +97,8 @@ let package = Package(
             name: "MerchantStore",
             dependencies: ["MerchantCore", "ApplePay", "SQLCore", "SQLite", "Postgres", "JSONCoding", "Foundations"]),
         // Payment processors behind MerchantCore's protocol: today the protocol of docs/PROCESSOR-PROTOCOL.md.
-        .target(name: "Processors", dependencies: ["MerchantCore", "ApplePay", "HTTPClient", "ProcessorAPI"]),
+        .target(
+            name: "Processors", dependencies: ["MerchantCore", "ApplePay", "HTTPClient", "ProcessorAPI", "Foundations"]),
         // The providers' webhooks: signature checks (Stripe, Adyen, Checkout.com) and their events read for MerchantCore.
         .target(
             name: "ProviderWebhooks",
@@ -111,8 +113,7 @@ let package = Package(
         .target(
             name: "MerchantWallet",
             dependencies: [
-                "MerchantCore", "MerchantIntegrations", "ApplePay", "Cryptography", "WalletOrders", "Foundations",
-                "HTTPClient",
+                "MerchantCore", "ApplePay", "Cryptography", "WalletOrders", "Foundations", "HTTPClient",
             ]),
         // The merchant's HTTP API: one route collection per feature, the web checkout page.
         .target(
@@ -134,6 +135,9 @@ let package = Package(
                 "MerchantCore", "MerchantStore", "Processors", "MerchantIntegrations", "MerchantWallet", "MerchantHTTP",
                 "ApplePay", "Cryptography", "PaymentToken", "HTTPServer", "HTTPClient", "Foundations",
                 "ProviderWebhooks",
+                // Its services under a ServiceGroup, whose logger is swift-log's.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // Sandbox mode as a plug-in: the sandbox processor (in process or as a service), token minting, the
         // sandbox gateway trusted. Only the tool, InProcessMerchant, the fuzzers and the tests link it.
@@ -141,8 +145,7 @@ let package = Package(
             name: "MerchantSandbox",
             dependencies: [
                 "MerchantServer", "MerchantHTTP", "MerchantCore", "Processors", "Sandbox", "ProcessorService",
-                "PaymentSheet",
-                "HTTPServer", "ApplePay", "Cryptography",
+                "PaymentSheet", "HTTPServer", "ApplePay", "Cryptography", "Foundations",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
@@ -150,7 +153,7 @@ let package = Package(
             name: "InProcessMerchant",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentSheet", "MerchantServer", "MerchantSandbox", "MerchantCore",
-                "MerchantHTTP", "MerchantStore", "HTTPServer", "Sandbox",
+                "MerchantHTTP", "MerchantStore", "MerchantIntegrations", "HTTPServer", "Sandbox", "Foundations",
             ]),
 
         // The command-line tool.
@@ -158,23 +161,30 @@ let package = Package(
             name: "applepay",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
-                "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP", "Processors", "InProcessMerchant",
-                "ProcessorService", "ProcessorAPI", "SandboxGateway", "WalletOrders", "HTTPClient",
-                "HTTPServer", "Foundations", "ProviderWebhooks",
+                "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantWallet", "Processors", "InProcessMerchant",
+                "ProcessorService", "ProcessorAPI", "SandboxGateway", "HTTPClient", "HTTPServer", "Foundations",
+                "ProviderWebhooks",
+                // Its command lines parsed by swift-argument-parser; the serving commands under a ServiceGroup that
+                // traps SIGTERM and SIGINT.
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // What the fuzz targets share: libFuzzer's driver and the corpus replayer.
         .target(name: "FuzzSupport"),
         // The fuzz target for the token path (not a product): scripts/fuzz-token.sh builds it with libFuzzer; a
         // plain build makes a corpus replayer.
-        .executableTarget(name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography", "FuzzSupport"]),
+        .executableTarget(
+            name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography", "FuzzSupport", "Foundations"]),
         // The fuzz targets of issue 14 (payment request, store configuration, HTTP handling), built the same way by
         // scripts/fuzz-merchant.sh; MerchantServerTests/FuzzCorporaTests replays their corpora.
         .executableTarget(
             name: "FuzzMerchant",
             dependencies: [
                 "ApplePay", "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantHTTP", "MerchantStore",
-                "MerchantIntegrations", "HTTPServer", "PaymentToken", "FuzzSupport",
+                "MerchantIntegrations", "HTTPServer", "PaymentToken", "FuzzSupport", "Foundations",
             ]),
 
         // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;
@@ -219,6 +229,8 @@ let package = Package(
                 "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
                 "SQLite", "SQLCore", "ProviderWebhooks",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["python"]),
         .testTarget(
@@ -229,21 +241,6 @@ let package = Package(
             exclude: ["python"]),
     ]
 )
-
-// The products of the Swift server ecosystem each module uses (apart from the targets above, whose dependency lists
-// name this package's modules only: ArchitectureTests reads them against docs/ARCHITECTURE.md's map).
-let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
-let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
-let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
-let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
-let ecosystemProducts: [String: [Target.Dependency]] = [
-    "MerchantServer": [serviceLifecycle, logging],
-    "applepay": [argumentParser, serviceLifecycle, unixSignals, logging],
-    "MerchantServerTests": [serviceLifecycle, logging],
-]
-for target in package.targets {
-    target.dependencies += ecosystemProducts[target.name] ?? []
-}
 
 for target in package.targets where target.type != .system {
     target.swiftSettings =

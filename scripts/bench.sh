@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # `make bench`: one measured run of everything, then docs/PERFORMANCE.md's tables rewritten from it.
 #   1. scripts/bench-decrypt.sh        EC_v1 and RSA_v1 against OpenSSL's bound, 1 thread
-#   2. scripts/load-test.sh            on SQLite, with the server profiled (perf) during the payments scenario
-#   3. STORE=postgres load-test.sh     the same on a private PostgreSQL cluster (fsync on)
-#   4. scripts/load-outside.sh         paymentsSlowProcessor (the processor answers after 300 ms, 1,000 connections)
+#   2. PROCESSOR=service load-test.sh  on SQLite with the sandbox processor in its own process: the server alone,
+#                                      its CPU per request against the token-opening bound (the headline)
+#   3. scripts/load-test.sh            on SQLite, the processor in process, with the server profiled (perf) during
+#                                      the payments scenario
+#   4. STORE=postgres load-test.sh     the same on a private PostgreSQL cluster (fsync on)
+#   5. scripts/load-outside.sh         paymentsSlowProcessor (the processor answers after 300 ms, 1,000 connections)
 #                                      and paymentsUnderNotificationFlood (a black-hole gateway, a notification flood)
-#   5. scripts/soak-test.sh MINUTES    unless SOAK_MINUTES=0
+#   6. scripts/soak-test.sh MINUTES    unless SOAK_MINUTES=0
 # The JSON lines of the run go to RESULTS (default .build/bench/last.jsonl), the profile to .build/bench/;
 # scripts/load/report.py writes the tables between docs/PERFORMANCE.md's bench markers. A failed step is named in
 # the tables and makes the run exit 1; the other steps still run.
@@ -37,6 +40,8 @@ step() { # name command...: runs it, keeps its JSON lines, notes a failure
     fi
 }
 step bench-decrypt scripts/bench-decrypt.sh "${DECRYPT_SECONDS:-3}" 1 "${DECRYPT_ROUNDS:-3}"
+step load-sqlite-processor-apart env STORE=sqlite PROCESSOR=service \
+    scripts/load-test.sh "${LOAD_SECONDS:-10}" "${CONNECTIONS:-16}" "${PAYMENTS:-2000}"
 rm -f "$OUT/perf-payments.txt"
 step load-sqlite env STORE=sqlite PERF_OUT="$PWD/$OUT/perf-payments.txt" \
     scripts/load-test.sh "${LOAD_SECONDS:-10}" "${CONNECTIONS:-16}" "${PAYMENTS:-2000}"

@@ -14,10 +14,12 @@
 #                 each stopping itself after its last answer)
 #   replays       the same bodies posted again
 # Each line carries requests/s, latency p50/p99/max in ms, errors, the client's CPU share (wrk's user+system CPU
-# time over wall time x cores, from /usr/bin/time) and the load average after the scenario.
+# time over wall time x cores, from /usr/bin/time), the load average after the scenario, where the processor runs
+# (`processor`: inProcess or service) and serverCPUMillisecondsPerRequest (the server's user + system CPU time over
+# the scenario's requests, from /proc; with PROCESSOR=service, the processor's own as
+# processorCPUMillisecondsPerRequest).
 # The payments line also carries contextSwitchesPerPayment and voluntarySwitchesPerPayment (the server's context
 # switches during the scenario over its payments, all and the voluntary ones, from /proc) and the payments and
-# replays lines serverCPUMillisecondsPerRequest (the server's user + system CPU time over the requests).
 # Then the checks (the run fails otherwise): every payment answered success with its own order; every replay
 # answered byte for byte the same; every order reads back `paid` with its checkout's total over
 # GET /v1/orders/{id}?secret=...; the store holds exactly one payment per checkout; no 5xx in the server's log; the
@@ -28,12 +30,43 @@
 # binary instead of building one), PERF_OUT=FILE (after the replays, PAYMENTS more payments on fresh checkouts as
 # `paymentsProfiled`, with the server recorded by `perf record -g`; writes `perf report --no-children --sort
 # dso,symbol` to FILE and keeps the recording as FILE.data; then their replays as `replaysProfiled`),
-# PG_FSYNC (the PostgreSQL cluster's fsync, default on: a payment is acknowledged once it is on disk, as on SQLite).
+# PG_FSYNC (the PostgreSQL cluster's fsync, default on: a payment is acknowledged once it is on disk, as on SQLite),
+# PROCESSOR=inProcess|service (default inProcess: the sandbox processor inside the server, its HTTP exchange and
+# ledger counted in the server's CPU; service: `applepay processor serve` in its own process, as a provider is, so
+# that the server's CPU is the server's alone).
 set -euo pipefail
 DURATION=${1:-10}
 CONNECTIONS=${2:-16}
 PAYMENTS=${3:-2000}
 NAME=load-test
+PROCESSOR=${PROCESSOR:-inProcess}
+PROCESSOR_PID=""
+case "$PROCESSOR" in
+    inProcess) ;;
+    service)
+        # Started by scripts/load/server.sh once the sandbox exists, before the merchant server: the sandbox
+        # processor service with its own ledger, answering at once.
+        before_server() {
+            : >"$WORK/processor.out"
+            "$APPLEPAY" processor serve --ledger "sqlite:$WORK/ledger.sqlite" --sandbox "$WORK/sandbox" \
+                >"$WORK/processor.out" 2>"$WORK/processor.log" &
+            PROCESSOR_PID=$!
+            EXTRA_PIDS+=("$PROCESSOR_PID")
+            local url=""
+            for _ in $(seq 1 300); do
+                url=$(sed -n 's|^Processor listening on \(http://[^ ]*\).*|\1|p' "$WORK/processor.out")
+                [ -n "$url" ] && break
+                sleep 0.1
+            done
+            [ -n "$url" ] || fail "the processor service did not start: $(cat "$WORK/processor.log")"
+            SERVE_ARGS=(--processor "$url")
+        }
+        ;;
+    *)
+        echo "load-test: PROCESSOR is inProcess or service, not $PROCESSOR" >&2
+        exit 64
+        ;;
+esac
 . "$(dirname "$0")/load/server.sh"
 
 # The untimed part first: checkouts for the sheet updates and the payments, priced, tokens minted in one process.
@@ -51,31 +84,45 @@ echo '/v1/checkouts	{"items":[{"sku":"COFFEE-250","quantity":2},{"sku":"MUG-01",
 
 . scripts/load/scenarios.sh
 
-run_wrk products /v1/products
-run_wrk checkouts /v1/checkouts "$WORK/checkout.tsv"
-run_wrk sheetUpdates / "$WORK/pay/sheet.tsv"
-# The payments scenario with the server's context switches counted from /proc, the in-process sandbox processor
-# included: voluntary ones (a thread waits for another: how many times a payment's threads hand over to one another)
-# and involuntary ones (the scheduler preempts a thread: the machine is busy), per payment.
+# The processor service's CPU time so far, in milliseconds (0 with the processor in process).
+processor_cpu_ms() {
+    if [ -n "$PROCESSOR_PID" ]; then
+        sed 's/.*) //' "/proc/$PROCESSOR_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13) * 1000 / hz }'
+    else
+        echo 0
+    fi
+}
+# Runs a scenario (`run_wrk ...` or `run_once ...`) and adds to its line the server's CPU time per request (user +
+# system, from /proc: a figure the machine's noise moves far less than the rate), the processor's with
+# PROCESSOR=service, and where the processor ran.
+measured() {
+    local cpu_before processor_before line
+    cpu_before=$(cpu_ms)
+    processor_before=$(processor_cpu_ms)
+    line=$("$@")
+    jq -c --argjson b "$cpu_before" --argjson a "$(cpu_ms)" --argjson pb "$processor_before" \
+        --argjson pa "$(processor_cpu_ms)" --arg processor "$PROCESSOR" \
+        '. + {processor: $processor,
+            serverCPUMillisecondsPerRequest: ((($a - $b) / ([.requests, 1] | max) * 1000 | round) / 1000)}
+         + (if $processor == "service"
+            then {processorCPUMillisecondsPerRequest: ((($pa - $pb) / ([.requests, 1] | max) * 1000 | round) / 1000)}
+            else {} end)' <<<"$line"
+}
+
+measured run_wrk products /v1/products
+measured run_wrk checkouts /v1/checkouts "$WORK/checkout.tsv"
+measured run_wrk sheetUpdates / "$WORK/pay/sheet.tsv"
+# The payments scenario with the server's context switches counted from /proc: voluntary ones (a thread waits for
+# another: how many times a payment's threads hand over to one another) and involuntary ones (the scheduler
+# preempts a thread: the machine is busy), per payment.
 read -r voluntary_before involuntary_before <<<"$(switches)"
-cpu_before=$(cpu_ms)
-line=$(run_once payments "$WORK/pay" answers)
-cpu_after=$(cpu_ms)
+line=$(measured run_once payments "$WORK/pay" answers)
 read -r voluntary_after involuntary_after <<<"$(switches)"
-line=$(jq -c --argjson v "$((voluntary_after - voluntary_before))" \
+jq -c --argjson v "$((voluntary_after - voluntary_before))" \
     --argjson i "$((involuntary_after - involuntary_before))" --argjson n "$(wc -l <"$WORK/pay/checkouts.tsv")" \
     '. + {contextSwitchesPerPayment: ((($v + $i) / $n * 10 | round) / 10),
-        voluntarySwitchesPerPayment: (($v / $n * 10 | round) / 10)}' <<<"$line")
-# The server's CPU time per request (the in-process sandbox processor's included): a figure the machine's noise
-# moves far less than the rate.
-per_payment() { # scenario-line cpu-before cpu-after
-    jq -c --argjson b "$2" --argjson a "$3" --argjson n "$(wc -l <"$WORK/pay/checkouts.tsv")" \
-        '. + {serverCPUMillisecondsPerRequest: ((($a - $b) / $n * 100 | round) / 100)}' <<<"$1"
-}
-per_payment "$line" "$cpu_before" "$cpu_after"
-cpu_before=$(cpu_ms)
-line=$(run_once replays "$WORK/pay" replays)
-per_payment "$line" "$cpu_before" "$(cpu_ms)"
+        voluntarySwitchesPerPayment: (($v / $n * 10 | round) / 10)}' <<<"$line"
+measured run_once replays "$WORK/pay" replays
 if [ -n "${PERF_OUT:-}" ]; then # the same scenario again on fresh checkouts, recorded (its figures say perf's cost)
     perf record -g -o "$WORK/perf.data" -p "$SERVER_PID" >"$WORK/perf.log" 2>&1 &
     PERF_PID=$!

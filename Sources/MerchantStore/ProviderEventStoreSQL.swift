@@ -291,37 +291,34 @@ extension SQLStore: ProviderEventStore {
                 connection, "subscriptionChargeSettled", checkoutID: subscription.checkoutID,
                 orderID: subscription.orderID, detail(event, fields), at: now)
             return result(.applied)
-        case .refundSucceeded, .paymentVoided:
+        case .paymentVoided:
             // A void before the charge was recorded: the look-up (or our give-back) records it when it settles.
-            guard let recorded, recorded.status == "approved" else {
-                return result(event.kind == .paymentVoided ? .noChange : .mismatch)
-            }
-            if let amount = event.amount, amount <= 0 || amount > recorded.amount { return result(.mismatch) }
-            let reference =
-                event.kind == .paymentVoided
-                ? "void:" + (event.paymentReference ?? event.reference ?? event.id)
-                : "refund:" + (event.reference ?? event.id)
-            // Already given back (our void or refund, or this refund's earlier record): nothing more to say.
+            guard let recorded, recorded.status == "approved" else { return result(.noChange) }
+            let reference = "void:" + (event.paymentReference ?? event.reference ?? event.id)
+            // Already given back (our void or refund, or this void's earlier record): nothing more to say.
             guard
                 try connection.run(
                     """
                     UPDATE subscription_charges SET refund_reference = \(bind: reference), refunded_at = \(bind: now),
-                        refund_owed = 0
+                        refund_owed = 0, refunded_minor = amount_minor
                     WHERE idempotency_key = \(bind: key) AND status = 'approved' AND refunded_at IS NULL
                     """) == 1
             else { return result(.noChange) }
             fields["cycle"] = String(recorded.cycle)
             fields["refundReference"] = reference
-            fields["amountMinor"] = String(event.amount ?? recorded.amount)
-            fields["reason"] = event.kind == .paymentVoided ? "providerVoid" : "providerRefund"
+            fields["amountMinor"] = String(recorded.amount)
+            fields["reason"] = "providerVoid"
             try appendEvent(
                 connection, "subscriptionChargeRefunded", checkoutID: subscription.checkoutID,
                 orderID: subscription.orderID, detail(event, fields), at: now)
             return result(.applied)
+        case .refundSucceeded:
+            guard let recorded, recorded.status == "approved" else { return result(.mismatch) }
+            return result(
+                try recordChargeRefund(event, recorded, of: subscription, fields: fields, now: now, connection))
         case .refundFailed:
-            // Our give-back is a void first and a refund only when the void is refused; a failed refund of it keeps
-            // the charge as recorded, for a person (logged by the caller).
-            return result(.noChange)
+            guard let recorded else { return result(.noChange) }
+            return result(try failChargeRefund(event, recorded, of: subscription, fields: fields, now: now, connection))
         case .disputeOpened:
             let reference = event.reference ?? event.paymentReference ?? event.id
             fields["reference"] = reference
@@ -344,6 +341,119 @@ extension SQLStore: ProviderEventStore {
                 connection, "disputeOpened", checkoutID: subscription.checkoutID, orderID: subscription.orderID,
                 detail(event, fields), at: now)
             return result(.applied)
+        }
+    }
+
+    /// A succeeded refund of a subscription charge: ours, or one recorded before (matched by the provider's reference
+    /// or our key, never by amount), completed; else a refund made at the provider, added within what is left to
+    /// give back. What was given back (`refunded_minor`) grows by its amount, with a `subscriptionChargeRefunded`
+    /// event.
+    private func recordChargeRefund(
+        _ event: ProviderEvent, _ charge: SubscriptionCharge, of subscription: Subscription, fields: [String: String],
+        now: Int64, _ connection: Connection
+    ) throws(SQLError) -> ProviderEventResult.Outcome {
+        let key = charge.idempotencyKey
+        let refund: SubscriptionChargeRefund
+        if let ours = try matchingChargeRefund(event, key, connection) {
+            guard ours.status != .succeeded else { return .noChange }
+            if let amount = event.amount, amount != ours.amount { return .mismatch }
+            guard ours.amount <= charge.amount - charge.refunded else { return .mismatch }
+            try connection.run(
+                """
+                UPDATE subscription_charge_refunds SET status = 'succeeded', failure_code = NULL,
+                    processor_reference = COALESCE(processor_reference, \(bind: event.reference)),
+                    updated_at = \(bind: now)
+                WHERE charge_key = \(bind: key) AND \(Self.refundCondition(ours))
+                """, expectingRows: 1)
+            refund = ours
+        } else {
+            // Given back whole already (a void, our refund): nothing more to say.
+            if charge.refunded >= charge.amount { return .noChange }
+            let left = charge.amount - charge.refunded - (try pendingChargeRefunds(key, connection))
+            let amount = event.amount ?? left
+            guard amount > 0, amount <= left else { return .mismatch }
+            refund = SubscriptionChargeRefund(
+                chargeKey: key, refundKey: nil, reference: event.reference ?? event.id, amount: amount,
+                status: .succeeded, createdAt: Date(unixMilliseconds: now))
+            guard try insertChargeRefund(connection, refund, now: now) else { return .noChange }
+        }
+        let reference = "refund:" + (refund.reference ?? event.reference ?? event.id)
+        try connection.run(
+            """
+            UPDATE subscription_charges SET refund_reference = COALESCE(refund_reference, \(bind: reference)),
+                refund_owed = 0
+            WHERE idempotency_key = \(bind: key)
+            """, expectingRows: 1)
+        try addRefunded(connection, refund.amount, chargeKey: key, now: now)
+        var detail = fields
+        detail["cycle"] = String(charge.cycle)
+        detail["refundReference"] = reference
+        detail["amountMinor"] = String(refund.amount)
+        detail["refundedMinor"] = String(charge.refunded + refund.amount)
+        detail["reason"] = refund.refundKey == nil ? "providerRefund" : subscription.statusReason ?? "cancelled"
+        try appendEvent(
+            connection, "subscriptionChargeRefunded", checkoutID: subscription.checkoutID,
+            orderID: subscription.orderID, self.detail(event, detail), at: now)
+        return .applied
+    }
+
+    /// A failed refund of a subscription charge: ours (or one recorded before) is marked failed, with a
+    /// `subscriptionChargeRefundFailed` event, and what a succeeded one had given back is taken back. A failure of a
+    /// refund we do not know changes nothing.
+    private func failChargeRefund(
+        _ event: ProviderEvent, _ charge: SubscriptionCharge, of subscription: Subscription, fields: [String: String],
+        now: Int64, _ connection: Connection
+    ) throws(SQLError) -> ProviderEventResult.Outcome {
+        let key = charge.idempotencyKey
+        guard let ours = try matchingChargeRefund(event, key, connection), ours.status != .failed else {
+            return .noChange
+        }
+        try connection.run(
+            """
+            UPDATE subscription_charge_refunds SET status = 'failed', failure_code = \(bind: event.reason ?? "failed"),
+                processor_reference = COALESCE(processor_reference, \(bind: event.reference)),
+                updated_at = \(bind: now)
+            WHERE charge_key = \(bind: key) AND \(Self.refundCondition(ours))
+            """, expectingRows: 1)
+        if ours.status == .succeeded { try addRefunded(connection, -ours.amount, chargeKey: key, now: now) }
+        var detail = fields
+        detail["cycle"] = String(charge.cycle)
+        detail["refundReference"] = ours.reference ?? event.reference
+        detail["amountMinor"] = String(ours.amount)
+        detail["refundedMinor"] = String(charge.refunded - (ours.status == .succeeded ? ours.amount : 0))
+        detail["failureCode"] = event.reason ?? "failed"
+        try appendEvent(
+            connection, "subscriptionChargeRefundFailed", checkoutID: subscription.checkoutID,
+            orderID: subscription.orderID, self.detail(event, detail), at: now)
+        return .applied
+    }
+
+    /// The refund of charge `key` an event is about: the one with its provider reference, else the one with our key.
+    private func matchingChargeRefund(_ event: ProviderEvent, _ key: String, _ connection: Connection)
+        throws(SQLError) -> SubscriptionChargeRefund?
+    {
+        if let reference = event.reference, !reference.isEmpty,
+            let match = try loadChargeRefunds(
+                connection, "charge_key = \(bind: key) AND processor_reference = \(bind: reference)"
+            ).first
+        {
+            return match
+        }
+        guard let refundKey = event.refundKey, !refundKey.isEmpty else { return nil }
+        return try loadChargeRefunds(connection, "charge_key = \(bind: key) AND refund_key = \(bind: refundKey)")
+            .first
+    }
+
+    /// Selects one stored refund row: by our key when it has one, else by the provider's reference.
+    private static func refundCondition(_ refund: SubscriptionChargeRefund) -> SQLQuery {
+        if let refundKey = refund.refundKey { return "refund_key = \(bind: refundKey)" }
+        return "processor_reference = \(bind: refund.reference)"
+    }
+
+    /// The amount of charge `key`'s refunds still pending (reserved: not to be given back twice).
+    private func pendingChargeRefunds(_ key: String, _ connection: Connection) throws(SQLError) -> Int64 {
+        try loadChargeRefunds(connection, "charge_key = \(bind: key) AND status = 'pending'").reduce(0) {
+            $0 + $1.amount
         }
     }
 

@@ -91,15 +91,21 @@ public enum StoreMigration {
                 "card_expiration", "card_art_url", "status", "status_reason", "cycle", "attempt", "anchor",
                 "next_charge_at", "created_at", "updated_at", "version", "card_country", "card_short_description",
                 "card_long_description", "skipped_cycles", "unresolved_charge_key", "unresolved_since",
-                "unresolved_reference",
+                "unresolved_reference", "customer_reference",
             ], key: ["id"]),
         Table(
             name: "subscription_charges",
             columns: [
                 "idempotency_key", "subscription_id", "cycle", "attempt", "amount_minor", "currency", "status",
                 "processor_reference", "decline_code", "due_at", "charged_at", "refund_reference", "refunded_at",
-                "refund_owed",
+                "refund_owed", "refunded_minor",
             ], key: ["idempotency_key"]),
+        Table(
+            name: "subscription_charge_refunds",
+            columns: [
+                "id", "charge_key", "refund_key", "processor_reference", "amount_minor", "status", "failure_code",
+                "created_at", "updated_at",
+            ], key: ["id"]),
         Table(
             name: "merchant_token_events",
             columns: ["event_id", "event_type", "merchant_token_identifier", "applied_at"], key: ["event_id"]),

@@ -17,6 +17,8 @@ public enum StoreSchema {
         SQLMigration("006-card-metadata-refunds-skipped-cycles", sql: cardMetadataSchema),
         SQLMigration("007-processing-payments-failed-refunds-discrepancies", sql: observationsSchema),
         SQLMigration("008-subscription-charge-attempts", sql: chargeAttemptsSchema),
+        SQLMigration("009-kept-method-customers", sql: keptMethodCustomersSchema),
+        SQLMigration("010-subscription-charge-refunds", sql: subscriptionChargeRefundsSchema),
     ]
 
     /// Applies ``migrations`` (and carries a legacy SQLite history forward).
@@ -362,6 +364,37 @@ public enum StoreSchema {
             CREATE INDEX subscription_charges_by_processor_reference ON subscription_charges(processor_reference);
             ALTER TABLE provider_events ADD COLUMN subscription_id \(text);
             ALTER TABLE disputes ADD COLUMN subscription_charge_key \(text);
+            """
+    }
+
+    /// 009: the processor's customer a subscription's kept method is attached to (Stripe reuses a PaymentMethod only
+    /// through its Customer); `NULL` for the other processors and for subscriptions started before.
+    @Sendable static func keptMethodCustomersSchema(_ d: SQLDialect) -> String {
+        "ALTER TABLE subscriptions ADD COLUMN customer_reference \(d.textType);"
+    }
+
+    /// 010: what a subscription charge's refunds gave back (`refunded_minor`: the succeeded ones; a void, the whole
+    /// amount) and each refund (ours, or one made at the provider) with its state, matched by the provider's reference
+    /// or our key, never by amount. Charges voided before keep their whole amount; those refunded before say only when.
+    @Sendable static func subscriptionChargeRefundsSchema(_ d: SQLDialect) -> String {
+        let (text, bigint) = (d.textType, d.bigintType)
+        return """
+            ALTER TABLE subscription_charges ADD COLUMN refunded_minor \(bigint) NOT NULL DEFAULT 0
+                CHECK (refunded_minor >= 0 AND refunded_minor <= amount_minor);
+            UPDATE subscription_charges SET refunded_minor = amount_minor WHERE refund_reference LIKE 'void:%';
+            CREATE TABLE subscription_charge_refunds (
+                id \(text) PRIMARY KEY,
+                charge_key \(text) NOT NULL REFERENCES subscription_charges(idempotency_key),
+                refund_key \(text) UNIQUE,
+                processor_reference \(text),
+                amount_minor \(bigint) NOT NULL CHECK (amount_minor > 0),
+                status \(text) NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+                failure_code \(text),
+                created_at \(bigint) NOT NULL,
+                updated_at \(bigint) NOT NULL
+            );
+            CREATE UNIQUE INDEX subscription_charge_refunds_by_reference
+                ON subscription_charge_refunds(charge_key, processor_reference) WHERE processor_reference IS NOT NULL;
             """
     }
 }

@@ -4,7 +4,7 @@ import MerchantCore
 import SQLCore
 
 /// Subscriptions (``SubscriptionStore``): money as minor units, times as Unix milliseconds, no MPAN (only the
-/// processor's `payment_method_reference`).
+/// processor's `payment_method_reference`, and the `customer_reference` it is attached to where there is one).
 ///
 /// What keeps a billing cycle charged once when several instances run the scheduler on one database:
 /// - every attempt is charged under the idempotency key `sub_…:c<cycle>:a<attempt>`, so the processor charges a key
@@ -28,7 +28,7 @@ extension SQLStore: SubscriptionStore {
                     card_suffix, card_expiration, card_art_url, status, status_reason, cycle, attempt, anchor,
                     next_charge_at, created_at, updated_at, version, card_country, card_short_description,
                     card_long_description, skipped_cycles, unresolved_charge_key, unresolved_since,
-                    unresolved_reference)
+                    unresolved_reference, customer_reference)
                 VALUES (\(bind: s.id), \(bind: s.secret), \(bind: s.checkoutID), \(bind: s.orderID), \(bind: s.sku), \
                 \(bind: s.productName), \(bind: plan), \(bind: s.amount), \(bind: s.currencyCode), \
                 \(bind: s.merchantTokenIdentifier), \(bind: s.paymentMethodReference), \(bind: s.network), \
@@ -38,7 +38,7 @@ extension SQLStore: SubscriptionStore {
                 \(bind: s.updatedAt.unixMilliseconds), \(bind: s.version), \(bind: s.cardCountry), \
                 \(bind: s.cardDescription), \(bind: s.cardLongDescription), \(bind: s.skippedCycles), \
                 \(bind: s.unresolvedCharge?.idempotencyKey), \(bind: s.unresolvedCharge?.since.unixMilliseconds), \
-                \(bind: s.unresolvedCharge?.processorReference))
+                \(bind: s.unresolvedCharge?.processorReference), \(bind: s.customerReference))
                 \(raw: connection.dialect.onConflictDoNothing("checkout_id"))
                 """)
             if inserted == 1, let orderID = s.orderID, s.merchantTokenIdentifier != nil {
@@ -124,7 +124,8 @@ extension SQLStore: SubscriptionStore {
             """
             UPDATE subscriptions SET order_id = \(bind: n.orderID),
                 merchant_token_identifier = \(bind: n.merchantTokenIdentifier),
-                payment_method_reference = \(bind: n.paymentMethodReference), network = \(bind: n.network),
+                payment_method_reference = \(bind: n.paymentMethodReference),
+                customer_reference = \(bind: n.customerReference), network = \(bind: n.network),
                 card_suffix = \(bind: n.cardSuffix), card_expiration = \(bind: n.cardExpiration),
                 card_art_url = \(bind: n.cardArtURL), card_country = \(bind: n.cardCountry),
                 card_short_description = \(bind: n.cardDescription),
@@ -177,28 +178,88 @@ extension SQLStore: SubscriptionStore {
     }
 
     public func recordChargeRefund(
-        _ charge: SubscriptionCharge, of subscription: Subscription, reference: String, at: Date
+        _ charge: SubscriptionCharge, of subscription: Subscription, reference: String,
+        refund: SubscriptionChargeRefund?, at: Date
     ) async throws(OrderStoreError) -> Bool {
         try await write("record subscription refund") { connection throws(SQLError) -> Bool in
-            guard
+            let now = at.unixMilliseconds
+            let key = charge.idempotencyKey
+            var kind = "subscriptionChargeRefunded"
+            if let refund {
+                // Recorded once under our key; a refund given back now counts at once, a pending one when its webhook
+                // confirms it (``recordRefundSucceeded``).
+                guard try self.insertChargeRefund(connection, refund, now: now) else { return false }
                 try connection.run(
                     """
-                    UPDATE subscription_charges SET refund_reference = \(bind: reference), \
-                    refunded_at = \(bind: at.unixMilliseconds), refund_owed = 0
-                    WHERE idempotency_key = \(bind: charge.idempotencyKey) AND status = 'approved'
-                        AND refunded_at IS NULL
-                    """) == 1
-            else { return false }
+                    UPDATE subscription_charges SET refund_owed = 0,
+                        refund_reference = COALESCE(refund_reference, \(bind: reference))
+                    WHERE idempotency_key = \(bind: key) AND status = 'approved'
+                    """, expectingRows: 1)
+                if refund.status == .succeeded {
+                    try self.addRefunded(connection, refund.amount, chargeKey: key, now: now)
+                } else {
+                    kind = "subscriptionChargeRefundPending"
+                }
+            } else {
+                guard
+                    try connection.run(
+                        """
+                        UPDATE subscription_charges SET refund_reference = \(bind: reference), \
+                        refunded_at = \(bind: now), refund_owed = 0, refunded_minor = amount_minor
+                        WHERE idempotency_key = \(bind: key) AND status = 'approved'
+                            AND refunded_at IS NULL
+                        """) == 1
+                else { return false }
+            }
             try self.appendEvent(
-                connection, "subscriptionChargeRefunded", checkoutID: subscription.checkoutID,
-                orderID: subscription.orderID,
+                connection, kind, checkoutID: subscription.checkoutID, orderID: subscription.orderID,
                 [
                     "subscriptionId": subscription.id, "cycle": String(charge.cycle),
-                    "idempotencyKey": charge.idempotencyKey, "refundReference": reference,
-                    "amountMinor": String(charge.amount), "reason": subscription.statusReason ?? "cancelled",
-                ], at: at.unixMilliseconds)
+                    "idempotencyKey": key, "refundReference": reference,
+                    "amountMinor": String(refund?.amount ?? charge.amount),
+                    "reason": subscription.statusReason ?? "cancelled",
+                ], at: now)
             return true
         }
+    }
+
+    /// Inserts a refund of a subscription charge; false when one with its key (or its provider reference) exists.
+    func insertChargeRefund(_ connection: Connection, _ refund: SubscriptionChargeRefund, now: Int64)
+        throws(SQLError) -> Bool
+    {
+        try connection.run(
+            """
+            INSERT INTO subscription_charge_refunds (id, charge_key, refund_key, processor_reference, amount_minor,
+                status, failure_code, created_at, updated_at)
+            VALUES (\(bind: "scr_" + randomHex(bytes: 12)), \(bind: refund.chargeKey), \(bind: refund.refundKey), \
+            \(bind: refund.reference), \(bind: refund.amount), \(bind: refund.status.rawValue), \
+            \(bind: refund.failureCode), \(bind: now), \(bind: now))
+            ON CONFLICT DO NOTHING
+            """) == 1
+    }
+
+    /// Adds `amount` to what the charge `chargeKey` gave back, at `now` (`refunded_at`); a negative amount (a refund
+    /// that failed after it succeeded) takes it back, and `refunded_at` is `NULL` once nothing is given back.
+    func addRefunded(_ connection: Connection, _ amount: Int64, chargeKey: String, now: Int64) throws(SQLError) {
+        if amount > 0 {
+            try connection.run(
+                """
+                UPDATE subscription_charges SET refunded_minor = refunded_minor + \(bind: amount),
+                    refunded_at = \(bind: now)
+                WHERE idempotency_key = \(bind: chargeKey)
+                """, expectingRows: 1)
+            return
+        }
+        try connection.run(
+            """
+            UPDATE subscription_charges SET refunded_minor = refunded_minor + \(bind: amount)
+            WHERE idempotency_key = \(bind: chargeKey)
+            """, expectingRows: 1)
+        try connection.run(
+            """
+            UPDATE subscription_charges SET refunded_at = NULL
+            WHERE idempotency_key = \(bind: chargeKey) AND refunded_minor = 0
+            """)
     }
 
     public func subscriptionCharges(subscriptionID: String) async throws(OrderStoreError) -> [SubscriptionCharge] {
@@ -213,6 +274,7 @@ extension SQLStore: SubscriptionStore {
         }
     }
 
+    /// The charges `condition` selects (on `subscription_charges`' columns), with their refunds.
     func loadCharges(_ connection: Connection, _ condition: SQLQuery, limit: Int) throws(SQLError)
         -> [SubscriptionCharge]
     {
@@ -220,7 +282,8 @@ extension SQLStore: SubscriptionStore {
         for row in try connection.query(
             """
             SELECT idempotency_key, subscription_id, cycle, attempt, amount_minor, currency, status,
-                processor_reference, decline_code, due_at, charged_at, refund_reference, refunded_at, refund_owed
+                processor_reference, decline_code, due_at, charged_at, refund_reference, refunded_at, refund_owed,
+                refunded_minor
             FROM subscription_charges WHERE \(condition)
             ORDER BY charged_at, cycle, attempt LIMIT \(bind: max(1, limit))
             """)
@@ -237,9 +300,42 @@ extension SQLStore: SubscriptionStore {
                     chargedAt: Date(unixMilliseconds: try row.int64("charged_at")),
                     refundReference: try row.optionalString("refund_reference"),
                     refundedAt: try row.optionalInt64("refunded_at").map(Date.init(unixMilliseconds:)),
-                    refundOwed: try row.int64("refund_owed") == 1))
+                    refundOwed: try row.int64("refund_owed") == 1, refunded: try row.int64("refunded_minor")))
         }
+        guard !charges.isEmpty else { return charges }
+        // The condition in a subquery of its own: its columns are still `subscription_charges`'.
+        var refunds: [String: [SubscriptionChargeRefund]] = [:]
+        for refund in try loadChargeRefunds(
+            connection, "charge_key IN (SELECT idempotency_key FROM subscription_charges WHERE \(condition))")
+        {
+            refunds[refund.chargeKey, default: []].append(refund)
+        }
+        for index in charges.indices { charges[index].refunds = refunds[charges[index].idempotencyKey] ?? [] }
         return charges
+    }
+
+    /// The subscription charge refunds `condition` selects, oldest first.
+    func loadChargeRefunds(_ connection: Connection, _ condition: SQLQuery) throws(SQLError)
+        -> [SubscriptionChargeRefund]
+    {
+        var refunds: [SubscriptionChargeRefund] = []
+        for row in try connection.query(
+            """
+            SELECT charge_key, refund_key, processor_reference, amount_minor, status, failure_code, created_at
+            FROM subscription_charge_refunds WHERE \(condition) ORDER BY created_at, id
+            """)
+        {
+            guard let status = RefundRecord.Status(rawValue: try row.string("status")) else {
+                throw SQLError(.typeMismatch, "unreadable subscription charge refund row (status)")
+            }
+            refunds.append(
+                SubscriptionChargeRefund(
+                    chargeKey: try row.string("charge_key"), refundKey: try row.optionalString("refund_key"),
+                    reference: try row.optionalString("processor_reference"), amount: try row.int64("amount_minor"),
+                    status: status, failureCode: try row.optionalString("failure_code"),
+                    createdAt: Date(unixMilliseconds: try row.int64("created_at"))))
+        }
+        return refunds
     }
 
     // MARK: Rows
@@ -280,7 +376,8 @@ extension SQLStore: SubscriptionStore {
                     cardDescription: try row.optionalString("card_short_description"),
                     cardLongDescription: try row.optionalString("card_long_description"),
                     skippedCycles: Int(try row.int64("skipped_cycles")),
-                    unresolvedCharge: try Self.attempt(row)))
+                    unresolvedCharge: try Self.attempt(row),
+                    customerReference: try row.optionalString("customer_reference")))
         }
         return subscriptions
     }

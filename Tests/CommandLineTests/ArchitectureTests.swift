@@ -29,7 +29,8 @@ struct ArchitectureTests {
         let map = try ModuleMap.read()
         for (index, module) in map.enumerated() {
             let above = Set(map[..<index])
-            for dependency in targets[module] ?? [] {
+            // Packages' products (swift-log's `Logging`, …) are outside the map.
+            for dependency in targets[module] ?? [] where targets[dependency] != nil {
                 #expect(above.contains(dependency), "\(module) depends on \(dependency), listed below it")
             }
         }
@@ -57,6 +58,43 @@ struct ArchitectureTests {
         }
     }
 
+    @Test("each module's dependencies in Package.swift are the modules its files import")
+    func dependenciesMatchImports() throws {
+        let targets = try PackageTargets.read()
+        let sources = Repository.root.appendingPathComponent("Sources")
+        for module in try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted() {
+            guard let declared = targets[module] else { continue }
+            var imported = Set<String>()
+            for file in try swiftFiles(in: sources.appendingPathComponent(module)) {
+                imported.formUnion(try Self.imports(of: file))
+            }
+            // Only modules Package.swift can name: its own targets and the packages' products it depends on.
+            let known = Set(targets.keys).union(targets.values.joined())
+            let importedKnown = imported.intersection(known).subtracting([module])
+            #expect(
+                Set(declared).subtracting(importedKnown).sorted() == [],
+                "\(module) depends on modules it never imports")
+            #expect(
+                importedKnown.subtracting(declared).sorted() == [],
+                "\(module) imports modules Package.swift does not list as its dependencies")
+        }
+    }
+
+    /// The modules a file imports (`import X`, `@testable import X`, `package import X`, `import struct X.Y`).
+    static func imports(of file: URL) throws -> Set<String> {
+        var names = Set<String>()
+        for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
+            let words = line.split(separator: " ")
+            guard let index = words.firstIndex(of: "import"), index <= 2,
+                words[..<index].allSatisfy({ $0.hasPrefix("@") || ["public", "package", "internal"].contains($0) }),
+                index + 1 < words.count
+            else { continue }
+            let target = words.count > index + 2 ? words[index + 2] : words[index + 1]
+            names.insert(String(target.split(separator: ".").first ?? target))
+        }
+        return names
+    }
+
     @Test("no module holds more than a quarter of the lines in Sources")
     func noModuleDominates() throws {
         let sources = Repository.root.appendingPathComponent("Sources")
@@ -81,7 +119,8 @@ struct ArchitectureTests {
     }
 }
 
-/// The targets Package.swift declares (not tests, not `TestSupport`), each with its dependencies.
+/// The targets Package.swift declares (not tests, not `TestSupport`), each with its dependencies: the names of
+/// targets and of packages' products (`.product(name: "Logging", package: "swift-log")` as `Logging`).
 enum PackageTargets {
     static func read() throws -> [String: [String]] {
         let text = try String(contentsOf: Repository.root.appendingPathComponent("Package.swift"), encoding: .utf8)
@@ -105,8 +144,12 @@ enum PackageTargets {
                 let open = call[list.upperBound...].firstIndex(of: "["),
                 let close = call[open...].firstIndex(of: "]")
             {
-                dependencies = call[open..<close].split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }
-                    .map { String($0.element) }
+                // A product's package name follows `package:`; every other quoted name is a module.
+                var quoted = call[open..<close].split(separator: "\"", omittingEmptySubsequences: false)
+                    .enumerated().filter { $0.offset % 2 == 1 }.map { (text: String($0.element), index: $0.offset) }
+                let parts = call[open..<close].split(separator: "\"", omittingEmptySubsequences: false)
+                quoted.removeAll { parts[$0.index - 1].hasSuffix("package: ") }
+                dependencies = quoted.map(\.text)
             }
             targets[name] = dependencies
         }

@@ -73,6 +73,19 @@ struct ProviderConnectorTests {
             #expect(checks["the daily check finds the lost refund, then agrees with the provider"] == true, "\(text)")
             if provider == "checkout" {
                 #expect(checks["a 403 void or refund is refused, not bad credentials"] == true, "\(text)")
+                let eci =
+                    mode == "decrypted"
+                    ? "a decrypted token without an ECI is refused before sending, and the checkout unlocks"
+                    : "a token without an ECI is paid in pass-through"
+                #expect(checks[eci] == true, "\(eci): \(text)")
+            }
+            if provider == "stripe" {
+                for name in [
+                    "the plan's first payment saves its method to a Customer", "the renewal charges the saved Customer",
+                    "a plan payment whose answer was lost is looked up with its Customer",
+                ] {
+                    #expect(checks[name] == true, "\(name): \(text)")
+                }
             }
             for name in [
                 "a processing charge is settled by look-up", "a look-up of an undecided charge leaves it processing",

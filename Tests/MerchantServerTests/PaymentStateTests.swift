@@ -28,6 +28,7 @@ struct PaymentStateTests {
     }
 
     static let unknownAnswer = PaymentObservation.Finding.unknown(code: "processorTimeout", message: "no answer")
+    static let refusedAnswer = PaymentObservation.Finding.refused(code: "processorECIRequired", message: "no ECI")
 
     static let transitions: [Transition] = [
         // In flight: the first thing seen moves it, whoever saw it.
@@ -42,6 +43,10 @@ struct PaymentStateTests {
         Transition(
             status: .pending, source: .answer, finding: .processing, expected: .processing,
             eventKind: "paymentProcessing"),
+        // Refused by our connector before it sent anything: nothing charged, declined (the checkout unlocks).
+        Transition(
+            status: .pending, source: .answer, finding: refusedAnswer, expected: .declined,
+            eventKind: "paymentRefusedBeforeSending"),
         Transition(
             status: .pending, source: .webhook, finding: .approved, expected: .paid, eventKind: "paymentReconciled"),
         Transition(
@@ -69,6 +74,7 @@ struct PaymentStateTests {
         Transition(status: .declined, source: .webhook, finding: .declined(.doNotHonor), expected: nil),
         Transition(status: .declined, source: .lookUp, finding: .absent, expected: nil),
         Transition(status: .declined, source: .answer, finding: unknownAnswer, expected: nil),
+        Transition(status: .declined, source: .answer, finding: refusedAnswer, expected: nil),
         Transition(status: .declined, source: .lookUp, finding: .processing, expected: nil),
         // Captured: an approval is never undone by a later "declined" or "absent"; a person looks.
         Transition(status: .paid, source: .webhook, finding: .declined(.doNotHonor), expected: nil, discrepancy: false),
@@ -76,6 +82,7 @@ struct PaymentStateTests {
         Transition(status: .paid, source: .answer, finding: .declined(.lostCard), expected: nil, discrepancy: false),
         Transition(status: .paid, source: .webhook, finding: .approved, expected: nil),
         Transition(status: .paid, source: .answer, finding: unknownAnswer, expected: nil),
+        Transition(status: .paid, source: .answer, finding: refusedAnswer, expected: nil),
         Transition(status: .paid, source: .lookUp, finding: .processing, expected: nil),
         Transition(status: .paid, source: .lookUp, finding: .voided, expected: .voided, eventKind: "paymentVoided"),
         Transition(
@@ -100,7 +107,13 @@ struct PaymentStateTests {
         case .moves(let step):
             #expect(step.orderStatus == transition.expected)
             #expect(transition.discrepancy == nil)
-            #expect(step.reference == (transition.finding == .absent ? nil : "ref"))
+            // A look-up that found nothing, and a charge never sent, have no provider reference.
+            let unreferenced: Bool =
+                switch transition.finding {
+                case .absent, .refused: true
+                default: false
+                }
+            #expect(step.reference == (unreferenced ? nil : "ref"))
             if let kind = transition.eventKind { #expect(step.eventKind == kind) }
         case .disagrees(let discrepancy, let correction):
             #expect(discrepancy.corrected == transition.discrepancy)
@@ -162,6 +175,10 @@ struct PaymentStateTests {
                 == PaymentObservation(
                     .answer, .unknown(code: "processorTimeout", message: "no answer"), reference: "pi_2"))
         #expect(PaymentObservation(.lookUp, charge: nil) == PaymentObservation(.lookUp, .absent))
+        let refused = ProcessorError(.eciRequired, "no ECI").beforeSending()
+        #expect(
+            PaymentObservation(attempt: .refused(refused))
+                == PaymentObservation(.answer, .refused(code: "processorECIRequired", message: "no ECI")))
         let refunded = ProcessorCharge(
             reference: "ch", idempotencyKey: "k", amount: Money(minorUnits: 100, currency: .usDollar),
             status: .partiallyRefunded)

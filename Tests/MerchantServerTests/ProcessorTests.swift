@@ -27,6 +27,15 @@ extension ChargeOnlyProcessor {
     { throw ProcessorError(.chargeNotFound, reference) }
 }
 
+/// A processor that refuses every charge before sending anything (a token it cannot send as its provider requires).
+struct RefusingProcessor: ChargeOnlyProcessor {
+    let name = "refusing"
+
+    func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
+        throw ProcessorError(.eciRequired, "no ECI: nothing was sent").beforeSending()
+    }
+}
+
 /// A processor that answers `answer` after `delay`, ignoring task cancellation (a badly behaved client library).
 struct StubbornProcessor: ChargeOnlyProcessor {
     let name = "stubborn"
@@ -156,6 +165,15 @@ struct ProcessorTests {
         }
         #expect(error.code == .unreachable)
         #expect(error.outcomeIsUnknown)
+        // A connector that refused before sending anything: known, nothing charged.
+        let refused = await PaymentProcessing.charge(
+            ChargeRequest(token: testToken(), amount: usd(100), idempotencyKey: "r"),
+            with: RefusingProcessor(), timeout: .seconds(10))
+        guard case .refused(let refusal) = refused else {
+            Issue.record("expected a refusal before sending, got \(refused)")
+            return
+        }
+        #expect(refusal.code == .eciRequired && refusal.nothingWasSent && !refusal.outcomeIsUnknown)
     }
 
     @Test("the documented test PANs hit their triggers")

@@ -66,7 +66,7 @@ struct ProviderConfigurationTests {
                 "publicKeyFile": "ck.pub", "processingChannelId": "pc_123", "webhookSecretFile": "ck.whsec",
             ]
         ])
-        #expect(checkout.processor.kind == "checkout")
+        #expect(checkout.processor.kind == .checkout)
         #expect(checkout.processor.provider?.processingChannelId == "pc_123")
         #expect(checkout.processor.provider?.applePay == .passThrough)
     }

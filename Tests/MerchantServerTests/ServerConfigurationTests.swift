@@ -61,7 +61,7 @@ struct ServerConfigurationTests {
         #expect(configuration.store == demo)
         #expect(configuration.host == "127.0.0.1")
         // A url alone means kind http.
-        #expect(try Self.load(["processor": ["url": "http://127.0.0.1:9"]]).processor.kind == "http")
+        #expect(try Self.load(["processor": ["url": "http://127.0.0.1:9"]]).processor.kind == .http)
     }
 
     @Test("a webhook secret file belongs to the kinds whose provider signs with it; an empty one is refused")

@@ -177,8 +177,8 @@ struct StoreMigrationTests {
 
     static let tables = [
         "checkouts", "orders", "payments", "refunds", "events", "fulfillments", "device_registrations",
-        "subscriptions", "subscription_charges", "merchant_token_events", "provider_events", "disputes",
-        "payment_discrepancies",
+        "subscriptions", "subscription_charges", "subscription_charge_refunds", "merchant_token_events",
+        "provider_events", "disputes", "payment_discrepancies",
     ]
 
     /// JSON with sorted keys: two answers compare equal when they mean the same.

@@ -29,6 +29,9 @@ final class UndecidedProcessor: PaymentProcessor {
         var undecided = false
         /// Look-ups throw `lookUpUnavailable` (Checkout.com after a restart) while true.
         var lookUpUnavailable = false
+        /// Voids are refused (Stripe's captured PaymentIntent) and refunds taken but decided later (Stripe `pending`,
+        /// Adyen `received`, Checkout.com `202`) while true.
+        var refundsOnlyDecidedLater = false
         var chargeRequests: [String] = []
         var lookUps: [String] = []
     }
@@ -55,6 +58,8 @@ final class UndecidedProcessor: PaymentProcessor {
     func lookUps(available: Bool) { state.withLock { $0.lookUpUnavailable = !available } }
     /// Whether the provider has decided: look-ups then answer the ledger's charge.
     func decide(_ decided: Bool = true) { state.withLock { $0.undecided = !decided } }
+    /// Whether voids are refused and refunds answered pending.
+    func refundsOnlyDecidedLater(_ later: Bool) { state.withLock { $0.refundsOnlyDecidedLater = later } }
 
     func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
         let answer = state.withLock { state in
@@ -91,12 +96,17 @@ final class UndecidedProcessor: PaymentProcessor {
         try await inner.charge(request)
     }
     func void(reference: String) async throws(ProcessorError) -> ProcessorCharge {
-        try await inner.void(reference: reference)
+        if state.withLock({ $0.refundsOnlyDecidedLater }) {
+            throw ProcessorError(.notVoidable, "captured: refund it")
+        }
+        return try await inner.void(reference: reference)
     }
     func refund(reference: String, amount: Money, idempotencyKey: String) async throws(ProcessorError)
         -> ProcessorRefund
     {
-        try await inner.refund(reference: reference, amount: amount, idempotencyKey: idempotencyKey)
+        var refund = try await inner.refund(reference: reference, amount: amount, idempotencyKey: idempotencyKey)
+        refund.isPending = state.withLock { $0.refundsOnlyDecidedLater }
+        return refund
     }
     func storePaymentMethod(_ token: NetworkToken, idempotencyKey: String, rootFingerprint: String?)
         async throws(ProcessorError) -> String
@@ -444,6 +454,96 @@ struct SubscriptionChargeAttemptTests {
             #expect(try await events.apply(again).outcome == .noChange)
             let charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
             #expect(charge.refundReference == "void:" + reference && charge.refundedAt != nil)
+        }
+    }
+
+    @Test(
+        "refunds made at the provider record their amounts: two partial ones add up, one beyond what is left is a mismatch, a failed one takes its amount back",
+        arguments: StoreBackend.available)
+    func partialRefundWebhooks(_ backend: StoreBackend) async throws {
+        let processor = UndecidedProcessor(answer: .decided)
+        try await Self.with(backend, processor, index: 41) { fixture, store, service, subscription in
+            let reference = try #require(await service.chargeDue(now: fixedNow).first?.processorReference)
+            let events = try #require(fixture.store as? any ProviderEventStore)
+            func refund(_ id: String, _ kind: ProviderEvent.Kind, _ refund: String, _ amount: Int64) async throws
+                -> ProviderEventResult.Outcome
+            {
+                try await events.apply(
+                    ProviderEvent(
+                        provider: "stripe", id: id, kind: kind, paymentReference: reference, reference: refund,
+                        amount: amount, currencyCode: "USD", reason: kind == .refundFailed ? "expired_card" : nil)
+                ).outcome
+            }
+            func charge() async throws -> SubscriptionCharge {
+                try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
+            }
+            #expect(subscription.amount == 999)
+            #expect(try await refund("evt_a", .refundSucceeded, "re_a", 300) == .applied)
+            #expect(try await refund("evt_b", .refundSucceeded, "re_b", 400) == .applied)
+            #expect(try await refund("evt_b_again", .refundSucceeded, "re_b", 400) == .noChange)
+            var now = try await charge()
+            #expect(now.refunded == 700 && now.refundedAt != nil && now.refundReference == "refund:re_a")
+            // (Recorded at one instant on the fixture's clock: in no particular order.)
+            let byReference = { (charge: SubscriptionCharge) in charge.refunds.sorted { $0.reference! < $1.reference! }
+            }
+            #expect(byReference(now).map(\.reference) == ["re_a", "re_b"])
+            #expect(now.refunds.allSatisfy { $0.status == .succeeded })
+            // 299 left: a refund of 400 is not this charge's.
+            #expect(try await refund("evt_c", .refundSucceeded, "re_c", 400) == .mismatch)
+            // re_a fails after it succeeded (a card closed since): its 300 are no longer given back.
+            #expect(try await refund("evt_a_failed", .refundFailed, "re_a", 300) == .applied)
+            #expect(try await refund("evt_a_failed_again", .refundFailed, "re_a", 300) == .noChange)
+            #expect(try await refund("evt_x_failed", .refundFailed, "re_x", 300) == .noChange)
+            now = try await charge()
+            #expect(now.refunded == 400 && now.refundedAt != nil)
+            #expect(byReference(now).map(\.status) == [.failed, .succeeded])
+            #expect(byReference(now).first?.failureCode == "expired_card")
+            // What is left is 599 again: a refund of it fits.
+            #expect(try await refund("evt_d", .refundSucceeded, "re_d", 599) == .applied)
+            #expect(try await charge().refunded == 999)
+            #expect(
+                try await fixture.subscriptionEventKinds(subscription) == [
+                    "subscriptionChargeRefunded", "subscriptionChargeRefunded", "subscriptionChargeRefundFailed",
+                    "subscriptionChargeRefunded",
+                ])
+        }
+    }
+
+    @Test(
+        "a give-back refund decided later is pending until its webhook: a failure is recorded failed, a success gives the money back",
+        arguments: StoreBackend.available, [false, true])
+    func giveBackDecidedLater(_ backend: StoreBackend, succeeds: Bool) async throws {
+        let processor = UndecidedProcessor(answer: .lost)
+        processor.refundsOnlyDecidedLater(true)
+        try await Self.with(backend, processor, index: succeeds ? 42 : 43) { fixture, store, service, subscription in
+            let key = Self.key(subscription)
+            #expect(await service.chargeDue(now: fixedNow).isEmpty)
+            _ = try await service.cancel(id: subscription.id, by: "customer")
+            // Looked up approved after the cancel: given back by a refund the provider decides later.
+            processor.answer(.decided)
+            #expect(await service.chargeDue(now: fixedNow.addingTimeInterval(Self.hour)).map(\.status) == ["approved"])
+            var charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
+            let refund = try #require(charge.refunds.first)
+            #expect(refund.status == .pending && refund.refundKey == key + ":refund" && refund.amount == 999)
+            #expect(!charge.refundOwed && charge.refunded == 0 && charge.refundedAt == nil)
+            #expect(charge.refundReference == "refund:" + (refund.reference ?? "?"))
+            #expect(try await store.chargesOwingRefund(limit: 10).isEmpty, "taken: not sent again")
+            // Its webhook names it by our key (Stripe's metadata[refund_key]) and its own reference.
+            let events = try #require(fixture.store as? any ProviderEventStore)
+            let decided = ProviderEvent(
+                provider: "stripe", id: "evt_refund_\(succeeds)", kind: succeeds ? .refundSucceeded : .refundFailed,
+                paymentReference: charge.processorReference, reference: refund.reference, refundKey: key + ":refund",
+                amount: 999, currencyCode: "USD", reason: succeeds ? nil : "expired_or_canceled_card")
+            #expect(try await events.apply(decided) == ProviderEventResult(.applied, subscriptionID: subscription.id))
+            charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
+            #expect(charge.refunds.map(\.status) == [succeeds ? .succeeded : .failed])
+            #expect(charge.refunded == (succeeds ? 999 : 0) && (charge.refundedAt != nil) == succeeds)
+            #expect(
+                try await fixture.subscriptionEventKinds(subscription) == [
+                    "subscriptionChargeRefundPending",
+                    succeeds ? "subscriptionChargeRefunded" : "subscriptionChargeRefundFailed",
+                ])
+            #expect(processor.chargeRequests == [key])
         }
     }
 }

@@ -95,6 +95,23 @@ struct SubscriptionStoreTests {
     }
 
     @Test(
+        "the processor's customer of the kept method (Stripe's) round-trips through insert and update",
+        arguments: StoreBackend.available)
+    func customerReference(_ backend: StoreBackend) async throws {
+        try await StoreFixture.with(backend, storeAs: (any SubscriptionStore).self) { fixture, store in
+            let order = try await fixture.paidOrder(transaction: "sub-customer")
+            var subscription = fixture.subscription(for: order, id: "sub_cccccccccccccccccccccccc")
+            subscription.customerReference = "cus_first"
+            #expect(try await store.insertSubscription(subscription).customerReference == "cus_first")
+            var moved = try #require(try await store.subscription(id: subscription.id))
+            #expect(moved.customerReference == "cus_first")
+            moved.customerReference = "cus_second"
+            _ = try await store.updateSubscription(moved, expectedVersion: moved.version, charge: nil)
+            #expect(try await store.subscription(id: subscription.id)?.customerReference == "cus_second")
+        }
+    }
+
+    @Test(
         "an update writes only over the version read, with its charge; a cycle is approved once; events apply once",
         arguments: StoreBackend.available)
     func versionedUpdates(_ backend: StoreBackend) async throws {

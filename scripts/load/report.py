@@ -56,6 +56,55 @@ def area(dso, symbol):
     return f"other ({dso})"
 
 
+def store_name(store):
+    return "SQLite" if store == "sqlite" else "PostgreSQL"
+
+
+def headline(lines, decrypt):
+    """The server alone (the processor in its own process, SQLite): its CPU per request against the token-opening
+    bound, and each figure against its target."""
+    def find(scenario):
+        return next((l for l in lines if l.get("scenario") == scenario and l.get("store") == "sqlite"
+                     and l.get("processor") == "service"), None)
+    out = ["### Headline: the server alone (SQLite, the sandbox processor in its own process)", ""]
+    payments = find("payments")
+    if payments is None:
+        return out + ["Not measured in this run (the `load-sqlite-processor-apart` step).", ""]
+    bound = decrypt.get("EC_v1", {}).get("bound") if decrypt else None
+    floor_ms = 1000 / bound if bound else None
+    out += ["The server's own CPU time per request (user + system, from `/proc`, over the scenario), the processor's "
+            "HTTP exchange and ledger not included (they are the provider's), against one EC_v1 token's opening "
+            "bound from `openssl speed` in the same run (one ECDH + one ECDSA P-256 verification"
+            + (f": {floor_ms:.3f} ms" if floor_ms else "") + ").", "",
+            "| figure | measured | target |", "|---|---:|---|"]
+
+    def cpu(scenario, target=""):
+        line = find(scenario)
+        if line is None or "serverCPUMillisecondsPerRequest" not in line:
+            return
+        ms = line["serverCPUMillisecondsPerRequest"]
+        ratio = f" ({ms / floor_ms:.1f} × the bound)" if floor_ms and scenario in ("payments", "replays") else ""
+        out.append(f"| server CPU per {scenario} request | {ms:.3f} ms{ratio} | {target} |")
+    cpu("payments", "≤ 0.6 ms (about 4 × the bound)")
+    cpu("replays")
+    cpu("checkouts")
+    cpu("products")
+    for scenario in ("payments", "replays", "checkouts", "products"):
+        line = find(scenario)
+        if line:
+            out.append(f"| {scenario}/s (p99) | {number(line['requestsPerSecond'])} "
+                       f"({line['latencyMs']['p99']:.1f} ms) | {TARGETS.get(scenario, '')} |")
+    if decrypt and "EC_v1" in decrypt:
+        out.append(f"| EC_v1 token opening, share of OpenSSL's bound | {decrypt['EC_v1']['ratio']:.2f} | ≥ 0.90 |")
+    slow = next((l for l in lines if l.get("scenario") == "paymentsSlowProcessor"), None)
+    if slow:
+        out.append(f"| slow processor (300 ms): payments/s (p99; peak threads, memory) | "
+                   f"{number(slow['requestsPerSecond'])} ({slow['latencyMs']['p99']:.0f} ms; "
+                   f"{slow.get('serverThreadsMax', '—')} threads, {slow.get('serverRSSMaxKB', 0) / 1024:.0f} MB) | "
+                   "≥ 1,500/s, p99 ≤ 500 ms, ≤ 64 threads, ≤ 200 MB |")
+    return out + [""]
+
+
 def number(value):
     return f"{value:,.0f}" if isinstance(value, (int, float)) else "—"
 
@@ -82,6 +131,7 @@ def main():
     if failed:
         out += ["**Steps that failed in this run:** " + ", ".join(f"`{l['step']}`" for l in failed), ""]
 
+    out += headline(lines, decrypt)
     out += ["### Token verification and decryption (1 thread)", "",
             "| format | OpenSSL bound, tokens/s per core | applepay, tokens per CPU second | ratio | target |",
             "|---|---:|---:|---:|---|"]
@@ -98,31 +148,36 @@ def main():
     out += ["", "### Merchant server under load", "",
             "Client CPU share: wrk's user + system CPU time over wall time × cores (the share of the machine the "
             "load generator took from the server). Load average: after the scenario.", "",
-            "| scenario | store | requests/s | p50 ms | p99 ms | errors | client CPU share | load average | target |",
-            "|---|---|---:|---:|---:|---:|---:|---|---|"]
+            "| scenario | store | processor | requests/s | p50 ms | p99 ms | errors | server CPU ms/request | "
+            "client CPU share | load average | target |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for store in ("sqlite", "postgres"):
-        for scenario in SCENARIOS:
-            for l in lines:
-                if l.get("scenario") == scenario and l.get("store") == store:
-                    out.append(
-                        f"| {scenario} | {'SQLite' if store == 'sqlite' else 'PostgreSQL'} | "
-                        f"{number(l['requestsPerSecond'])} | {l['latencyMs']['p50']:.2f} | "
-                        f"{l['latencyMs']['p99']:.2f} | {l['errors']} | {l['clientCPUShare']:.0%} | "
-                        f"{l['loadAverage']} | {TARGETS.get(scenario, '')} |")
+        for processor in ("service", "inProcess"):
+            for scenario in SCENARIOS:
+                for l in lines:
+                    if l.get("scenario") == scenario and l.get("store") == store and \
+                            l.get("processor", "inProcess") == processor:
+                        cpu = l.get("serverCPUMillisecondsPerRequest")
+                        out.append(
+                            f"| {scenario} | {store_name(store)} | "
+                            f"{'own process' if processor == 'service' else 'in process'} | "
+                            f"{number(l['requestsPerSecond'])} | {l['latencyMs']['p50']:.2f} | "
+                            f"{l['latencyMs']['p99']:.2f} | {l['errors']} | "
+                            f"{'—' if cpu is None else f'{cpu:.3f}'} | {l['clientCPUShare']:.0%} | "
+                            f"{l['loadAverage']} | {TARGETS.get(scenario, '')} |")
     switches = [l for l in lines if l.get("scenario") == "payments" and "contextSwitchesPerPayment" in l]
     if switches:
         out += ["", "Context switches of the server per payment (from `/proc`, over the payments scenario, the "
                 "in-process sandbox processor included; all, and in brackets the voluntary ones: a thread waiting "
                 "for another, the hand-offs): " + ", ".join(
-                    f"{'SQLite' if l['store'] == 'sqlite' else 'PostgreSQL'} {l['contextSwitchesPerPayment']}"
+                    f"{store_name(l['store'])}"
+                    f"{' (processor apart)' if l.get('processor') == 'service' else ''} "
+                    f"{l['contextSwitchesPerPayment']}"
                     + (f" ({l['voluntarySwitchesPerPayment']})" if "voluntarySwitchesPerPayment" in l else "")
                     for l in switches) + "."]
-    cpu = [l for l in lines if l.get("scenario") in ("payments", "replays") and "serverCPUMillisecondsPerRequest" in l]
-    if cpu:
-        out += ["", "The server's CPU time per request (user + system, from `/proc`, over the scenario; the in-process "
-                "sandbox processor included), the figure the machine's noise moves least: " + ", ".join(
-                    f"{l['scenario']} {'SQLite' if l['store'] == 'sqlite' else 'PostgreSQL'} "
-                    f"{l['serverCPUMillisecondsPerRequest']} ms" for l in cpu) + "."]
+    out += ["", "Server CPU ms/request: the server's user + system CPU time over the scenario's requests, from "
+            "`/proc` (with the processor in process, its HTTP exchange and ledger included), the figure the "
+            "machine's noise moves least."]
     outside = [l for l in lines if l.get("scenario") in ("paymentsSlowProcessor", "paymentsUnderNotificationFlood")]
     if outside:
         out += ["", "### Payments while outside parties misbehave (SQLite)", "",

@@ -657,17 +657,25 @@ public struct MerchantValidationSettings: Codable, Sendable, Equatable {
     }
 }
 
+/// The processor kinds the server can run: `sandbox` (the sandbox processor, which only sandbox mode runs), `http` (a
+/// service speaking docs/PROCESSOR-PROTOCOL.md) and the provider connectors `stripe`, `adyen` and `checkout`
+/// (docs/PROCESSORS.md). The server's `ProcessorChoice` is this kind with the settings it carries.
+public enum ProcessorKind: String, CaseIterable, Sendable, Hashable {
+    case sandbox, http, stripe, adyen, checkout
+}
+
 /// Which kind of processor receives payments, and how long a call may take: the `"processor"` section of the
 /// configuration file. The server (MerchantServer's `ProcessorChoice`) reads the rest of the section, such as the
 /// `url` of an `http` processor.
 public struct ProcessorSettings: Codable, Sendable, Equatable {
-    /// The processor kinds the server can run: `sandbox` (the sandbox processor, which only sandbox mode runs),
-    /// `http` (a service speaking docs/PROCESSOR-PROTOCOL.md at the section's `url`) and the provider connectors
-    /// `stripe`, `adyen` and `checkout` (docs/PROCESSORS.md).
-    public static let kinds: Set<String> = ["sandbox", "http", "stripe", "adyen", "checkout"]
+    /// The names of the ``ProcessorKind``s.
+    public static let kinds = Set(ProcessorKind.allCases.map(\.rawValue))
 
-    /// One of ``kinds``; validation refuses any other, so that a payment never goes to the sandbox by mistake.
+    /// One of ``kinds``, as the file gives it; validation refuses any other, so that a payment never goes to the
+    /// sandbox by mistake.
     public var kind: String
+    /// ``kind`` when it is one of ``kinds``.
+    public var knownKind: ProcessorKind? { ProcessorKind(rawValue: kind) }
     /// Upper bound for one processor call; on timeout the order ends `failed`. In (0, 30].
     public var timeoutSeconds: Double
 

@@ -511,9 +511,9 @@ public struct StoreEvent: Sendable, Equatable {
     public var sequence: Int64
     public var at: Date
     /// `checkoutCreated`, `checkoutUpdated`, `paymentStarted`, `paymentApproved`, `paymentDeclined`,
-    /// `paymentOutcomeUnknown`, `paymentProcessing`, `paymentReconciled`, `paymentCorrected`,
-    /// `paymentDiscrepancy`, `discrepancyResolved`, `refundRequested`, `refundAccepted`, `refundSucceeded`,
-    /// `refundFailed`, `refundCancelled`, `paymentVoided`.
+    /// `paymentOutcomeUnknown`, `paymentProcessing`, `paymentRefusedBeforeSending`, `paymentReconciled`,
+    /// `paymentCorrected`, `paymentDiscrepancy`, `discrepancyResolved`, `refundRequested`, `refundAccepted`,
+    /// `refundSucceeded`, `refundFailed`, `refundCancelled`, `paymentVoided`.
     public var kind: String
     public var checkoutID: String?
     public var orderID: String?

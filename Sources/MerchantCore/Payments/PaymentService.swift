@@ -97,13 +97,23 @@ public struct PaymentService: Sendable {
                 token: token, amount: amount, idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint,
                 storePaymentMethod: storePaymentMethod, sealedTokenJSON: sealedTokenJSON)
             let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
-            if case .unknown(let error) = attempt {
+            switch attempt {
+            case .unknown(let error):
                 logger.log(
                     "warn", "payment outcome unknown",
                     [
                         "orderId": pending.id, "transactionId": order.transactionID, "code": error.code.rawValue,
                         "processor": processor.name, "processorReference": error.processorReference ?? "",
                     ])
+            case .refused(let error):
+                // The connector's message says what to change (never card data): for the merchant, in the log.
+                logger.log(
+                    "warn", "payment refused before it was sent to the processor: nothing charged",
+                    [
+                        "orderId": pending.id, "transactionId": order.transactionID, "code": error.code.rawValue,
+                        "processor": processor.name, "reason": error.message,
+                    ])
+            case .decided: break
             }
             do {
                 let final = try await store.completePayment(orderID: pending.id, outcome: attempt)

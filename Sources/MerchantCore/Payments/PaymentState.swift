@@ -30,12 +30,15 @@ public struct PaymentObservation: Sendable, Equatable {
         case absent
         /// Captured, then voided.
         case voided
+        /// Our connector refused the charge before sending it (``ProcessorError/nothingWasSent``): nothing was sent,
+        /// so nothing was captured.
+        case refused(code: String, message: String)
 
         /// How much the finding tells: in flight (0) < processing or unknown (1) < decided (2).
         public var certainty: Int {
             switch self {
             case .unknown, .processing: 1
-            case .approved, .declined, .absent, .voided: 2
+            case .approved, .declined, .absent, .voided, .refused: 2
             }
         }
     }
@@ -61,6 +64,8 @@ public struct PaymentObservation: Sendable, Equatable {
             self.init(
                 .answer, .unknown(code: error.code.rawValue, message: error.message),
                 reference: error.processorReference)
+        case .refused(let error):
+            self.init(.answer, .refused(code: error.code.rawValue, message: error.message))
         }
     }
 
@@ -182,7 +187,7 @@ public enum PaymentStateMachine {
                     PaymentDiscrepancy(
                         recorded: status, provider: name(finding), source: observation.source, corrected: false),
                     correction: nil)
-            case .approved, .processing, .unknown:
+            case .approved, .processing, .unknown, .refused:
                 return .unchanged
             }
         case .voided:
@@ -199,12 +204,13 @@ public enum PaymentStateMachine {
         case .declined: "declined"
         case .absent: "absent"
         case .voided: "voided"
+        case .refused: "refused"
         }
     }
 
     /// The move to what `observation` found. Our answer's moves keep their event names (`paymentApproved`,
-    /// `paymentDeclined`, `paymentOutcomeUnknown`, `paymentProcessing`); a look-up's or a webhook's settlement of a
-    /// payment is `paymentReconciled`.
+    /// `paymentDeclined`, `paymentOutcomeUnknown`, `paymentProcessing`, `paymentRefusedBeforeSending`); a look-up's
+    /// or a webhook's settlement of a payment is `paymentReconciled`.
     static func step(_ observation: PaymentObservation, from status: OrderStatus) -> PaymentStep {
         let answer = observation.source == .answer
         let reference = observation.reference
@@ -234,6 +240,10 @@ public enum PaymentStateMachine {
             return PaymentStep(
                 orderStatus: .unknown, paymentStatus: .unknown, reference: reference, failureCode: code,
                 failureMessage: message, eventKind: "paymentOutcomeUnknown")
+        case .refused(let code, let message):
+            return PaymentStep(
+                orderStatus: .declined, paymentStatus: .declined, failureCode: code, failureMessage: message,
+                eventKind: "paymentRefusedBeforeSending")
         }
     }
 }

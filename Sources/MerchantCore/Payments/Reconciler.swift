@@ -94,9 +94,7 @@ public struct Reconciler: Sendable {
             logger.log(late ? "warn" : "info", late ? "late approval settled" : "payment settled", fields)
             if final.status == .paid, let plans {
                 do {
-                    if let subscription = try await plans.startIfPlan(
-                        order: final, paymentMethodReference: charge?.paymentMethodReference)
-                    {
+                    if let subscription = try await plans.startIfPlan(order: final, charge: charge) {
                         logger.log(
                             "info", "subscription of a settled payment",
                             ["orderId": order.id, "subscriptionId": subscription.id])
@@ -186,11 +184,18 @@ public struct Reconciler: Sendable {
 
     private func lookUp(_ order: Order) async throws(ProcessorError) -> ProcessorCharge? {
         let processor = self.processor
+        let key = order.payment.transactionID
+        // A plan's payment kept its method (its checkout recorded the card before the charge): a connector that
+        // sends its first request again sends it as it was (Stripe's names the Customer).
+        var keeps = false
+        if plans != nil, let checkout = try? await store.checkout(id: order.checkoutID) {
+            keeps = checkout.planPaymentMethods?[key] != nil
+        }
         let lookup = ChargeLookup(
-            idempotencyKey: order.payment.transactionID,
+            idempotencyKey: key,
             amount: Money(
                 minorUnits: order.payment.amount, currency: Currency(code: order.payment.currencyCode) ?? .usDollar),
-            processorReference: order.payment.processorReference)
+            processorReference: order.payment.processorReference, keepsPaymentMethod: keeps)
         return try await PaymentProcessing.withTimeLimit(timeout) { () async throws(ProcessorError) in
             try await processor.charge(lookingUp: lookup)
         }.get()

@@ -235,12 +235,17 @@ public struct ProcessorCharge: Sendable, Equatable {
     /// The kept payment method: set on an approved charge asked to ``ChargeRequest/storePaymentMethod``, and on
     /// charges of a kept method. The processor's reference, never a PAN.
     public var paymentMethodReference: String?
+    /// The processor's customer the kept method is attached to, for a processor that reuses a method only through
+    /// its customer (Stripe's Customer, `cus_…`): charges of the kept method name it. `nil` for the others.
+    public var customerReference: String?
 
     public init(
         reference: String, idempotencyKey: String, amount: Money, status: ProcessorChargeStatus,
-        declineReason: DeclineReason? = nil, refunded: Money? = nil, paymentMethodReference: String? = nil
+        declineReason: DeclineReason? = nil, refunded: Money? = nil, paymentMethodReference: String? = nil,
+        customerReference: String? = nil
     ) {
         self.paymentMethodReference = paymentMethodReference
+        self.customerReference = customerReference
         self.reference = reference
         self.idempotencyKey = idempotencyKey
         self.amount = amount
@@ -292,10 +297,21 @@ public struct ProcessorError: CodedError {
     /// created, its confirmation unanswered): recorded with the unknown payment, so a webhook and the reconciler
     /// find it by it.
     public private(set) var processorReference: String?
+    /// True when the connector refused the charge before any request went to the processor (a token it cannot send
+    /// as the provider requires): nothing was sent, so nothing was charged. The payment is then declined, never
+    /// `unknown`, and its checkout unlocks.
+    public private(set) var nothingWasSent = false
 
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
+    }
+
+    /// This error, raised before anything was sent to the processor (``nothingWasSent``).
+    public func beforeSending() -> ProcessorError {
+        var error = self
+        error.nothingWasSent = true
+        return error
     }
 
     /// This error carrying the processor's id for the payment, when the outcome is unknown (a definite error is
@@ -336,6 +352,9 @@ extension ErrorCode<ProcessorError> {
     public static var notAuthorized: Self { Self("processorNotAuthorized") }
     /// The processor has no look-up for this payment (its webhook settles it). Outcome unknown.
     public static var lookUpUnavailable: Self { Self("processorLookUpUnavailable") }
+    /// The provider requires the token's ECI (Checkout.com's `network_token`) and the decrypted token has none
+    /// (typical of Mastercard): refused before sending, nothing charged. Pass-through mode sends such tokens.
+    public static var eciRequired: Self { Self("processorECIRequired") }
 
     /// Codes that leave the outcome unknown.
     public static var unknownOutcome: Set<Self> {
@@ -401,6 +420,8 @@ public struct StoredMethodChargeRequest: Sendable, Equatable {
     public var paymentMethodReference: String
     public var amount: Money
     public var idempotencyKey: String
+    /// ``ProcessorCharge/customerReference`` of the charge that kept it (`nil`: the processor keeps none).
+    public var customerReference: String? = nil
 }
 
 extension PaymentProcessor {
@@ -440,13 +461,17 @@ public enum ChargeAttempt: Sendable, Equatable {
     /// No answer was seen (time limit, lost connection, 5xx): the charge may or may not exist. Look it up by
     /// its idempotency key before saying anything about it.
     case unknown(ProcessorError)
+    /// The connector refused the charge before sending anything (``ProcessorError/nothingWasSent``): nothing was
+    /// charged.
+    case refused(ProcessorError)
 }
 
 /// Bounded processor calls.
 public enum PaymentProcessing {
     /// Calls the processor, racing it against `timeout` (``withTimeLimit(_:_:)``): at the limit the attempt is
     /// `.unknown(processorTimeout)`; a thrown error is `.unknown` too (the request may have reached the
-    /// processor). Never throws.
+    /// processor), unless the connector says it sent nothing (``ProcessorError/nothingWasSent``): `.refused`.
+    /// Never throws.
     /// - Parameters:
     ///   - request: the charge.
     ///   - processor: where to send it. It should honour cancellation; one that does not is left to finish on its
@@ -460,6 +485,7 @@ public enum PaymentProcessing {
         }
         switch result {
         case .success(let outcome): return .decided(outcome)
+        case .failure(let error) where error.nothingWasSent: return .refused(error)
         case .failure(let error): return .unknown(error)
         }
     }

@@ -79,10 +79,16 @@ public struct ChargeLookup: Sendable, Equatable {
     public var amount: Money
     /// The processor's id for it, when the connector recorded one before the answer was lost.
     public var processorReference: String?
+    /// Whether the charge was sent to keep its payment method (``ChargeRequest/storePaymentMethod``: a plan's first
+    /// payment): a connector that sends its first request again to learn the payment's id sends it as it was.
+    public var keepsPaymentMethod: Bool
 
-    public init(idempotencyKey: String, amount: Money, processorReference: String? = nil) {
+    public init(
+        idempotencyKey: String, amount: Money, processorReference: String? = nil, keepsPaymentMethod: Bool = false
+    ) {
         self.idempotencyKey = idempotencyKey
         self.amount = amount
         self.processorReference = processorReference
+        self.keepsPaymentMethod = keepsPaymentMethod
     }
 }

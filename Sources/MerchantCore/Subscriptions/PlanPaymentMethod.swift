@@ -40,7 +40,7 @@ public struct PlanPaymentMethod: Codable, Sendable, Equatable {
 
 /// Starts the subscription of a plan checkout once its payment is known to be charged, whichever path learnt it:
 /// the payment answered at once (``CheckoutPayments``), or a lost answer settled later by the ``Reconciler``. Both
-/// go through ``startIfPlan(order:checkout:method:paymentMethodReference:)``, so a subscription starts the same
+/// go through ``startIfPlan(order:method:charge:)``, so a subscription starts the same
 /// way (same anchor, counted from the checkout's creation; same card details) and once per checkout.
 public struct PlanSubscriptions: Sendable {
     public let service: SubscriptionService
@@ -75,9 +75,10 @@ public struct PlanSubscriptions: Sendable {
     /// - Parameters:
     ///   - order: the checkout's order (`paid`).
     ///   - method: the token's details; `nil` reads those the checkout recorded for the order's transaction id.
-    ///   - paymentMethodReference: the processor's kept method; `nil` looks the charge up by its key.
+    ///   - charge: the processor's charge of the order, which carries the kept method (and the customer it is
+    ///     attached to, for Stripe); `nil`, or one without a kept method, looks the charge up by its key.
     public func startIfPlan(
-        order: Order, method: PlanPaymentMethod? = nil, paymentMethodReference: String? = nil
+        order: Order, method: PlanPaymentMethod? = nil, charge: ProcessorCharge? = nil
     ) async throws(OrderStoreError) -> Subscription? {
         guard order.status == .paid, let checkout = try await store.checkout(id: order.checkoutID),
             let (product, plan) = pricing.planProduct(of: checkout)
@@ -93,23 +94,24 @@ public struct PlanSubscriptions: Sendable {
                 "error", "plan paid but its card details were not recorded", ["orderId": order.id])
             return nil
         }
-        var reference = paymentMethodReference
-        if reference == nil {
+        var kept = charge
+        if kept?.paymentMethodReference == nil {
             // The kept method's reference comes with the charge (looked up by its key, as the reconciler does).
             let processor = service.processor
             let looked = await PaymentProcessing.withTimeLimit(service.timeout) {
                 () async throws(ProcessorError) -> ProcessorCharge? in
                 try await processor.charge(idempotencyKey: key)
             }
-            if case .success(let charge) = looked { reference = charge?.paymentMethodReference }
+            if case .success(let charge) = looked { kept = charge }
         }
-        guard let reference else {
+        guard let reference = kept?.paymentMethodReference else {
             service.logger.log(
                 "error", "plan paid but the processor kept no payment method", ["orderId": order.id])
             return nil
         }
         return try await service.start(
             checkout: checkout, product: product, plan: plan, orderID: order.id, method: method,
-            paymentMethodReference: reference, configuration: configuration)
+            paymentMethodReference: reference, customerReference: kept?.customerReference,
+            configuration: configuration)
     }
 }

@@ -38,6 +38,9 @@ public struct Subscription: Sendable, Equatable {
     public var merchantTokenIdentifier: String?
     /// The processor's kept payment method.
     public var paymentMethodReference: String
+    /// The processor's customer the kept method belongs to (Stripe's Customer), when the processor reuses a method
+    /// only through one: every charge of the method names it.
+    public var customerReference: String?
     public var network: String?
     /// The card's last four digits as the customer knows them: Apple's `fpanSuffix` (``PlanPaymentMethod``).
     public var cardSuffix: String?
@@ -79,8 +82,9 @@ public struct Subscription: Sendable, Equatable {
         cardArtURL: String? = nil, status: SubscriptionStatus = .active, statusReason: String? = nil, cycle: Int = 1,
         attempt: Int = 0, anchor: Date, nextChargeAt: Date?, createdAt: Date, updatedAt: Date, version: Int = 1,
         cardCountry: String? = nil, cardDescription: String? = nil, cardLongDescription: String? = nil,
-        skippedCycles: Int = 0, unresolvedCharge: SubscriptionChargeAttempt? = nil
+        skippedCycles: Int = 0, unresolvedCharge: SubscriptionChargeAttempt? = nil, customerReference: String? = nil
     ) {
+        self.customerReference = customerReference
         self.unresolvedCharge = unresolvedCharge
         self.cardCountry = cardCountry
         self.cardDescription = cardDescription
@@ -193,18 +197,27 @@ public struct SubscriptionCharge: Sendable, Equatable, Encodable {
     public var dueAt: Date
     /// When it was charged (the scheduler's clock).
     public var chargedAt: Date
-    /// An approved charge whose subscription was cancelled while it was in flight is given back: the processor's
-    /// refund (or void) reference, and when.
+    /// The first give-back of an approved charge (ours when its subscription ended while it was in flight, or one
+    /// made at the provider): `void:<reference>` or `refund:<reference>`.
     public var refundReference: String?
+    /// When money was last given back (`nil` while nothing is: a refund still pending, or every one failed).
     public var refundedAt: Date?
     /// Approved after its subscription ended and not given back yet: the scheduler tries again.
     public var refundOwed: Bool
+    /// What was given back, in minor units of ``currencyCode``: the refunds the provider confirmed (a void gives back
+    /// the whole amount).
+    public var refunded: Int64
+    /// The refunds of the charge, oldest first: ours and those made at the provider, pending, succeeded or failed.
+    public var refunds: [SubscriptionChargeRefund]
 
     public init(
         subscriptionID: String, cycle: Int, attempt: Int, idempotencyKey: String, amount: Int64, currencyCode: String,
         status: String, processorReference: String?, declineCode: String?, dueAt: Date, chargedAt: Date,
-        refundReference: String? = nil, refundedAt: Date? = nil, refundOwed: Bool = false
+        refundReference: String? = nil, refundedAt: Date? = nil, refundOwed: Bool = false, refunded: Int64 = 0,
+        refunds: [SubscriptionChargeRefund] = []
     ) {
+        self.refunded = refunded
+        self.refunds = refunds
         self.refundOwed = refundOwed
         self.refundReference = refundReference
         self.refundedAt = refundedAt
@@ -222,23 +235,69 @@ public struct SubscriptionCharge: Sendable, Equatable, Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case cycle, attempt, amount, currencyCode, status, declineCode, dueAt, chargedAt, refundedAt
+        case cycle, attempt, amount, currencyCode, status, declineCode, dueAt, chargedAt, refundedAt, refunded, refunds
     }
 
+    /// The admin view: amounts as decimal strings, dates ISO 8601; refunds without our keys.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         let iso = ISO8601DateFormatter()
+        let currency = Currency(code: currencyCode) ?? .usDollar
         try c.encode(cycle, forKey: .cycle)
         try c.encode(attempt, forKey: .attempt)
-        try c.encode(
-            Money(minorUnits: amount, currency: Currency(code: currencyCode) ?? .usDollar).amountString, forKey: .amount
-        )
+        try c.encode(Money(minorUnits: amount, currency: currency).amountString, forKey: .amount)
         try c.encode(currencyCode, forKey: .currencyCode)
         try c.encode(status, forKey: .status)
         try c.encodeIfPresent(declineCode, forKey: .declineCode)
         try c.encode(iso.string(from: dueAt), forKey: .dueAt)
         try c.encode(iso.string(from: chargedAt), forKey: .chargedAt)
         try c.encodeIfPresent(refundedAt.map { iso.string(from: $0) }, forKey: .refundedAt)
+        if refunded > 0 {
+            try c.encode(Money(minorUnits: refunded, currency: currency).amountString, forKey: .refunded)
+        }
+        if !refunds.isEmpty {
+            try c.encode(
+                refunds.map { refund in
+                    var entry = [
+                        "amount": Money(minorUnits: refund.amount, currency: currency).amountString,
+                        "status": refund.status.rawValue, "createdAt": iso.string(from: refund.createdAt),
+                    ]
+                    entry["failureCode"] = refund.failureCode
+                    return entry
+                }, forKey: .refunds)
+        }
+    }
+}
+
+/// One refund of a subscription charge: our give-back of a charge whose subscription ended while it was in flight
+/// (under our key), or a refund made at the provider (its dashboard). Matched to a webhook by the provider's
+/// reference or our key, never by its amount; `pending` until the provider confirms it.
+public struct SubscriptionChargeRefund: Sendable, Equatable {
+    /// The charge's idempotency key.
+    public var chargeKey: String
+    /// Our key (a give-back: `<charge key>:refund`, sent to the provider with the refund); `nil` for one made at the
+    /// provider.
+    public var refundKey: String?
+    /// The provider's id for the refund.
+    public var reference: String?
+    /// In minor units of the charge's currency.
+    public var amount: Int64
+    public var status: RefundRecord.Status
+    /// Why the provider failed it.
+    public var failureCode: String?
+    public var createdAt: Date
+
+    public init(
+        chargeKey: String, refundKey: String?, reference: String?, amount: Int64, status: RefundRecord.Status,
+        failureCode: String? = nil, createdAt: Date
+    ) {
+        self.chargeKey = chargeKey
+        self.refundKey = refundKey
+        self.reference = reference
+        self.amount = amount
+        self.status = status
+        self.failureCode = failureCode
+        self.createdAt = createdAt
     }
 }
 
@@ -296,16 +355,25 @@ public protocol SubscriptionStore: Sendable {
         eventID: String, eventType: String, merchantTokenIdentifier: String,
         change: @escaping @Sendable (Subscription) -> Subscription?
     ) async throws(OrderStoreError) -> Int?
-    /// Records that the approved charge `idempotencyKey` was given back (refund or void `reference`), with an
-    /// event, and owes nothing more; false when it was recorded before.
+    /// Records the give-back of the approved charge (``SubscriptionCharge/refundReference`` `reference`), with an
+    /// event, and that it owes nothing more; false when it was recorded before. `refund` `nil`: a void, the whole
+    /// amount given back at once; else the provider's refund, given back (`succeeded`) or `pending` until its webhook.
     func recordChargeRefund(
-        _ charge: SubscriptionCharge, of subscription: Subscription, reference: String, at: Date
+        _ charge: SubscriptionCharge, of subscription: Subscription, reference: String,
+        refund: SubscriptionChargeRefund?, at: Date
     ) async throws(OrderStoreError) -> Bool
     /// Approved charges recorded as owing a refund (``SubscriptionCharge/refundOwed``), oldest first.
     func chargesOwingRefund(limit: Int) async throws(OrderStoreError) -> [SubscriptionCharge]
 }
 
 extension SubscriptionStore {
+    /// ``recordChargeRefund(_:of:reference:refund:at:)`` of a void: the whole amount given back.
+    public func recordChargeRefund(
+        _ charge: SubscriptionCharge, of subscription: Subscription, reference: String, at: Date
+    ) async throws(OrderStoreError) -> Bool {
+        try await recordChargeRefund(charge, of: subscription, reference: reference, refund: nil, at: at)
+    }
+
     /// ``updateSubscription(_:expectedVersion:charge:event:)`` without an event.
     public func updateSubscription(_ updated: Subscription, expectedVersion: Int, charge: SubscriptionCharge?)
         async throws(OrderStoreError) -> Subscription?

@@ -207,6 +207,7 @@ extension SubscriptionService {
         let processor = self.processor
         let currency = Currency(code: charge.currencyCode) ?? .usDollar
         var given: String?
+        var refunded: SubscriptionChargeRefund?
         let voided = await PaymentProcessing.withTimeLimit(timeout) {
             () async throws(ProcessorError) -> ProcessorCharge in
             try await processor.void(reference: reference)
@@ -214,13 +215,22 @@ extension SubscriptionService {
         switch voided {
         case .success(let answer) where answer.status == .voided: given = "void:" + answer.reference
         default:
+            let key = charge.idempotencyKey + ":refund"
             let refund = await PaymentProcessing.withTimeLimit(timeout) {
                 () async throws(ProcessorError) -> ProcessorRefund in
                 try await processor.refund(
                     reference: reference, amount: Money(minorUnits: charge.amount, currency: currency),
-                    idempotencyKey: charge.idempotencyKey + ":refund")
+                    idempotencyKey: key)
             }
-            if case .success(let answer) = refund { given = "refund:" + answer.reference }
+            if case .success(let answer) = refund {
+                given = "refund:" + answer.reference
+                // Taken and decided later (Adyen `received`, Checkout.com `202`, Stripe `pending`): pending until its
+                // webhook says whether the money went back.
+                refunded = SubscriptionChargeRefund(
+                    chargeKey: charge.idempotencyKey, refundKey: key, reference: answer.reference,
+                    amount: answer.amount.minorUnits, status: answer.isPending ? .pending : .succeeded,
+                    createdAt: clock())
+            }
         }
         guard let given else {
             logger.log(
@@ -229,7 +239,8 @@ extension SubscriptionService {
             return false
         }
         do {
-            _ = try await store.recordChargeRefund(charge, of: subscription, reference: given, at: clock())
+            _ = try await store.recordChargeRefund(
+                charge, of: subscription, reference: given, refund: refunded, at: clock())
             logger.log(
                 "info", "subscription charge given back",
                 ["subscriptionId": subscription.id, "idempotencyKey": charge.idempotencyKey, "reference": given])

@@ -48,9 +48,10 @@ public struct SubscriptionService: Sendable {
     ///   - orderID: the order of the payment at checkout (`nil` for a deferred plan).
     ///   - method: the token's merchant token and card details (``PlanPaymentMethod``: nothing secret).
     ///   - paymentMethodReference: the processor's kept method.
+    ///   - customerReference: the processor's customer the method is attached to, when it keeps one (Stripe).
     public func start(
         checkout: Checkout, product: Product, plan: BillingPlan, orderID: String?, method: PlanPaymentMethod,
-        paymentMethodReference: String, configuration: StoreConfiguration
+        paymentMethodReference: String, customerReference: String? = nil, configuration: StoreConfiguration
     ) async throws(OrderStoreError) -> Subscription {
         let now = clock()
         let currency = configuration.currency
@@ -79,7 +80,7 @@ public struct SubscriptionService: Sendable {
             network: method.network, cardSuffix: method.cardSuffix, cardExpiration: method.cardExpiration,
             cardArtURL: method.cardArtURL, anchor: anchor, nextChargeAt: nil, createdAt: now, updatedAt: now,
             cardCountry: method.cardCountry, cardDescription: method.cardDescription,
-            cardLongDescription: method.cardLongDescription)
+            cardLongDescription: method.cardLongDescription, customerReference: customerReference)
         if case .automaticReload = plan {
             subscription.nextChargeAt = nil
         } else {
@@ -199,7 +200,8 @@ public struct SubscriptionService: Sendable {
         let currency = Currency(code: subscription.currencyCode) ?? .usDollar
         let request = StoredMethodChargeRequest(
             paymentMethodReference: subscription.paymentMethodReference,
-            amount: Money(minorUnits: subscription.amount, currency: currency), idempotencyKey: key)
+            amount: Money(minorUnits: subscription.amount, currency: currency), idempotencyKey: key,
+            customerReference: subscription.customerReference)
         let processor = self.processor
         let result = await PaymentProcessing.withTimeLimit(timeout) {
             () async throws(ProcessorError) -> ChargeOutcome in

@@ -4,10 +4,11 @@ import HTTPServer
 import MerchantCore
 
 /// The customer's subscription pages, from the template `Web/Assets/subscription.html`, in the checkout page's
-/// style sheet: the management page (plan, next charge, past charges with refunds, the one at checkout first, dates
-/// as "1 January 2027" in UTC; the card as Apple describes it with its `fpanSuffix`, cycles skipped after an outage,
-/// and a Cancel form posting to `.../cancel`), and short
-/// messages (a subscription that has not started yet, a link without its secret). Served with a
+/// style sheet: the management page (plan, next charge, past charges with what their refunds gave back and those
+/// pending or failed, the one at checkout first, a charge whose outcome is awaited last as "awaiting the provider's
+/// answer", dates as "1 January 2027" in UTC; the card as Apple describes it with its `fpanSuffix`, cycles skipped
+/// after an outage, and a Cancel form posting to `.../cancel`), and short messages (a subscription that has not
+/// started yet, a link without its secret). Served with a
 /// Content-Security-Policy that allows this server's style sheet and nothing else (no script at all, forms posted
 /// only here), `Cache-Control: no-store` (the URL carries the secret) and no framing.
 enum ManagementPage {
@@ -45,8 +46,16 @@ enum ManagementPage {
                 "amount": .text(amount(charge.amount, charge.currencyCode)),
                 "currencyCode": .text(charge.currencyCode), "status": .text(charge.status),
                 "declined": .list(charge.declineCode.map { [["declineCode": .text($0)]] } ?? []),
-                "refunded": .list(charge.refundedAt.map { [["refundedAt": .text(date.string(from: $0))]] } ?? []),
+                "refunded": .list(refundNotes(charge, date).map { ["text": .text($0)] }),
             ]
+        }
+        if let attempt = s.unresolvedCharge {
+            // Sent, its outcome not known yet (an answer lost, or decided later): neither charged nor failed.
+            rows.append([
+                "chargedAt": .text(date.string(from: attempt.since)), "amount": .text(amount(s.amount, s.currencyCode)),
+                "currencyCode": .text(s.currencyCode), "status": .text(Self.awaitingStatus), "declined": .list([]),
+                "refunded": .list([]),
+            ])
         }
         let card = s.cardDescription ?? s.network ?? "Card"
         var terms = "Cancelling stops future charges."
@@ -80,6 +89,31 @@ enum ManagementPage {
         formatter.dateFormat = "d MMMM yyyy"
         formatter.timeZone = TimeZone(identifier: "UTC")
         return formatter
+    }
+
+    /// How a charge sent whose outcome the provider has not given yet is shown.
+    static let awaitingStatus = "awaiting the provider's answer"
+
+    /// What was given back of a charge, in words: "refunded 4 March 2030" (the whole, or an amount not recorded),
+    /// "3.00 USD refunded 4 March 2030" (a part), and each refund still pending or failed.
+    static func refundNotes(_ charge: SubscriptionCharge, _ date: DateFormatter) -> [String] {
+        let currency = Currency(code: charge.currencyCode) ?? .usDollar
+        func money(_ minorUnits: Int64) -> String {
+            Money(minorUnits: minorUnits, currency: currency).amountString + " " + charge.currencyCode
+        }
+        var notes: [String] = []
+        if let at = charge.refundedAt {
+            let part = charge.refunded > 0 && charge.refunded < charge.amount
+            notes.append((part ? money(charge.refunded) + " " : "") + "refunded " + date.string(from: at))
+        }
+        for refund in charge.refunds {
+            switch refund.status {
+            case .pending: notes.append("a refund of \(money(refund.amount)) being confirmed")
+            case .failed: notes.append("a refund of \(money(refund.amount)) failed")
+            case .succeeded: break
+            }
+        }
+        return notes
     }
 
     /// The checkout charge's status, in the words of the scheduler's charges.

@@ -344,7 +344,7 @@ public final class MerchantApplication: Service, Sendable {
             }
             let secret = try readSecret(
                 settings.secretKeyFile,
-                role: configuration.processor.kind == "adyen" ? "Adyen API key" : "API secret key")
+                role: configuration.processor.kind == .adyen ? "Adyen API key" : "API secret key")
             let applePay: ApplePayHandling = settings.applePay == .decrypted ? .decrypted : .passThrough
             switch configuration.processor {
             case .stripe:

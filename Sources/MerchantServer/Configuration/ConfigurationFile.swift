@@ -43,7 +43,9 @@ struct ConfigurationFile {
     var problems: [ConfigurationProblem] = []
 
     /// The top-level keys that are not the catalog's.
-    static let sectionKeys: Set<String> = ["server", "processor", "publicBaseURL"]
+    enum SectionKey: String, CodingKey, CaseIterable {
+        case server, processor, publicBaseURL
+    }
 
     /// Decodes every section that is present; a section that cannot be decoded is reported and left out.
     static func decode(_ data: Data) -> ConfigurationFile {
@@ -52,7 +54,7 @@ struct ConfigurationFile {
             file.problems.append(.init(path: "", code: .malformed, message: "the file is not a JSON object"))
             return file
         }
-        if !Set(object.keys).subtracting(sectionKeys).isEmpty {
+        if !Set(object.keys).subtracting(SectionKey.allCases.map(\.rawValue)).isEmpty {
             do {
                 file.catalog = try StoreConfiguration.decode(data)
             } catch  where error.code == .malformed {
@@ -72,6 +74,7 @@ struct ConfigurationFile {
             var server: ServerSection?
             var processor: ProcessorSection?
             var publicBaseURL: String?
+            typealias CodingKeys = SectionKey
         }
         do {
             let sections = try JSONDecoder().decode(Sections.self, from: data)
@@ -120,18 +123,25 @@ struct ConfigurationFile {
 }
 
 /// Reads one field at a time, so that a field of the wrong type is reported with its path and the others are
-/// still read.
+/// still read; remembers the fields given and where the section is, so that every later problem is reported at a
+/// path made from the coding path (``path(_:)``), never typed by hand.
 struct FieldReader<Key: CodingKey> {
     let container: KeyedDecodingContainer<Key>
+    let at: FieldPaths<Key>
     var problems: [ConfigurationProblem] = []
+    /// The fields read with a value (not absent, not null).
+    var given: Set<String> = []
 
     init(_ decoder: any Decoder, keys: Key.Type) throws {
         container = try decoder.container(keyedBy: Key.self)
+        at = FieldPaths(decoder.codingPath)
     }
 
     mutating func read<T: Decodable>(_ key: Key, as type: T.Type = T.self) -> T? {
         do {
-            return try container.decodeIfPresent(T.self, forKey: key)
+            let value = try container.decodeIfPresent(T.self, forKey: key)
+            if value != nil { given.insert(key.stringValue) }
+            return value
         } catch {
             problems.append(ConfigurationFile.problem(error))
             return nil
@@ -139,279 +149,52 @@ struct FieldReader<Key: CodingKey> {
     }
 }
 
-/// The `"server"` section: where to listen, the store, limits, keys and whom to trust.
-struct ServerSection: Decodable {
-    var host: String?
-    var port: Int?
-    var publicURL: String?
-    var store: String?
-    var storePoolSize: Int?
-    var maximumBodySize: Int?
-    var connectionTimeout: Int?
-    var requestTimeout: Int?
-    var connectionLimit: Int?
-    var perClientConnectionLimit: Int?
-    var rateLimits: RateLimitsSection?
-    var checkoutLifetimeSeconds: Int?
-    var pruneIntervalSeconds: Int?
-    var proxy: String?
-    var threads: Int?
-    var paymentProcessing: [CertificateKeyPaths]?
-    var merchantIdentity: CertificateKeyPaths?
-    var trustedRoot: String?
-    var gatewayTrustedRoots: String?
-    /// The old `server.processor` URL: an alias of `processor: {"kind": "http", "url": …}`.
-    var processor: String?
-    var adminToken: String?
-    var reconcileIntervalSeconds: Int?
-    var reconcileAfterSeconds: Int?
-    var applePayJSSDK: Bool?
-    /// Addresses and networks of the load balancers whose forwarding header is believed.
-    var trustedProxies: [String]?
-    /// `X-Forwarded-For` (default) or `Forwarded`: the header they write.
-    var forwardedHeader: String?
-    /// Each outside party's share (docs/LIMITS.md), by party: `processor`, `merchantValidation`, `tokenNotifications`.
-    var shares: [String: ShareSection]?
-    /// How long Apple's merchant-token notification waits for its event to be pulled and applied.
-    var tokenNotificationTimeLimitSeconds: Int?
-    /// Failed admin attempts allowed per client (`{"perMinute", "burst"}`), or `"off"`.
-    var adminFailureLimit: RateLimitsSection.Limit?
-    /// Fields of the wrong type.
-    var problems: [ConfigurationProblem] = []
+/// The paths of a section's fields (`server.port`, `server.shares.processor.inFlight`), made from the section's
+/// coding path and its keys.
+struct FieldPaths<Key: CodingKey>: Sendable {
+    /// The section's own path (`server`).
+    let section: String
 
-    enum CodingKeys: String, CodingKey {
-        case host, port, publicURL, store, storePoolSize, maximumBodySize, connectionTimeout, requestTimeout
-        case connectionLimit, perClientConnectionLimit, rateLimits, checkoutLifetimeSeconds, pruneIntervalSeconds,
-            proxy, threads
-        case paymentProcessing, merchantIdentity, trustedRoot, gatewayTrustedRoots, processor, adminToken
-        case reconcileIntervalSeconds, reconcileAfterSeconds, applePayJSSDK
-        case trustedProxies, forwardedHeader, shares, tokenNotificationTimeLimitSeconds, adminFailureLimit
+    init(_ codingPath: [any CodingKey]) {
+        section = FieldPath.text(codingPath)
     }
 
-    init(from decoder: any Decoder) throws {
-        var reader = try FieldReader(decoder, keys: CodingKeys.self)
-        host = reader.read(.host)
-        port = reader.read(.port)
-        publicURL = reader.read(.publicURL)
-        store = reader.read(.store)
-        storePoolSize = reader.read(.storePoolSize)
-        maximumBodySize = reader.read(.maximumBodySize)
-        connectionTimeout = reader.read(.connectionTimeout)
-        requestTimeout = reader.read(.requestTimeout)
-        connectionLimit = reader.read(.connectionLimit)
-        perClientConnectionLimit = reader.read(.perClientConnectionLimit)
-        rateLimits = reader.read(.rateLimits)
-        checkoutLifetimeSeconds = reader.read(.checkoutLifetimeSeconds)
-        pruneIntervalSeconds = reader.read(.pruneIntervalSeconds)
-        proxy = reader.read(.proxy)
-        threads = reader.read(.threads)
-        paymentProcessing = reader.read(.paymentProcessing)
-        merchantIdentity = reader.read(.merchantIdentity)
-        trustedRoot = reader.read(.trustedRoot)
-        gatewayTrustedRoots = reader.read(.gatewayTrustedRoots)
-        processor = reader.read(.processor)
-        adminToken = reader.read(.adminToken)
-        reconcileIntervalSeconds = reader.read(.reconcileIntervalSeconds)
-        reconcileAfterSeconds = reader.read(.reconcileAfterSeconds)
-        applePayJSSDK = reader.read(.applePayJSSDK)
-        trustedProxies = reader.read(.trustedProxies)
-        forwardedHeader = reader.read(.forwardedHeader)
-        shares = reader.read(.shares)
-        tokenNotificationTimeLimitSeconds = reader.read(.tokenNotificationTimeLimitSeconds)
-        adminFailureLimit = reader.read(.adminFailureLimit)
-        problems = reader.problems
+    init(section key: ConfigurationFile.SectionKey) {
+        section = key.stringValue
+    }
+
+    /// The path of `key`, followed by `rest` (`.checkouts`, `[2]`).
+    func callAsFunction(_ key: Key, _ rest: String = "") -> String {
+        (section.isEmpty ? key.stringValue : "\(section).\(key.stringValue)") + rest
     }
 }
 
-/// `"rateLimits"`: either limit may be given alone; `"off"` instead of the object turns both off.
-struct RateLimitsSection: Decodable {
-    var checkouts: RateLimit?
-    var updates: RateLimit?
-    var off = false
+/// The problems found while a configuration is assembled, in the order found; ``reported`` keeps each once.
+struct ConfigurationProblems {
+    private(set) var found: [ConfigurationProblem]
 
-    /// One limit, `{"perMinute", "burst"}`, or `"off"` (`limit` nil).
-    struct Limit: Decodable {
-        var limit: RateLimit?
+    init(_ found: [ConfigurationProblem]) {
+        self.found = found
+    }
 
-        init(from decoder: any Decoder) throws {
-            limit = try isOff(decoder) ? nil : RateLimit(from: decoder)
+    mutating func report(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) {
+        found.append(ConfigurationProblem(path: path, code: code, message: message))
+    }
+
+    /// Sets `value` when it is within `range`, else reports it at `path` as `\(path) \(rule) (got value)`.
+    mutating func check(_ value: Int?, _ path: String, _ range: ClosedRange<Int>, _ rule: String, set: (Int) -> Void) {
+        guard let value else { return }
+        if range.contains(value) {
+            set(value)
+        } else {
+            report(path, .outOfRange, "\(path) \(rule) (got \(value))")
         }
     }
 
-    /// Whether the value is the string `"off"`; any other string is an error, anything else is for the caller.
-    static func isOff(_ decoder: any Decoder) throws -> Bool {
-        guard let text = try? decoder.singleValueContainer().decode(String.self) else { return false }
-        guard text == "off" else {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "must be \"off\" or an object"))
-        }
-        return true
-    }
-
-    init(from decoder: any Decoder) throws {
-        if try Self.isOff(decoder) {
-            off = true
-            return
-        }
-        struct Fields: Decodable {
-            var checkouts: RateLimit?
-            var updates: RateLimit?
-        }
-        let fields = try Fields(from: decoder)
-        checkouts = fields.checkouts
-        updates = fields.updates
-    }
-}
-
-/// One outside party's share in `"shares"`: calls in flight at once, callers waiting, and how long one waits
-/// (milliseconds); a field left out keeps its default.
-struct ShareSection: Decodable {
-    var inFlight: Int?
-    var queued: Int?
-    var waitMilliseconds: Int?
-}
-
-/// The `"processor"` section: `kind` (default `http` when a `url` is given, else `sandbox`), the `url` of an `http`
-/// processor, `timeoutSeconds` (the catalog's ``MerchantCore/ProcessorSettings``), and the file of the webhooks'
-/// signing secret: `webhookSecretFile` (kinds `stripe` and `checkout`) or `webhookHMACKeyFile` (kind `adyen`).
-struct ProcessorSection: Decodable {
-    var kind: String?
-    var url: String?
-    var timeoutSeconds: Double?
-    var baseURL: String?
-    var secretKeyFile: String?
-    var apiKeyFile: String?
-    /// Stripe's or Checkout.com's webhook signing secret, in a file.
-    var webhookSecretFile: String?
-    /// Adyen's webhook HMAC key (hex), in a file.
-    var webhookHMACKeyFile: String?
-    var merchantAccount: String?
-    var processingChannelId: String?
-    var publicKeyFile: String?
-    var applePay: String?
-    var bearerTokenFile: String?
-    var clientCertificate: CertificateKeyPaths?
-    /// Adyen: how long a payment whose answer was lost waits for its webhook before it is listed for a person.
-    var webhookDeadlineHours: Int?
-    var problems: [ConfigurationProblem] = []
-
-    enum CodingKeys: String, CodingKey {
-        case kind, url, timeoutSeconds, baseURL, secretKeyFile, apiKeyFile, webhookSecretFile, webhookHMACKeyFile
-        case merchantAccount, processingChannelId, publicKeyFile, applePay, bearerTokenFile, clientCertificate
-        case webhookDeadlineHours
-    }
-
-    init(from decoder: any Decoder) throws {
-        var reader = try FieldReader(decoder, keys: CodingKeys.self)
-        kind = reader.read(.kind)
-        url = reader.read(.url)
-        timeoutSeconds = reader.read(.timeoutSeconds)
-        baseURL = reader.read(.baseURL)
-        secretKeyFile = reader.read(.secretKeyFile)
-        apiKeyFile = reader.read(.apiKeyFile)
-        webhookSecretFile = reader.read(.webhookSecretFile)
-        webhookHMACKeyFile = reader.read(.webhookHMACKeyFile)
-        merchantAccount = reader.read(.merchantAccount)
-        processingChannelId = reader.read(.processingChannelId)
-        publicKeyFile = reader.read(.publicKeyFile)
-        applePay = reader.read(.applePay)
-        bearerTokenFile = reader.read(.bearerTokenFile)
-        clientCertificate = reader.read(.clientCertificate)
-        webhookDeadlineHours = reader.read(.webhookDeadlineHours)
-        problems = reader.problems
-    }
-
-    /// The fields each kind takes (besides `kind` and `timeoutSeconds`), the first of each pair required.
-    static let fields: [String: (required: [String], optional: [String])] = [
-        "sandbox": ([], []),
-        "http": (["url"], ["bearerTokenFile", "clientCertificate"]),
-        "stripe": (["baseURL", "secretKeyFile"], ["webhookSecretFile", "applePay"]),
-        "adyen": (
-            ["baseURL", "apiKeyFile", "merchantAccount"], ["webhookHMACKeyFile", "applePay", "webhookDeadlineHours"]
-        ),
-        "checkout": (
-            ["baseURL", "secretKeyFile", "processingChannelId"], ["webhookSecretFile", "publicKeyFile", "applePay"]
-        ),
-    ]
-
-    /// The fields given, by name.
-    var given: [String: Bool] {
-        [
-            "url": url != nil, "baseURL": baseURL != nil, "secretKeyFile": secretKeyFile != nil,
-            "apiKeyFile": apiKeyFile != nil, "webhookSecretFile": webhookSecretFile != nil,
-            "webhookHMACKeyFile": webhookHMACKeyFile != nil, "merchantAccount": merchantAccount != nil,
-            "processingChannelId": processingChannelId != nil, "publicKeyFile": publicKeyFile != nil,
-            "applePay": applePay != nil,
-            "bearerTokenFile": bearerTokenFile != nil, "clientCertificate": clientCertificate != nil,
-            "webhookDeadlineHours": webhookDeadlineHours != nil,
-        ]
-    }
-
-    /// A provider kind's settings, each field checked with its path; `nil` when one is missing or wrong.
-    func providerSettings(
-        kind: String, resolve: (String) -> String, report: (String, ConfigurationProblem.Code, String) -> Void
-    ) -> ProviderSettings? {
-        var valid = true
-        func text(_ key: String, _ value: String?) -> String? {
-            guard let value else { return nil }
-            if value.isEmpty {
-                report("processor.\(key)", .malformed, "processor.\(key) is empty")
-                valid = false
-                return nil
-            }
-            return value
-        }
-        var base: URL?
-        if let baseURL = text("baseURL", baseURL) {
-            if let url = URL(string: baseURL), url.scheme == "http" || url.scheme == "https",
-                url.host?.isEmpty == false,
-                url.query == nil
-            {
-                base = url
-            } else {
-                report(
-                    "processor.baseURL", .invalidURL,
-                    "processor.baseURL must be an https URL with a host (got '\(baseURL.prefix(80))')")
-                valid = false
-            }
-        }
-        let keyName = kind == "adyen" ? "apiKeyFile" : "secretKeyFile"
-        let key = text(keyName, kind == "adyen" ? apiKeyFile : secretKeyFile)
-        var mode = ProviderSettings.ApplePay.passThrough
-        if let applePay {
-            if let chosen = ProviderSettings.ApplePay(rawValue: applePay) {
-                mode = chosen
-            } else {
-                report(
-                    "processor.applePay", .invalidProcessor,
-                    "processor.applePay must be passThrough or decrypted (got '\(applePay.prefix(40))')")
-                valid = false
-            }
-        }
-        let account = text("merchantAccount", merchantAccount)
-        let channel = text("processingChannelId", processingChannelId)
-        let webhookSecret = text("webhookSecretFile", webhookSecretFile)
-        let webhookHMAC = text("webhookHMACKeyFile", webhookHMACKeyFile)
-        let publicKey = text("publicKeyFile", publicKeyFile)
-        // Adyen keeps an idempotency key 31 days: a deadline past that would wait for what nobody can tell any more.
-        if let hours = webhookDeadlineHours, !(1...(31 * 24)).contains(hours) {
-            report(
-                "processor.webhookDeadlineHours", .outOfRange,
-                "processor.webhookDeadlineHours must be 1 to 744 (31 days, Adyen's key lifetime), got \(hours)")
-            valid = false
-        }
-        if kind == "checkout", mode == .passThrough, publicKeyFile == nil {
-            report(
-                "processor.publicKeyFile", .invalidProcessor,
-                "checkout in passThrough mode needs processor.publicKeyFile: POST /tokens takes the public key")
-            valid = false
-        }
-        guard valid, let base, let key else { return nil }
-        return ProviderSettings(
-            baseURL: base, secretKeyFile: resolve(key), webhookSecretFile: webhookSecret.map(resolve),
-            webhookHMACKeyFile: webhookHMAC.map(resolve), merchantAccount: account, processingChannelId: channel,
-            publicKeyFile: publicKey.map(resolve), applePay: mode,
-            webhookDeadline: webhookDeadlineHours.map { .seconds($0 * 3600) })
+    /// Each problem once (a field the catalog and a section both decode reports once).
+    var reported: [ConfigurationProblem] {
+        var seen = Set<String>()
+        return found.filter { seen.insert("\($0.path)|\($0.code.rawValue)").inserted }
     }
 }
 
@@ -450,306 +233,40 @@ extension MerchantServerConfiguration {
         return configuration
     }
 
-    /// Checks every field of a decoded file and sets what it configures.
+    /// Checks every field of a decoded file and sets what it configures: the catalog, then one reader per section
+    /// (``applyProcessor(_:alias:catalogGiven:folder:to:)``, ``applyPublicURL(_:)``,
+    /// ``applyServer(_:folder:to:)``).
     /// - Returns: every problem found (decoding's and the rules'), each once, in the order of the file's sections.
     mutating func apply(_ file: ConfigurationFile, folder: URL) -> [ConfigurationProblem] {
-        var problems = file.problems
-        func report(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) {
-            problems.append(ConfigurationProblem(path: path, code: code, message: message))
-        }
-        func resolve(_ path: String) -> String {
-            path.hasPrefix("/") ? path : folder.appendingPathComponent(path).standardizedFileURL.path
-        }
+        var problems = ConfigurationProblems(file.problems)
         if let catalog = file.catalog { store = catalog }
-
-        // The processor: the section, or the old server.processor URL.
-        let section = file.processor
-        let alias = file.server?.processor
-        if alias != nil, section?.url != nil {
-            report(
-                "server.processor", .conflict,
-                "give the processor's URL once: processor.url (server.processor is its old name)")
-        }
-        let url = section?.url ?? alias
-        let kind = section?.kind ?? (url == nil ? "sandbox" : "http")
-        let settings = ProcessorSettings(
-            kind: kind, timeoutSeconds: section?.timeoutSeconds ?? store.processor.timeoutSeconds)
-        if file.catalog == nil {
-            // With a catalog, its validation has reported these already.
-            for problem in settings.problems(at: "processor") {
-                report(problem.field ?? "processor", .invalidProcessor, problem.message)
-            }
-        }
-        store.processor = settings
-        switch kind {
-        case "http":
-            if let url {
-                if let choice = ProcessorChoice.http(parsing: url) {
-                    processor = choice
-                } else {
-                    report(
-                        section?.url != nil ? "processor.url" : "server.processor", .invalidURL,
-                        "the processor's URL must be an http(s) URL with a host (got '\(url.prefix(80))')")
-                }
-            } else {
-                report("processor.url", .invalidProcessor, "a processor of kind http needs a url")
-            }
-        case "stripe", "adyen", "checkout":
-            if let section, let settings = section.providerSettings(kind: kind, resolve: resolve, report: report) {
-                processor =
-                    switch kind {
-                    case "stripe": .stripe(settings)
-                    case "adyen": .adyen(settings)
-                    default: .checkout(settings)
-                    }
-            }
-            if url != nil {
-                report(
-                    section?.url != nil ? "processor.url" : "server.processor", .invalidProcessor,
-                    "only a processor of kind http has a url (this one is of kind \(kind): give processor.baseURL)")
-            }
-        case "sandbox":
-            processor = .sandbox
-            if url != nil {
-                report(
-                    section?.url != nil ? "processor.url" : "server.processor", .invalidProcessor,
-                    "only a processor of kind http has a url (this one is of kind sandbox)")
-            }
-        default:
-            break  // reported by ProcessorSettings
-        }
-        // The webhooks' secrets, each for the kinds whose provider signs with it (relative to the file's folder).
-        let secretFiles: [(String, String?, [WebhookProvider])] = [
-            ("webhookSecretFile", section?.webhookSecretFile, [.stripe, .checkout]),
-            ("webhookHMACKeyFile", section?.webhookHMACKeyFile, [.adyen]),
-        ]
-        for (key, path, providers) in secretFiles {
-            guard let path else { continue }
-            guard !path.isEmpty else {
-                report("processor.\(key)", .malformed, "processor.\(key) is empty (leave it out for no webhooks)")
-                continue
-            }
-            guard let provider = providers.first(where: { $0.rawValue == kind }) else {
-                let kinds = providers.map(\.rawValue).joined(separator: " or ")
-                report(
-                    "processor.\(key)", .invalidProcessor,
-                    "processor.\(key) is for a processor of kind \(kinds) (this one is of kind \(kind))")
-                continue
-            }
-            webhookSecretFiles[provider] = resolve(path)
-        }
-
-        if let section, let fields = ProcessorSection.fields[kind] {
-            // The webhooks' secret files are checked below, with the kinds whose provider signs with them.
-            let webhookFiles: Set<String> = ["webhookSecretFile", "webhookHMACKeyFile"]
-            for (name, given) in section.given.sorted(by: { $0.key < $1.key }) where !webhookFiles.contains(name) {
-                if given, !fields.required.contains(name), !fields.optional.contains(name), name != "url" {
-                    report(
-                        "processor.\(name)", .invalidProcessor,
-                        "processor.\(name) is not a setting of a processor of kind \(kind)")
-                } else if !given, fields.required.contains(name), name != "url" {
-                    report(
-                        "processor.\(name)", .invalidProcessor, "a processor of kind \(kind) needs processor.\(name)")
-                }
-            }
-            if kind == "http" {
-                if section.bearerTokenFile?.isEmpty == true {
-                    report("processor.bearerTokenFile", .malformed, "processor.bearerTokenFile is empty")
-                }
-                if section.bearerTokenFile != nil, section.clientCertificate != nil {
-                    report(
-                        "processor.clientCertificate", .conflict,
-                        "give one way to authenticate: processor.bearerTokenFile or processor.clientCertificate")
-                }
-                processorAuthentication = HTTPProcessorAuthentication(
-                    bearerTokenFile: section.bearerTokenFile.flatMap { $0.isEmpty ? nil : resolve($0) },
-                    clientCertificate: section.clientCertificate.map {
-                        CertificateKeyPaths(certificate: resolve($0.certificate), key: resolve($0.key))
-                    })
-            }
-        }
-
-        // The one public URL.
-        if file.publicBaseURL != nil, file.server?.publicURL != nil {
-            report(
-                "publicBaseURL", .conflict, "give the public URL once: server.publicURL (publicBaseURL is its old name)"
-            )
-        }
-        if let text = file.server?.publicURL ?? file.publicBaseURL {
-            let path = file.server?.publicURL != nil ? "server.publicURL" : "publicBaseURL"
-            if let url = PublicURL(text) {
-                publicURL = url
-            } else {
-                report(path, .invalidURL, "\(path) \(PublicURL.rule) (got '\(text.prefix(80))')")
-            }
-        }
-
-        guard let server = file.server else { return Self.once(problems) }
-        func check(_ value: Int?, _ key: String, _ range: ClosedRange<Int>, _ rule: String, set: (Int) -> Void) {
-            guard let value else { return }
-            if range.contains(value) {
-                set(value)
-            } else {
-                report("server.\(key)", .outOfRange, "server.\(key) \(rule) (got \(value))")
-            }
-        }
-        if let host = server.host {
-            if host.isEmpty { report("server.host", .malformed, "server.host is empty") } else { self.host = host }
-        }
-        check(server.port, "port", 0...65_535, "must be 0 to 65535 (0 picks a free port)") { port = UInt16($0) }
-        if let text = server.store {
-            do {
-                var location = try OrderStoreLocation(parsing: text)
-                if case .sqlite(let path) = location, !path.hasPrefix(":") { location = .sqlite(path: resolve(path)) }
-                storeLocation = location
-            } catch {
-                report("server.store", .invalidStore, "server.store: \(error.message)")
-            }
-        }
-        check(server.storePoolSize, "storePoolSize", 1...100, "must be 1 to 100") { storePoolSize = $0 }
-        check(server.maximumBodySize, "maximumBodySize", 1...(1 << 30), "must be 1 to 2^30 bytes") {
-            maximumBodySize = $0
-        }
-        check(server.connectionTimeout, "connectionTimeout", 0...86_400, "must be 0 to 86400 seconds (0: none)") {
-            connectionTimeout = $0
-        }
-        check(server.requestTimeout, "requestTimeout", 1...86_400, "must be > 0") { requestTimeout = $0 }
-        check(server.connectionLimit, "connectionLimit", 1...1_000_000, "must be 1 to 1000000") { connectionLimit = $0 }
-        check(server.perClientConnectionLimit, "perClientConnectionLimit", 0...Int.max, "must be >= 0 (0: no limit)") {
-            perClientConnectionLimit = $0
-        }
-        if let limits = server.rateLimits {
-            if limits.off {
-                rateLimits = nil
-            } else {
-                var chosen = RateLimits()
-                if let checkouts = limits.checkouts { chosen.checkouts = checkouts }
-                if let updates = limits.updates { chosen.updates = updates }
-                for (name, limit) in [("checkouts", chosen.checkouts), ("updates", chosen.updates)]
-                where limit.perMinute < 1 || limit.burst < 1 {
-                    report(
-                        "server.rateLimits.\(name)", .outOfRange,
-                        "server.rateLimits.\(name) needs perMinute >= 1 and burst >= 1")
-                }
-                rateLimits = chosen
-            }
-        }
-        check(server.checkoutLifetimeSeconds, "checkoutLifetimeSeconds", 60...Int.max, "must be at least 60") {
-            checkoutLifetime = .seconds($0)
-        }
-        check(server.pruneIntervalSeconds, "pruneIntervalSeconds", 1...Int.max, "must be > 0") {
-            pruneInterval = .seconds($0)
-        }
-        if let proxy = server.proxy {
-            if proxy.isEmpty { report("server.proxy", .invalidURL, "server.proxy is empty (leave it out for none)") }
-            self.proxy = proxy
-        }
-        check(server.threads, "threads", 1...1024, "must be 1 to 1024") { threads = $0 }
-        var keyPaths: [(String, CertificateKeyPaths)] = []
-        for (index, paths) in (server.paymentProcessing ?? []).enumerated() {
-            keyPaths.append(("server.paymentProcessing[\(index)]", paths))
-        }
-        if let identity = server.merchantIdentity { keyPaths.append(("server.merchantIdentity", identity)) }
-        for (path, paths) in keyPaths {
-            if paths.certificate.isEmpty { report("\(path).certificate", .malformed, "\(path).certificate is empty") }
-            if paths.key.isEmpty { report("\(path).key", .malformed, "\(path).key is empty") }
-        }
-        let resolvePaths = { (paths: CertificateKeyPaths) in
-            CertificateKeyPaths(certificate: resolve(paths.certificate), key: resolve(paths.key))
-        }
-        if let paymentProcessing = server.paymentProcessing {
-            self.paymentProcessing = paymentProcessing.map(resolvePaths)
-        }
-        if let identity = server.merchantIdentity { merchantIdentity = resolvePaths(identity) }
-        for (key, value) in [("trustedRoot", server.trustedRoot), ("gatewayTrustedRoots", server.gatewayTrustedRoots)]
-        where value?.isEmpty == true {
-            report("server.\(key)", .malformed, "server.\(key) is empty")
-        }
-        if let root = server.trustedRoot { trustedRootPath = resolve(root) }
-        if let roots = server.gatewayTrustedRoots { gatewayTrustedRootsPath = resolve(roots) }
-        if let token = server.adminToken {
-            if token.isEmpty {
-                report(
-                    "server.adminToken", .malformed,
-                    "server.adminToken is empty (leave it out to turn the admin API off)")
-            } else if let problem = Self.adminTokenProblem(token) {
-                report("server.adminToken", .tooShort, "server.adminToken: \(problem)")
-            } else {
-                adminToken = token
-            }
-        }
-        var networks: [IPNetwork] = []
-        for (index, text) in (server.trustedProxies ?? []).enumerated() {
-            if let network = IPNetwork(text) {
-                networks.append(network)
-            } else {
-                report(
-                    "server.trustedProxies[\(index)]", .invalidAddress,
-                    "server.trustedProxies[\(index)] must be an IPv4 or IPv6 address or network such as 10.0.0.0/8 "
-                        + "or 2001:db8::/32, with no bit set past the prefix (got '\(text.prefix(80))')")
-            }
-        }
-        if server.trustedProxies != nil { trustedProxies.networks = networks }
-        if let name = server.forwardedHeader {
-            if let header = ForwardingHeader.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) {
-                trustedProxies.header = header
-            } else {
-                report(
-                    "server.forwardedHeader", .invalidChoice,
-                    "server.forwardedHeader must be X-Forwarded-For or Forwarded (got '\(name.prefix(80))')")
-            }
-        }
-        check(server.reconcileIntervalSeconds, "reconcileIntervalSeconds", 1...Int.max, "must be > 0") {
-            reconcileInterval = .seconds($0)
-        }
-        check(
-            server.reconcileAfterSeconds, "reconcileAfterSeconds", 31...Int.max,
-            "must be more than 30 (the longest processor time limit)"
-        ) { reconcileAfter = .seconds($0) }
-        if let sdk = server.applePayJSSDK { loadsApplePayJSSDK = sdk }
-        let parties: [String: WritableKeyPath<Self, Bulkhead.Limits>] = [
-            "processor": \.processorShare, "merchantValidation": \.merchantValidationShare,
-            "tokenNotifications": \.tokenNotificationShare,
-        ]
-        for (party, share) in (server.shares ?? [:]).sorted(by: { $0.key < $1.key }) {
-            guard let keyPath = parties[party] else {
-                report(
-                    "server.shares.\(party)", .invalidChoice,
-                    "server.shares has processor, merchantValidation and tokenNotifications (got '\(party.prefix(80))')"
-                )
-                continue
-            }
-            var limits = self[keyPath: keyPath]
-            check(share.inFlight, "shares.\(party).inFlight", 1...1_000_000, "must be 1 to 1000000") {
-                limits.maximumInFlight = $0
-            }
-            check(share.queued, "shares.\(party).queued", 0...1_000_000, "must be 0 to 1000000") {
-                limits.maximumQueued = $0
-            }
-            check(share.waitMilliseconds, "shares.\(party).waitMilliseconds", 0...600_000, "must be 0 to 600000") {
-                limits.maximumWait = .milliseconds($0)
-            }
-            self[keyPath: keyPath] = limits
-        }
-        check(
-            server.tokenNotificationTimeLimitSeconds, "tokenNotificationTimeLimitSeconds", 1...60,
-            "must be 1 to 60 (Apple waits for the answer)"
-        ) { tokenNotificationTimeLimit = .seconds($0) }
-        if let failures = server.adminFailureLimit {
-            if let limit = failures.limit, limit.perMinute < 1 || limit.burst < 1 {
-                report(
-                    "server.adminFailureLimit", .outOfRange,
-                    "server.adminFailureLimit needs perMinute >= 1 and burst >= 1, or \"off\"")
-            } else {
-                adminFailureLimit = failures.limit
-            }
-        }
-        return Self.once(problems)
+        applyProcessor(
+            file.processor, alias: file.server.map { ($0.processor, $0.at(.processor)) },
+            catalogGiven: file.catalog != nil, folder: folder, to: &problems)
+        applyPublicURL(file, to: &problems)
+        if let server = file.server { applyServer(server, folder: folder, to: &problems) }
+        return problems.reported
     }
 
-    /// Each problem once (a field the catalog and a section both decode reports once).
-    private static func once(_ problems: [ConfigurationProblem]) -> [ConfigurationProblem] {
-        var seen = Set<String>()
-        return problems.filter { seen.insert("\($0.path)|\($0.code.rawValue)").inserted }
+    /// `path` as given when absolute, else relative to the configuration file's `folder`.
+    static func resolve(_ path: String, in folder: URL) -> String {
+        path.hasPrefix("/") ? path : folder.appendingPathComponent(path).standardizedFileURL.path
+    }
+
+    /// The one public URL: `server.publicURL`, or its old name, the top-level `publicBaseURL`.
+    mutating func applyPublicURL(_ file: ConfigurationFile, to problems: inout ConfigurationProblems) {
+        let newPath = file.server?.at(.publicURL) ?? FieldPaths<ServerSection.CodingKeys>(section: .server)(.publicURL)
+        let oldPath = ConfigurationFile.SectionKey.publicBaseURL.stringValue
+        if file.publicBaseURL != nil, file.server?.publicURL != nil {
+            problems.report(
+                oldPath, .conflict, "give the public URL once: \(newPath) (\(oldPath) is its old name)")
+        }
+        guard let text = file.server?.publicURL ?? file.publicBaseURL else { return }
+        let path = file.server?.publicURL != nil ? newPath : oldPath
+        if let url = PublicURL(text) {
+            publicURL = url
+        } else {
+            problems.report(path, .invalidURL, "\(path) \(PublicURL.rule) (got '\(text.prefix(80))')")
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MerchantCore
 
 /// Which payment processor the server assembles, read once from `--processor URL` or the file's `"processor"`
 /// section (`{"kind": "http", "url": "https://processor.internal:9090", "timeoutSeconds": 10}`; the old
@@ -20,13 +21,13 @@ public enum ProcessorChoice: Sendable, Hashable {
     case checkout(ProviderSettings)
 
     /// The section's `kind`.
-    public var kind: String {
+    public var kind: ProcessorKind {
         switch self {
-        case .sandbox: "sandbox"
-        case .http: "http"
-        case .stripe: "stripe"
-        case .adyen: "adyen"
-        case .checkout: "checkout"
+        case .sandbox: .sandbox
+        case .http: .http
+        case .stripe: .stripe
+        case .adyen: .adyen
+        case .checkout: .checkout
         }
     }
 

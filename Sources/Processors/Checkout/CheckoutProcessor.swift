@@ -8,7 +8,12 @@ import MerchantCore
 /// - pass-through: `POST /tokens` (`type: applepay`, `token_data`: the token's `paymentData`; authenticated with the
 ///   public key, as Checkout.com asks), then `POST /payments` with `source: {type: token, token}`;
 /// - decrypted: `POST /payments` with `source: {type: network_token, token_type: applepay, token, expiry_month,
-///   expiry_year, cryptogram, eci}`.
+///   expiry_year, cryptogram, eci}`. The spec's `PaymentRequestNetworkTokenSource` requires `eci`, and Checkout.com
+///   says to send the cryptogram and the ECI of the Apple Pay token
+///   (https://www.checkout.com/docs/payments/payment-methods/wallets/apple-pay/pay-with-a-pre-decrypted-apple-pay-token).
+///   A token without an `eciIndicator` (typical of Mastercard) is refused before anything is sent
+///   (``ProcessorError/Code/eciRequired``, ``ProcessorError/nothingWasSent``): no ECI is made up, and such cards
+///   are paid in pass-through mode, where Checkout.com decrypts the token itself.
 ///
 /// `reference` is the payment's key (cut to Checkout.com's 50 characters) and `metadata.transaction_id` the whole
 /// key, so a webhook finds the payment. A `202` (`status: Pending`, "Payment asynchronous or further action
@@ -63,15 +68,23 @@ public struct CheckoutProcessor: PaymentProcessor {
         case .decrypted:
             guard let secure = request.token.threeDSecure else {
                 throw ProcessorError(.invalidRequest, "checkout takes 3-D Secure Apple Pay tokens only (not EMV)")
+                    .beforeSending()
+            }
+            guard let eci = secure.eci, !eci.isEmpty else {
+                throw ProcessorError(
+                    .eciRequired,
+                    "checkout.com needs the token's ECI for a decrypted network token, and this "
+                        + "\(request.token.network ?? "card") Apple Pay token has none: nothing was sent. Pay such "
+                        + "cards in pass-through mode (processor.applePay \"passThrough\"), where Checkout.com "
+                        + "decrypts the token itself"
+                ).beforeSending()
             }
             let expiry = request.token.expiry
-            var network: [String: Any] = [
+            source = [
                 "type": "network_token", "token_type": "applepay", "token": request.token.primaryAccountNumber,
                 "expiry_month": Int(expiry.month) ?? 0, "expiry_year": Int(expiry.year) ?? 0,
-                "cryptogram": secure.cryptogram,
+                "cryptogram": secure.cryptogram, "eci": eci,
             ]
-            network["eci"] = secure.eci
-            source = network
         }
         var body = paymentBody(key: request.idempotencyKey, amount: request.amount)
         body["source"] = source

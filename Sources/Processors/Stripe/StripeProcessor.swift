@@ -6,9 +6,15 @@ import Synchronization
 
 /// Charges Apple Pay through Stripe's PaymentIntents API (form-encoded, `Authorization: Bearer sk_…`).
 ///
-/// A charge is three or four requests, each with an `Idempotency-Key` derived from the payment's key:
-/// 1. `POST /v1/payment_intents` (amount, currency, `payment_method_types[]=card`, `metadata[transaction_id]`),
-///    key `K`: made only from what the order records, so the reconciler can send it again later;
+/// A charge is three to five requests, each with an `Idempotency-Key` derived from the payment's key:
+/// 0. for a charge that keeps its method (``ChargeRequest/storePaymentMethod``, a plan's first payment) only,
+///    `POST /v1/customers` (`metadata[transaction_id]`, key `customer-K`): Stripe reuses a PaymentMethod only once
+///    it is attached to a Customer (https://docs.stripe.com/payments/save-during-payment,
+///    https://docs.stripe.com/api/customers/create);
+/// 1. `POST /v1/payment_intents` (amount, currency, `payment_method_types[]=card`, `metadata[transaction_id]`; and
+///    for a kept method `customer` and `setup_future_usage=off_session`, so that the confirmation attaches the
+///    method to the Customer), key `K`: made only from what the order records, so the reconciler can send it again
+///    later;
 /// 2. `POST /v1/tokens` (key `token-K`): pass-through with `pk_token`; decrypted with the device PAN as a network
 ///    token (`card[number]`, expiry, `card[tokenization_method]=apple_pay`, `card[cryptogram]`, `card[eci]`); then
 ///    `POST /v1/payment_methods` with `card[token]` (key `method-K`);
@@ -26,6 +32,10 @@ import Synchronization
 /// state: `succeeded` is approved, `processing` still processing, a `last_payment_error` declined, `canceled`
 /// nothing charged; never confirmed is cancelled (so nothing can charge it later) and counts as nothing charged
 /// only once Stripe cancelled it; a cancel refused because it was confirmed meanwhile reads it again.
+///
+/// A renewal (``charge(storedMethod:)``) is one `POST /v1/payment_intents` with `customer`, `payment_method`,
+/// `off_session=true` and `confirm=true`: the saved Customer charged without the customer present. The Customer's
+/// id comes with the first charge (``ProcessorCharge/customerReference``) and is kept with the subscription.
 ///
 /// Every request pins `Stripe-Version` to the version of the spec the connector is tested against
 /// (Tests/Fixtures/psp/stripe, `info.version`): Stripe recommends naming the version on each request rather than
@@ -58,7 +68,8 @@ public struct StripeProcessor: PaymentProcessor {
 
     public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
         let key = request.idempotencyKey
-        let intent = try await createIntent(key: key, amount: request.amount)
+        let customer = request.storePaymentMethod ? try await createCustomer(key: key) : nil
+        let intent = try await createIntent(key: key, amount: request.amount, customer: customer)
         if let decided = Self.decided(intent) {
             return remember(intent, key: key, amount: request.amount, decided)
         }
@@ -77,7 +88,6 @@ public struct StripeProcessor: PaymentProcessor {
         let method = try await paymentMethod(for: request)
         var confirm = FormBody()
         confirm.add("payment_method", method)
-        if request.storePaymentMethod { confirm.add("setup_future_usage", "off_session") }
         let answer = try await connection.send(
             "POST", "/v1/payment_intents/\(ProviderKeys.pathSegment(id))/confirm", body: .form(confirm),
             idempotencyKey: derived(key, "confirm"), what: "confirmation")
@@ -96,8 +106,10 @@ public struct StripeProcessor: PaymentProcessor {
             id = known
         } else {
             // Step 1 again, for the id only: the answer is the one Stripe saved first (the PaymentIntent as created,
-            // https://docs.stripe.com/idempotency), so its status says nothing about now.
-            id = try Self.identifier(try await createIntent(key: key, amount: payment.amount))
+            // https://docs.stripe.com/idempotency), so its status says nothing about now. A plan's payment named its
+            // Customer: the same one, answered again under its key, so that the request is the same.
+            let customer = payment.keepsPaymentMethod ? try await createCustomer(key: key) : nil
+            id = try Self.identifier(try await createIntent(key: key, amount: payment.amount, customer: customer))
         }
         var intent = try await retrieve(id)
         var cancelSent = false
@@ -183,10 +195,14 @@ public struct StripeProcessor: PaymentProcessor {
             id, ofCharge: reference, amount: amount, idempotencyKey: idempotencyKey, isPending: pending)
     }
 
+    /// The saved Customer charged off-session (https://docs.stripe.com/payments/save-during-payment: `customer`,
+    /// `payment_method`, `off_session=true`, `confirm=true`). A subscription kept before Customers were made has
+    /// none, and Stripe refuses to reuse its method.
     public func charge(storedMethod request: StoredMethodChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
         var body = FormBody()
         body.add("amount", String(request.amount.minorUnits))
         body.add("currency", request.amount.currency.code.lowercased())
+        if let customer = request.customerReference { body.add("customer", customer) }
         body.add("payment_method", request.paymentMethodReference)
         body.add("payment_method_types[0]", "card")
         body.add("confirm", "true")
@@ -211,11 +227,35 @@ public struct StripeProcessor: PaymentProcessor {
 
     // MARK: - Steps
 
-    /// Step 1, made only from the key and the amount: the same request whenever it is sent.
-    private func createIntent(key: String, amount: Money) async throws(ProcessorError) -> JSONObject {
+    /// Step 0 of a charge that keeps its method: the Customer it is attached to, made only from the key (the same
+    /// request whenever it is sent, so Stripe answers it again with the same Customer).
+    private func createCustomer(key: String) async throws(ProcessorError) -> String {
+        var body = FormBody()
+        body.add("metadata[transaction_id]", key)
+        let answer = try await connection.send(
+            "POST", "/v1/customers", body: .form(body), idempotencyKey: derived(key, "customer"),
+            what: "customer for the kept payment method")
+        guard (200..<300).contains(answer.status), let object = answer.object else {
+            throw Self.refusal(answer, what: "customer for the kept payment method")
+        }
+        guard object.string("object") == "customer", let id = object.string("id"), !id.isEmpty else {
+            throw ProcessorError(.invalidAnswer, "stripe's customer answer is not a Customer")
+        }
+        return id
+    }
+
+    /// Step 1, made only from the key, the amount and the Customer of a kept method: the same request whenever it
+    /// is sent.
+    private func createIntent(key: String, amount: Money, customer: String?) async throws(ProcessorError)
+        -> JSONObject
+    {
         var body = FormBody()
         body.add("amount", String(amount.minorUnits))
         body.add("currency", amount.currency.code.lowercased())
+        if let customer {
+            body.add("customer", customer)
+            body.add("setup_future_usage", "off_session")
+        }
         body.add("payment_method_types[0]", "card")
         body.add("metadata[transaction_id]", key)
         let answer = try await connection.send(
@@ -297,7 +337,8 @@ public struct StripeProcessor: PaymentProcessor {
             ProcessorCharge(
                 reference: intent.string("id") ?? "", idempotencyKey: key, amount: amount, status: status,
                 declineReason: reason,
-                paymentMethodReference: status == .approved ? intent.string("payment_method") : nil))
+                paymentMethodReference: status == .approved ? intent.string("payment_method") : nil,
+                customerReference: status == .approved ? intent.string("customer") : nil))
         return outcome
     }
 

@@ -111,6 +111,35 @@ struct WebAssetsTests {
         let atCheckout = try #require(both.range(of: "approved at checkout"))
         let scheduled = try #require(both.range(of: "2 March 2030"))
         #expect(atCheckout.lowerBound < scheduled.lowerBound)
+        // Partly refunded, one refund failed and one still being confirmed; and a charge sent whose outcome the
+        // provider has not given yet: shown as awaited, last, neither omitted nor failed.
+        var partly = charge(33, "approved", nil)
+        partly.refundedAt = date(34)
+        partly.refunded = 300
+        partly.refunds = [
+            SubscriptionChargeRefund(
+                chargeKey: "k", refundKey: nil, reference: "re_1", amount: 300, status: .succeeded, createdAt: date(34)),
+            SubscriptionChargeRefund(
+                chargeKey: "k", refundKey: nil, reference: "re_2", amount: 200, status: .failed, createdAt: date(34)),
+            SubscriptionChargeRefund(
+                chargeKey: "k", refundKey: "k:refund", reference: "re_3", amount: 100, status: .pending,
+                createdAt: date(35)),
+        ]
+        var awaiting = live
+        awaiting.unresolvedCharge = SubscriptionChargeAttempt(idempotencyKey: "sub_1:c2:a0", since: date(36))
+        let refundsPage = ManagementPage.html(awaiting, charges: [partly], storeName: "Shop")
+        #expect(
+            refundsPage.contains(
+                "approved, 300 JPY refunded 6 March 2030, a refund of 200 JPY failed, a refund of 100 JPY being confirmed"
+            ))
+        #expect(
+            refundsPage.contains(
+                "<li><span>8 March 2030</span><span>12.34 USD</span><span>awaiting the provider&#39;s answer</span></li>"
+            ))
+        let awaited = try #require(refundsPage.range(of: "awaiting the provider"))
+        #expect(try #require(refundsPage.range(of: "5 March 2030")).lowerBound < awaited.lowerBound)
+        #expect(!refundsPage.contains("No charges yet."))
+        #expect(!ManagementPage.html(awaiting, charges: [], storeName: "Shop").contains("No charges yet."))
         let ended = ManagementPage.html(cancelled, charges: [], storeName: "Shop")
         #expect(ended.contains(#"<dd id="card">Visa</dd>"#))
         #expect(ended.contains("2 billing cycle(s) missed"))

@@ -5,11 +5,13 @@ Usage: end_to_end.py PROVIDER APPLEPAY SANDBOX WORKDIR [passThrough|decrypted]
 
 Checks: an authorised payment; a refused one (the provider's reason kept); 500 and 429 answers retried with the
 same key (one charge); an answer lost after the provider committed, settled by the reconciler's look-up (Stripe,
-Checkout.com) or left for the webhook (Adyen); a refund; a payment the provider takes and decides later (answered
-202 paymentProcessing, never declined), settled by its webhook (delivered twice, and a stale one after it) and,
-for Stripe and Checkout.com, by a look-up; a refund the provider decides later, pending until its webhook, and one
-whose webhook says it failed; every request the connector sent and every answer the fake gave valid against the
-provider's published spec.
+Checkout.com) or left for the webhook (Adyen); a refund; a plan's first payment and its renewal (Stripe: the method
+saved to a Customer, the renewal charging that Customer off-session, a lost first answer looked up with the same
+Customer); Checkout.com's decrypted token without an ECI refused before sending (the checkout unlocks); a payment
+the provider takes and decides later (answered 202 paymentProcessing, never declined), settled by its webhook
+(delivered twice, and a stale one after it) and, for Stripe and Checkout.com, by a look-up; a refund the provider
+decides later, pending until its webhook, and one whose webhook says it failed; every request the connector sent
+and every answer the fake gave valid against the provider's published spec.
 """
 import json
 import os
@@ -109,13 +111,20 @@ def fake_state():
     return request("GET", "http://127.0.0.1:%d/_fake/state" % port)[1]
 
 
-def pay():
-    """A checkout paid with a fresh sandbox token: (payment answer status, body, order)."""
+def new_checkout():
+    """A checkout of one mug with its shipping contact: (checkout, the total to pay)."""
     _, checkout = request("POST", base + "/v1/checkouts", {"items": [{"sku": "MUG-01", "quantity": 1}]})
     _, update = request("POST", base + "/v1/checkouts/%s/shipping-contact" % checkout["id"], CONTACT,
                         secret=checkout["clientSecret"])
+    return checkout, update["newTotal"]["amount"]
+
+
+def pay(checkout=None, network="visa"):
+    """A checkout (a new one by default) paid with a fresh sandbox token of `network`: (payment answer status,
+    body, order)."""
+    checkout, amount = checkout or new_checkout()
     token = subprocess.run(
-        [applepay, "sandbox", "mint", sandbox, "--amount", update["newTotal"]["amount"], "--currency", "USD",
+        [applepay, "sandbox", "mint", sandbox, "--amount", amount, "--currency", "USD", "--network", network,
          "--application-data", checkout["paymentRequest"]["applicationData"]],
         check=True, capture_output=True, text=True, timeout=60).stdout
     status, answer = request("POST", base + "/v1/checkouts/%s/payment" % checkout["id"],
@@ -279,6 +288,48 @@ try:
                   "adyen": '"shopperInteraction":"ContAuth"'}[provider]
         check("merchant-initiated flags sent", any(marker in r["body"] for r in fake_state()["requests"]),
               [r["body"][:300] for r in fake_state()["requests"][-3:]])
+        if provider == "stripe":
+            # Stripe reuses a PaymentMethod only through its Customer (the fake refuses it otherwise): the plan's
+            # first payment made one and saved the method to it; the renewal charged that Customer off-session.
+            state = fake_state()
+            customers = state["ledger"]["customers"]
+            intents = [r for r in state["requests"] if r["method"] == "POST" and r["path"] == "/v1/payment_intents"]
+            saving = [r for r in intents if "setup_future_usage=off_session" in r["body"]]
+            renewals = [r for r in intents if "off_session=true" in r["body"]]
+            customer = customers[0] if len(customers) == 1 else None
+            check("the plan's first payment saves its method to a Customer",
+                  customer and saving and "customer=" + customer in saving[-1]["body"]
+                  and customer in state["ledger"]["payment_methods"].values(), [customers, saving])
+            check("the renewal charges the saved Customer",
+                  customer and renewals and "customer=" + customer in renewals[-1]["body"]
+                  and "confirm=true" in renewals[-1]["body"] and "payment_method=pm_" in renewals[-1]["body"],
+                  [customers, renewals])
+            # A plan's first payment whose PaymentIntent answer is lost: the look-up sends the same Customer and
+            # PaymentIntent requests again (without the Customer, Stripe would refuse the key as reused with other
+            # parameters, and the payment would stay unknown), finds it never confirmed, and settles it: nothing
+            # charged.
+            _, lost_plan = request("POST", base + "/v1/checkouts", {"items": [{"sku": "BEANS-MONTHLY", "quantity": 1}]})
+            control("faults", {"faults": [{"path": "/v1/payment_intents", "method": "POST", "kind": "lost",
+                                           "times": 10}]})
+            lost_run = subprocess.run(
+                [applepay, "simulate", scenario, "--merchant-url", base, "--checkout", lost_plan["id"],
+                 "--checkout-secret", lost_plan["clientSecret"], "--sandbox", sandbox],
+                capture_output=True, text=True, timeout=120)
+            _, listed_orders = request("GET", base + "/admin/v1/orders", admin=True)
+            mine = [o for o in listed_orders.get("orders", []) if o.get("checkoutId") == lost_plan["id"]]
+            unknown = [o for o in mine if o.get("status") == "unknown"]
+            with fake.lock:
+                fake.faults.clear()
+            time.sleep(1.1)  # an order's updated_at is its version, up to a second ahead
+            request("POST", base + "/admin/v1/reconcile?olderThanSeconds=0", {}, admin=True)
+            settled = order_now(unknown[0]["id"]) if unknown else None
+            key = unknown[0]["payment"]["transactionId"] if unknown else None
+            sent = [r["body"] for r in fake_state()["requests"]
+                    if r["path"] == "/v1/payment_intents" and r["method"] == "POST" and key and key in r["body"]]
+            check("a plan payment whose answer was lost is looked up with its Customer",
+                  len(unknown) == 1 and order_status(settled) == "declined" and len(sent) >= 2
+                  and len(set(sent)) == 1 and "customer=cus_" in sent[0],
+                  [mine, settled, sent, lost_run.stdout[-1500:], lost_run.stderr[-1500:]])
 
     # 7. Taken and decided later: 202 paymentProcessing (never a decline), then its webhook settles it; the same
     # webhook again changes nothing, and a stale "failed" one after it does not undo the payment.
@@ -367,6 +418,26 @@ try:
               and replayed[1].get("error", {}).get("code") == "refundFailed", [status, refund, webhook, again, replayed])
 
     if provider == "checkout":
+        # A Mastercard token carries no eciIndicator, and Checkout.com's network_token requires an ECI: decrypted, it
+        # is refused before anything is sent (declined, not unknown, so the checkout unlocks for another card); passed
+        # through, Checkout.com decrypts it itself and it is paid.
+        pending_checkout = new_checkout()
+        sent = lambda: len([r for r in fake_state()["requests"] if r["path"] in ("/payments", "/tokens")])
+        before = sent()
+        status, answer, refused = pay(pending_checkout, network="masterCard")
+        if mode == "decrypted":
+            after = sent()
+            status2, answer2, second = pay(pending_checkout, network="visa")
+            check("a decrypted token without an ECI is refused before sending, and the checkout unlocks",
+                  status == 402 and (answer.get("error") or {}).get("code") == "processorECIRequired"
+                  and order_status(refused) == "declined" and after == before
+                  and any("processorECIRequired" in line and "passThrough" in line for line in log_lines)
+                  and status2 == 200 and order_status(second) == "paid",
+                  [status, answer, refused, after - before, status2, answer2])
+        else:
+            check("a token without an ECI is paid in pass-through", status == 200 and order_status(refused) == "paid",
+                  [status, answer, refused])
+
         # Checkout.com answers 403 "Void not allowed" / "Refund not allowed" (its spec): a refusal of the action,
         # not refused credentials.
         status, answer, fresh = pay()

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 provider = sys.argv[1]
@@ -121,6 +122,47 @@ if provider == "stripe":
     if meanwhile[0] != 409 or json.loads(meanwhile[1])["error"]["code"] != "idempotency_key_in_use" \
             or held[0][0] != 200:
         report["missed"].append({"case": "key in use while the first runs", "answers": [meanwhile[0], held[0][0]]})
+
+    # Stripe's Customer rule: a PaymentMethod used once without a Customer is refused the second time; one saved to
+    # a Customer (customer + setup_future_usage) is charged again off-session through that Customer.
+    def method(key):
+        token = json.dumps({"version": "EC_v1", "data": "x", "signature": "y", "header": {}})
+        made = exchange(port, "/v1/tokens", urllib.parse.urlencode({"pk_token": token}).encode(), keyed("tok-" + key))
+        body = urllib.parse.urlencode({"type": "card", "card[token]": json.loads(made[1])["id"]}).encode()
+        return json.loads(exchange(port, "/v1/payment_methods", body, keyed("pm-" + key))[1])["id"]
+
+    def charge(key, **fields):
+        body = dict({"amount": "100", "currency": "usd", "payment_method_types[0]": "card", "confirm": "true"},
+                    **fields)
+        status, answer = exchange(port, "/v1/payment_intents", urllib.parse.urlencode(body).encode(), keyed(key))
+        return status, json.loads(answer)
+
+    bare = method("bare")
+    first = charge("bare-1", payment_method=bare)
+    reused = charge("bare-2", payment_method=bare, off_session="true")
+    report["cases"]["a method used without a Customer is not reused"] = {"first": first[0], "again": reused[0]}
+    if first[0] != 200 or reused[0] != 400 or "without being attached to a Customer" not in \
+            reused[1]["error"].get("message", ""):
+        report["missed"].append({"case": "a method used without a Customer is not reused", "answers": [first, reused]})
+    status, customer = exchange(port, "/v1/customers", b"metadata[transaction_id]=tx", keyed("cus"))
+    customer = json.loads(customer)["id"]
+    saved = method("saved")
+    first = charge("saved-1", payment_method=saved, customer=customer, setup_future_usage="off_session")
+    renewed = charge("saved-2", payment_method=saved, customer=customer, off_session="true")
+    without = charge("saved-3", payment_method=saved, off_session="true")
+    report["cases"]["a method saved to a Customer is charged again through it"] = {
+        "first": first[0], "renewal": renewed[0], "without the customer": without[0]}
+    if status != 200 or first[0] != 200 or renewed[0] != 200 or renewed[1]["status"] != "succeeded" \
+            or without[0] != 400:
+        report["missed"].append({"case": "a method saved to a Customer is charged again through it",
+                                 "answers": [first, renewed, without]})
+    before = len(fake.mismatches)
+    send(port, "/v1/customers", b"metadata[transaction_id]=tx&colour=red", keyed("cus-bad"))
+    report["cases"]["customer with an undocumented parameter"] = {"mismatch": len(fake.mismatches) > before}
+    if len(fake.mismatches) == before:
+        report["missed"].append({"case": "customer with an undocumented parameter"})
+    if len(fake.mismatches) > before + 1:
+        report["missed"].append({"case": "the Customer rule's requests", "mismatches": fake.mismatches[before:]})
 if provider == "checkout":
     body = json.dumps(dict(valid, reference="held")).encode()
     fake.faults.append({"path": "/payments", "kind": "hold", "seconds": 1, "times": 1})

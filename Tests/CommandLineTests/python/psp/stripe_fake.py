@@ -21,7 +21,19 @@ As Stripe behaves, beyond the spec:
   https://docs.stripe.com/docs/payments/paymentintents/lifecycle) and a refund `pending` until `decide` gives the
   signed `payment_intent.succeeded` / `.payment_failed` or `refund.updated` / `refund.failed` webhook;
 - a PaymentIntent is cancelled only before it is confirmed: `succeeded`, `processing` and `canceled` refuse
-  (https://docs.stripe.com/api/payment_intents/cancel).
+  (https://docs.stripe.com/api/payment_intents/cancel);
+- a PaymentMethod is reused only through the Customer it is attached to: a PaymentIntent confirmed with `customer`
+  and `setup_future_usage` attaches its method to that Customer once it is confirmed
+  (https://docs.stripe.com/api/payment_intents/create#create_payment_intent-setup_future_usage), and a later payment
+  names both `customer` and `payment_method` (https://docs.stripe.com/payments/save-during-payment). A method used
+  once without a Customer is refused with Stripe's `invalid_request_error` "This PaymentMethod was previously used
+  without being attached to a Customer or was detached from a Customer, and may not be used again."
+  (https://docs.stripe.com/api/payment_methods/attach); one attached to a Customer is refused for a payment that does
+  not name that Customer.
+
+`POST /v1/customers` is not in the spec subset (its Customer object is, `components.schemas.customer`): its form
+fields are checked against the parameters the API reference documents (https://docs.stripe.com/api/customers/create,
+`CUSTOMER_CREATE_PARAMETERS`), its answer against the Customer schema.
 """
 import copy
 import hashlib
@@ -40,6 +52,17 @@ VECTORS = os.environ.get("PSP_VECTORS", os.path.join(os.path.dirname(__file__), 
 PK_TOKEN_FIELDS = ("pk_token", "pk_token_instrument_name", "pk_token_payment_network", "pk_token_transaction_id")
 NETWORK_TOKEN_FIELDS = ("cryptogram", "electronic_commerce_indicator")
 CARD_TOKEN_FIELDS = ("tokenization_method", "cryptogram", "eci")
+# The parameters of "Create a customer" (https://docs.stripe.com/api/customers/create) and the form type of each:
+# str, int, or dict (an object or a list, checked no further: the connector sends none of them).
+CUSTOMER_CREATE_PARAMETERS = {
+    "address": dict, "balance": int, "cash_balance": dict, "coupon": str, "description": str, "email": str,
+    "expand": dict, "invoice_prefix": str, "invoice_settings": dict, "metadata": dict, "name": str,
+    "next_invoice_sequence": int, "payment_method": str, "phone": str, "preferred_locales": dict,
+    "promotion_code": str, "shipping": dict, "source": str, "tax": dict, "tax_exempt": str, "tax_id_data": dict,
+    "test_clock": str,
+}
+REUSED_WITHOUT_CUSTOMER = ("This PaymentMethod was previously used without being attached to a Customer or was "
+                           "detached from a Customer, and may not be used again.")
 
 
 def parse_form(raw):
@@ -81,7 +104,8 @@ class StripeFake(Fake):
         self.spec = Spec(json.load(open(os.path.join(VECTORS, "stripe/spec3-subset-2023-09-12.json"))))
         self.fixtures = json.load(open(os.path.join(VECTORS, "stripe/fixtures3-2023-09-12.json")))["resources"]
         self.counter = itertools.count(1)
-        self.intents, self.tokens, self.methods, self.refunds = {}, {}, {}, {}
+        self.intents, self.tokens, self.methods, self.refunds, self.customers = {}, {}, {}, {}, {}
+        self.used_methods = set()  # PaymentMethods a PaymentIntent was confirmed with
 
     def new_id(self, prefix):
         return "%s_fake%08d" % (prefix, next(self.counter))
@@ -126,8 +150,31 @@ class StripeFake(Fake):
                     for k, v in value.items()}
         return value
 
+    @staticmethod
+    def validate_customer_form(form):
+        """A `POST /v1/customers` body against the parameters the API reference documents (not in the spec subset);
+        metadata within Stripe's limits (50 keys of up to 40 characters, values up to 500:
+        https://docs.stripe.com/metadata)."""
+        for name, value in form.items():
+            kind = CUSTOMER_CREATE_PARAMETERS.get(name)
+            if kind is None:
+                raise SpecMismatch("Create a customer has no parameter %r" % name)
+            if kind is int and not (isinstance(value, str) and re.fullmatch(r"-?\d+", value)):
+                raise SpecMismatch("customer %s must be an integer" % name)
+            if kind is str and not isinstance(value, str):
+                raise SpecMismatch("customer %s must be a string" % name)
+            if kind is dict and not isinstance(value, dict):
+                raise SpecMismatch("customer %s must be an object" % name)
+        metadata = form.get("metadata", {})
+        if len(metadata) > 50 or any(not isinstance(v, str) or len(k) > 40 or len(v) > 500
+                                     for k, v in metadata.items()):
+            raise SpecMismatch("customer metadata beyond Stripe's limits")
+
     def validate_request(self, method, path, headers, raw):
-        template, operation = self.spec.operation(method, path)
+        if path == "/v1/customers" and method == "POST":
+            template, operation = path, None
+        else:
+            template, operation = self.spec.operation(method, path)
         if headers.get("stripe-version") != self.spec.document["info"]["version"]:
             raise SpecMismatch("Stripe-Version %r is not the spec's %r" % (
                 headers.get("stripe-version"), self.spec.document["info"]["version"]))
@@ -140,6 +187,8 @@ class StripeFake(Fake):
         if len(headers["idempotency-key"]) > 255:
             raise SpecMismatch("Idempotency-Key longer than 255 characters")
         form = parse_form(raw)
+        if operation is None:
+            return self.validate_customer_form(form)
         if template == "/v1/tokens" and "card" in form:
             card = form["card"]
             extras = {field: card.pop(field) for field in CARD_TOKEN_FIELDS if field in card}
@@ -171,6 +220,10 @@ class StripeFake(Fake):
         self.spec.validate(schema, self.coerce(schema, form), "request body")
 
     def validate_answer(self, method, path, answer):
+        if path == "/v1/customers" and method == "POST":
+            schema = {"$ref": "#/components/schemas/customer"} if answer.status == 200 else \
+                {"$ref": "#/components/schemas/error"}
+            return self.spec.validate(schema, answer.body, "answer %d" % answer.status)
         _, operation = self.spec.operation(method, path)
         schema = self.spec.response_schema(operation, answer.status)
         if schema is not None:
@@ -284,6 +337,12 @@ class StripeFake(Fake):
     def post(self, path, form):
         if path == "/v1/payment_intents":
             return self.create_intent(form)
+        if path == "/v1/customers":
+            customer = copy.deepcopy(self.fixtures["customer"])
+            customer.update(id=self.new_id("cus"), created=int(time.time()), metadata=form.get("metadata", {}),
+                            description=form.get("description"), email=form.get("email"), name=form.get("name"))
+            self.customers[customer["id"]] = customer
+            return Answer(200, customer)
         if path == "/v1/tokens":
             token = copy.deepcopy(self.fixtures["token"])
             token.update(id=self.new_id("tok"), created=int(time.time()))
@@ -314,10 +373,13 @@ class StripeFake(Fake):
         return self.missing("resource")
 
     def create_intent(self, form):
+        if form.get("customer") is not None and form["customer"] not in self.customers:
+            return self.missing("customer")
         intent = copy.deepcopy(self.fixtures["payment_intent"])
         intent.update(id=self.new_id("pi"), amount=int(form["amount"]), currency=form["currency"],
                       created=int(time.time()), metadata=form.get("metadata", {}), canceled_at=None,
-                      status="requires_payment_method")
+                      status="requires_payment_method", customer=form.get("customer"),
+                      setup_future_usage=form.get("setup_future_usage"))
         intent["client_secret"] = intent["id"] + "_secret_fake"
         self.intents[intent["id"]] = intent
         if form.get("confirm") == "true":
@@ -331,12 +393,17 @@ class StripeFake(Fake):
         method = form.get("payment_method")
         if method not in self.methods:
             return self.missing("payment_method")
+        refused = self.refuses_reuse(self.methods[method], intent)
+        if refused:
+            return refused
+        self.used_methods.add(method)
         intent["payment_method"] = method
         if form.get("setup_future_usage"):
             intent["setup_future_usage"] = form["setup_future_usage"]
         if self.take_async("charge"):
             intent.update(status="processing", last_payment_error=None)
             intent["refunded"] = 0
+            self.attach(intent)
             return Answer(200, self.public(intent))
         decline = self.take_decline()
         if decline:
@@ -349,7 +416,28 @@ class StripeFake(Fake):
         intent.update(status="succeeded", amount_received=intent["amount"], last_payment_error=None,
                       latest_charge=self.new_id("ch"))
         intent["refunded"] = 0
+        self.attach(intent)
         return Answer(200, self.public(intent))
+
+    def refuses_reuse(self, method, intent):
+        """Stripe's answer to a PaymentMethod it will not charge for this PaymentIntent, or None: used before without
+        a Customer (https://docs.stripe.com/api/payment_methods/attach), or attached to a Customer the PaymentIntent
+        does not name (https://docs.stripe.com/payments/save-during-payment: a later payment names both)."""
+        attached = method.get("customer")
+        if attached is None and method["id"] in self.used_methods:
+            message = REUSED_WITHOUT_CUSTOMER
+        elif attached is not None and attached != intent.get("customer"):
+            message = "The provided PaymentMethod is attached to another Customer than the one of this PaymentIntent."
+        else:
+            return None
+        return Answer(400, {"error": {"type": "invalid_request_error", "param": "payment_method",
+                                      "message": message}})
+
+    def attach(self, intent):
+        """A confirmed PaymentIntent with `customer` and `setup_future_usage` attaches its PaymentMethod to the
+        Customer (https://docs.stripe.com/api/payment_intents/create#create_payment_intent-setup_future_usage)."""
+        if intent.get("customer") is not None and intent.get("setup_future_usage"):
+            self.methods[intent["payment_method"]]["customer"] = intent["customer"]
 
     def cancel(self, intent):
         if intent["status"] in ("succeeded", "canceled", "processing"):
@@ -384,4 +472,6 @@ class StripeFake(Fake):
 
     def state(self):
         return {"payment_intents": [self.public(i) | {"refunded": i.get("refunded", 0)} for i in self.intents.values()],
-                "refunds": list(self.refunds.values()), "tokens": len(self.tokens)}
+                "refunds": list(self.refunds.values()), "tokens": len(self.tokens),
+                "customers": sorted(self.customers),
+                "payment_methods": {m["id"]: m.get("customer") for m in self.methods.values()}}
