@@ -55,6 +55,8 @@ let package = Package(
         .target(name: "JSONCoding", dependencies: ["Foundations"]),
         // Hex, base64url, constant-time comparison, Unix milliseconds: one home each.
         .target(name: "Foundations"),
+        // swift-log's handler of the server: one sorted-key JSON object per line, written behind the caller.
+        .target(name: "JSONLogging", dependencies: ["JSONCoding", .product(name: "Logging", package: "swift-log")]),
 
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL", "Foundations"]),
@@ -84,13 +86,20 @@ let package = Package(
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),
         .target(
-            name: "ProcessorService", dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "HTTPServer", "Foundations"]),
+            name: "ProcessorService",
+            dependencies: [
+                "ApplePay", "ProcessorAPI", "SQLite", "HTTPServer", "Foundations",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The merchant server in layers (docs/ARCHITECTURE.md): each imports only those above it.
         // The domain and its use cases: catalog, checkout, pricing, plans, orders, payments, subscriptions; the
         // protocols of stores, processors, token opening and Apple's gateway. No I/O module.
         .target(
             name: "MerchantCore",
-            dependencies: ["ApplePay", "PaymentToken", "Cryptography", "JSONCoding", "Foundations"]),
+            dependencies: [
+                "ApplePay", "PaymentToken", "Cryptography", "JSONCoding", "Foundations",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The order, subscription and Wallet stores on SQLite and PostgreSQL.
         .target(
             name: "MerchantStore",
@@ -112,7 +121,7 @@ let package = Package(
             name: "MerchantWallet",
             dependencies: [
                 "MerchantCore", "MerchantIntegrations", "ApplePay", "Cryptography", "WalletOrders", "Foundations",
-                "HTTPClient",
+                "HTTPClient", .product(name: "Logging", package: "swift-log"),
             ]),
         // The merchant's HTTP API: one route collection per feature, the web checkout page.
         .target(
@@ -120,6 +129,8 @@ let package = Package(
             dependencies: [
                 "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPServer",
                 "JSONCoding", "WalletOrders", "Foundations", "ProviderWebhooks",
+                .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             // The web pages as files (Web/Assets/), compiled into the binary: nothing is read at run time.
             resources: [
@@ -133,7 +144,7 @@ let package = Package(
             dependencies: [
                 "MerchantCore", "MerchantStore", "Processors", "MerchantIntegrations", "MerchantWallet", "MerchantHTTP",
                 "ApplePay", "Cryptography", "PaymentToken", "HTTPServer", "HTTPClient", "Foundations",
-                "ProviderWebhooks",
+                "ProviderWebhooks", "JSONLogging", .product(name: "Logging", package: "swift-log"),
             ]),
         // Sandbox mode as a plug-in: the sandbox processor (in process or as a service), token minting, the
         // sandbox gateway trusted. Only the tool, InProcessMerchant, the fuzzers and the tests link it.
@@ -151,6 +162,7 @@ let package = Package(
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentSheet", "MerchantServer", "MerchantSandbox", "MerchantCore",
                 "MerchantHTTP", "MerchantStore", "HTTPServer", "Sandbox",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // The command-line tool.
@@ -160,7 +172,8 @@ let package = Package(
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
                 "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP", "Processors", "InProcessMerchant",
                 "ProcessorService", "ProcessorAPI", "SandboxGateway", "WalletOrders", "HTTPClient",
-                "HTTPServer", "Foundations", "ProviderWebhooks",
+                "HTTPServer", "Foundations", "ProviderWebhooks", "JSONLogging",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // What the fuzz targets share: libFuzzer's driver and the corpus replayer.
@@ -175,6 +188,7 @@ let package = Package(
             dependencies: [
                 "ApplePay", "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantHTTP", "MerchantStore",
                 "MerchantIntegrations", "HTTPServer", "PaymentToken", "FuzzSupport",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;
@@ -188,6 +202,9 @@ let package = Package(
         .testTarget(name: "FoundationsTests", dependencies: ["Foundations"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
         .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding", "Foundations", "TestSupport"]),
+        .testTarget(
+            name: "JSONLoggingTests",
+            dependencies: ["JSONLogging", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
         .testTarget(
             name: "ProviderWebhooksTests",
@@ -218,7 +235,9 @@ let package = Package(
                 "HTTPClient",
                 "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
-                "SQLite", "SQLCore", "ProviderWebhooks",
+                "SQLite", "SQLCore", "ProviderWebhooks", "JSONLogging", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             exclude: ["python"]),
         .testTarget(

@@ -1,5 +1,5 @@
 import Foundation
-import MerchantCore
+import JSONLogging
 import MerchantServer
 
 /// The `applepay` tool: every command a merchant needs, from request validation to the server.
@@ -25,7 +25,9 @@ struct ApplePayCommand: Command {
     }
 }
 
+// Every `Logger(label:)` of the process writes JSON lines to standard error, behind its caller.
+JSONLogHandler.bootstrapStandardError()
 let status = await CommandRunner.main(root: ApplePayCommand.self, arguments: Array(CommandLine.arguments.dropFirst()))
 // Log lines are written behind their callers: let the last ones out before the process ends.
-RequestLogger.standardError.flush()
+LogOutput.standardError.flush()
 exit(status)

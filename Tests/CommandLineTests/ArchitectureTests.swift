@@ -81,7 +81,8 @@ struct ArchitectureTests {
     }
 }
 
-/// The targets Package.swift declares (not tests, not `TestSupport`), each with its dependencies.
+/// The targets Package.swift declares (not tests, not `TestSupport`), each with its dependencies in this package
+/// (products of other packages, `.product(name:package:)`, are outside the map).
 enum PackageTargets {
     static func read() throws -> [String: [String]] {
         let text = try String(contentsOf: Repository.root.appendingPathComponent("Package.swift"), encoding: .utf8)
@@ -105,7 +106,8 @@ enum PackageTargets {
                 let open = call[list.upperBound...].firstIndex(of: "["),
                 let close = call[open...].firstIndex(of: "]")
             {
-                dependencies = call[open..<close].split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }
+                let list = call[open..<close].replacing(#/\.product\([^)]*\)/#, with: "")
+                dependencies = list.split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }
                     .map { String($0.element) }
             }
             targets[name] = dependencies

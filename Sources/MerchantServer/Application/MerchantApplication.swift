@@ -3,6 +3,8 @@ import Foundation
 import Foundations
 import HTTPClient
 import HTTPServer
+import JSONLogging
+import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
@@ -58,13 +60,14 @@ public final class MerchantApplication: Sendable {
     ///   - processor: overrides the configured processor (tests).
     ///   - tokenOpener: overrides the token verifier built from the configured keys (tests).
     ///   - plugins: installed before the store opens (sandbox mode: `MerchantSandbox.SandboxMode`).
-    ///   - logger: where request lines go.
+    ///   - logger: where the request lines and the services' lines go; by default swift-log's bootstrapped handler
+    ///     (`applepay` bootstraps ``JSONLogging/JSONLogHandler`` over standard error).
     ///   - clock: "now" for pricing and token checks.
     /// - Throws: `ServerStartError` with a message naming what to fix.
     public static func start(
         _ configuration: MerchantServerConfiguration, processor: (any PaymentProcessor)? = nil,
         tokenOpener: (any PaymentTokenOpening)? = nil, plugins: [any MerchantServerPlugin] = [],
-        logger: RequestLogger = .standardError,
+        logger: Logger = Logger(label: "applepay.server"),
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws(ServerStartError) -> MerchantApplication {
         var configuration = configuration
@@ -237,11 +240,11 @@ public final class MerchantApplication: Sendable {
             let application = MerchantApplication(
                 configuration: configuration, api: api, store: store, processor: chosenProcessor,
                 publicURL: publicURL, server: server, services: ServiceGroup(services), stopPlugins: stopPlugins)
-            logger.log(
-                "info", "listening",
-                [
-                    "url": application.url, "publicURL": publicURL.text,
-                    "merchantIdentifier": configuration.store.merchantIdentifier, "store": location.redacted,
+            logger.info(
+                "listening",
+                metadata: [
+                    "url": "\(application.url)", "publicURL": "\(publicURL.text)",
+                    "merchantIdentifier": "\(configuration.store.merchantIdentifier)", "store": "\(location.redacted)",
                 ])
             return application
         } catch {
@@ -255,8 +258,9 @@ public final class MerchantApplication: Sendable {
     public func shutdown() async {
         await services.shutdown()
         await stopPlugins()
-        api.logger.log("info", "stopped")
-        api.logger.flush()
+        api.logger.info("stopped")
+        // Lines to standard error are written behind their callers (`LogOutput`): let them out before returning.
+        LogOutput.standardError.flush()
     }
 
     /// Wallet orders' keys, loaded and checked before the server binds: the Order Type ID credential (checked like
@@ -267,7 +271,7 @@ public final class MerchantApplication: Sendable {
         let intermediates: [Certificate]
         let pusher: APNsPusher?
 
-        static func load(_ settings: WalletOrdersSettings, logger: RequestLogger) throws(ServerStartError)
+        static func load(_ settings: WalletOrdersSettings, logger: Logger) throws(ServerStartError)
             -> WalletCredentials
         {
             try MerchantApplication.loadWalletCredentials(settings, logger: logger)
@@ -286,7 +290,7 @@ public final class MerchantApplication: Sendable {
         }
     }
 
-    private static func loadWalletCredentials(_ settings: WalletOrdersSettings, logger: RequestLogger)
+    private static func loadWalletCredentials(_ settings: WalletOrdersSettings, logger: Logger)
         throws(ServerStartError) -> WalletCredentials
     {
         let credential = try MerchantCredential.load(settings.orderTypeID, role: "Order Type ID")
@@ -313,7 +317,7 @@ public final class MerchantApplication: Sendable {
     }
 
     /// The APNs pusher with its key loaded (owner-only, EC P-256) and its trusted roots.
-    private static func makeAPNsPusher(_ settings: APNsSettings, topic: String, logger: RequestLogger)
+    private static func makeAPNsPusher(_ settings: APNsSettings, topic: String, logger: Logger)
         throws(ServerStartError) -> APNsPusher
     {
         let data = try MerchantCredential.readFile(settings.keyPath, role: "APNs key")
@@ -338,7 +342,7 @@ public final class MerchantApplication: Sendable {
     }
 
     /// Creates the store's folder 0700 when it is missing; warns when an existing one lets other users in.
-    private static func makePrivateFolder(for path: String, logger: RequestLogger) throws(ServerStartError) {
+    private static func makePrivateFolder(for path: String, logger: Logger) throws(ServerStartError) {
         guard path != ":memory:", !path.isEmpty else { return }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var status = stat()
@@ -350,9 +354,9 @@ public final class MerchantApplication: Sendable {
                 throw ServerStartError(.invalidStore, "cannot create the store's folder \(folder)")
             }
         } else if status.st_mode & 0o007 != 0 {
-            logger.log(
-                "warn", "the store's folder is open to other users; chmod 700 it",
-                ["folder": folder, "mode": String(status.st_mode & 0o777, radix: 8)])
+            logger.warning(
+                "the store's folder is open to other users; chmod 700 it",
+                metadata: ["folder": "\(folder)", "mode": "\(String(status.st_mode & 0o777, radix: 8))"])
         }
     }
 
@@ -362,13 +366,14 @@ public final class MerchantApplication: Sendable {
     /// The payment processor `configuration` names, as the server would use it (its key read from its file and
     /// checked at the provider): for the tools that speak to the provider outside the server (`applepay reconcile`).
     public static func paymentProcessor(
-        for configuration: MerchantServerConfiguration, logger: RequestLogger = .silent
+        for configuration: MerchantServerConfiguration,
+        logger: Logger = Logger(label: "applepay.server", factory: { _ in SwiftLogNoOpLogHandler() })
     ) async throws(ServerStartError) -> any PaymentProcessor {
         try await choosePayments(configuration, override: nil, logger: logger)
     }
 
     private static func choosePayments(
-        _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?, logger: RequestLogger
+        _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?, logger: Logger
     ) async throws(ServerStartError) -> any PaymentProcessor {
         if let override { return override }
         let sandboxMode = configuration.sandboxFolder != nil
@@ -434,9 +439,9 @@ public final class MerchantApplication: Sendable {
                 throw ServerStartError(
                     .processorNotAuthorized, "\(processor.name) refused the configured key: \(error.message)")
             }
-            logger.log(
-                "warn", "the processor's credentials could not be checked at start-up",
-                ["processor": processor.name, "code": error.code.rawValue])
+            logger.warning(
+                "the processor's credentials could not be checked at start-up",
+                metadata: ["processor": "\(processor.name)", "code": "\(error.code.rawValue)"])
         }
         return processor
     }

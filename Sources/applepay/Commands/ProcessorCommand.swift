@@ -1,6 +1,7 @@
 import Cryptography
 import Foundation
 import Foundations
+import Logging
 import ProcessorAPI
 import ProcessorService
 
@@ -64,7 +65,7 @@ struct ProcessorServeCommand: Command {
         configuration = ProcessorServer.Configuration(
             ledgerPath: String(ledger.dropFirst("sqlite:".count)), host: host, port: port,
             hangDuration: .milliseconds(Int64((hang ?? 60) * 1000)), fault: fault,
-            log: { line in FileHandle.standardError.write(Data((line + "\n").utf8)) })
+            logger: Logger(label: "applepay.processor"))
     }
 
     /// `delay:2:15` → delay the next 2 charges by 15 s.
