@@ -42,10 +42,11 @@ struct MerchantMetricsTests {
             $0.hasPrefix(#"applepay_http_request_duration_seconds_bucket{route="/v1/products",le=""#)
         }
         #expect(
-            buckets == [
-                "0.005\"} 1", "0.01\"} 1", "0.025\"} 1", "0.05\"} 2", "0.1\"} 2", "0.25\"} 2", "0.5\"} 2",
-                "1.0\"} 2", "2.5\"} 2", "5.0\"} 2", "10.0\"} 2", "+Inf\"} 3",
-            ].map { #"applepay_http_request_duration_seconds_bucket{route="/v1/products",le=""# + $0 })
+            buckets
+                == [
+                    "0.005\"} 1", "0.01\"} 1", "0.025\"} 1", "0.05\"} 2", "0.1\"} 2", "0.25\"} 2", "0.5\"} 2",
+                    "1.0\"} 2", "2.5\"} 2", "5.0\"} 2", "10.0\"} 2", "+Inf\"} 3",
+                ].map { #"applepay_http_request_duration_seconds_bucket{route="/v1/products",le=""# + $0 })
         #expect(text.contains(#"applepay_http_request_duration_seconds_sum{route="/v1/products"} 20.033"#))
         #expect(text.contains(#"applepay_http_request_duration_seconds_count{route="/v1/products"} 3"#))
         // The families stay in their order, their series sorted, a histogram's lines together.
@@ -84,7 +85,8 @@ struct MerchantMetricsTests {
         let text = metrics.render()
         #expect(text.contains(#"applepay_payments_total{outcome="approved"} 1"#))
         let ours = try #require(text.range(of: "# TYPE applepay_http_request_duration_seconds histogram"))
-        let theirs = try #require(text.range(of: "# TYPE shop_orders_total counter\n" + #"shop_orders_total{kind="web"} 4"#))
+        let theirs = try #require(
+            text.range(of: "# TYPE shop_orders_total counter\n" + #"shop_orders_total{kind="web"} 4"#))
         #expect(ours.upperBound < theirs.lowerBound)
     }
 
@@ -104,7 +106,9 @@ struct MerchantMetricsTests {
         let products = try backend.expectCounter(
             "applepay_http_requests_total", [("route", "/v1/products"), ("method", "GET"), ("status", "200")])
         #expect(products.totalValue == 1)
-        #expect(try backend.expectTimer("applepay_http_request_duration_seconds", [("route", "/v1/products")]).values.count == 1)
+        #expect(
+            try backend.expectTimer("applepay_http_request_duration_seconds", [("route", "/v1/products")]).values.count
+                == 1)
         #expect(
             try backend.expectCounter(
                 "applepay_http_requests_total", [("route", "other"), ("method", "GET"), ("status", "404")]
