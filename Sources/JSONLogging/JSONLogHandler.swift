@@ -71,23 +71,29 @@ public struct JSONLogHandler: LogHandler {
 
     /// One line: `time`, `level`, `msg` and `metadata`, keys sorted, no newline.
     package static func line(time: Date, level: Logger.Level, message: String, metadata: Logger.Metadata) -> String {
-        var fields = metadata
-        fields["time"] = .string(timestamp(time))
-        fields["level"] = .string(levelName(level))
-        fields["msg"] = .string(message)
+        // One array of the fields, sorted: no copy of the caller's dictionary, no insertion into it.
+        var fields: [(key: String, value: Logger.MetadataValue)] = []
+        fields.reserveCapacity(metadata.count + 3)
+        for field in metadata where field.key != "time" && field.key != "level" && field.key != "msg" {
+            fields.append(field)
+        }
+        fields.append(("time", .string(timestamp(time))))
+        fields.append(("level", .string(levelName(level))))
+        fields.append(("msg", .string(message)))
+        fields.sort { $0.key < $1.key }
         var line: [UInt8] = []
         line.reserveCapacity(256)
         appendObject(fields, to: &line)
         return String(decoding: line, as: UTF8.self)
     }
 
-    private static func appendObject(_ fields: Logger.Metadata, to line: inout [UInt8]) {
+    private static func appendObject(_ fields: [(key: String, value: Logger.MetadataValue)], to line: inout [UInt8]) {
         line.append(UInt8(ascii: "{"))
-        for (index, (key, value)) in fields.sorted(by: { $0.key < $1.key }).enumerated() {
+        for (index, field) in fields.enumerated() {
             if index > 0 { line.append(UInt8(ascii: ",")) }
-            SortedJSONEncoder.appendString(key, to: &line)
+            SortedJSONEncoder.appendString(field.key, to: &line)
             line.append(UInt8(ascii: ":"))
-            appendValue(value, to: &line)
+            appendValue(field.value, to: &line)
         }
         line.append(UInt8(ascii: "}"))
     }
@@ -97,15 +103,17 @@ public struct JSONLogHandler: LogHandler {
         case .string(let text):
             SortedJSONEncoder.appendString(text, to: &line)
         case .stringConvertible(let convertible):
+            // The common types first: a cast to a concrete type is cheaper than one to a protocol.
             switch convertible {
+            case let number as Int: line.append(contentsOf: number.description.utf8)
+            case let number as Double: appendNumber(number, to: &line)
             case let flag as Bool: line.append(contentsOf: (flag ? "true" : "false").utf8)
             case let number as any BinaryInteger: line.append(contentsOf: number.description.utf8)
-            case let number as Double: appendNumber(number, to: &line)
             case let number as Float: appendNumber(Double(number), to: &line)
             default: SortedJSONEncoder.appendString(convertible.description, to: &line)
             }
         case .dictionary(let fields):
-            appendObject(fields, to: &line)
+            appendObject(fields.sorted { $0.key < $1.key }, to: &line)
         case .array(let values):
             line.append(UInt8(ascii: "["))
             for (index, element) in values.enumerated() {

@@ -77,20 +77,14 @@ public final class MerchantMetrics: Sendable {
         let key = RequestKey(
             route: route, method: Self.methodLabel(method), status: (100...599).contains(status) ? status : 0)
         let (counter, timer) = handles.withLock { handles in
-            let counter =
-                handles.requests[key]
-                ?? make(Family.requests, ["route": key.route, "method": key.method, "status": String(key.status)]) {
-                    handles.requests[key] = $0
-                }
-            let timer =
-                handles.latency[key.route]
-                ?? {
-                    let timer = CoreMetrics.Timer(
-                        label: Family.requestDuration.name, dimensions: [("route", Self.escape(key.route))],
-                        factory: factory)
-                    handles.latency[key.route] = timer
-                    return timer
-                }()
+            let counter = handles.requests.value(for: key) {
+                makeCounter(Family.requests, ["route": key.route, "method": key.method, "status": String(key.status)])
+            }
+            let timer = handles.latency.value(for: key.route) {
+                CoreMetrics.Timer(
+                    label: Family.requestDuration.name, dimensions: [("route", Self.escape(key.route))],
+                    factory: factory)
+            }
             return (counter, timer)
         }
         counter.increment()
@@ -123,20 +117,13 @@ public final class MerchantMetrics: Sendable {
 
     private func count(_ family: Family, _ labels: KeyValuePairs<String, String>) {
         let key = CounterKey(name: family.name, values: labels.map(\.value))
-        let counter = handles.withLock { handles in
-            handles.counters[key] ?? make(family, labels) { handles.counters[key] = $0 }
-        }
-        counter.increment()
+        handles.withLock { handles in handles.counters.value(for: key) { makeCounter(family, labels) } }.increment()
     }
 
-    /// A counter of `family` with `labels`, label values escaped, handed to `keep` before it is returned.
-    private func make(_ family: Family, _ labels: KeyValuePairs<String, String>, keep: (CoreMetrics.Counter) -> Void)
-        -> CoreMetrics.Counter
-    {
-        let counter = CoreMetrics.Counter(
+    /// A counter of `family` with `labels`, label values escaped.
+    private func makeCounter(_ family: Family, _ labels: KeyValuePairs<String, String>) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(
             label: family.name, dimensions: labels.map { ($0.key, Self.escape($0.value)) }, factory: factory)
-        keep(counter)
-        return counter
     }
 
     /// A label value by the Prometheus text rules (`\\`, `\"`, `\n`): swift-prometheus writes values as they are.
@@ -231,5 +218,15 @@ extension MerchantMetrics {
         }
         if !group.isEmpty { groups.append(group) }
         return groups.sorted { $0[0] < $1[0] }.flatMap { $0 }
+    }
+}
+
+extension Dictionary {
+    /// The value for `key`, made by `make` and kept the first time.
+    fileprivate mutating func value(for key: Key, orMake make: () -> Value) -> Value {
+        if let value = self[key] { return value }
+        let value = make()
+        self[key] = value
+        return value
     }
 }

@@ -79,14 +79,18 @@ struct MerchantMetricsTests {
     @Test("an app's registry: /metrics serves the app's metrics after the merchant API's")
     func sharedRegistry() throws {
         let registry = PrometheusCollectorRegistry()
-        registry.makeCounter(name: "shop_orders_total", labels: [("kind", "web")]).increment(by: Int64(4))
+        let orders = MetricNameDescriptor(
+            namespace: "shop", metricName: "orders", unitName: "total", helpText: "Orders.")
+        registry.makeCounter(descriptor: orders, labels: [("kind", "web")]).increment(by: Int64(4))
         let metrics = MerchantMetrics(registry: registry)
         metrics.recordPayment(outcome: "approved")
         let text = metrics.render()
         #expect(text.contains(#"applepay_payments_total{outcome="approved"} 1"#))
         let ours = try #require(text.range(of: "# TYPE applepay_http_request_duration_seconds histogram"))
         let theirs = try #require(
-            text.range(of: "# TYPE shop_orders_total counter\n" + #"shop_orders_total{kind="web"} 4"#))
+            text.range(
+                of: "# HELP shop_orders_total Orders.\n# TYPE shop_orders_total counter\n"
+                    + #"shop_orders_total{kind="web"} 4"#))
         #expect(ours.upperBound < theirs.lowerBound)
     }
 
