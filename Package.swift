@@ -55,6 +55,8 @@ let package = Package(
         .target(name: "JSONCoding", dependencies: ["Foundations"]),
         // Hex, base64url, constant-time comparison, Unix milliseconds: one home each.
         .target(name: "Foundations"),
+        // swift-log's handler of the server: one sorted-key JSON object per line, written behind the caller.
+        .target(name: "JSONLogging", dependencies: ["JSONCoding", .product(name: "Logging", package: "swift-log")]),
 
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL", "Foundations"]),
@@ -85,13 +87,19 @@ let package = Package(
         .target(name: "ProcessorAPI"),
         .target(
             name: "ProcessorService",
-            dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "SQLCore", "HTTPServer", "Foundations"]),
+            dependencies: [
+                "ApplePay", "ProcessorAPI", "SQLite", "SQLCore", "HTTPServer", "Foundations",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The merchant server in layers (docs/ARCHITECTURE.md): each imports only those above it.
         // The domain and its use cases: catalog, checkout, pricing, plans, orders, payments, subscriptions; the
         // protocols of stores, processors, token opening and Apple's gateway. No I/O module.
         .target(
             name: "MerchantCore",
-            dependencies: ["ApplePay", "PaymentToken", "Cryptography", "JSONCoding", "Foundations"]),
+            dependencies: [
+                "ApplePay", "PaymentToken", "Cryptography", "Foundations",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The order, subscription and Wallet stores on SQLite and PostgreSQL.
         .target(
             name: "MerchantStore",
@@ -114,6 +122,7 @@ let package = Package(
             name: "MerchantWallet",
             dependencies: [
                 "MerchantCore", "ApplePay", "Cryptography", "WalletOrders", "Foundations", "HTTPClient",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // The merchant's HTTP API: one route collection per feature, the web checkout page.
         .target(
@@ -121,6 +130,8 @@ let package = Package(
             dependencies: [
                 "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPServer",
                 "JSONCoding", "WalletOrders", "Foundations", "ProviderWebhooks",
+                .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             // The web pages as files (Web/Assets/), compiled into the binary: nothing is read at run time.
             resources: [
@@ -134,7 +145,7 @@ let package = Package(
             dependencies: [
                 "MerchantCore", "MerchantStore", "Processors", "MerchantIntegrations", "MerchantWallet", "MerchantHTTP",
                 "ApplePay", "Cryptography", "PaymentToken", "HTTPServer", "HTTPClient", "Foundations",
-                "ProviderWebhooks",
+                "ProviderWebhooks", "JSONLogging",
                 // Its services under a ServiceGroup, whose logger is swift-log's.
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -154,6 +165,7 @@ let package = Package(
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentSheet", "MerchantServer", "MerchantSandbox", "MerchantCore",
                 "MerchantHTTP", "MerchantStore", "MerchantIntegrations", "HTTPServer", "Sandbox", "Foundations",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // The command-line tool.
@@ -163,7 +175,7 @@ let package = Package(
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
                 "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantWallet", "Processors", "InProcessMerchant",
                 "ProcessorService", "ProcessorAPI", "SandboxGateway", "HTTPClient", "HTTPServer", "Foundations",
-                "ProviderWebhooks",
+                "ProviderWebhooks", "JSONLogging",
                 // Its command lines parsed by swift-argument-parser; the serving commands under a ServiceGroup that
                 // traps SIGTERM and SIGINT.
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -185,6 +197,7 @@ let package = Package(
             dependencies: [
                 "ApplePay", "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantHTTP", "MerchantStore",
                 "MerchantIntegrations", "HTTPServer", "PaymentToken", "FuzzSupport", "Foundations",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;
@@ -198,6 +211,9 @@ let package = Package(
         .testTarget(name: "FoundationsTests", dependencies: ["Foundations"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
         .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding", "Foundations", "TestSupport"]),
+        .testTarget(
+            name: "JSONLoggingTests",
+            dependencies: ["JSONLogging", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
         .testTarget(
             name: "ProviderWebhooksTests",
@@ -228,9 +244,11 @@ let package = Package(
                 "HTTPClient",
                 "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
-                "SQLite", "SQLCore", "ProviderWebhooks",
+                "SQLite", "SQLCore", "ProviderWebhooks", "JSONLogging",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             exclude: ["python"]),
         .testTarget(

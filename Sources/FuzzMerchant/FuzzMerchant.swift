@@ -16,6 +16,7 @@ import Foundation
 import Foundations
 import FuzzSupport
 import HTTPServer
+import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
@@ -85,7 +86,8 @@ enum FuzzMerchantHarness {
             validator: MerchantValidator(
                 merchantIdentifier: "merchant.com.example.fuzz", displayName: "Fuzz", domain: nil,
                 gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-            logger: .silent, rateLimits: RateLimits(checkouts: RateLimit(perMinute: 6000, burst: 6000)))
+            logger: Logger(label: "applepay.fuzz") { _ in SwiftLogNoOpLogHandler() },
+            rateLimits: RateLimits(checkouts: RateLimit(perMinute: 6000, burst: 6000)))
     }
 
     static let documented503: Set<String> = ["storeUnavailable", "merchantValidationUnavailable"]

@@ -2,6 +2,7 @@ import ApplePay
 import Cryptography
 import Foundation
 import Foundations
+import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
@@ -122,7 +123,7 @@ public enum InProcessMerchant {
                 validator: MerchantValidator(
                     merchantIdentifier: configuration.merchantIdentifier, displayName: configuration.storeName,
                     domain: nil, gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-                logger: RequestLogger { _ in }, clock: now)
+                logger: Logger(label: "applepay.in-process", factory: { _ in SwiftLogNoOpLogHandler() }), clock: now)
         } catch {
             throw PaymentSheetError(.merchantFailed, "the in-process merchant server cannot start: \(error)")
         }

@@ -2,6 +2,7 @@ import Cryptography
 import Foundation
 import Foundations
 import HTTPClient
+import Logging
 import MerchantCore
 import Synchronization
 
@@ -44,7 +45,7 @@ package final class APNsPusher: OrderUpdatePushing {
     let topic: String
     let key: PrivateKey
     let client: HTTPClient
-    let logger: RequestLogger
+    let logger: Logger
     /// The current JWT and when it was made: APNs wants a new one at most every 60 minutes and not more often
     /// than every 20.
     private let token = Mutex<(jwt: String, issuedAt: Date)?>(nil)
@@ -53,7 +54,7 @@ package final class APNsPusher: OrderUpdatePushing {
     ///   - key: the APNs authentication key (EC P-256, from its `.p8` file).
     ///   - trustedRootsPEM: roots trusted for the APNs server besides the system's (a sandbox APNs).
     package init(
-        settings: APNsSettings, key: PrivateKey, trustedRootsPEM roots: Data?, topic: String, logger: RequestLogger,
+        settings: APNsSettings, key: PrivateKey, trustedRootsPEM roots: Data?, topic: String, logger: Logger,
         share: Bulkhead.Limits = APNsPusher.defaultShare
     ) {
         self.share = Bulkhead(name: "apns", limits: share)
@@ -103,9 +104,12 @@ package final class APNsPusher: OrderUpdatePushing {
                 }
                 outcome = "\(response.status)"
                 if response.status == 200 {
-                    logger.log(
-                        "info", "apns push delivered",
-                        ["orderId": registration.orderID, "attempt": attempt, "http": response.httpVersion])
+                    logger.info(
+                        "apns push delivered",
+                        metadata: [
+                            "orderId": "\(registration.orderID)", "attempt": .stringConvertible(attempt),
+                            "http": .stringConvertible(response.httpVersion),
+                        ])
                     return
                 }
                 retry = response.status == 429 || response.status >= 500
@@ -115,8 +119,11 @@ package final class APNsPusher: OrderUpdatePushing {
                 retry = true
             }
             logger.log(
-                retry && attempt < settings.attempts ? "warn" : "error", "apns push failed",
-                ["orderId": registration.orderID, "attempt": attempt, "outcome": outcome])
+                level: retry && attempt < settings.attempts ? .warning : .error, "apns push failed",
+                metadata: [
+                    "orderId": "\(registration.orderID)", "attempt": .stringConvertible(attempt),
+                    "outcome": "\(outcome)",
+                ])
             guard retry, attempt < settings.attempts else { return }
             try? await Task.sleep(for: delay)
             delay *= 2

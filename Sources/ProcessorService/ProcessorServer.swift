@@ -1,6 +1,7 @@
 import Foundation
 import Foundations
 import HTTPServer
+import Logging
 import ProcessorAPI
 import Synchronization
 
@@ -28,12 +29,12 @@ public final class ProcessorServer: Sendable {
         public var hangDuration: Duration
         /// A fault armed from the start (as `POST /v1/faults` would).
         public var fault: FaultBody?
-        /// Receives one JSON line per request (no card data); `nil` logs nothing.
-        public var log: (@Sendable (String) -> Void)?
+        /// Receives one line per request (no card data); `nil` logs nothing.
+        public var logger: Logger?
 
         public init(
             ledgerPath: String, host: String = "127.0.0.1", port: UInt16 = 0, rootFingerprint: String? = nil,
-            hangDuration: Duration = .seconds(60), fault: FaultBody? = nil, log: (@Sendable (String) -> Void)? = nil
+            hangDuration: Duration = .seconds(60), fault: FaultBody? = nil, logger: Logger? = nil
         ) {
             self.ledgerPath = ledgerPath
             self.host = host
@@ -41,7 +42,7 @@ public final class ProcessorServer: Sendable {
             self.rootFingerprint = rootFingerprint
             self.hangDuration = hangDuration
             self.fault = fault
-            self.log = log
+            self.logger = logger
         }
     }
 
@@ -69,7 +70,7 @@ public final class ProcessorServer: Sendable {
                 throw ProcessorServiceError(.invalidFault, error.message)
             }
         }
-        let responder = LoggingResponder(router: routes.makeRouter(), log: configuration.log)
+        let responder = LoggingResponder(router: routes.makeRouter(), logger: configuration.logger)
         let server: HTTPServer
         do {
             // Its clients are a few merchant servers, each with many connections from one address: no per-client
@@ -115,13 +116,14 @@ public final class ProcessorServer: Sendable {
     }
 }
 
-/// Logs one JSON line per request: method, route pattern, status and duration (never a body, so never card data).
+/// Logs one line per request through swift-log: method, route pattern, status (or `dropped`) and duration (never a
+/// body, so never card data).
 struct LoggingResponder: Responder {
     let router: Router
-    let log: (@Sendable (String) -> Void)?
+    let logger: Logger?
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
-        guard let log else { return await router.respond(to: request) }
+        guard let logger else { return await router.respond(to: request) }
         let clock = ContinuousClock()
         let start = clock.now
         let response = await router.respond(to: request)
@@ -131,20 +133,16 @@ struct LoggingResponder: Responder {
             route = pattern
         }
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        var fields: [String: Any] = [
-            "time": ProcessorRoutes.timestamp(), "msg": "request", "method": request.method.rawValue, "route": route,
-            "durationMs": (milliseconds * 10).rounded() / 10,
+        var fields: Logger.Metadata = [
+            "method": .string(request.method.rawValue), "route": .string(route),
+            "durationMs": .stringConvertible((milliseconds * 10).rounded() / 10),
         ]
         if response.closesConnectionWithoutAnswer {
-            fields["dropped"] = true
+            fields["dropped"] = .stringConvertible(true)
         } else {
-            fields["status"] = response.status
+            fields["status"] = .stringConvertible(response.status)
         }
-        if let data = try? JSONSerialization.data(
-            withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])
-        {
-            log(String(decoding: data, as: UTF8.self))
-        }
+        logger.info("request", metadata: fields)
         return response
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JSONLogging
 import MerchantCore
 
 /// The `applepay` tool: every command a merchant needs, from request validation to the server.
@@ -23,7 +24,9 @@ struct ApplePayCommand: CommandGroup {
         ])
 }
 
+// Every `Logger(label:)` of the process writes JSON lines to standard error, behind its caller.
+JSONLogHandler.bootstrapStandardError()
 let status = await ApplePayCommand.exitStatus(running: Array(CommandLine.arguments.dropFirst()))
 // Log lines are written behind their callers: let the last ones out before the process ends.
-RequestLogger.standardError.flush()
+LogOutput.standardError.flush()
 exit(status)

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import Logging
 import PaymentToken
 
 /// Pays a checkout with an authorized Apple Pay payment: the whole decision behind
@@ -160,9 +161,9 @@ public struct CheckoutPayments: Sendable {
             do {
                 try await plans.remember(method, transactionID: opened.transactionID, checkoutID: checkout.id)
             } catch {
-                service.logger.log(
-                    "error", "cannot record the plan's card details again",
-                    ["orderId": result.order.id, "code": error.code.rawValue])
+                service.logger.error(
+                    "cannot record the plan's card details again",
+                    metadata: ["orderId": "\(result.order.id)", "code": "\(error.code.rawValue)"])
             }
         }
         do {
@@ -170,9 +171,9 @@ public struct CheckoutPayments: Sendable {
         } catch {
             // The order stands as recorded (it may be paid): a store failure now must not be answered as
             // "nothing was changed". A retry with the same token starts the subscription (once per checkout).
-            service.logger.log(
-                "error", "plan payment recorded but its subscription could not be started",
-                ["orderId": result.order.id, "code": error.code.rawValue])
+            service.logger.error(
+                "plan payment recorded but its subscription could not be started",
+                metadata: ["orderId": "\(result.order.id)", "code": "\(error.code.rawValue)"])
         }
         return .processed(result)
     }

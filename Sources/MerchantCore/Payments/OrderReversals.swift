@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import Logging
 import Synchronization
 
 /// Refunds and voids of paid orders, as attempts: a refund is reserved in the store under its idempotency key before
@@ -12,10 +13,10 @@ public struct OrderReversals: Sendable {
     public let processor: any PaymentProcessor
     /// Upper bound of one processor call.
     public let timeout: Duration
-    public let logger: RequestLogger
+    public let logger: Logger
     private let inFlight = ReversalsInFlight()
 
-    public init(store: any OrderStore, processor: any PaymentProcessor, timeout: Duration, logger: RequestLogger) {
+    public init(store: any OrderStore, processor: any PaymentProcessor, timeout: Duration, logger: Logger) {
         self.store = store
         self.processor = processor
         self.timeout = timeout
@@ -79,23 +80,29 @@ public struct OrderReversals: Sendable {
         switch answer {
         case .success(let processed) where processed.isPending:
             let final = try await store.acknowledgeRefund(id: refund.id, processorReference: processed.reference)
-            logger.log(
-                "info", "refund pending at the provider",
-                ["orderId": order.id, "refundId": refund.id, "processorReference": processed.reference])
+            logger.info(
+                "refund pending at the provider",
+                metadata: [
+                    "orderId": "\(order.id)", "refundId": "\(refund.id)",
+                    "processorReference": "\(processed.reference)",
+                ])
             return .pending(refund, final)
         case .success(let processed):
             let final = try await store.completeRefund(id: refund.id, processorReference: processed.reference)
-            logger.log(
-                "info", "refund succeeded",
-                ["orderId": order.id, "refundId": refund.id, "processorReference": processed.reference])
+            logger.info(
+                "refund succeeded",
+                metadata: [
+                    "orderId": "\(order.id)", "refundId": "\(refund.id)",
+                    "processorReference": "\(processed.reference)",
+                ])
             var done = refund
             done.status = .succeeded
             done.processorReference = processed.reference
             return .succeeded(done, final)
         case .failure(let error) where error.outcomeIsUnknown:
-            logger.log(
-                "warn", "refund outcome unknown",
-                ["orderId": order.id, "refundId": refund.id, "code": error.code.rawValue])
+            logger.warning(
+                "refund outcome unknown",
+                metadata: ["orderId": "\(order.id)", "refundId": "\(refund.id)", "code": "\(error.code.rawValue)"])
             return .outcomeUnknown(refund)
         case .failure(let error):
             try await store.cancelRefund(id: refund.id)
@@ -132,11 +139,13 @@ public struct OrderReversals: Sendable {
         }
         switch answer {
         case .success(let charge) where charge.status == .processing:
-            logger.log("info", "void pending at the processor", ["orderId": order.id, "processorReference": reference])
+            logger.info(
+                "void pending at the processor",
+                metadata: ["orderId": "\(order.id)", "processorReference": "\(reference)"])
             return .pending(order)
         case .success:
             let final = try await store.recordVoid(orderID: order.id)
-            logger.log("info", "payment voided", ["orderId": order.id, "processorReference": reference])
+            logger.info("payment voided", metadata: ["orderId": "\(order.id)", "processorReference": "\(reference)"])
             return .voided(final)
         case .failure(let error) where error.outcomeIsUnknown:
             return .outcomeUnknown

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import Logging
 import Synchronization
 
 /// Charges a token at most once per transaction id and records the order: the part of a payment after the token
@@ -43,7 +44,7 @@ public struct PaymentService: Sendable {
     public let timeout: Duration
     /// How long a replay waits for a pending first attempt before answering ``Disposition/inProgress``.
     public let concurrentWait: Duration
-    public let logger: RequestLogger
+    public let logger: Logger
     /// The payment processor's share of the server for payments (docs/LIMITS.md): ``CheckoutPayments`` takes a
     /// place before anything is written, and refuses a new payment when none is free.
     public let share: Bulkhead
@@ -57,7 +58,7 @@ public struct PaymentService: Sendable {
 
     public init(
         store: any OrderStore, processor: any PaymentProcessor, timeout: Duration, concurrentWait: Duration? = nil,
-        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "applepay.payments"), clock: @escaping @Sendable () -> Date = { Date() },
         share: Bulkhead.Limits = PaymentService.defaultShare
     ) {
         self.share = Bulkhead(name: "processor", limits: share)
@@ -99,19 +100,21 @@ public struct PaymentService: Sendable {
             let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
             switch attempt {
             case .unknown(let error):
-                logger.log(
-                    "warn", "payment outcome unknown",
-                    [
-                        "orderId": pending.id, "transactionId": order.transactionID, "code": error.code.rawValue,
-                        "processor": processor.name, "processorReference": error.processorReference ?? "",
+                logger.warning(
+                    "payment outcome unknown",
+                    metadata: [
+                        "orderId": "\(pending.id)", "transactionId": "\(order.transactionID)",
+                        "code": "\(error.code.rawValue)", "processor": "\(processor.name)",
+                        "processorReference": "\(error.processorReference ?? "")",
                     ])
             case .refused(let error):
                 // The connector's message says what to change (never card data): for the merchant, in the log.
-                logger.log(
-                    "warn", "payment refused before it was sent to the processor: nothing charged",
-                    [
-                        "orderId": pending.id, "transactionId": order.transactionID, "code": error.code.rawValue,
-                        "processor": processor.name, "reason": error.message,
+                logger.warning(
+                    "payment refused before it was sent to the processor: nothing charged",
+                    metadata: [
+                        "orderId": "\(pending.id)", "transactionId": "\(order.transactionID)",
+                        "code": "\(error.code.rawValue)", "processor": "\(processor.name)",
+                        "reason": "\(error.message)",
                     ])
             case .decided: break
             }
@@ -119,11 +122,12 @@ public struct PaymentService: Sendable {
                 let final = try await store.completePayment(orderID: pending.id, outcome: attempt)
                 return Result(order: final, disposition: .processed, attempt: attempt)
             } catch {
-                var fields: [String: any Sendable] = [
-                    "orderId": pending.id, "transactionId": order.transactionID, "code": error.code.rawValue,
+                var fields: Logger.Metadata = [
+                    "orderId": "\(pending.id)", "transactionId": "\(order.transactionID)",
+                    "code": "\(error.code.rawValue)",
                 ]
-                if case .decided(.approved(let reference)) = attempt { fields["processorReference"] = reference }
-                logger.log("error", "processor answered but the store could not record it", fields)
+                if case .decided(.approved(let reference)) = attempt { fields["processorReference"] = "\(reference)" }
+                logger.error("processor answered but the store could not record it", metadata: fields)
                 return Result(order: pending, disposition: .unrecorded, attempt: attempt)
             }
         }

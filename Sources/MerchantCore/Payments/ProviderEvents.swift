@@ -1,5 +1,6 @@
 import Foundation
 import Foundations
+import Logging
 
 /// What a payment provider's signed webhook says happened, read into one small shape whatever the provider
 /// (Stripe, Adyen, Checkout.com): a payment succeeded or failed, a refund succeeded or failed, a dispute
@@ -150,12 +151,13 @@ public protocol ProviderEventStore: Sendable {
 /// the reconciler's settlement does.
 public struct ProviderEvents: Sendable {
     public let store: any ProviderEventStore
-    public let logger: RequestLogger
+    public let logger: Logger
     /// Starts the subscription of a plan checkout whose payment an event settles as paid; `nil`: no plans.
     public let plans: PlanSubscriptions?
 
     public init(
-        store: any ProviderEventStore, logger: RequestLogger = .standardError, plans: PlanSubscriptions? = nil
+        store: any ProviderEventStore, logger: Logger = Logger(label: "applepay.webhooks"),
+        plans: PlanSubscriptions? = nil
     ) {
         self.store = store
         self.logger = logger
@@ -166,16 +168,16 @@ public struct ProviderEvents: Sendable {
     /// - Throws: ``OrderStoreError`` when the store fails: nothing was written, and the provider's retry is safe.
     public func apply(_ event: ProviderEvent) async throws(OrderStoreError) -> ProviderEventResult {
         let result = try await store.apply(event)
-        var fields: [String: any Sendable] = [
-            "provider": event.provider, "eventId": event.id, "kind": event.kind.rawValue,
-            "outcome": result.outcome.rawValue,
+        var fields: Logger.Metadata = [
+            "provider": "\(event.provider)", "eventId": "\(event.id)", "kind": "\(event.kind.rawValue)",
+            "outcome": "\(result.outcome.rawValue)",
         ]
-        fields["orderId"] = result.orderID
-        fields["subscriptionId"] = result.subscriptionID
-        fields["paymentReference"] = event.paymentReference
-        fields["reference"] = event.reference
-        let level = result.outcome == .mismatch || result.outcome == .discrepancy ? "warn" : "info"
-        logger.log(level, "provider event", fields)
+        fields["orderId"] = result.orderID.map { "\($0)" }
+        fields["subscriptionId"] = result.subscriptionID.map { "\($0)" }
+        fields["paymentReference"] = event.paymentReference.map { "\($0)" }
+        fields["reference"] = event.reference.map { "\($0)" }
+        let level: Logger.Level = result.outcome == .mismatch || result.outcome == .discrepancy ? .warning : .info
+        logger.log(level: level, "provider event", metadata: fields)
         if event.kind == .paymentSucceeded, result.outcome == .applied || result.outcome == .discrepancy,
             let orderID = result.orderID, let plans
         {
@@ -190,12 +192,13 @@ public struct ProviderEvents: Sendable {
             guard let order = try await plans.store.order(id: orderID),
                 let subscription = try await plans.startIfPlan(order: order)
             else { return }
-            logger.log(
-                "info", "subscription of a settled payment", ["orderId": orderID, "subscriptionId": subscription.id])
+            logger.info(
+                "subscription of a settled payment",
+                metadata: ["orderId": "\(orderID)", "subscriptionId": "\(subscription.id)"])
         } catch {
-            logger.log(
-                "error", "settled a plan payment but could not start its subscription",
-                ["orderId": orderID, "code": error.code.rawValue])
+            logger.error(
+                "settled a plan payment but could not start its subscription",
+                metadata: ["orderId": "\(orderID)", "code": "\(error.code.rawValue)"])
         }
     }
 }

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import Logging
 
 /// Settles payments whose outcome was not seen: every `pending` or `unknown` order last touched more than
 /// ``settleAfter`` ago is looked up at the processor by its idempotency key (the token's `transactionId`) and
@@ -35,14 +36,14 @@ public struct Reconciler: Sendable {
     public let settleAfter: Duration
     /// The time limit of each look-up.
     public let timeout: Duration
-    public let logger: RequestLogger
+    public let logger: Logger
     public let clock: @Sendable () -> Date
     /// Starts the subscription of a plan checkout whose payment it settles as paid; `nil`: no plans.
     public let plans: PlanSubscriptions?
 
     public init(
         store: any OrderStore, processor: any PaymentProcessor, settleAfter: Duration, timeout: Duration,
-        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "applepay.payments"), clock: @escaping @Sendable () -> Date = { Date() },
         plans: PlanSubscriptions? = nil
     ) {
         self.plans = plans
@@ -80,29 +81,31 @@ public struct Reconciler: Sendable {
             do {
                 charge = try await lookUp(order)
             } catch {
-                logger.log(
-                    "warn", "reconciliation look-up failed",
-                    ["orderId": order.id, "transactionId": key, "code": error.code.rawValue])
+                logger.warning(
+                    "reconciliation look-up failed",
+                    metadata: ["orderId": "\(order.id)", "transactionId": "\(key)", "code": "\(error.code.rawValue)"])
                 continue
             }
             guard let final = try await store.settlePayment(orderID: order.id, charge: charge) else { continue }
-            var fields: [String: any Sendable] = [
-                "orderId": order.id, "transactionId": key, "from": order.status.rawValue, "to": final.status.rawValue,
+            var fields: Logger.Metadata = [
+                "orderId": "\(order.id)", "transactionId": "\(key)", "from": "\(order.status.rawValue)",
+                "to": "\(final.status.rawValue)",
             ]
-            fields["processorReference"] = charge?.reference
+            fields["processorReference"] = charge.map { "\($0.reference)" }
             let late = order.status == .unknown && final.status == .paid
-            logger.log(late ? "warn" : "info", late ? "late approval settled" : "payment settled", fields)
+            logger.log(
+                level: late ? .warning : .info, late ? "late approval settled" : "payment settled", metadata: fields)
             if final.status == .paid, let plans {
                 do {
                     if let subscription = try await plans.startIfPlan(order: final, charge: charge) {
-                        logger.log(
-                            "info", "subscription of a settled payment",
-                            ["orderId": order.id, "subscriptionId": subscription.id])
+                        logger.info(
+                            "subscription of a settled payment",
+                            metadata: ["orderId": "\(order.id)", "subscriptionId": "\(subscription.id)"])
                     }
                 } catch {
-                    logger.log(
-                        "error", "settled a plan payment but could not start its subscription",
-                        ["orderId": order.id, "code": error.code.rawValue])
+                    logger.error(
+                        "settled a plan payment but could not start its subscription",
+                        metadata: ["orderId": "\(order.id)", "code": "\(error.code.rawValue)"])
                 }
             }
             settled.append(
@@ -133,9 +136,12 @@ public struct Reconciler: Sendable {
             case .success(let answer): status = answer
             case .failure(let error):
                 if error.code != .lookUpUnavailable {
-                    logger.log(
-                        "warn", "refund look-up failed",
-                        ["orderId": refund.orderID, "refundId": refund.id, "code": error.code.rawValue])
+                    logger.warning(
+                        "refund look-up failed",
+                        metadata: [
+                            "orderId": "\(refund.orderID)", "refundId": "\(refund.id)",
+                            "code": "\(error.code.rawValue)",
+                        ])
                 }
                 continue
             }
@@ -144,9 +150,9 @@ public struct Reconciler: Sendable {
             case .succeeded: _ = try await store.completeRefund(id: refund.id, processorReference: reference)
             case .failed: _ = try await store.failRefund(id: refund.id, reason: "refundFailed")
             }
-            logger.log(
-                "info", "refund settled by look-up",
-                ["orderId": refund.orderID, "refundId": refund.id, "status": status.rawValue])
+            logger.info(
+                "refund settled by look-up",
+                metadata: ["orderId": "\(refund.orderID)", "refundId": "\(refund.id)", "status": "\(status.rawValue)"])
         }
     }
 
@@ -156,7 +162,7 @@ public struct Reconciler: Sendable {
             do {
                 _ = try await reconcileOnce()
             } catch {
-                logger.log("error", "reconciliation pass failed", ["code": error.code.rawValue])
+                logger.error("reconciliation pass failed", metadata: ["code": "\(error.code.rawValue)"])
             }
             try? await Task.sleep(for: interval)
         }

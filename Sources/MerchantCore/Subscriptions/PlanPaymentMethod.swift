@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import Logging
 
 /// What a subscription keeps of the token that paid its checkout: the merchant token's identifier and the card as
 /// the customer sees it. Never the PAN, the MPAN, a cryptogram or any key.
@@ -90,8 +91,8 @@ public struct PlanSubscriptions: Sendable {
         }
         let key = order.payment.transactionID
         guard let method = method ?? checkout.planPaymentMethods?[key] else {
-            service.logger.log(
-                "error", "plan paid but its card details were not recorded", ["orderId": order.id])
+            service.logger.error(
+                "plan paid but its card details were not recorded", metadata: ["orderId": "\(order.id)"])
             return nil
         }
         var kept = charge
@@ -105,8 +106,8 @@ public struct PlanSubscriptions: Sendable {
             if case .success(let charge) = looked { kept = charge }
         }
         guard let reference = kept?.paymentMethodReference else {
-            service.logger.log(
-                "error", "plan paid but the processor kept no payment method", ["orderId": order.id])
+            service.logger.error(
+                "plan paid but the processor kept no payment method", metadata: ["orderId": "\(order.id)"])
             return nil
         }
         return try await service.start(

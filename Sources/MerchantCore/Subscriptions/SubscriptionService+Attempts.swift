@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import Logging
 import Synchronization
 
 /// A cycle's charge as an attempt: resolved by look-up before its cycle moves on, recorded by one rule, and given
@@ -25,7 +26,7 @@ extension SubscriptionService {
         do {
             unresolved = try await store.subscriptions(SubscriptionFilter(unresolved: true, limit: 500))
         } catch {
-            logger.log("error", "cannot list unresolved subscription charges", ["code": error.code.rawValue])
+            logger.error("cannot list unresolved subscription charges", metadata: ["code": "\(error.code.rawValue)"])
             return []
         }
         var recorded: [SubscriptionCharge] = []
@@ -70,9 +71,12 @@ extension SubscriptionService {
         // Sent less than a time limit ago: an instance may still be waiting for its answer.
         guard attempt.since.addingTimeInterval(Self.seconds(timeout)) <= now else { return nil }
         let resolution = processor.unknownOutcomes
-        let fields = ["subscriptionId": subscription.id, "idempotencyKey": attempt.idempotencyKey]
+        let fields: Logger.Metadata = [
+            "subscriptionId": "\(subscription.id)", "idempotencyKey": "\(attempt.idempotencyKey)",
+        ]
         if Self.isPastKeyLifetime(attempt, resolution, now: now) {
-            logger.log("warn", "subscription charge unresolved past the provider's key lifetime: for a person", fields)
+            logger.warning(
+                "subscription charge unresolved past the provider's key lifetime: for a person", metadata: fields)
             return nil
         }
         // Only the provider's webhook can tell (Adyen): nothing to ask.
@@ -96,30 +100,30 @@ extension SubscriptionService {
             // the same key). Within the key lifetime the provider answers the same key with its first outcome: the
             // same charge is sent again, for a subscription still owing it. One that ended waits for the webhook.
             var waiting = fields
-            waiting["code"] = error.code.rawValue
+            waiting["code"] = "\(error.code.rawValue)"
             guard Self.isChargeable(subscription) else {
-                logger.log("info", "subscription charge still unresolved: the look-up cannot tell", waiting)
+                logger.info("subscription charge still unresolved: the look-up cannot tell", metadata: waiting)
                 return nil
             }
-            logger.log("info", "subscription charge sent again under its key: the look-up cannot tell", waiting)
+            logger.info("subscription charge sent again under its key: the look-up cannot tell", metadata: waiting)
             return await send(subscription, key: attempt.idempotencyKey, at: attempt.since, resending: true)
         case .failure(let error):
             var waiting = fields
-            waiting["code"] = error.code.rawValue
-            logger.log("info", "subscription charge still unresolved", waiting)
+            waiting["code"] = "\(error.code.rawValue)"
+            logger.info("subscription charge still unresolved", metadata: waiting)
             return nil
         }
         guard let found else {
             // Nothing was charged under the key. A subscription still owing the charge has it sent again under the
             // same key (the attempt, and when it was first sent, kept); one that ended meanwhile owes nothing more.
             guard Self.isChargeable(subscription) else {
-                logger.log("info", "subscription charge attempt found nothing charged: ended meanwhile", fields)
+                logger.info("subscription charge attempt found nothing charged: ended meanwhile", metadata: fields)
                 var next = subscription
                 next.unresolvedCharge = nil
                 _ = try? await store.updateSubscription(next, expectedVersion: subscription.version, charge: nil)
                 return nil
             }
-            logger.log("info", "subscription charge attempt found nothing charged: sent again under its key", fields)
+            logger.info("subscription charge attempt found nothing charged: sent again under its key", metadata: fields)
             return await send(subscription, key: attempt.idempotencyKey, at: attempt.since, resending: true)
         }
         switch found.outcome {
@@ -156,22 +160,25 @@ extension SubscriptionService {
                 // The charge row exists: another instance recorded this attempt.
                 return nil
             } catch {
-                logger.log(
-                    "error", "subscription charge decided but not recorded",
-                    ["subscriptionId": read.id, "idempotencyKey": charge.idempotencyKey, "code": error.code.rawValue])
+                logger.error(
+                    "subscription charge decided but not recorded",
+                    metadata: [
+                        "subscriptionId": "\(read.id)", "idempotencyKey": "\(charge.idempotencyKey)",
+                        "code": "\(error.code.rawValue)",
+                    ])
                 return nil
             }
             if let stored {
-                logger.log(
-                    "info", "subscription charged",
-                    [
-                        "subscriptionId": read.id, "cycle": String(charge.cycle), "attempt": String(charge.attempt),
-                        "status": charge.status, "next": stored.status.rawValue,
+                logger.info(
+                    "subscription charged",
+                    metadata: [
+                        "subscriptionId": "\(read.id)", "cycle": "\(charge.cycle)", "attempt": "\(charge.attempt)",
+                        "status": "\(charge.status)", "next": "\(stored.status.rawValue)",
                     ])
                 if givesBack {
-                    logger.log(
-                        "warn", "subscription ended while its charge was in flight: giving the charge back",
-                        ["subscriptionId": read.id, "status": stored.status.rawValue])
+                    logger.warning(
+                        "subscription ended while its charge was in flight: giving the charge back",
+                        metadata: ["subscriptionId": "\(read.id)", "status": "\(stored.status.rawValue)"])
                     await giveBack(charge, of: stored)
                 } else if stored.status == .cancelled,
                     stored.statusReason == "unpaid" || read.status == .cancelled, stored.nextChargeAt == nil
@@ -185,15 +192,18 @@ extension SubscriptionService {
                 guard let fresh = try await store.subscription(id: read.id) else { return nil }
                 current = fresh
             } catch {
-                logger.log(
-                    "error", "subscription charge decided but not recorded",
-                    ["subscriptionId": read.id, "idempotencyKey": charge.idempotencyKey, "code": error.code.rawValue])
+                logger.error(
+                    "subscription charge decided but not recorded",
+                    metadata: [
+                        "subscriptionId": "\(read.id)", "idempotencyKey": "\(charge.idempotencyKey)",
+                        "code": "\(error.code.rawValue)",
+                    ])
                 return nil
             }
         }
-        logger.log(
-            "error", "subscription charge decided but not recorded (too many concurrent changes)",
-            ["subscriptionId": read.id, "idempotencyKey": charge.idempotencyKey])
+        logger.error(
+            "subscription charge decided but not recorded (too many concurrent changes)",
+            metadata: ["subscriptionId": "\(read.id)", "idempotencyKey": "\(charge.idempotencyKey)"])
         return nil
     }
 
@@ -233,22 +243,28 @@ extension SubscriptionService {
             }
         }
         guard let given else {
-            logger.log(
-                "error", "an approved charge of an ended subscription could not be given back yet",
-                ["subscriptionId": subscription.id, "idempotencyKey": charge.idempotencyKey])
+            logger.error(
+                "an approved charge of an ended subscription could not be given back yet",
+                metadata: ["subscriptionId": "\(subscription.id)", "idempotencyKey": "\(charge.idempotencyKey)"])
             return false
         }
         do {
             _ = try await store.recordChargeRefund(
                 charge, of: subscription, reference: given, refund: refunded, at: clock())
-            logger.log(
-                "info", "subscription charge given back",
-                ["subscriptionId": subscription.id, "idempotencyKey": charge.idempotencyKey, "reference": given])
+            logger.info(
+                "subscription charge given back",
+                metadata: [
+                    "subscriptionId": "\(subscription.id)", "idempotencyKey": "\(charge.idempotencyKey)",
+                    "reference": "\(given)",
+                ])
             return true
         } catch {
-            logger.log(
-                "error", "subscription charge given back but not recorded",
-                ["subscriptionId": subscription.id, "idempotencyKey": charge.idempotencyKey, "reference": given])
+            logger.error(
+                "subscription charge given back but not recorded",
+                metadata: [
+                    "subscriptionId": "\(subscription.id)", "idempotencyKey": "\(charge.idempotencyKey)",
+                    "reference": "\(given)",
+                ])
             return false
         }
     }
@@ -259,7 +275,7 @@ extension SubscriptionService {
         do {
             owed = try await store.chargesOwingRefund(limit: 100)
         } catch {
-            logger.log("error", "cannot list charges owing a refund", ["code": error.code.rawValue])
+            logger.error("cannot list charges owing a refund", metadata: ["code": "\(error.code.rawValue)"])
             return
         }
         for charge in owed {

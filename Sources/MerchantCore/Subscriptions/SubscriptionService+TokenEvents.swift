@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import Logging
 import Synchronization
 
 /// Apple's merchant-token events and their notifications.
@@ -31,21 +32,21 @@ extension SubscriptionService {
         do {
             event = try await gateway.event(id: eventID)
         } catch {
-            logger.log(
-                "warn", "cannot pull the merchant token event",
-                ["eventId": String(eventID.prefix(64)), "error": String(describing: error)])
+            logger.warning(
+                "cannot pull the merchant token event",
+                metadata: ["eventId": "\(eventID.prefix(64))", "error": "\(error)"])
             return .gatewayFailed
         }
         guard let event else { return .unknownEvent }
         switch event.eventType {
         case "UNLINK", "UPDATED_METADATA", "UPDATED_CARD_ART": break
         case "UPDATED_MERCHANT_TOKEN_PUBLIC_KEY":
-            logger.log(
-                "info",
+            logger.info(
                 "merchant token public key updated: ignored on purpose (no usage-information notifications are sent)",
-                ["eventId": eventID])
+                metadata: ["eventId": "\(eventID)"])
         default:
-            logger.log("warn", "unknown merchant token event type: recorded, nothing changed", ["eventId": eventID])
+            logger.warning(
+                "unknown merchant token event type: recorded, nothing changed", metadata: ["eventId": "\(eventID)"])
         }
         let change = Self.change(for: event)
         for _ in 0..<5 {
@@ -55,19 +56,22 @@ extension SubscriptionService {
                         eventID: eventID, eventType: event.eventType,
                         merchantTokenIdentifier: event.merchantTokenIdentifier, change: change)
                 else { return .alreadyApplied }
-                logger.log(
-                    "info", "merchant token event applied",
-                    ["eventId": eventID, "eventType": event.eventType, "subscriptions": String(changed)])
+                logger.info(
+                    "merchant token event applied",
+                    metadata: [
+                        "eventId": "\(eventID)", "eventType": "\(event.eventType)", "subscriptions": "\(changed)",
+                    ])
                 return .applied
             } catch  where error.code == .conflict {
                 continue  // a concurrent writer: the whole event again, over what it wrote
             } catch {
-                logger.log(
-                    "error", "cannot apply the merchant token event", ["eventId": eventID, "code": error.code.rawValue])
+                logger.error(
+                    "cannot apply the merchant token event",
+                    metadata: ["eventId": "\(eventID)", "code": "\(error.code.rawValue)"])
                 return .storeFailed
             }
         }
-        logger.log("error", "cannot apply the merchant token event: it kept conflicting", ["eventId": eventID])
+        logger.error("cannot apply the merchant token event: it kept conflicting", metadata: ["eventId": "\(eventID)"])
         return .storeFailed
     }
 

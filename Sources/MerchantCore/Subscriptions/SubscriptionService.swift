@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import Logging
 import Synchronization
 
 /// Subscriptions from checkout to their last charge: starts them after the checkout's payment, charges what is due
@@ -20,14 +21,14 @@ public struct SubscriptionService: Sendable {
     /// Apple's merchant-token API; `nil` leaves cancellations local and events unpulled.
     public let gateway: (any MerchantTokenGateway)?
     public let timeout: Duration
-    public let logger: RequestLogger
+    public let logger: Logger
     public let clock: @Sendable () -> Date
     /// Apple's notifications in flight (``handleTokenNotification(eventID:timeLimit:)``).
     public let notifications: TokenNotifications
 
     public init(
         store: any SubscriptionStore, processor: any PaymentProcessor, gateway: (any MerchantTokenGateway)? = nil,
-        timeout: Duration = .seconds(10), logger: RequestLogger = .standardError,
+        timeout: Duration = .seconds(10), logger: Logger = Logger(label: "applepay.subscriptions"),
         clock: @escaping @Sendable () -> Date = { Date() }, notifications: TokenNotifications = TokenNotifications()
     ) {
         self.notifications = notifications
@@ -87,9 +88,9 @@ public struct SubscriptionService: Sendable {
             subscription.nextChargeAt = SubscriptionBilling.dueDate(of: subscription, cycle: 1)
         }
         let stored = try await store.insertSubscription(subscription)
-        logger.log(
-            "info", "subscription started",
-            ["subscriptionId": stored.id, "checkoutId": checkout.id, "plan": plan.kind])
+        logger.info(
+            "subscription started",
+            metadata: ["subscriptionId": "\(stored.id)", "checkoutId": "\(checkout.id)", "plan": "\(plan.kind)"])
         return stored
     }
 
@@ -117,7 +118,7 @@ public struct SubscriptionService: Sendable {
                     + store.subscriptions(
                         SubscriptionFilter(statuses: [.cancelled], dueBy: now, unresolved: false, limit: 100))
             } catch {
-                logger.log("error", "cannot list due subscriptions", ["code": error.code.rawValue])
+                logger.error("cannot list due subscriptions", metadata: ["code": "\(error.code.rawValue)"])
                 return recorded
             }
             var progressed = false
@@ -173,17 +174,17 @@ public struct SubscriptionService: Sendable {
             else { return nil }
             subscription = stored
         } catch {
-            logger.log(
-                "error", "cannot record the subscription charge attempt: not sent",
-                ["subscriptionId": read.id, "code": error.code.rawValue])
+            logger.error(
+                "cannot record the subscription charge attempt: not sent",
+                metadata: ["subscriptionId": "\(read.id)", "code": "\(error.code.rawValue)"])
             return nil
         }
         if event != nil {
-            logger.log(
-                "warn", "missed subscription cycles skipped",
-                [
-                    "subscriptionId": read.id, "skipped": String(subscription.skippedCycles - read.skippedCycles),
-                    "cycle": String(subscription.cycle),
+            logger.warning(
+                "missed subscription cycles skipped",
+                metadata: [
+                    "subscriptionId": "\(read.id)", "skipped": "\(subscription.skippedCycles - read.skippedCycles)",
+                    "cycle": "\(subscription.cycle)",
                 ])
         }
         return await send(subscription, key: key, at: now, resending: false)
@@ -211,11 +212,11 @@ public struct SubscriptionService: Sendable {
         switch result {
         case .success(let answer): outcome = answer
         case .failure(let error):
-            logger.log(
-                "warn", "subscription charge not decided",
-                [
-                    "subscriptionId": subscription.id, "idempotencyKey": key, "code": error.code.rawValue,
-                    "resent": resending ? "true" : "false",
+            logger.warning(
+                "subscription charge not decided",
+                metadata: [
+                    "subscriptionId": "\(subscription.id)", "idempotencyKey": "\(key)",
+                    "code": "\(error.code.rawValue)", "resent": .string(resending ? "true" : "false"),
                 ])
             if error.outcomeIsUnknown || resending {
                 // The attempt stays unresolved: the next pass looks it up by its key.
@@ -241,9 +242,12 @@ public struct SubscriptionService: Sendable {
         case .processing(let reference):
             // Decided later: the attempt stays unresolved with the provider's reference, settled by its webhook or a
             // look-up, never by a new key.
-            logger.log(
-                "info", "subscription charge processing at the provider",
-                ["subscriptionId": subscription.id, "idempotencyKey": key, "processorReference": reference])
+            logger.info(
+                "subscription charge processing at the provider",
+                metadata: [
+                    "subscriptionId": "\(subscription.id)", "idempotencyKey": "\(key)",
+                    "processorReference": "\(reference)",
+                ])
             await note(reference, of: subscription)
             return nil
         }
@@ -309,12 +313,12 @@ public struct SubscriptionService: Sendable {
             try await gateway.updateMerchantMetadata(
                 merchantTokenIdentifier: token, tokenNotificationURL: tokenNotificationURL)
         } catch {
-            logger.log(
-                "warn", "cannot update the merchant token's notification URL at Apple",
-                ["subscriptionId": id, "error": String(describing: error)])
+            logger.warning(
+                "cannot update the merchant token's notification URL at Apple",
+                metadata: ["subscriptionId": "\(id)", "error": "\(error)"])
             throw Refusal.gatewayFailed
         }
-        logger.log("info", "merchant token notification URL updated at Apple", ["subscriptionId": id])
+        logger.info("merchant token notification URL updated at Apple", metadata: ["subscriptionId": "\(id)"])
         return subscription
     }
 
@@ -336,9 +340,12 @@ public struct SubscriptionService: Sendable {
             next.statusReason = actor
             if !owes { next.nextChargeAt = nil }
             if let stored = try await store.updateSubscription(next, expectedVersion: current.version, charge: nil) {
-                logger.log(
-                    "info", "subscription cancelled",
-                    ["subscriptionId": stored.id, "by": actor, "chargeOwed": owes ? "true" : "false"])
+                logger.info(
+                    "subscription cancelled",
+                    metadata: [
+                        "subscriptionId": "\(stored.id)", "by": "\(actor)",
+                        "chargeOwed": .string(owes ? "true" : "false"),
+                    ])
                 if !owes { await unlinkAtGateway(stored) }
                 return stored
             }
@@ -366,11 +373,11 @@ public struct SubscriptionService: Sendable {
         guard let gateway, let token = subscription.merchantTokenIdentifier else { return }
         do {
             try await gateway.unlink(merchantTokenIdentifier: token)
-            logger.log("info", "merchant token unlinked at Apple", ["subscriptionId": subscription.id])
+            logger.info("merchant token unlinked at Apple", metadata: ["subscriptionId": "\(subscription.id)"])
         } catch {
-            logger.log(
-                "warn", "cannot unlink the merchant token at Apple",
-                ["subscriptionId": subscription.id, "error": String(describing: error)])
+            logger.warning(
+                "cannot unlink the merchant token at Apple",
+                metadata: ["subscriptionId": "\(subscription.id)", "error": "\(error)"])
         }
     }
 }

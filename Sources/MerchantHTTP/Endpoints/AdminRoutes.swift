@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Foundations
 import HTTPServer
+import Logging
 import MerchantCore
 import MerchantWallet
 
@@ -15,7 +16,7 @@ struct AdminRoutes: RouteCollection {
     /// Refunds and voids (MerchantCore's use case: attempts reserved before they are sent, refusals as values).
     let reversals: OrderReversals
     let timeout: Duration
-    let logger: RequestLogger
+    let logger: Logger
     /// Wallet orders: fulfilment steps and refunds push to registered devices; nil: no fulfilment route.
     let walletOrders: WalletOrdersService?
     /// Subscriptions, whose charge attempts past the key lifetime the attention list shows; nil: none.
@@ -200,7 +201,9 @@ struct AdminRoutes: RouteCollection {
         }
         let steps = try await storing { () async throws(OrderStoreError) in try await store.fulfillments(orderID: id) }
         let notified = await notifyDevices(orderID: id)
-        logger.log("info", "fulfillment recorded", ["orderId": id, "status": status.rawValue, "devices": notified])
+        logger.info(
+            "fulfillment recorded",
+            metadata: ["orderId": "\(id)", "status": "\(status.rawValue)", "devices": .stringConvertible(notified)])
         var response = HTTPResponse.encoding(Answer(order: order, fulfillments: steps, devicesNotified: notified))
         response.logFields["orderId"] = id
         return response
@@ -216,7 +219,7 @@ struct AdminRoutes: RouteCollection {
             registrations = try await store.registrations(
                 deviceIdentifier: nil, orderTypeIdentifier: walletOrders.orderTypeIdentifier, orderID: orderID)
         } catch {
-            logger.log("error", "could not read device registrations", ["orderId": orderID])
+            logger.error("could not read device registrations", metadata: ["orderId": "\(orderID)"])
             return 0
         }
         if !registrations.isEmpty { Task { await pusher.orderDidChange(registrations) } }

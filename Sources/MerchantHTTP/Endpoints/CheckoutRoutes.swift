@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Foundations
 import HTTPServer
+import Logging
 import MerchantCore
 
 /// The catalog and checkouts: `GET /v1/products`, `POST /v1/checkouts`, `GET /v1/checkouts/{id}` and the sheet's
@@ -17,7 +18,7 @@ struct CheckoutRoutes: RouteCollection {
     let configuration: StoreConfiguration
     let pricing: CheckoutPricing
     let store: any OrderStore
-    let logger: RequestLogger
+    let logger: Logger
     let clock: @Sendable () -> Date
     /// How long a checkout takes sheet updates (`410 checkoutExpired` after); `nil`: forever.
     let checkoutLifetime: Duration?

@@ -1,5 +1,6 @@
 import Foundations
 import HTTPServer
+import Logging
 import MerchantCore
 
 /// The one table from domain errors to HTTP errors: every route collection answers a store, checkout or subscription
@@ -38,19 +39,19 @@ extension HTTPError {
 
     /// A store error: 404 `notFound`, 409 `conflict`, anything else 503 `storeUnavailable` (logged by its code,
     /// never its message, which may name the database).
-    package static func store(_ error: OrderStoreError, logger: RequestLogger) -> HTTPError {
+    package static func store(_ error: OrderStoreError, logger: Logger) -> HTTPError {
         switch error.code {
         case .notFound: return .notFound(error.message)
         case .conflict: return HTTPError(status: 409, code: "conflict", message: error.message)
         default:
-            logger.log("error", "store failure", ["code": error.code.rawValue])
+            logger.error("store failure", metadata: ["code": "\(error.code.rawValue)"])
             return .storeUnavailable()
         }
     }
 }
 
 /// Runs a store call, its error answered by ``HTTPError/store(_:logger:)``.
-package func storing<T>(logger: RequestLogger, _ body: () async throws(OrderStoreError) -> T) async throws(HTTPError)
+package func storing<T>(logger: Logger, _ body: () async throws(OrderStoreError) -> T) async throws(HTTPError)
     -> T
 {
     do {

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Foundations
 import HTTPServer
+import Logging
 import MerchantCore
 import MerchantIntegrations
 import MerchantWallet
@@ -15,8 +16,8 @@ import ProviderWebhooks
 public struct MerchantAPI: Responder {
     public let configuration: StoreConfiguration
     public let store: any OrderStore
-    public let metrics: Metrics
-    public let logger: RequestLogger
+    public let metrics: MerchantMetrics
+    public let logger: Logger
     /// Settles payments whose outcome was not seen (run by `MerchantApplication` and `POST /admin/v1/reconcile`).
     public let reconciler: Reconciler
     /// Subscriptions (when the store keeps them): the scheduler's ``SubscriptionService/chargeDue(now:)``.
@@ -48,8 +49,9 @@ public struct MerchantAPI: Responder {
     ///     later if unpaid); `nil`: forever.
     public init(
         configuration: StoreConfiguration, store: any OrderStore, processor: any PaymentProcessor,
-        tokenOpener: any PaymentTokenOpening, validator: MerchantValidator, metrics: Metrics = Metrics(),
-        logger: RequestLogger = .standardError, clock: @escaping @Sendable () -> Date = { Date() },
+        tokenOpener: any PaymentTokenOpening, validator: MerchantValidator,
+        metrics: MerchantMetrics = MerchantMetrics(),
+        logger: Logger = Logger(label: "applepay.http"), clock: @escaping @Sendable () -> Date = { Date() },
         adminToken: String? = nil, reconcileAfter: Duration = .seconds(60), rateLimits: RateLimits? = nil,
         checkoutLifetime: Duration? = nil, walletOrders: WalletOrdersService? = nil,
         processorShare: Bulkhead.Limits = PaymentService.defaultShare,

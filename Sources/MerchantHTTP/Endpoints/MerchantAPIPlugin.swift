@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Logging
 import MerchantCore
 
 /// Routes that something outside the merchant API adds to it, with the services they may use. Sandbox mode's
@@ -18,6 +19,6 @@ public struct MerchantAPIServices: Sendable {
     public let configuration: StoreConfiguration
     public let store: any OrderStore
     public let pricing: CheckoutPricing
-    public let logger: RequestLogger
+    public let logger: Logger
     public let clock: @Sendable () -> Date
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Foundations
 import HTTPServer
+import Logging
 import MerchantCore
 
 /// The customer's order page, `GET /orders/{id}?secret=` (HTML; the Wallet order's `orderManagementURL`): reachable
@@ -10,7 +11,7 @@ import MerchantCore
 struct OrderPageRoutes: RouteCollection {
     let store: any OrderStore
     let storeName: String
-    let logger: RequestLogger
+    let logger: Logger
 
     func register(on group: inout RouterGroup) {
         group.add(.get, "/orders/{id}") { request, context in try await page(request, context) }

@@ -1,13 +1,14 @@
 import Foundation
 import Foundations
 import HTTPServer
+import Logging
 import MerchantCore
 
 /// The customer's view of an order, `GET /v1/orders/{id}`: only with the order's secret (`?secret=` or
 /// `X-Order-Secret`), and without contacts. A missing or wrong secret answers like an unknown order.
 struct OrderRoutes: RouteCollection {
     let store: any OrderStore
-    let logger: RequestLogger
+    let logger: Logger
 
     func register(on group: inout RouterGroup) {
         group.add(.get, "/v1/orders/{id}") { request, context in try await showOrder(request, context) }

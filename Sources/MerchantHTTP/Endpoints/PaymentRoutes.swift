@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Foundations
 import HTTPServer
+import Logging
 import MerchantCore
 import MerchantWallet
 import PaymentToken
@@ -12,8 +13,8 @@ import PaymentToken
 /// `ApplePayPaymentAuthorizationResult`.
 struct PaymentRoutes: RouteCollection {
     let payments: CheckoutPayments
-    let metrics: Metrics
-    let logger: RequestLogger
+    let metrics: MerchantMetrics
+    let logger: Logger
     /// Where the subscription management links point (the configuration's `publicBaseURL`).
     let publicBaseURL: String
     /// Wallet orders, for the answer's `orderDetails`; nil: off.

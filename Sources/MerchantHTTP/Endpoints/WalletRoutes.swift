@@ -1,6 +1,7 @@
 import Foundation
 import Foundations
 import HTTPServer
+import Logging
 import MerchantCore
 import MerchantWallet
 import WalletOrders
@@ -21,7 +22,7 @@ struct WalletRoutes: RouteCollection {
     let service: WalletOrdersService
     let store: any OrderStore
     let configuration: StoreConfiguration
-    let logger: RequestLogger
+    let logger: Logger
     let clock: @Sendable () -> Date
 
     func register(on group: inout RouterGroup) {
@@ -118,7 +119,7 @@ struct WalletRoutes: RouteCollection {
                     for: order, fulfillments: steps, configuration: configuration, host: request.headers["Host"],
                     now: clock())
             } catch {
-                logger.log("error", "could not sign an order package", ["orderId": order.id])
+                logger.error("could not sign an order package", metadata: ["orderId": "\(order.id)"])
                 throw HTTPError(status: 500, code: "signingFailed", message: "The order package could not be signed.")
             }
             response = HTTPResponse(status: 200, headers: ["Content-Type": OrderPackage.mediaType], body: package)
@@ -152,7 +153,7 @@ struct WalletRoutes: RouteCollection {
         struct Body: Decodable { var logs: [String] }
         let body = try JSONBody.decode(Body.self, from: request)
         for line in body.logs.prefix(100) {
-            logger.log("info", "wallet device log", ["message": String(line.prefix(1000))])
+            logger.info("wallet device log", metadata: ["message": "\(line.prefix(1000))"])
         }
         return HTTPResponse(status: 200)
     }

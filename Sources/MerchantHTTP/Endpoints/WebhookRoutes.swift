@@ -12,7 +12,7 @@ import ProviderWebhooks
 struct WebhookRoutes: RouteCollection {
     let endpoints: [WebhookEndpoint]
     let events: ProviderEvents
-    let metrics: Metrics
+    let metrics: MerchantMetrics
     let clock: @Sendable () -> Date
 
     func register(on group: inout RouterGroup) {

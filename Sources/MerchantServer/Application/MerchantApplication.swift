@@ -3,6 +3,7 @@ import Foundation
 import Foundations
 import HTTPClient
 import HTTPServer
+import JSONLogging
 import Logging
 import MerchantCore
 import MerchantHTTP
@@ -79,13 +80,14 @@ public final class MerchantApplication: Service, Sendable {
     ///   - processor: overrides the configured processor (tests).
     ///   - tokenOpener: overrides the token verifier built from the configured keys (tests).
     ///   - plugins: installed before the store opens (sandbox mode: `MerchantSandbox.SandboxMode`).
-    ///   - logger: where request lines go.
+    ///   - logger: where the request lines and the services' lines go; by default swift-log's bootstrapped handler
+    ///     (`applepay` bootstraps ``JSONLogging/JSONLogHandler`` over standard error).
     ///   - clock: "now" for pricing and token checks.
     /// - Throws: `ServerStartError` with a message naming what to fix.
     public static func start(
         _ configuration: MerchantServerConfiguration, processor: (any PaymentProcessor)? = nil,
         tokenOpener: (any PaymentTokenOpening)? = nil, plugins: [any MerchantServerPlugin] = [],
-        logger: RequestLogger = .standardError,
+        logger: Logger = Logger(label: "applepay.server"),
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws(ServerStartError) -> MerchantApplication {
         let application = try await assemble(
@@ -102,7 +104,7 @@ public final class MerchantApplication: Service, Sendable {
     public static func assemble(
         _ configuration: MerchantServerConfiguration, processor: (any PaymentProcessor)? = nil,
         tokenOpener: (any PaymentTokenOpening)? = nil, plugins: [any MerchantServerPlugin] = [],
-        logger: RequestLogger = .standardError,
+        logger: Logger = Logger(label: "applepay.server"),
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws(ServerStartError) -> MerchantApplication {
         try refuseWeakAdminToken(configuration)
@@ -185,7 +187,7 @@ public final class MerchantApplication: Service, Sendable {
         } catch {
             // `alreadyFinished`: shut down before the group began; else a service failed (none throws today).
             if (error as? ServiceGroupError)?.errorCode != .alreadyFinished {
-                api.logger.log("error", "a service stopped the server", ["error": "\(error)"])
+                api.logger.error("a service stopped the server", metadata: ["error": "\(error)"])
             }
             await server.shutdown()
         }
@@ -196,8 +198,9 @@ public final class MerchantApplication: Service, Sendable {
     private func stopped() async {
         phase.withLock { $0 = .stopped }
         await stopPlugins()
-        api.logger.log("info", "stopped")
-        api.logger.flush()
+        api.logger.info("stopped")
+        // Lines to standard error are written behind their callers (`LogOutput`): let them out before returning.
+        LogOutput.standardError.flush()
     }
 
     /// Wallet orders' keys, loaded and checked before the server binds: the Order Type ID credential (checked like
@@ -208,7 +211,7 @@ public final class MerchantApplication: Service, Sendable {
         let intermediates: [Certificate]
         let pusher: APNsPusher?
 
-        static func load(_ settings: WalletOrdersSettings, logger: RequestLogger) throws(ServerStartError)
+        static func load(_ settings: WalletOrdersSettings, logger: Logger) throws(ServerStartError)
             -> WalletCredentials
         {
             try MerchantApplication.loadWalletCredentials(settings, logger: logger)
@@ -229,7 +232,7 @@ public final class MerchantApplication: Service, Sendable {
         }
     }
 
-    private static func loadWalletCredentials(_ settings: WalletOrdersSettings, logger: RequestLogger)
+    private static func loadWalletCredentials(_ settings: WalletOrdersSettings, logger: Logger)
         throws(ServerStartError) -> WalletCredentials
     {
         let credential = try MerchantCredential.load(settings.orderTypeID, role: "Order Type ID")
@@ -256,7 +259,7 @@ public final class MerchantApplication: Service, Sendable {
     }
 
     /// The APNs pusher with its key loaded (owner-only, EC P-256) and its trusted roots.
-    private static func makeAPNsPusher(_ settings: APNsSettings, topic: String, logger: RequestLogger)
+    private static func makeAPNsPusher(_ settings: APNsSettings, topic: String, logger: Logger)
         throws(ServerStartError) -> APNsPusher
     {
         let data = try MerchantCredential.readFile(settings.keyPath, role: "APNs key")
@@ -281,7 +284,7 @@ public final class MerchantApplication: Service, Sendable {
     }
 
     /// Creates the store's folder 0700 when it is missing; warns when an existing one lets other users in.
-    static func makePrivateFolder(for path: String, logger: RequestLogger) throws(ServerStartError) {
+    static func makePrivateFolder(for path: String, logger: Logger) throws(ServerStartError) {
         guard path != ":memory:", !path.isEmpty else { return }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var status = stat()
@@ -293,9 +296,9 @@ public final class MerchantApplication: Service, Sendable {
                 throw ServerStartError(.invalidStore, "cannot create the store's folder \(folder)")
             }
         } else if status.st_mode & 0o007 != 0 {
-            logger.log(
-                "warn", "the store's folder is open to other users; chmod 700 it",
-                ["folder": folder, "mode": String(status.st_mode & 0o777, radix: 8)])
+            logger.warning(
+                "the store's folder is open to other users; chmod 700 it",
+                metadata: ["folder": "\(folder)", "mode": "\(String(status.st_mode & 0o777, radix: 8))"])
         }
     }
 
@@ -305,13 +308,14 @@ public final class MerchantApplication: Service, Sendable {
     /// The payment processor `configuration` names, as the server would use it (its key read from its file and
     /// checked at the provider): for the tools that speak to the provider outside the server (`applepay reconcile`).
     public static func paymentProcessor(
-        for configuration: MerchantServerConfiguration, logger: RequestLogger = .silent
+        for configuration: MerchantServerConfiguration,
+        logger: Logger = Logger(label: "applepay.server", factory: { _ in SwiftLogNoOpLogHandler() })
     ) async throws(ServerStartError) -> any PaymentProcessor {
         try await choosePayments(configuration, override: nil, logger: logger)
     }
 
     static func choosePayments(
-        _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?, logger: RequestLogger
+        _ configuration: MerchantServerConfiguration, override: (any PaymentProcessor)?, logger: Logger
     ) async throws(ServerStartError) -> any PaymentProcessor {
         if let override { return override }
         let sandboxMode = configuration.sandboxFolder != nil
@@ -377,9 +381,9 @@ public final class MerchantApplication: Service, Sendable {
                 throw ServerStartError(
                     .processorNotAuthorized, "\(processor.name) refused the configured key: \(error.message)")
             }
-            logger.log(
-                "warn", "the processor's credentials could not be checked at start-up",
-                ["processor": processor.name, "code": error.code.rawValue])
+            logger.warning(
+                "the processor's credentials could not be checked at start-up",
+                metadata: ["processor": "\(processor.name)", "code": "\(error.code.rawValue)"])
         }
         return processor
     }

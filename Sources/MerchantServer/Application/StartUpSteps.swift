@@ -2,6 +2,7 @@ import Cryptography
 import Foundation
 import Foundations
 import HTTPServer
+import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
@@ -48,7 +49,7 @@ extension MerchantApplication {
     }
 
     /// Opens the order store (a SQLite file's folder made private first).
-    static func openStore(_ configuration: MerchantServerConfiguration, logger: RequestLogger)
+    static func openStore(_ configuration: MerchantServerConfiguration, logger: Logger)
         async throws(ServerStartError) -> any OrderStore
     {
         let location = configuration.storeLocation
@@ -103,13 +104,13 @@ extension MerchantApplication {
     }
 
     /// The line that says the server is up, and where.
-    static func logListening(_ application: MerchantApplication, logger: RequestLogger) {
-        logger.log(
-            "info", "listening",
-            [
-                "url": application.url, "publicURL": application.publicURL.text,
-                "merchantIdentifier": application.configuration.store.merchantIdentifier,
-                "store": application.configuration.storeLocation.redacted,
+    static func logListening(_ application: MerchantApplication, logger: Logger) {
+        logger.info(
+            "listening",
+            metadata: [
+                "url": "\(application.url)", "publicURL": "\(application.publicURL.text)",
+                "merchantIdentifier": "\(application.configuration.store.merchantIdentifier)",
+                "store": "\(application.configuration.storeLocation.redacted)",
             ])
     }
 }
@@ -213,7 +214,7 @@ extension MerchantApplication {
         let processor: any PaymentProcessor
         let wallet: WalletCredentials?
         let webhooks: [WebhookEndpoint]
-        let logger: RequestLogger
+        let logger: Logger
         let clock: @Sendable () -> Date
 
         /// The application serving on `server`, its API answering through `responder`.

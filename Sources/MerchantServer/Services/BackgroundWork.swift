@@ -1,5 +1,6 @@
 import Foundation
 import Foundations
+import Logging
 import MerchantCore
 import ServiceLifecycle
 
@@ -33,7 +34,7 @@ struct CheckoutPruner: Service {
     let store: any OrderStore
     let lifetime: Duration
     let interval: Duration
-    let logger: RequestLogger
+    let logger: Logger
     let clock: @Sendable () -> Date
 
     func run() async {
@@ -46,9 +47,11 @@ struct CheckoutPruner: Service {
             let cutoff = clock().addingTimeInterval(-Double(lifetime.components.seconds))
             do {
                 let pruned = try await store.pruneExpiredCheckouts(createdBefore: cutoff, batch: 500)
-                if pruned > 0 { logger.log("info", "pruned expired checkouts", ["count": pruned]) }
+                if pruned > 0 {
+                    logger.info("pruned expired checkouts", metadata: ["count": .stringConvertible(pruned)])
+                }
             } catch {
-                logger.log("error", "pruning failed", ["code": error.code.rawValue])
+                logger.error("pruning failed", metadata: ["code": "\(error.code.rawValue)"])
             }
             try? await Task.sleep(for: interval)
         }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Foundations
+import JSONLogging
+import Logging
 import MerchantCore
 import MerchantSandbox
 import MerchantServer
@@ -72,11 +74,13 @@ struct DemoCommand: StatusCommand {
         configuration.storeLocation = .sqlite(path: work.appendingPathComponent("orders.sqlite").path)
         // Order ids come from the server's own request log.
         let orders = Mutex<[String]>([])
-        let logger = RequestLogger { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                object["route"] as? String == "/v1/checkouts/{id}/payment", let id = object["orderId"] as? String
-            else { return }
-            orders.withLock { if !$0.contains(id) { $0.append(id) } }
+        let logger = Logger(label: "applepay.demo") { _ in
+            JSONLogHandler { line in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    object["route"] as? String == "/v1/checkouts/{id}/payment", let id = object["orderId"] as? String
+                else { return }
+                orders.withLock { if !$0.contains(id) { $0.append(id) } }
+            }
         }
         let application: MerchantApplication
         do {

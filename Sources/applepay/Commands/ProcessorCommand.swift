@@ -2,6 +2,7 @@ import ArgumentParser
 import Cryptography
 import Foundation
 import Foundations
+import Logging
 import MerchantServer
 import ProcessorAPI
 import ProcessorService
@@ -85,7 +86,7 @@ struct ProcessorServeCommand: StatusCommand {
         return ProcessorServer.Configuration(
             ledgerPath: String(ledger.dropFirst("sqlite:".count)), host: host ?? "127.0.0.1", port: port ?? 0,
             hangDuration: .milliseconds(Int64((hangSeconds ?? 60) * 1000)), fault: fault,
-            log: { line in FileHandle.standardError.write(Data((line + "\n").utf8)) })
+            logger: Logger(label: "applepay.processor"))
     }
 
     /// `delay:2:15` → delay the next 2 charges by 15 s.

@@ -159,7 +159,7 @@ struct HostileClientTests {
             #expect(!text.contains("M1"))
             #expect(text.contains(#"route="other",method="other",status="404""#))
         }
-        let metrics = Metrics()
+        let metrics = MerchantMetrics()
         metrics.recordPayment(outcome: "a\"b\\c\nd")
         #expect(metrics.render().contains(#"outcome="a\"b\\c\nd""#))
     }

@@ -3,6 +3,8 @@ import Foundation
 import Foundations
 import HTTPClient
 import HTTPServer
+import JSONLogging
+import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantSandbox
@@ -30,7 +32,10 @@ enum SharedSandbox {
 final class CapturedLog: Sendable {
     private let lines = Mutex<[String]>([])
 
-    var logger: RequestLogger { RequestLogger { [self] line in lines.withLock { $0.append(line) } } }
+    /// The server's own handler (``JSONLogHandler``), writing into this capture.
+    var logger: Logger {
+        Logger(label: "applepay.test") { _ in JSONLogHandler { [self] line in lines.withLock { $0.append(line) } } }
+    }
     var all: [String] { lines.withLock { $0 } }
     var text: String { all.joined(separator: "\n") }
 
@@ -41,6 +46,11 @@ final class CapturedLog: Sendable {
 
     /// The parsed request lines.
     var requests: [[String: Any]] { entries.filter { $0["msg"] as? String == "request" } }
+}
+
+extension Logger {
+    /// Writes nothing.
+    static let silent = Logger(label: "applepay.silent") { _ in SwiftLogNoOpLogHandler() }
 }
 
 /// A real merchant server on 127.0.0.1:0 with the shared sandbox's keys and a fresh SQLite file.
