@@ -61,7 +61,11 @@ let package = Package(
         // One database protocol, dialect, query builder and migrator for the stores (Foundation only, no C).
         .target(name: "SQLCore"),
         .target(name: "SQLite", dependencies: ["CSQLite", "SQLCore", "Foundations"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "JSONCoding", "Foundations"]),
+        // HTTP without a server: messages, responders, the router and its groups, middleware, static resources, client
+        // addresses. No C: the merchant API and the framework adapters stand on it.
+        .target(name: "HTTPCore", dependencies: ["JSONCoding", "Foundations"]),
+        // The libmicrohttpd server: serves any HTTPCore responder.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "HTTPCore", "Foundations"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "Foundations"]),
         // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
         .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
@@ -78,13 +82,14 @@ let package = Package(
         // Apple's payment-session endpoint played by the sandbox, over HTTPS (`applepay sandbox gateway`).
         .target(
             name: "SandboxGateway",
-            dependencies: ["Sandbox", "Cryptography", "HTTPServer", "HTTPClient", "Foundations"]),
+            dependencies: ["Sandbox", "Cryptography", "HTTPCore", "HTTPServer", "HTTPClient", "Foundations"]),
         .target(
             name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient", "Foundations"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
         .target(name: "ProcessorAPI"),
         .target(
-            name: "ProcessorService", dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "HTTPServer", "Foundations"]),
+            name: "ProcessorService",
+            dependencies: ["ApplePay", "ProcessorAPI", "SQLite", "HTTPCore", "HTTPServer", "Foundations"]),
         // The merchant server in layers (docs/ARCHITECTURE.md): each imports only those above it.
         // The domain and its use cases: catalog, checkout, pricing, plans, orders, payments, subscriptions; the
         // protocols of stores, processors, token opening and Apple's gateway. No I/O module.
@@ -105,7 +110,7 @@ let package = Package(
         .target(
             name: "MerchantIntegrations",
             dependencies: [
-                "MerchantCore", "ApplePay", "PaymentToken", "Cryptography", "HTTPClient", "HTTPServer", "Foundations",
+                "MerchantCore", "ApplePay", "PaymentToken", "Cryptography", "HTTPClient", "HTTPCore", "Foundations",
             ]),
         // Wallet orders: packages for the store's orders and their pushes.
         .target(
@@ -118,7 +123,7 @@ let package = Package(
         .target(
             name: "MerchantHTTP",
             dependencies: [
-                "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPServer",
+                "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPCore",
                 "JSONCoding", "WalletOrders", "Foundations", "ProviderWebhooks",
             ],
             // The web pages as files (Web/Assets/), compiled into the binary: nothing is read at run time.
@@ -132,7 +137,7 @@ let package = Package(
             name: "MerchantServer",
             dependencies: [
                 "MerchantCore", "MerchantStore", "Processors", "MerchantIntegrations", "MerchantWallet", "MerchantHTTP",
-                "ApplePay", "Cryptography", "PaymentToken", "HTTPServer", "HTTPClient", "Foundations",
+                "ApplePay", "Cryptography", "PaymentToken", "HTTPCore", "HTTPServer", "HTTPClient", "Foundations",
                 "ProviderWebhooks",
             ]),
         // Sandbox mode as a plug-in: the sandbox processor (in process or as a service), token minting, the
@@ -142,7 +147,7 @@ let package = Package(
             dependencies: [
                 "MerchantServer", "MerchantHTTP", "MerchantCore", "Processors", "Sandbox", "ProcessorService",
                 "PaymentSheet",
-                "HTTPServer", "ApplePay", "Cryptography",
+                "HTTPCore", "ApplePay", "Cryptography",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
@@ -150,7 +155,7 @@ let package = Package(
             name: "InProcessMerchant",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentSheet", "MerchantServer", "MerchantSandbox", "MerchantCore",
-                "MerchantHTTP", "MerchantStore", "HTTPServer", "Sandbox",
+                "MerchantHTTP", "MerchantStore", "HTTPCore", "Sandbox",
             ]),
 
         // The command-line tool.
@@ -160,7 +165,7 @@ let package = Package(
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
                 "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP", "Processors", "InProcessMerchant",
                 "ProcessorService", "ProcessorAPI", "SandboxGateway", "WalletOrders", "HTTPClient",
-                "HTTPServer", "Foundations", "ProviderWebhooks",
+                "HTTPCore", "HTTPServer", "Foundations", "ProviderWebhooks",
             ]),
 
         // What the fuzz targets share: libFuzzer's driver and the corpus replayer.
@@ -174,7 +179,7 @@ let package = Package(
             name: "FuzzMerchant",
             dependencies: [
                 "ApplePay", "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantHTTP", "MerchantStore",
-                "MerchantIntegrations", "HTTPServer", "PaymentToken", "FuzzSupport",
+                "MerchantIntegrations", "HTTPCore", "PaymentToken", "FuzzSupport",
             ]),
 
         // The examples of docs/LIBRARY.md (not a product): uses only the library products, as another server would;
@@ -203,19 +208,23 @@ let package = Package(
         .testTarget(
             name: "SandboxGatewayTests",
             dependencies: [
-                "SandboxGateway", "Sandbox", "ApplePay", "Cryptography", "HTTPClient", "HTTPServer", "TestSupport",
+                "SandboxGateway", "Sandbox", "ApplePay", "Cryptography", "HTTPClient", "HTTPCore", "HTTPServer",
+                "TestSupport",
             ]),
         .testTarget(name: "SQLCoreTests", dependencies: ["SQLCore", "SQLite", "Postgres", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "SQLCore", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "JSONCoding", "TestSupport"]),
+        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"]),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer", "HTTPCore", "HTTPClient", "JSONCoding", "TestSupport"]),
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
                 "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP",
                 "MerchantIntegrations",
                 "MerchantWallet", "Processors", "JSONCoding", "Foundations", "Sandbox", "PaymentSheet", "PaymentToken",
-                "HTTPClient",
+                "HTTPClient", "HTTPCore", "HTTPServer",
                 "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
                 "SQLite", "SQLCore", "ProviderWebhooks",

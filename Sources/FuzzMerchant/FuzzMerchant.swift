@@ -15,7 +15,7 @@ import ApplePay
 import Foundation
 import Foundations
 import FuzzSupport
-import HTTPServer
+import HTTPCore
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations

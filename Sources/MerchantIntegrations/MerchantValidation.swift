@@ -1,7 +1,7 @@
 import Foundation
 import Foundations
 import HTTPClient
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// Obtains an Apple Pay merchant session (Apple Pay on the web): POSTs `merchantIdentifier`, `displayName`,

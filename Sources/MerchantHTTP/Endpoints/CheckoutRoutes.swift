@@ -1,7 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// The catalog and checkouts: `GET /v1/products`, `POST /v1/checkouts`, `GET /v1/checkouts/{id}` and the sheet's

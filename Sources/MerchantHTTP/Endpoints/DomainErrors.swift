@@ -1,5 +1,5 @@
 import Foundations
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// The one table from domain errors to HTTP errors: every route collection answers a store, checkout or subscription

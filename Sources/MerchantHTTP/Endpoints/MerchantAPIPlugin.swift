@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// Routes that something outside the merchant API adds to it, with the services they may use. Sandbox mode's

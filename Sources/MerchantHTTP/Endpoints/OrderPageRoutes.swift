@@ -1,6 +1,6 @@
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// The customer's order page, `GET /orders/{id}?secret=` (HTML; the Wallet order's `orderManagementURL`): reachable

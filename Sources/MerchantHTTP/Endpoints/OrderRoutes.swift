@@ -1,6 +1,6 @@
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// The customer's view of an order, `GET /v1/orders/{id}`: only with the order's secret (`?secret=` or

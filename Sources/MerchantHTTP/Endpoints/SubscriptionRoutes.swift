@@ -1,7 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// The subscription routes of the JSON API: Apple's token notification and the customer's subscription as JSON
