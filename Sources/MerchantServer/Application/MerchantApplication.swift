@@ -202,24 +202,28 @@ public final class MerchantApplication: Sendable {
                 await server.shutdown()
                 throw error
             }
-            let api = MerchantAPI(
+            let merchantServices = MerchantServices(
                 configuration: configuration.store, store: store, processor: chosenProcessor, tokenOpener: opener,
-                validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
-                reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits,
-                checkoutLifetime: configuration.checkoutLifetime, walletOrders: walletOrders,
-                processorShare: configuration.processorShare,
-                tokenNotificationTimeLimit: configuration.tokenNotificationTimeLimit,
-                tokenNotificationShare: configuration.tokenNotificationShare,
-                web: WebCheckout.Settings(
-                    sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
-                    loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
-                plugins: installations.flatMap(\.routes),
+                validator: validator, logger: logger, clock: clock,
+                limits: MerchantServices.Limits(
+                    reconcileAfter: configuration.reconcileAfter, checkoutLifetime: configuration.checkoutLifetime,
+                    processorShare: configuration.processorShare,
+                    tokenNotificationTimeLimit: configuration.tokenNotificationTimeLimit,
+                    tokenNotificationShare: configuration.tokenNotificationShare),
+                walletOrders: walletOrders,
                 merchantTokenGateway: identity.map {
                     HTTPMerchantTokenGateway(
                         baseURL: sandboxGatewayURL ?? settings.gatewayBaseURL,
                         merchantIdentifier: configuration.store.merchantIdentifier, identity: $0.clientIdentity,
                         trustedRootsPEM: gatewayRoots)
-                }, webhooks: webhooks, adminFailureLimit: configuration.adminFailureLimit)
+                })
+            let api = MerchantAPI(
+                services: merchantServices, adminToken: configuration.adminToken,
+                adminFailureLimit: configuration.adminFailureLimit, rateLimits: configuration.rateLimits,
+                web: WebCheckout.Settings(
+                    sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
+                    loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
+                plugins: installations.flatMap(\.routes), webhooks: webhooks)
             responder.answer(with: api)
             // Started together; stopped together by shutdown().
             var services: [any Service] = [

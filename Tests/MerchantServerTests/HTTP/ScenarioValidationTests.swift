@@ -96,12 +96,13 @@ private struct SheetPlayer {
         -> SheetPlayer
     {
         let api = MerchantAPI(
-            configuration: configuration, store: try SQLiteOrderStore(path: ":memory:"),
-            processor: SandboxProcessor(), tokenOpener: NoPayments(),
-            validator: MerchantValidator(
-                merchantIdentifier: configuration.merchantIdentifier, displayName: configuration.storeName,
-                domain: nil, gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-            logger: RequestLogger { _ in })
+            services: MerchantServices(
+                configuration: configuration, store: try SQLiteOrderStore(path: ":memory:"),
+                processor: SandboxProcessor(), tokenOpener: NoPayments(),
+                validator: MerchantValidator(
+                    merchantIdentifier: configuration.merchantIdentifier, displayName: configuration.storeName,
+                    domain: nil, gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
+                logger: RequestLogger { _ in }))
         struct Body: Encodable { var items: [ScenarioCartItem] }
         let created = try await send(api, .post, "/v1/checkouts", Body(items: cart), expecting: 201, file: file)
         let answer = try JSONDecoder().decode(Created.self, from: created.body)
