@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "PaymentSheet", targets: ["PaymentSheet"]),
         .library(name: "MerchantServer", targets: ["MerchantServer"]),
         .library(name: "MerchantSandbox", targets: ["MerchantSandbox"]),
+        .library(name: "ApplePayHummingbird", targets: ["ApplePayHummingbird"]),
     ],
     // The Swift server ecosystem by its public URLs, each from the release `../shared/swiftpm-mirrors` holds
     // (scripts/setup.sh points SwiftPM at those mirrors when they are there; with internet, GitHub answers).
@@ -24,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.11.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.26.0"),
         .package(url: "https://github.com/vapor/vapor.git", from: "4.122.0"),
+        // Hummingbird's own dependencies, whose types ApplePayHummingbird converts (requests' fields, bodies, peers).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.6.0"),
     ],
     targets: [
         // C libraries from Debian, each behind a thin system-library target.
@@ -132,6 +136,14 @@ let package = Package(
                 .embedInCode("Web/Assets/checkout.js"), .embedInCode("Web/Assets/subscription.html"),
                 .embedInCode("Web/Assets/order.html"), .embedInCode("Web/Assets/page.html"),
             ]),
+        // The merchant API (or parts of it) mounted in a Hummingbird 2 app's router, beside the app's own routes.
+        .target(
+            name: "ApplePayHummingbird",
+            dependencies: [
+                "MerchantHTTP", "HTTPCore", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]),
         // The composition root: configuration, credentials, start-up and shutdown; plug-ins (sandbox mode).
         .target(
             name: "MerchantServer",
@@ -188,6 +200,15 @@ let package = Package(
             name: "LibraryExamples", dependencies: ["ApplePay", "PaymentToken", "Sandbox"],
             path: "Examples/LibraryExamples"),
 
+        // A Hummingbird 2 app that adds Apple Pay with ApplePayHummingbird, on SQLite (docs/LIBRARY.md quotes it).
+        .target(
+            name: "HummingbirdShop",
+            dependencies: [
+                "ApplePayHummingbird", "MerchantHTTP", "MerchantCore", "MerchantIntegrations", "MerchantStore",
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/HummingbirdShop/Sources"),
         // Tests.
         .target(name: "TestSupport", dependencies: ["Foundations"], path: "Tests/Support"),
         .testTarget(name: "FoundationsTests", dependencies: ["Foundations"]),
@@ -216,6 +237,15 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"]),
         .testTarget(
+            name: "ApplePayHummingbirdTests",
+            dependencies: [
+                "ApplePayHummingbird", "MerchantHTTP", "MerchantCore", "MerchantIntegrations", "MerchantSandbox",
+                "MerchantStore", "HTTPCore", "PaymentToken", "Foundations",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]),
+        .testTarget(
             name: "HTTPServerTests",
             dependencies: ["HTTPServer", "HTTPCore", "HTTPClient", "JSONCoding", "TestSupport"]),
         .testTarget(
@@ -233,6 +263,17 @@ let package = Package(
         .testTarget(
             name: "ProcessorServiceTests",
             dependencies: ["ProcessorService", "ProcessorAPI", "SQLite", "HTTPClient", "TestSupport"]),
+        // The examples' tests: each pays a sandbox token through its framework's testing library.
+        .testTarget(
+            name: "HummingbirdShopTests",
+            dependencies: [
+                "HummingbirdShop", "MerchantCore", "MerchantHTTP", "MerchantIntegrations", "MerchantSandbox",
+                "PaymentToken", "Sandbox", "ApplePay", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Examples/HummingbirdShop/Tests"),
         .testTarget(
             name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "FuzzMerchant", "TestSupport"],
             exclude: ["python"]),

@@ -105,7 +105,14 @@ enum PackageTargets {
                 let open = call[list.upperBound...].firstIndex(of: "["),
                 let close = call[open...].firstIndex(of: "]")
             {
-                dependencies = call[open..<close].split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }
+                // Products of other packages (`.product(name:package:)`) are not modules of the map.
+                var names = String(call[open..<close])
+                while let product = names.range(of: ".product("),
+                    let end = names[product.upperBound...].firstIndex(of: ")")
+                {
+                    names.removeSubrange(product.lowerBound...end)
+                }
+                dependencies = names.split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }
                     .map { String($0.element) }
             }
             targets[name] = dependencies
