@@ -209,6 +209,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/HummingbirdShop/Sources"),
+        // A Vapor 4 app that adds Apple Pay in a RouteCollection of its own over MerchantServices (docs/LIBRARY.md).
+        .target(
+            name: "VaporShop",
+            dependencies: [
+                "MerchantHTTP", "MerchantCore", "MerchantIntegrations", "MerchantStore", "ApplePay", "HTTPCore",
+                "Foundations",
+                .product(name: "Vapor", package: "vapor"),
+            ],
+            path: "Examples/VaporShop/Sources"),
+
         // Tests.
         .target(name: "TestSupport", dependencies: ["Foundations"], path: "Tests/Support"),
         .testTarget(name: "FoundationsTests", dependencies: ["Foundations"]),
@@ -274,6 +284,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Examples/HummingbirdShop/Tests"),
+        .testTarget(
+            name: "VaporShopTests",
+            dependencies: [
+                "VaporShop", "MerchantCore", "MerchantHTTP", "MerchantIntegrations", "MerchantSandbox", "PaymentToken",
+                "Sandbox", "ApplePay", .product(name: "Vapor", package: "vapor"),
+                .product(name: "VaporTesting", package: "vapor"),
+            ],
+            path: "Examples/VaporShop/Tests"),
         .testTarget(
             name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "FuzzMerchant", "TestSupport"],
             exclude: ["python"]),

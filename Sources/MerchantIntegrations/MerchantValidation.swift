@@ -98,7 +98,7 @@ public struct MerchantValidator: Sendable {
     /// - Throws: `HTTPError` `validationURLNotAllowed` (400), `merchantValidationUnavailable` (503),
     ///   `serviceBusy` (503 with `Retry-After`: the gateway's share is full), `merchantValidationFailed` (502) or
     ///   `merchantValidationTimeout` (504).
-    package func session(validationURL: String?, requestHost: String?) async throws(HTTPError) -> Data {
+    public func session(validationURL: String?, requestHost: String?) async throws(HTTPError) -> Data {
         let target: String
         if let validationURL {
             guard allows(validationURL) else {
