@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "PaymentSheet", targets: ["PaymentSheet"]),
         .library(name: "MerchantServer", targets: ["MerchantServer"]),
         .library(name: "MerchantSandbox", targets: ["MerchantSandbox"]),
+        .library(name: "ApplePayHummingbird", targets: ["ApplePayHummingbird"]),
     ],
     // The Swift server ecosystem by its public URLs, each from the release `../shared/swiftpm-mirrors` holds
     // (scripts/setup.sh points SwiftPM at those mirrors when they are there; with internet, GitHub answers).
@@ -24,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.11.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.26.0"),
         .package(url: "https://github.com/vapor/vapor.git", from: "4.122.0"),
+        // Hummingbird's own dependencies, whose types ApplePayHummingbird converts (requests' fields, bodies, peers).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.6.0"),
     ],
     targets: [
         // C libraries from Debian, each behind a thin system-library target.
@@ -63,7 +67,11 @@ let package = Package(
         // One database protocol, dialect, query builder and migrator for the stores (Foundation only, no C).
         .target(name: "SQLCore"),
         .target(name: "SQLite", dependencies: ["CSQLite", "SQLCore", "Foundations"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "JSONCoding", "Foundations"]),
+        // HTTP without a server: messages, responders, the router and its groups, middleware, static resources, client
+        // addresses. No C: the merchant API and the framework adapters stand on it.
+        .target(name: "HTTPCore", dependencies: ["JSONCoding"]),
+        // The libmicrohttpd server: serves any HTTPCore responder.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "HTTPCore", "Foundations"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "Foundations"]),
         // HTTP/2 over TLS (nghttp2 + libssl, ALPN h2) for the sandbox APNs.
         .target(name: "HTTP2Server", dependencies: ["CNGHTTP2"]),
@@ -80,7 +88,7 @@ let package = Package(
         // Apple's payment-session endpoint played by the sandbox, over HTTPS (`applepay sandbox gateway`).
         .target(
             name: "SandboxGateway",
-            dependencies: ["Sandbox", "Cryptography", "HTTPServer", "HTTPClient", "Foundations"]),
+            dependencies: ["Sandbox", "Cryptography", "HTTPCore", "HTTPServer", "HTTPClient", "Foundations"]),
         .target(
             name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient", "Foundations"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
@@ -88,7 +96,7 @@ let package = Package(
         .target(
             name: "ProcessorService",
             dependencies: [
-                "ApplePay", "ProcessorAPI", "SQLite", "SQLCore", "HTTPServer", "Foundations",
+                "ApplePay", "ProcessorAPI", "SQLite", "SQLCore", "HTTPCore", "HTTPServer", "Foundations",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The merchant server in layers (docs/ARCHITECTURE.md): each imports only those above it.
@@ -115,7 +123,7 @@ let package = Package(
         .target(
             name: "MerchantIntegrations",
             dependencies: [
-                "MerchantCore", "ApplePay", "PaymentToken", "Cryptography", "HTTPClient", "HTTPServer", "Foundations",
+                "MerchantCore", "ApplePay", "PaymentToken", "Cryptography", "HTTPClient", "HTTPCore", "Foundations",
             ]),
         // Wallet orders: packages for the store's orders and their pushes.
         .target(
@@ -128,7 +136,7 @@ let package = Package(
         .target(
             name: "MerchantHTTP",
             dependencies: [
-                "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPServer",
+                "MerchantCore", "MerchantIntegrations", "MerchantWallet", "ApplePay", "PaymentToken", "HTTPCore",
                 "JSONCoding", "WalletOrders", "Foundations", "ProviderWebhooks",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -139,12 +147,20 @@ let package = Package(
                 .embedInCode("Web/Assets/checkout.js"), .embedInCode("Web/Assets/subscription.html"),
                 .embedInCode("Web/Assets/order.html"), .embedInCode("Web/Assets/page.html"),
             ]),
+        // The merchant API (or parts of it) mounted in a Hummingbird 2 app's router, beside the app's own routes.
+        .target(
+            name: "ApplePayHummingbird",
+            dependencies: [
+                "MerchantHTTP", "HTTPCore", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]),
         // The composition root: configuration, credentials, start-up and shutdown; plug-ins (sandbox mode).
         .target(
             name: "MerchantServer",
             dependencies: [
                 "MerchantCore", "MerchantStore", "Processors", "MerchantIntegrations", "MerchantWallet", "MerchantHTTP",
-                "ApplePay", "Cryptography", "PaymentToken", "HTTPServer", "HTTPClient", "Foundations",
+                "ApplePay", "Cryptography", "PaymentToken", "HTTPCore", "HTTPServer", "HTTPClient", "Foundations",
                 "ProviderWebhooks", "JSONLogging",
                 // Its services under a ServiceGroup, whose logger is swift-log's.
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -156,7 +172,7 @@ let package = Package(
             name: "MerchantSandbox",
             dependencies: [
                 "MerchantServer", "MerchantHTTP", "MerchantCore", "Processors", "Sandbox", "ProcessorService",
-                "PaymentSheet", "HTTPServer", "ApplePay", "Cryptography", "Foundations",
+                "PaymentSheet", "HTTPCore", "ApplePay", "Cryptography", "Foundations",
             ]),
 
         // The merchant server's API in process, for playing scenarios without a socket (`applepay simulate`).
@@ -164,7 +180,8 @@ let package = Package(
             name: "InProcessMerchant",
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentSheet", "MerchantServer", "MerchantSandbox", "MerchantCore",
-                "MerchantHTTP", "MerchantStore", "MerchantIntegrations", "HTTPServer", "Sandbox", "Foundations",
+                "MerchantHTTP", "MerchantStore", "MerchantIntegrations", "HTTPCore", "Sandbox",
+                "Foundations",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
@@ -174,7 +191,8 @@ let package = Package(
             dependencies: [
                 "ApplePay", "Cryptography", "PaymentToken", "Sandbox", "PaymentSheet", "MerchantServer",
                 "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantWallet", "Processors", "InProcessMerchant",
-                "ProcessorService", "ProcessorAPI", "SandboxGateway", "HTTPClient", "HTTPServer", "Foundations",
+                "ProcessorService", "ProcessorAPI", "SandboxGateway", "HTTPClient", "HTTPCore", "HTTPServer",
+                "Foundations",
                 "ProviderWebhooks", "JSONLogging",
                 // Its command lines parsed by swift-argument-parser; the serving commands under a ServiceGroup that
                 // traps SIGTERM and SIGINT.
@@ -196,7 +214,7 @@ let package = Package(
             name: "FuzzMerchant",
             dependencies: [
                 "ApplePay", "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantHTTP", "MerchantStore",
-                "MerchantIntegrations", "HTTPServer", "PaymentToken", "FuzzSupport", "Foundations",
+                "MerchantIntegrations", "HTTPCore", "PaymentToken", "FuzzSupport", "Foundations",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
@@ -205,6 +223,25 @@ let package = Package(
         .executableTarget(
             name: "LibraryExamples", dependencies: ["ApplePay", "PaymentToken", "Sandbox"],
             path: "Examples/LibraryExamples"),
+
+        // A Hummingbird 2 app that adds Apple Pay with ApplePayHummingbird, on SQLite (docs/LIBRARY.md quotes it).
+        .target(
+            name: "HummingbirdShop",
+            dependencies: [
+                "ApplePayHummingbird", "MerchantHTTP", "MerchantCore", "MerchantIntegrations", "MerchantStore",
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/HummingbirdShop/Sources"),
+        // A Vapor 4 app that adds Apple Pay in a RouteCollection of its own over MerchantServices (docs/LIBRARY.md).
+        .target(
+            name: "VaporShop",
+            dependencies: [
+                "MerchantHTTP", "MerchantCore", "MerchantIntegrations", "MerchantStore", "ApplePay", "HTTPCore",
+                "Foundations",
+                .product(name: "Vapor", package: "vapor"),
+            ],
+            path: "Examples/VaporShop/Sources"),
 
         // Tests.
         .target(name: "TestSupport", dependencies: ["Foundations"], path: "Tests/Support"),
@@ -229,19 +266,32 @@ let package = Package(
         .testTarget(
             name: "SandboxGatewayTests",
             dependencies: [
-                "SandboxGateway", "Sandbox", "ApplePay", "Cryptography", "HTTPClient", "HTTPServer", "TestSupport",
+                "SandboxGateway", "Sandbox", "ApplePay", "Cryptography", "HTTPClient", "HTTPCore", "HTTPServer",
+                "TestSupport",
             ]),
         .testTarget(name: "SQLCoreTests", dependencies: ["SQLCore", "SQLite", "Postgres", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "SQLCore", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "JSONCoding", "TestSupport"]),
+        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"]),
+        .testTarget(
+            name: "ApplePayHummingbirdTests",
+            dependencies: [
+                "ApplePayHummingbird", "MerchantHTTP", "MerchantCore", "MerchantIntegrations", "MerchantSandbox",
+                "MerchantStore", "HTTPCore", "PaymentToken", "Foundations",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer", "HTTPCore", "HTTPClient", "JSONCoding", "TestSupport"]),
         .testTarget(
             name: "MerchantServerTests",
             dependencies: [
                 "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP",
                 "MerchantIntegrations",
                 "MerchantWallet", "Processors", "JSONCoding", "Foundations", "Sandbox", "PaymentSheet", "PaymentToken",
-                "HTTPClient",
+                "HTTPClient", "HTTPCore", "HTTPServer",
                 "TestSupport",
                 "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
                 "SQLite", "SQLCore", "ProviderWebhooks", "JSONLogging",
@@ -254,6 +304,25 @@ let package = Package(
         .testTarget(
             name: "ProcessorServiceTests",
             dependencies: ["ProcessorService", "ProcessorAPI", "SQLite", "HTTPClient", "TestSupport"]),
+        // The examples' tests: each pays a sandbox token through its framework's testing library.
+        .testTarget(
+            name: "HummingbirdShopTests",
+            dependencies: [
+                "HummingbirdShop", "MerchantCore", "MerchantHTTP", "MerchantIntegrations", "MerchantSandbox",
+                "PaymentToken", "Sandbox", "ApplePay", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Examples/HummingbirdShop/Tests"),
+        .testTarget(
+            name: "VaporShopTests",
+            dependencies: [
+                "VaporShop", "MerchantCore", "MerchantHTTP", "MerchantIntegrations", "MerchantSandbox", "PaymentToken",
+                "Sandbox", "ApplePay", .product(name: "Vapor", package: "vapor"),
+                .product(name: "VaporTesting", package: "vapor"),
+            ],
+            path: "Examples/VaporShop/Tests"),
         .testTarget(
             name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "FuzzMerchant", "TestSupport"],
             exclude: ["python"]),

@@ -15,7 +15,7 @@ import ApplePay
 import Foundation
 import Foundations
 import FuzzSupport
-import HTTPServer
+import HTTPCore
 import Logging
 import MerchantCore
 import MerchantHTTP
@@ -80,14 +80,15 @@ enum FuzzMerchantHarness {
         guard let store = try? SQLiteOrderStore(path: ":memory:") else { fatalError("no in-memory store") }
         var configuration = StoreConfiguration.demo
         configuration.processor.timeoutSeconds = 1
-        return MerchantAPI(
+        let services = MerchantServices(
             configuration: configuration, store: store, processor: SandboxProcessor(hangDuration: .milliseconds(10)),
             tokenOpener: RefusingOpener(),
             validator: MerchantValidator(
                 merchantIdentifier: "merchant.com.example.fuzz", displayName: "Fuzz", domain: nil,
                 gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-            logger: Logger(label: "applepay.fuzz") { _ in SwiftLogNoOpLogHandler() },
-            rateLimits: RateLimits(checkouts: RateLimit(perMinute: 6000, burst: 6000)))
+            logger: Logger(label: "applepay.silent") { _ in SwiftLogNoOpLogHandler() })
+        return MerchantAPI(
+            services: services, rateLimits: RateLimits(checkouts: RateLimit(perMinute: 6000, burst: 6000)))
     }
 
     static let documented503: Set<String> = ["storeUnavailable", "merchantValidationUnavailable"]

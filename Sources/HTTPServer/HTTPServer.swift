@@ -2,6 +2,7 @@ internal import CGnuTLS
 internal import CMicroHTTPD
 import Foundation
 import Foundations
+import HTTPCore
 import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd: keep-alive, a pool of polling threads, a body limit enforced as the

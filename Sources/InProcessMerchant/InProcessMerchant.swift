@@ -116,14 +116,15 @@ public enum InProcessMerchant {
         do {
             let decryptor = try ScenarioRunner.decryptor(for: sandbox, clock: clock)
             let root = sandbox.rootCertificate.sha256Fingerprint.map { String(format: "%02x", $0) }.joined()
-            api = MerchantAPI(
+            let services = MerchantServices(
                 configuration: configuration, store: try SQLiteOrderStore(path: ":memory:", clock: now),
                 processor: SandboxProcessor(sandboxRootFingerprint: root),
                 tokenOpener: PaymentTokenOpeners.decrypting(with: decryptor),
                 validator: MerchantValidator(
                     merchantIdentifier: configuration.merchantIdentifier, displayName: configuration.storeName,
                     domain: nil, gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-                logger: Logger(label: "applepay.in-process", factory: { _ in SwiftLogNoOpLogHandler() }), clock: now)
+                logger: Logger(label: "applepay.silent") { _ in SwiftLogNoOpLogHandler() }, clock: now)
+            api = MerchantAPI(services: services)
         } catch {
             throw PaymentSheetError(.merchantFailed, "the in-process merchant server cannot start: \(error)")
         }

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPCore
 import PaymentSheet
 
 /// The merchant API called in process: each request goes straight to a `Responder` (the merchant server's

@@ -1,7 +1,7 @@
 import Foundation
 import Foundations
 import HTTPClient
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// Obtains an Apple Pay merchant session (Apple Pay on the web): POSTs `merchantIdentifier`, `displayName`,
@@ -98,7 +98,7 @@ public struct MerchantValidator: Sendable {
     /// - Throws: `HTTPError` `validationURLNotAllowed` (400), `merchantValidationUnavailable` (503),
     ///   `serviceBusy` (503 with `Retry-After`: the gateway's share is full), `merchantValidationFailed` (502) or
     ///   `merchantValidationTimeout` (504).
-    package func session(validationURL: String?, requestHost: String?) async throws(HTTPError) -> Data {
+    public func session(validationURL: String?, requestHost: String?) async throws(HTTPError) -> Data {
         let target: String
         if let validationURL {
             guard allows(validationURL) else {

@@ -1,6 +1,6 @@
 import ApplePay
 import Foundation
-import HTTPServer
+import HTTPCore
 import MerchantCore
 import MerchantHTTP
 import PaymentSheet
@@ -20,7 +20,7 @@ public struct SandboxTokens: MerchantAPIPlugin {
 
     public var standsInForApple: Bool { true }
 
-    public func register(on group: inout RouterGroup, services: MerchantAPIServices) {
+    public func register(on group: inout RouterGroup, services: MerchantServices) {
         group.add(.get, "/v1/sandbox/wallet") { _, _ in wallet() }
         group.add(.post, "/v1/sandbox/tokens") { request, _ in try await mint(request, services: services) }
     }
@@ -77,7 +77,7 @@ public struct SandboxTokens: MerchantAPIPlugin {
         return .encoding(Answer(cards: cards, contacts: Self.contacts, billingContact: Self.contacts[0]))
     }
 
-    func mint(_ request: HTTPRequest, services: MerchantAPIServices) async throws(HTTPError) -> HTTPResponse {
+    func mint(_ request: HTTPRequest, services: MerchantServices) async throws(HTTPError) -> HTTPResponse {
         struct Body: Decodable {
             var checkoutId: String
             var card: String?

@@ -1,6 +1,6 @@
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import ProcessorAPI
 import SQLCore
 import SQLite

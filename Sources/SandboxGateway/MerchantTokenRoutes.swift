@@ -1,6 +1,6 @@
 import Foundation
 import HTTPClient
-import HTTPServer
+import HTTPCore
 import Sandbox
 import Synchronization
 

@@ -1,6 +1,7 @@
 import Cryptography
 import Foundation
 import Foundations
+import HTTPCore
 import HTTPServer
 import Sandbox
 import Synchronization

@@ -35,25 +35,71 @@ struct LibraryExamplesTests {
         #expect(!result.standardError.contains("4761120010000492"))
     }
 
+    /// The folders whose regions docs/LIBRARY.md quotes, and how many regions each has.
+    static let quotedFolders = [
+        ("Examples/LibraryExamples", 6), ("Examples/HummingbirdShop/Sources", 2), ("Examples/VaporShop/Sources", 2),
+    ]
+
     @Test("every region of the examples marked // [name] ... // [/name] is quoted verbatim in docs/LIBRARY.md")
     func documentQuotesTheCode() throws {
-        let folder = Repository.root.appendingPathComponent("Examples/LibraryExamples")
         let document = try String(
             contentsOf: Repository.root.appendingPathComponent("docs/LIBRARY.md"), encoding: .utf8)
-        var regions = 0
-        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        for (folder, count) in Self.quotedFolders {
+            var regions = 0
+            for (file, name, block) in try Self.regions(in: folder) {
+                regions += 1
+                #expect(document.contains(block), "\(folder)/\(file) region \(name) differs in docs/LIBRARY.md")
+                #expect(document.contains("From `\(folder)/\(file)`"))
+            }
+            #expect(regions == count, "\(folder)")
+        }
+    }
+
+    @Test("every Swift block of docs/LIBRARY.md is an example's region, unless it is marked not compiled")
+    func everySampleComesFromAnExample() throws {
+        let document = try String(
+            contentsOf: Repository.root.appendingPathComponent("docs/LIBRARY.md"), encoding: .utf8)
+        let quotable = Set(try Self.quotedFolders.flatMap { try Self.regions(in: $0.0) }.map(\.block))
+        var rest = Substring(document)
+        var samples = 0
+        while let open = rest.range(of: "```swift\n") {
+            guard let close = rest[open.upperBound...].range(of: "\n```") else {
+                Issue.record("a Swift block is not closed")
+                break
+            }
+            let block = String(rest[open.lowerBound..<close.upperBound])
+            // The paragraph before the block says what it is.
+            let before = rest[..<open.lowerBound].suffix(400)
+            let paragraph =
+                before.components(separatedBy: "\n\n").last {
+                    !$0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+                }
+                ?? ""
+            if !quotable.contains(block) {
+                #expect(
+                    paragraph.contains("**not compiled**"), "a Swift block that no example holds: \(block.prefix(160))")
+            }
+            samples += 1
+            rest = rest[close.upperBound...]
+        }
+        #expect(samples >= 10)
+    }
+
+    /// The regions between `// [name]` and `// [/name]` of every Swift file in `folder`, each as the Markdown block
+    /// that quotes it.
+    static func regions(in folder: String) throws -> [(file: String, name: String, block: String)] {
+        let url = Repository.root.appendingPathComponent(folder)
+        var found: [(file: String, name: String, block: String)] = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: url.path).sorted()
         where file.hasSuffix(".swift") {
-            let lines = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            let lines = try String(contentsOf: url.appendingPathComponent(file), encoding: .utf8)
                 .split(separator: "\n", omittingEmptySubsequences: false)
             var open: (name: String, body: [Substring])?
             for line in lines {
                 if let current = open {
                     if line == "// [/\(current.name)]" {
-                        regions += 1
-                        let block = "```swift\n" + current.body.joined(separator: "\n") + "\n```"
-                        let quoted = document.contains(block)
-                        #expect(quoted, "\(file) region \(current.name) differs in docs/LIBRARY.md")
-                        #expect(document.contains("From `Examples/LibraryExamples/\(file)`"))
+                        found.append(
+                            (file, current.name, "```swift\n" + current.body.joined(separator: "\n") + "\n```"))
                         open = nil
                     } else {
                         open?.body.append(line)
@@ -62,8 +108,8 @@ struct LibraryExamplesTests {
                     open = (String(line.dropFirst(4).dropLast()), [])
                 }
             }
-            #expect(open == nil, "\(file): region \(open?.name ?? "") is not closed")
+            #expect(open == nil, "\(folder)/\(file): region \(open?.name ?? "") is not closed")
         }
-        #expect(regions == 6)
+        return found
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClient
+import HTTPCore
 import HTTPServer
 import TestSupport
 import Testing

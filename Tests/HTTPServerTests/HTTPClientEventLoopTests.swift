@@ -1,6 +1,7 @@
 import Foundation
 import Foundations
 import HTTPClient
+import HTTPCore
 import HTTPServer
 import Synchronization
 import TestSupport

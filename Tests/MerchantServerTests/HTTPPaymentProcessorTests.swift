@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import HTTPCore
 import HTTPServer
 import MerchantCore
 import MerchantServer

@@ -1,7 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations

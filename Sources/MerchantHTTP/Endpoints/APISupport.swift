@@ -1,6 +1,6 @@
 import ApplePay
 import Foundation
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// Errors of the merchant API: each a status and a stable code, answered as `{"error": {"code", "message"}}`.

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPCore
 import MerchantIntegrations
 
 /// Apple Pay on the web: `POST /v1/apple-pay/merchant-session` (a merchant session from Apple for the page) and

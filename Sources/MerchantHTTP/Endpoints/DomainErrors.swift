@@ -1,5 +1,5 @@
 import Foundations
-import HTTPServer
+import HTTPCore
 import Logging
 import MerchantCore
 

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPCore
 import Logging
 import MerchantCore
 
@@ -11,14 +11,5 @@ public protocol MerchantAPIPlugin: Sendable {
     var standsInForApple: Bool { get }
     /// Adds the plug-in's routes to `group`: the JSON API's root group (a `POST` must carry
     /// `Content-Type: application/json`), inside the API's security headers and request logging.
-    func register(on group: inout RouterGroup, services: MerchantAPIServices)
-}
-
-/// What a ``MerchantAPIPlugin``'s routes may use.
-public struct MerchantAPIServices: Sendable {
-    public let configuration: StoreConfiguration
-    public let store: any OrderStore
-    public let pricing: CheckoutPricing
-    public let logger: Logger
-    public let clock: @Sendable () -> Date
+    func register(on group: inout RouterGroup, services: MerchantServices)
 }

@@ -1,4 +1,5 @@
-import HTTPServer
+import Foundation
+import HTTPCore
 import Logging
 import MerchantCore
 

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// Health and metrics: `GET /healthz` (`503 storeUnavailable` when the store does not answer) and `GET /metrics`

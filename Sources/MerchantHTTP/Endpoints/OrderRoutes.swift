@@ -1,6 +1,6 @@
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import Logging
 import MerchantCore
 

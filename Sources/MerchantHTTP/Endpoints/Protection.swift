@@ -1,6 +1,6 @@
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import MerchantCore
 import Synchronization
 
@@ -130,7 +130,7 @@ public final class RateLimiter: Sendable {
         self.maximumKeys = max(1, maximumKeys)
     }
 
-    /// The key per-client limits count under, for a client address (``HTTPServer/HTTPRequest/clientAddress``): an
+    /// The key per-client limits count under, for a client address (``HTTPCore/HTTPRequest/clientAddress``): an
     /// IPv4 address itself (an IPv4-mapped IPv6 address as the IPv4 one), an IPv6 address's /64 (the allocation of
     /// one customer: addresses rotated inside it are one client), anything else (a proxy's obfuscated identifier)
     /// as it is.

@@ -1,22 +1,17 @@
 import ApplePay
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
-/// The subscription routes of the JSON API: Apple's token notification and the customer's subscription as JSON
-/// (with the subscription's secret). The customer's HTML pages are ``SubscriptionPages``, the admin API's
-/// `/admin/v1/subscriptions` ``SubscriptionAdminRoutes``.
-struct SubscriptionRoutes: RouteCollection {
+/// Apple's merchant-token notifications: `GET {tokenNotificationURL}/notification/merchantToken/{eventId}`.
+struct TokenNotificationRoutes: RouteCollection {
     let service: SubscriptionService
     /// How long a notification waits for its event to be pulled and applied before it is answered 500.
-    var notificationTimeLimit: Duration = SubscriptionRoutes.defaultNotificationTimeLimit
-
-    static let defaultNotificationTimeLimit = Duration.seconds(5)
+    var timeLimit: Duration = .seconds(5)
 
     func register(on group: inout RouterGroup) {
-        let service = self.service
-        let timeLimit = notificationTimeLimit
+        let (service, timeLimit) = (self.service, self.timeLimit)
         // Apple: GET {tokenNotificationURL}/notification/merchantToken/{eventId}, no body, no signature. Answered 200
         // only once the event is pulled from Apple and applied, or known to be applied (an event Apple does not know
         // is answered 200 too, as Apple asks); 500 otherwise, within the time limit, so that Apple retries. An
@@ -32,6 +27,26 @@ struct SubscriptionRoutes: RouteCollection {
             response.logFields["tokenEvent"] = result.rawValue
             return response
         }
+    }
+
+    /// Letters, digits, `-` and `_`, at most 128 characters: what an event id in a URL path can be.
+    static func isPlausibleEventID(_ id: String) -> Bool {
+        (1...128).contains(id.utf8.count)
+            && id.utf8.allSatisfy {
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D
+                    || $0 == 0x5F
+            }
+    }
+}
+
+/// The customer's subscription as JSON (with the subscription's secret). Apple's token notification is
+/// ``TokenNotificationRoutes``, the customer's HTML pages ``SubscriptionPages``, the admin API's
+/// `/admin/v1/subscriptions` ``SubscriptionAdminRoutes``.
+struct SubscriptionRoutes: RouteCollection {
+    let service: SubscriptionService
+
+    func register(on group: inout RouterGroup) {
+        let service = self.service
         group.add(.get, "/v1/subscriptions/{id}") { request, context in
             let subscription = try await service.customerSubscription(request, context)
             struct Answer: Encodable {
@@ -41,17 +56,6 @@ struct SubscriptionRoutes: RouteCollection {
             let charges = try await service.charges(of: subscription)
             return .encoding(Answer(subscription: subscription, charges: charges))
         }
-    }
-}
-
-extension SubscriptionRoutes {
-    /// Letters, digits, `-` and `_`, at most 128 characters: what an event id in a URL path can be.
-    static func isPlausibleEventID(_ id: String) -> Bool {
-        (1...128).contains(id.utf8.count)
-            && id.utf8.allSatisfy {
-                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D
-                    || $0 == 0x5F
-            }
     }
 }
 

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPCore
 
 /// The checkout page: its files (`/`, `/checkout.css`, `/checkout.js`) and `GET /v1/web/config`, its settings.
 struct WebRoutes: RouteCollection {

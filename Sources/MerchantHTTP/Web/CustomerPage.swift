@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPCore
 
 /// What the customer's pages (the order page, the subscription pages) share: one layout, `Web/Assets/page.html`
 /// (the head with the checkout page's style sheet, the store's name as the header), around each page's template,

@@ -1,6 +1,6 @@
 import ApplePay
 import Foundation
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// The customer's subscription pages, from the template `Web/Assets/subscription.html`, in the checkout page's

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPCore
 import MerchantCore
 
 /// The checkout page at `/`: plain HTML, CSS and JavaScript files in `Web/Assets/`, compiled into the binary (so it

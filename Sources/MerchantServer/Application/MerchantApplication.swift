@@ -2,6 +2,7 @@ import Cryptography
 import Foundation
 import Foundations
 import HTTPClient
+import HTTPCore
 import HTTPServer
 import JSONLogging
 import Logging

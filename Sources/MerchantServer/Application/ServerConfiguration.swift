@@ -2,7 +2,7 @@ import Cryptography
 import Foundation
 import Foundations
 import HTTPClient
-import HTTPServer
+import HTTPCore
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations

@@ -1,6 +1,7 @@
 import Cryptography
 import Foundation
 import Foundations
+import HTTPCore
 import HTTPServer
 import Logging
 import MerchantCore
@@ -260,23 +261,27 @@ extension MerchantApplication {
                 gatewayBaseURL: gatewayBaseURL, identity: keys.identity?.clientIdentity, trustedRootsPEM: gatewayRoots,
                 sandboxGatewayURL: sandboxGatewayURL, proxy: configuration.proxy,
                 share: configuration.merchantValidationShare)
-            return MerchantAPI(
+            let services = MerchantServices(
                 configuration: configuration.store, store: store, processor: processor, tokenOpener: opener,
-                validator: validator, logger: logger, clock: clock, adminToken: configuration.adminToken,
-                reconcileAfter: configuration.reconcileAfter, rateLimits: configuration.rateLimits,
-                checkoutLifetime: configuration.checkoutLifetime, walletOrders: walletOrders,
-                processorShare: configuration.processorShare,
-                tokenNotificationTimeLimit: configuration.tokenNotificationTimeLimit,
-                tokenNotificationShare: configuration.tokenNotificationShare,
-                web: WebCheckout.Settings(
-                    sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
-                    loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
-                plugins: plugins.routes,
+                validator: validator, logger: logger, clock: clock,
+                limits: MerchantServices.Limits(
+                    reconcileAfter: configuration.reconcileAfter, checkoutLifetime: configuration.checkoutLifetime,
+                    processorShare: configuration.processorShare,
+                    tokenNotificationTimeLimit: configuration.tokenNotificationTimeLimit,
+                    tokenNotificationShare: configuration.tokenNotificationShare),
+                walletOrders: walletOrders,
                 merchantTokenGateway: keys.identity.map {
                     HTTPMerchantTokenGateway(
                         baseURL: gatewayBaseURL, merchantIdentifier: configuration.store.merchantIdentifier,
                         identity: $0.clientIdentity, trustedRootsPEM: gatewayRoots)
-                }, webhooks: webhooks, adminFailureLimit: configuration.adminFailureLimit)
+                })
+            return MerchantAPI(
+                services: services, adminToken: configuration.adminToken,
+                adminFailureLimit: configuration.adminFailureLimit, rateLimits: configuration.rateLimits,
+                web: WebCheckout.Settings(
+                    sandboxValidationURL: sandboxGatewayURL.map { $0 + MerchantValidator.sessionPath },
+                    loadsApplePayJSSDK: configuration.loadsApplePayJSSDK),
+                plugins: plugins.routes, webhooks: webhooks)
         }
 
         /// The services, in the order they start: the pushes first and the HTTP server last, so that at the

@@ -2,7 +2,7 @@ import ApplePay
 import Cryptography
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
 import MerchantCore
 import MerchantHTTP
 import MerchantStore

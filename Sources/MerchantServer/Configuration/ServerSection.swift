@@ -1,5 +1,6 @@
 import Foundation
 import Foundations
+import HTTPCore
 import HTTPServer
 import MerchantCore
 import MerchantHTTP

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HTTPClient
+import HTTPCore
 import HTTPServer
 import Synchronization
 

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPClient
-import HTTPServer
+import HTTPCore
 import MerchantCore
 import MerchantServer
 import SQLite

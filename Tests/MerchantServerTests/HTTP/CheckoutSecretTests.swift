@@ -1,6 +1,6 @@
 import ApplePay
 import Foundation
-import HTTPServer
+import HTTPCore
 import MerchantCore
 import MerchantHTTP
 import MerchantSandbox

@@ -1,6 +1,7 @@
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
+import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
@@ -106,11 +107,13 @@ struct HostileClientTests {
         // The API alone (no pruner racing the test), on an in-memory store.
         let store = try SQLiteOrderStore(path: ":memory:")
         let api = MerchantAPI(
-            configuration: .demo, store: store, processor: SandboxProcessor(), tokenOpener: RefusingOpener(),
-            validator: MerchantValidator(
-                merchantIdentifier: "merchant.test", displayName: "Test", domain: nil,
-                gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-            logger: .silent, checkoutLifetime: .seconds(86_400))
+            services: MerchantServices(
+                configuration: .demo, store: store, processor: SandboxProcessor(), tokenOpener: RefusingOpener(),
+                validator: MerchantValidator(
+                    merchantIdentifier: "merchant.test", displayName: "Test", domain: nil,
+                    gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
+                logger: Logger(label: "applepay.silent") { _ in SwiftLogNoOpLogHandler() },
+                limits: MerchantServices.Limits(checkoutLifetime: .seconds(86_400))))
         let old = try Checkout.create(
             items: [CheckoutItem(sku: "MUG-01", quantity: 1)], configuration: StoreConfiguration.demo,
             now: Date().addingTimeInterval(-2 * 86_400))

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCore
 import HTTPServer
 import MerchantCore
 import MerchantHTTP
@@ -99,12 +100,14 @@ struct MerchantMetricsTests {
         let backend = TestMetrics()
         let store = try SQLiteOrderStore(path: ":memory:")
         let api = MerchantAPI(
-            configuration: .demo, store: store, processor: SandboxProcessor(),
-            tokenOpener: HostileClientTests.RefusingOpener(),
-            validator: MerchantValidator(
-                merchantIdentifier: "merchant.test", displayName: "Test", domain: nil,
-                gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-            metrics: MerchantMetrics(factory: backend), logger: .silent)
+            services: MerchantServices(
+                configuration: .demo, store: store, processor: SandboxProcessor(),
+                tokenOpener: HostileClientTests.RefusingOpener(),
+                validator: MerchantValidator(
+                    merchantIdentifier: "merchant.test", displayName: "Test", domain: nil,
+                    gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
+                logger: .silent),
+            metrics: MerchantMetrics(factory: backend))
         #expect(await api.respond(to: HTTPRequest(method: .get, path: "/v1/products")).status == 200)
         #expect(await api.respond(to: HTTPRequest(method: .get, path: "/metrics")).status == 404)
         let products = try backend.expectCounter(

@@ -2,7 +2,7 @@ import Cryptography
 import Foundation
 import Foundations
 import HTTPClient
-import HTTPServer
+import HTTPCore
 import MerchantIntegrations
 import Sandbox
 import TestSupport

@@ -1,7 +1,8 @@
 import ApplePay
 import Foundation
 import Foundations
-import HTTPServer
+import HTTPCore
+import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
@@ -96,12 +97,13 @@ private struct SheetPlayer {
         -> SheetPlayer
     {
         let api = MerchantAPI(
-            configuration: configuration, store: try SQLiteOrderStore(path: ":memory:"),
-            processor: SandboxProcessor(), tokenOpener: NoPayments(),
-            validator: MerchantValidator(
-                merchantIdentifier: configuration.merchantIdentifier, displayName: configuration.storeName,
-                domain: nil, gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-            logger: .silent)
+            services: MerchantServices(
+                configuration: configuration, store: try SQLiteOrderStore(path: ":memory:"),
+                processor: SandboxProcessor(), tokenOpener: NoPayments(),
+                validator: MerchantValidator(
+                    merchantIdentifier: configuration.merchantIdentifier, displayName: configuration.storeName,
+                    domain: nil, gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
+                logger: Logger(label: "applepay.silent") { _ in SwiftLogNoOpLogHandler() }))
         struct Body: Encodable { var items: [ScenarioCartItem] }
         let created = try await send(api, .post, "/v1/checkouts", Body(items: cart), expecting: 201, file: file)
         let answer = try JSONDecoder().decode(Created.self, from: created.body)

@@ -2,7 +2,7 @@ import ApplePay
 import Foundation
 import Foundations
 import HTTPClient
-import HTTPServer
+import HTTPCore
 import JSONLogging
 import Logging
 import MerchantCore

@@ -1,6 +1,7 @@
 import Cryptography
 import Foundation
 import HTTPClient
+import HTTPCore
 import HTTPServer
 import Logging
 import MerchantCore
@@ -38,7 +39,7 @@ struct ServiceLifecycleTests {
             PluginInstallation(routes: [self], stop: { self.stopped.withLock { $0 = true } })
         }
 
-        func register(on group: inout RouterGroup, services: MerchantAPIServices) {
+        func register(on group: inout RouterGroup, services: MerchantServices) {
             group.add(.get, "/test/slow") { _, _ in
                 self.started.withLock { $0 += 1 }
                 try await Task.sleep(for: self.delay)

@@ -1,6 +1,7 @@
 import ApplePay
 import Cryptography
 import Foundation
+import HTTPCore
 import HTTPServer
 import MerchantCore
 import MerchantServer

@@ -110,6 +110,22 @@ public struct Router: Responder, RouteGrouping {
     /// Every route pattern in full (group prefixes included), in the order added (used to label metrics).
     public var patterns: [String] { routes.map(\.pattern) }
 
+    /// A route's method and full pattern.
+    public struct Endpoint: Sendable, Hashable {
+        public var method: HTTPMethod
+        /// The pattern, group prefixes included: `/v1/checkouts/{id}/payment`.
+        public var pattern: String
+
+        public init(method: HTTPMethod, pattern: String) {
+            self.method = method
+            self.pattern = pattern
+        }
+    }
+
+    /// Every route's method and full pattern, in the order added: what another router needs to send these routes'
+    /// requests here.
+    public var endpoints: [Endpoint] { routes.map { Endpoint(method: $0.method, pattern: $0.pattern) } }
+
     /// What a request resolves to, without running anything.
     public enum Resolution: Sendable {
         case matched(pattern: String, parameters: [String: String])

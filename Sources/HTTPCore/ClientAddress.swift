@@ -34,7 +34,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The address of a socket (`sockaddr_in` or `sockaddr_in6` of `length` bytes); `nil` for another family.
-    init?(socketAddress address: UnsafePointer<sockaddr>, length: Int) {
+    package init?(socketAddress address: UnsafePointer<sockaddr>, length: Int) {
         switch Int32(address.pointee.sa_family) {
         case AF_INET where length >= MemoryLayout<sockaddr_in>.size:
             let raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in.self).sin_addr
