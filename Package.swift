@@ -230,7 +230,7 @@ let package = Package(
             dependencies: [
                 "ApplePayHummingbird", "MerchantHTTP", "MerchantCore", "MerchantIntegrations", "MerchantStore",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Examples/HummingbirdShop/Sources"),
         // A Vapor 4 app that adds Apple Pay in a RouteCollection of its own over MerchantServices (docs/LIBRARY.md).

@@ -1,8 +1,8 @@
 // Examples/HummingbirdShop (docs/LIBRARY.md, "Mounting the merchant API"): a Hummingbird 2 app that was a shop
 // before Apple Pay (its own routes and middleware) adds the merchant API with ApplePayHummingbird, on SQLite.
 import ApplePayHummingbird
+import HTTPTypes
 import Hummingbird
-import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
@@ -23,10 +23,24 @@ public struct ShopRequestContext: RequestContext, RemoteAddressRequestContext {
 }
 // [/context]
 
+/// The shop's own middleware: every answer names the shop (the merchant API's answers too, since its routes are
+/// the router's like any other).
+public struct ShopHeader<Context: RequestContext>: RouterMiddleware {
+    public init() {}
+
+    public func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        var response = try await next(request, context)
+        response.headers[HTTPField.Name("X-Shop")!] = "HummingbirdShop"
+        return response
+    }
+}
+
 /// The shop as it was: its own routes and middleware.
 public func shopRouter() -> Router<ShopRequestContext> {
     let router = Router(context: ShopRequestContext.self)
-    router.add(middleware: LogRequestsMiddleware(.info))
+    router.add(middleware: ShopHeader())
     router.get("/hello") { _, _ in "Hello from the shop." }
     return router
 }

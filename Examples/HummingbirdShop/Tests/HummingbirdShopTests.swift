@@ -101,6 +101,9 @@ struct HummingbirdShopTests {
                 uri: "/v1/checkouts/\(id)/payment", method: .post, headers: headers,
                 body: try world.paymentBody(amount: total, applicationData: applicationData))
             #expect(paid.status == .ok)
+            // The shop's middleware runs around the merchant API's routes too; the API's own headers are there.
+            #expect(paid.headers[try #require(HTTPField.Name("X-Shop"))] == "HummingbirdShop")
+            #expect(paid.headers[.cacheControl] == "no-store")
             let answer = try Self.object(paid)
             #expect(answer["status"] as? String == "success")
             let orderID = try #require(answer["orderId"] as? String)
