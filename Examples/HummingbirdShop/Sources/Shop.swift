@@ -3,6 +3,7 @@
 import ApplePayHummingbird
 import HTTPTypes
 import Hummingbird
+import Logging
 import MerchantCore
 import MerchantHTTP
 import MerchantIntegrations
