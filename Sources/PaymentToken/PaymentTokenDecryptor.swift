@@ -51,7 +51,9 @@ public struct DecryptedPaymentToken: Sendable, CustomStringConvertible {
 public final class PaymentTokenDecryptor: Sendable {
     /// Signature, chain and time checks.
     public let verifier: PaymentTokenVerifier
-    private let identities: [Data: MerchantIdentity]
+    /// One identity per `publicKeyHash` (the last given wins), with the hash as bytes: a few identities are
+    /// compared faster than a `Data` key is hashed.
+    private let identities: [(publicKeyHash: [UInt8], merchant: MerchantIdentity)]
 
     /// - Parameters:
     ///   - merchants: the identities whose tokens this decryptor opens.
@@ -63,7 +65,7 @@ public final class PaymentTokenDecryptor: Sendable {
         }
         var byHash: [Data: MerchantIdentity] = [:]
         for merchant in merchants { byHash[merchant.publicKeyHash] = merchant }
-        identities = byHash
+        identities = byHash.map { (Array($0.key), $0.value) }
         self.verifier = verifier
     }
 
@@ -89,7 +91,7 @@ public final class PaymentTokenDecryptor: Sendable {
         throws(PaymentTokenError) -> DecryptedPaymentToken
     {
         let verification = try verifier.verify(token)
-        guard let merchant = identities[verification.publicKeyHash] else {
+        guard let merchant = identities.first(where: { $0.publicKeyHash == token.publicKeyHash })?.merchant else {
             throw PaymentTokenError(
                 .merchantKeyMismatch,
                 "the token is for the key with publicKeyHash \(verification.publicKeyHash.base64EncodedString()); no configured merchant key has it (check which Payment Processing certificate the payment request used)"
