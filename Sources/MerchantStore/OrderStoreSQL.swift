@@ -15,7 +15,7 @@ extension SQLStore: OrderStore {
     // MARK: Checkouts
 
     public func insertCheckout(_ checkout: Checkout) async throws(OrderStoreError) {
-        let state = try Self.encoded(checkout, "insert checkout")
+        let state = try Self.state(of: checkout, "insert checkout")
         let inserted = try await write("insert checkout") { connection throws(SQLError) -> Bool in
             let now = self.clock().unixMilliseconds
             let changed = try connection.run(
@@ -34,6 +34,12 @@ extension SQLStore: OrderStore {
         if !inserted { throw OrderStoreError(.conflict, "checkout \(checkout.id) exists") }
     }
 
+    /// A checkout's `state_json` (``StoredJSON``'s writer; the encoder for what it leaves).
+    private static func state(of checkout: Checkout, _ what: String) throws(OrderStoreError) -> String {
+        if let text = StoredJSON.text(checkout) { return text }
+        return try encoded(checkout, what)
+    }
+
     public func checkout(id: String) async throws(OrderStoreError) -> Checkout? {
         try await read("read checkout") { connection throws(SQLError) -> Checkout? in
             guard let row = try connection.query("SELECT state_json FROM checkouts WHERE id = \(bind: id)").first
@@ -44,7 +50,7 @@ extension SQLStore: OrderStore {
     }
 
     public func updateCheckout(_ checkout: Checkout) async throws(OrderStoreError) {
-        let state = try Self.encoded(checkout, "update checkout")
+        let state = try Self.state(of: checkout, "update checkout")
         let found = try await write("update checkout") { connection throws(SQLError) -> Bool in
             let now = self.clock().unixMilliseconds
             // The UPDATE takes the checkout's row lock: a payment on this checkout waits for it, and it for a payment.

@@ -84,6 +84,51 @@ enum StoredJSON {
         return out.string
     }
 
+    /// A checkout's state, or `nil` for a plan checkout that keeps payment methods (left to the encoder).
+    static func text(_ checkout: Checkout) -> String? {
+        guard checkout.planPaymentMethods == nil else { return nil }
+        var out = JSONTextWriter(capacity: 512)
+        out.openObject()
+        out.member("applicationData", checkout.applicationData)
+        out.member("clientSecret", checkout.clientSecret)
+        out.member("couponCode", checkout.couponCode)
+        // A Date is its seconds since 2001 as a Double, written as SortedJSONEncoder writes a Double.
+        var seconds = checkout.createdAt.timeIntervalSinceReferenceDate.description
+        if seconds.hasSuffix(".0") { seconds.removeLast(2) }
+        guard checkout.createdAt.timeIntervalSinceReferenceDate.isFinite else { return nil }
+        out.key("createdAt")
+        for byte in seconds.utf8 { out.byte(byte) }
+        out.member("currencyCode", checkout.currencyCode)
+        out.member("id", checkout.id)
+        out.key("items")
+        out.byte(UInt8(ascii: "["))
+        for (index, item) in checkout.items.enumerated() {
+            if index > 0 { out.byte(UInt8(ascii: ",")) }
+            out.openObject()
+            out.member("quantity", Int64(item.quantity))
+            out.member("sku", item.sku)
+            out.closeObject()
+        }
+        out.byte(UInt8(ascii: "]"))
+        out.member("paymentMethodNetwork", checkout.paymentMethodNetwork)
+        out.member("paymentMethodType", checkout.paymentMethodType)
+        if let address = checkout.shippingAddress {
+            out.key("shippingAddress")
+            out.openObject()
+            out.member("administrativeArea", address.administrativeArea)
+            out.member("country", address.country)
+            out.member("countryCode", address.countryCode)
+            out.member("locality", address.locality)
+            out.member("postalCode", address.postalCode)
+            out.member("subAdministrativeArea", address.subAdministrativeArea)
+            out.closeObject()
+        }
+        out.member("shippingMethodIdentifier", checkout.shippingMethodIdentifier)
+        out.member("subscriptionSecret", checkout.subscriptionSecret)
+        out.closeObject()
+        return out.string
+    }
+
     // MARK: Reading
 
     /// Order lines, or `nil` when the text is not the shape ``text(_:)-([OrderLine])`` writes.

@@ -93,6 +93,7 @@ struct StoredJSONTests {
         checkout.subscriptionSecret = "fedcba9876543210"
         for value in [bare, checkout] {
             let text = try Self.sorted(value)
+            #expect(StoredJSON.text(value) == text)
             let fast = try #require(StoredJSON.checkout(text))
             #expect(fast == (try Self.decoded(Checkout.self, text)))
             #expect(fast.createdAt == (try Self.decoded(Checkout.self, text)).createdAt)
@@ -124,6 +125,7 @@ struct StoredJSONTests {
             #"{"applicationData":"x","createdAt":0,"currencyCode":"USD","id":"c","items":[],"#
             + #""planPaymentMethods":{"t":{"network":"visa"}}}"#
         #expect(StoredJSON.checkout(plan) == nil)
+        #expect(StoredJSON.text(try Self.decoded(Checkout.self, plan)) == nil)
         #expect((try decodeStored(Checkout.self, plan, fast: StoredJSON.checkout)).planPaymentMethods != nil)
         #expect(
             StoredJSON.checkout(#"{"applicationData":"x","createdAt":0,"currencyCode":"XXQ","id":"c","items":[]}"#)
