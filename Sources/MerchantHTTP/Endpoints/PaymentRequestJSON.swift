@@ -5,8 +5,9 @@ import JSONCoding
 
 /// A checkout's answer (`{"clientSecret", "id", "paymentRequest"}`) written without Codable: byte for byte what
 /// ``SortedJSONEncoder`` writes, for the payment requests a catalog checkout has (networks, capabilities, total,
-/// lines, shipping methods, contact fields, application data, coupon). A request with anything else (contacts, plan
-/// requests, token contexts, a merchant category code, extra fields, delivery windows) is left to the encoder.
+/// lines, shipping methods and their delivery windows, contact fields, application data, coupon). A request with
+/// anything else (contacts, plan requests, token contexts, a merchant category code, extra fields) is left to the
+/// encoder.
 enum PaymentRequestJSON {
     /// The answer's body, or `nil` when the request is left to ``SortedJSONEncoder``.
     static func checkoutAnswer(id: String, clientSecret: String?, paymentRequest: PaymentRequest) -> Data? {
@@ -41,7 +42,6 @@ enum PaymentRequestJSON {
         request.billingContact == nil && request.shippingContact == nil && request.recurringPaymentRequest == nil
             && request.automaticReloadPaymentRequest == nil && request.deferredPaymentRequest == nil
             && request.multiTokenContexts == nil && request.merchantCategoryCode == nil && request.otherFields.isEmpty
-            && (request.shippingMethods ?? []).allSatisfy { $0.dateComponentsRange == nil }
     }
 
     /// The request's members in key order (only for a request that ``isPlain(_:)``).
@@ -71,6 +71,15 @@ enum PaymentRequestJSON {
             array(methods, to: &out) { method, out in
                 out.openObject()
                 out.member("amount", method.amount)
+                if let range = method.dateComponentsRange {
+                    out.key("dateComponentsRange")
+                    out.openObject()
+                    out.key("endDateComponents")
+                    write(range.endDateComponents, to: &out)
+                    out.key("startDateComponents")
+                    write(range.startDateComponents, to: &out)
+                    out.closeObject()
+                }
                 out.member("detail", method.detail)
                 out.member("identifier", method.identifier)
                 out.member("label", method.label)
@@ -102,6 +111,15 @@ enum PaymentRequestJSON {
         out.member("recurringPaymentIntervalUnit", item.recurringPaymentIntervalUnit?.rawValue)
         out.member("recurringPaymentStartDate", item.recurringPaymentStartDate)
         out.member("type", item.type?.rawValue)
+        out.closeObject()
+    }
+
+    private static func write(_ date: DateComponentsRange.DateComponents, to out: inout JSONTextWriter) {
+        out.openObject()
+        if let days = date.days { out.member("days", Int64(days)) }
+        if let hours = date.hours { out.member("hours", Int64(hours)) }
+        if let months = date.months { out.member("months", Int64(months)) }
+        if let years = date.years { out.member("years", Int64(years)) }
         out.closeObject()
     }
 
