@@ -13,21 +13,22 @@ public struct JSONFieldReader {
 
     private var reader: JSONReader
 
-    /// A reader at the start of `bytes` (UTF-8 checked, 16 levels deep at most).
-    public init(_ bytes: UnsafeRawBufferPointer) throws {
+    /// A reader at the start of `bytes`, within `limits` (by default: UTF-8 checked, 16 levels deep at most).
+    public init(_ bytes: UnsafeRawBufferPointer, limits: JSONLimits = JSONLimits(maximumDepth: 16)) throws {
         do {
-            reader = try JSONReader(bytes, limits: JSONLimits(maximumDepth: 16))
+            reader = try JSONReader(bytes, limits: limits)
         } catch {
             throw Mismatch()
         }
     }
 
     /// `body`'s value for the whole document, or `nil` when it throws or the document goes on after the value.
-    public static func read<T>(_ bytes: UnsafeRawBufferPointer, _ body: (inout JSONFieldReader) throws -> T)
-        -> T?
-    {
+    public static func read<T>(
+        _ bytes: UnsafeRawBufferPointer, limits: JSONLimits = JSONLimits(maximumDepth: 16),
+        _ body: (inout JSONFieldReader) throws -> T
+    ) -> T? {
         do {
-            var json = try JSONFieldReader(bytes)
+            var json = try JSONFieldReader(bytes, limits: limits)
             let value = try body(&json)
             try json.finish()
             return value
@@ -123,6 +124,16 @@ public struct JSONFieldReader {
         case .bool(let value): return value
         case .null: return nil
         default: throw Mismatch()
+        }
+    }
+
+    /// A string's text, or a number's text as written; `nil` for `null`, `true` or `false`.
+    public mutating func scalarText() throws -> (text: String, isNumber: Bool)? {
+        switch try value() {
+        case .string(let string): return (reader.text(string), false)
+        case .number(let range): return (String(decoding: reader.bytes(in: range), as: UTF8.self), true)
+        case .null, .bool: return nil
+        case .object, .array: throw Mismatch()
         }
     }
 

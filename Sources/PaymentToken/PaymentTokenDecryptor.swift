@@ -114,13 +114,18 @@ public final class PaymentTokenDecryptor: Sendable {
         }
         var plaintext = try open(token, with: merchant)
         defer { plaintext.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
-        let json: TokenJSON
-        do {
-            json = try TokenJSON.parse(plaintext)
-        } catch {
-            throw PaymentTokenError(.malformedPayload, "the decrypted payload is not JSON: \(error.message)")
+        let payload: PaymentTokenPayload
+        if let read = plaintext.withUnsafeBytes(PaymentTokenPayload.reading) {
+            payload = read
+        } else {
+            let json: TokenJSON
+            do {
+                json = try TokenJSON.parse(plaintext)
+            } catch {
+                throw PaymentTokenError(.malformedPayload, "the decrypted payload is not JSON: \(error.message)")
+            }
+            payload = try PaymentTokenPayload(json: json)
         }
-        let payload = try PaymentTokenPayload(json: json)
         if let amount = expectations.amount, amount != payload.transactionAmount {
             throw PaymentTokenError(
                 .amountMismatch,
