@@ -92,7 +92,7 @@ let package = Package(
         .target(
             name: "PaymentSheet", dependencies: ["ApplePay", "PaymentToken", "Sandbox", "HTTPClient", "Foundations"]),
         // docs/PROCESSOR-PROTOCOL.md: the JSON bodies, shared by the service and the merchant server's client.
-        .target(name: "ProcessorAPI"),
+        .target(name: "ProcessorAPI", dependencies: ["JSONCoding"]),
         .target(
             name: "ProcessorService",
             dependencies: [

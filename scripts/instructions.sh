@@ -13,7 +13,9 @@
 # copy, compiled here with cc. It changes nothing else.
 #
 # Usage: scripts/instructions.sh [REQUESTS] [PATH]   (defaults 2000, /v1/products)
-# Environment: APPLEPAY (the binary; default: build release into SCRATCH, default .build), KEEP (see above).
+# Environment: APPLEPAY (the binary; default: build release into SCRATCH, default .build), KEEP (see above),
+# BODY (a JSON body: the requests are then POSTs of it, answered 200 or 201; e.g. BODY='{"items":[{"sku":
+# "COFFEE-250","quantity":2},{"sku":"MUG-01","quantity":1}]}' with PATH /v1/checkouts: the load test's checkout).
 set -euo pipefail
 REQUESTS=${1:-2000}
 REQUEST_PATH=${2:-/v1/products}
@@ -60,16 +62,18 @@ count() { # REQUESTS -> the run's total instructions
             1) cat "$WORK/server.log" >&2; exit 1 ;;
             *) echo "instructions: the server did not start" >&2; exit 1 ;;
         esac
-    python3 - "$base" "$1" "$REQUEST_PATH" <<'PY'
+    python3 - "$base" "$1" "$REQUEST_PATH" "${BODY:-}" <<'PY'
 import http.client, sys, urllib.parse
-url, count, path = urllib.parse.urlparse(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+url, count, path, body = urllib.parse.urlparse(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+method = "POST" if body else "GET"
+headers = {"Content-Type": "application/json"} if body else {}
 connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
 for _ in range(count):
-    connection.request("GET", path)
+    connection.request(method, path, body=body.encode() if body else None, headers=headers)
     response = connection.getresponse()
     response.read()
-    if response.status != 200:
-        sys.exit(f"instructions: GET {path} answered {response.status}")
+    if response.status not in (200, 201):
+        sys.exit(f"instructions: {method} {path} answered {response.status}")
 connection.close()
 PY
     kill -TERM "$SERVER_PID"

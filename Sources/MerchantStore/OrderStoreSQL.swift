@@ -15,7 +15,7 @@ extension SQLStore: OrderStore {
     // MARK: Checkouts
 
     public func insertCheckout(_ checkout: Checkout) async throws(OrderStoreError) {
-        let state = try Self.encoded(checkout, "insert checkout")
+        let state = try Self.state(of: checkout, "insert checkout")
         let inserted = try await write("insert checkout") { connection throws(SQLError) -> Bool in
             let now = self.clock().unixMilliseconds
             let changed = try connection.run(
@@ -34,16 +34,23 @@ extension SQLStore: OrderStore {
         if !inserted { throw OrderStoreError(.conflict, "checkout \(checkout.id) exists") }
     }
 
+    /// A checkout's `state_json` (``StoredJSON``'s writer; the encoder for what it leaves).
+    private static func state(of checkout: Checkout, _ what: String) throws(OrderStoreError) -> String {
+        if let text = StoredJSON.text(checkout) { return text }
+        return try encoded(checkout, what)
+    }
+
     public func checkout(id: String) async throws(OrderStoreError) -> Checkout? {
         try await read("read checkout") { connection throws(SQLError) -> Checkout? in
             guard let row = try connection.query("SELECT state_json FROM checkouts WHERE id = \(bind: id)").first
             else { return nil }
-            return try decodeStored(Checkout.self, try row.string("state_json"))
+            let state = try row.string("state_json")
+            return try decodeStored(Checkout.self, state, fast: StoredJSON.checkout)
         }
     }
 
     public func updateCheckout(_ checkout: Checkout) async throws(OrderStoreError) {
-        let state = try Self.encoded(checkout, "update checkout")
+        let state = try Self.state(of: checkout, "update checkout")
         let found = try await write("update checkout") { connection throws(SQLError) -> Bool in
             let now = self.clock().unixMilliseconds
             // The UPDATE takes the checkout's row lock: a payment on this checkout waits for it, and it for a payment.
@@ -118,15 +125,10 @@ extension SQLStore: OrderStore {
     /// from a writer that bypassed the lock (another program, the same token on two checkouts); the attempt runs
     /// once more and answers from what that writer stored.
     public func beginPayment(_ order: NewOrder) async throws(OrderStoreError) -> PaymentStart {
-        let encoded: EncodedOrder
-        do {
-            encoded = EncodedOrder(
-                lines: try storedJSON(order.lines), shippingMethod: try order.shippingMethod.map(storedJSON),
-                shippingContact: try order.shippingContact.map(storedJSON),
-                billingContact: try order.billingContact.map(storedJSON))
-        } catch {
-            throw Self.storeError("begin payment", error)
-        }
+        let encoded = EncodedOrder(
+            lines: StoredJSON.text(order.lines), shippingMethod: order.shippingMethod.map(StoredJSON.text),
+            shippingContact: order.shippingContact.map(StoredJSON.text),
+            billingContact: order.billingContact.map(StoredJSON.text))
         var attempt = 0
         while true {
             attempt += 1
@@ -580,6 +582,10 @@ extension SQLStore: OrderStore {
             """)
     }
 
+    private static func orderLines(_ text: String) throws(SQLError) -> [OrderLine] {
+        try decodeStored([OrderLine].self, text, fast: StoredJSON.orderLines)
+    }
+
     private static func order(from row: Row) throws(SQLError) -> Order {
         guard let status = OrderStatus(rawValue: try row.string("status")),
             let paymentStatus = PaymentStatus(rawValue: try row.string("payment_status"))
@@ -587,20 +593,20 @@ extension SQLStore: OrderStore {
         return Order(
             id: try row.string("id"), checkoutID: try row.string("checkout_id"), status: status,
             currencyCode: try row.string("currency"),
-            lines: try decodeStored([OrderLine].self, try row.string("items_json")),
+            lines: try orderLines(try row.string("items_json")),
             totals: OrderTotals(
                 subtotal: try row.int64("subtotal_minor"), discount: try row.int64("discount_minor"),
                 shipping: try row.int64("shipping_minor"), tax: try row.int64("tax_minor"),
                 fee: try row.int64("fee_minor"), total: try row.int64("total_minor")),
             shippingMethod: try row.optionalString("shipping_method_json").map { text throws(SQLError) in
-                try decodeStored(OrderShippingMethod.self, text)
+                try decodeStored(OrderShippingMethod.self, text, fast: StoredJSON.shippingMethod)
             },
             couponCode: try row.optionalString("coupon_code"),
             shippingContact: try row.optionalString("shipping_contact_json").map { text throws(SQLError) in
-                try decodeStored(Contact.self, text)
+                try decodeStored(Contact.self, text, fast: StoredJSON.contact)
             },
             billingContact: try row.optionalString("billing_contact_json").map { text throws(SQLError) in
-                try decodeStored(Contact.self, text)
+                try decodeStored(Contact.self, text, fast: StoredJSON.contact)
             },
             paymentNetwork: try row.optionalString("payment_network"),
             panLastFour: try row.optionalString("pan_last_four"),

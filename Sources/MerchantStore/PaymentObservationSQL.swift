@@ -161,7 +161,8 @@ extension SQLStore {
             ORDER BY detected_at, id LIMIT \(bind: max(1, limit))
             """)
         {
-            let detail = try decodeStored([String: String].self, try row.string("detail_json"))
+            let text = try row.string("detail_json")
+            let detail = try decodeStored([String: String].self, text, fast: StoredJSON.stringMap)
             records.append(
                 DiscrepancyRecord(
                     id: try row.string("id"), orderID: try row.string("order_id"),

@@ -85,7 +85,7 @@ public final class SQLStore<Database: SQLDatabase>: Sendable {
         try connection.run(
             """
             INSERT INTO events (at, kind, checkout_id, order_id, detail_json)
-            VALUES (\(bind: time), \(bind: kind), \(bind: checkoutID), \(bind: orderID), \(bind: try storedJSON(detail)))
+            VALUES (\(bind: time), \(bind: kind), \(bind: checkoutID), \(bind: orderID), \(bind: StoredJSON.text(detail)))
             """)
     }
 }
@@ -106,4 +106,11 @@ func decodeStored<T: Decodable>(_ type: T.Type, _ text: String) throws(SQLError)
     } catch {
         throw SQLError(.typeMismatch, "corrupt JSON for \(T.self) in the store")
     }
+}
+
+/// A `*_json` column read by `fast` (``StoredJSON``'s readers, for the shape this store writes), or, for a text of
+/// another shape, decoded by ``decodeStored(_:_:)``.
+func decodeStored<T: Decodable>(_ type: T.Type, _ text: String, fast: (String) -> T?) throws(SQLError) -> T {
+    if let value = fast(text) { return value }
+    return try decodeStored(type, text)
 }

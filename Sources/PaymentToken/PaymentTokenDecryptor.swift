@@ -51,7 +51,9 @@ public struct DecryptedPaymentToken: Sendable, CustomStringConvertible {
 public final class PaymentTokenDecryptor: Sendable {
     /// Signature, chain and time checks.
     public let verifier: PaymentTokenVerifier
-    private let identities: [Data: MerchantIdentity]
+    /// One identity per `publicKeyHash` (the last given wins), with the hash as bytes: a few identities are
+    /// compared faster than a `Data` key is hashed.
+    private let identities: [(publicKeyHash: [UInt8], merchant: MerchantIdentity)]
 
     /// - Parameters:
     ///   - merchants: the identities whose tokens this decryptor opens.
@@ -63,7 +65,7 @@ public final class PaymentTokenDecryptor: Sendable {
         }
         var byHash: [Data: MerchantIdentity] = [:]
         for merchant in merchants { byHash[merchant.publicKeyHash] = merchant }
-        identities = byHash
+        identities = byHash.map { (Array($0.key), $0.value) }
         self.verifier = verifier
     }
 
@@ -89,7 +91,7 @@ public final class PaymentTokenDecryptor: Sendable {
         throws(PaymentTokenError) -> DecryptedPaymentToken
     {
         let verification = try verifier.verify(token)
-        guard let merchant = identities[verification.publicKeyHash] else {
+        guard let merchant = identities.first(where: { $0.publicKeyHash == token.publicKeyHash })?.merchant else {
             throw PaymentTokenError(
                 .merchantKeyMismatch,
                 "the token is for the key with publicKeyHash \(verification.publicKeyHash.base64EncodedString()); no configured merchant key has it (check which Payment Processing certificate the payment request used)"
@@ -112,13 +114,18 @@ public final class PaymentTokenDecryptor: Sendable {
         }
         var plaintext = try open(token, with: merchant)
         defer { plaintext.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
-        let json: TokenJSON
-        do {
-            json = try TokenJSON.parse(plaintext)
-        } catch {
-            throw PaymentTokenError(.malformedPayload, "the decrypted payload is not JSON: \(error.message)")
+        let payload: PaymentTokenPayload
+        if let read = plaintext.withUnsafeBytes(PaymentTokenPayload.reading) {
+            payload = read
+        } else {
+            let json: TokenJSON
+            do {
+                json = try TokenJSON.parse(plaintext)
+            } catch {
+                throw PaymentTokenError(.malformedPayload, "the decrypted payload is not JSON: \(error.message)")
+            }
+            payload = try PaymentTokenPayload(json: json)
         }
-        let payload = try PaymentTokenPayload(json: json)
         if let amount = expectations.amount, amount != payload.transactionAmount {
             throw PaymentTokenError(
                 .amountMismatch,

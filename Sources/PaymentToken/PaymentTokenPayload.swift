@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Foundations
+import JSONCoding
 
 /// The decrypted contents of a payment token, typed.
 ///
@@ -62,6 +63,24 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
         "PaymentTokenPayload(card …\(lastFour), expires \(applicationExpirationDate.prefix(4)), \(transactionAmount) minor units of \(currencyCode), \(paymentDataType))"
     }
 
+    private init(
+        applicationPrimaryAccountNumber: String, applicationExpirationDate: String, currencyCode: String,
+        transactionAmount: Int64, cardholderName: String?, deviceManufacturerIdentifier: String,
+        credentials: Credentials, merchantTokenIdentifier: String?, merchantTokenMetadata: JSONValue?,
+        authenticationResponses: JSONValue?
+    ) {
+        self.applicationPrimaryAccountNumber = applicationPrimaryAccountNumber
+        self.applicationExpirationDate = applicationExpirationDate
+        self.currencyCode = currencyCode
+        self.transactionAmount = transactionAmount
+        self.cardholderName = cardholderName
+        self.deviceManufacturerIdentifier = deviceManufacturerIdentifier
+        self.credentials = credentials
+        self.merchantTokenIdentifier = merchantTokenIdentifier
+        self.merchantTokenMetadata = merchantTokenMetadata
+        self.authenticationResponses = authenticationResponses
+    }
+
     /// Reads Apple's payload JSON.
     init(json: TokenJSON) throws(PaymentTokenError) {
         guard case .object(let fields) = json else {
@@ -79,26 +98,20 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
             return text
         }
         let pan = try string("applicationPrimaryAccountNumber")
-        guard (12...19).contains(pan.utf8.count), pan.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+        guard Self.isAccountNumber(pan) else {
             throw PaymentTokenPayload.malformed("applicationPrimaryAccountNumber is not 12 to 19 digits")
         }
         let expiry = try string("applicationExpirationDate")
-        let expiryDigits = Array(expiry.utf8)
-        guard expiryDigits.count == 6, expiryDigits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-            (1...12).contains((Int(expiryDigits[2]) - 48) * 10 + Int(expiryDigits[3]) - 48)
-        else {
+        guard Self.isExpirationDate(expiry) else {
             throw PaymentTokenPayload.malformed("applicationExpirationDate is not YYMMDD")
         }
-        var currency: String
+        let currencyText: String
         switch fields["currencyCode"] {
-        case .string(let text)?: currency = String(decoding: text, as: UTF8.self)
-        case .number(let text)?: currency = text
+        case .string(let text)?: currencyText = String(decoding: text, as: UTF8.self)
+        case .number(let text)?: currencyText = text
         default: throw PaymentTokenPayload.malformed("currencyCode is missing")
         }
-        if currency.utf8.count < 3, currency.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-            currency = String(repeating: "0", count: 3 - currency.utf8.count) + currency
-        }
-        guard currency.utf8.count == 3, currency.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+        guard let currency = Self.currencyCode(currencyText) else {
             throw PaymentTokenPayload.malformed("currencyCode is not a three-digit ISO 4217 code")
         }
         let amountText: String
@@ -146,6 +159,78 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
         authenticationResponses = fields["authenticationResponses"].flatMap { $0.isNull ? nil : $0.jsonValue }
     }
 
+    /// 12 to 19 digits.
+    static func isAccountNumber(_ pan: String) -> Bool {
+        (12...19).contains(pan.utf8.count) && pan.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    /// YYMMDD with a month from 1 to 12.
+    static func isExpirationDate(_ expiry: String) -> Bool {
+        let digits = Array(expiry.utf8)
+        return digits.count == 6 && digits.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+            && (1...12).contains((Int(digits[2]) - 48) * 10 + Int(digits[3]) - 48)
+    }
+
+    /// A numeric ISO 4217 code as three digits (`840`; `36` becomes `036`), nil when it is not one.
+    static func currencyCode(_ text: String) -> String? {
+        var currency = text
+        if currency.utf8.count < 3, currency.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            currency = String(repeating: "0", count: 3 - currency.utf8.count) + currency
+        }
+        guard currency.utf8.count == 3, currency.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return currency
+    }
+
+    /// The payload read straight from its bytes when it has the shape Apple documents and every field passes the
+    /// checks of ``init(json:)``; nil otherwise, and ``init(json:)`` (over a `TokenJSON` tree) reads it and says what
+    /// is wrong. It accepts nothing the tree reader refuses: the same limits (no name twice anywhere, depth,
+    /// members, number length), UTF-8 checked; merchant token metadata and authentication responses (kept as
+    /// `JSONValue`) are left to the tree.
+    static func reading(_ bytes: UnsafeRawBufferPointer) -> PaymentTokenPayload? {
+        var limits = TokenJSON.limits
+        limits.validatesUTF8 = true
+        return JSONFieldReader.read(bytes, limits: limits) { json -> PaymentTokenPayload? in
+            var pan: String?
+            var expiry: String?
+            var currency: String?
+            var amount: String?
+            var type: String?
+            var credentials: Credentials?
+            var cardholderName: String?
+            var device: String?
+            var merchantToken: String?
+            var credentialsType: String?
+            let keys: [StaticString] = [
+                "applicationExpirationDate", "applicationPrimaryAccountNumber", "authenticationResponses",
+                "cardholderName", "currencyCode", "deviceManufacturerIdentifier", "merchantTokenIdentifier",
+                "merchantTokenMetadata", "paymentData", "paymentDataType", "transactionAmount",
+            ]
+            try json.object(keys: keys) { key, json in
+                switch key {
+                case 0: expiry = try json.string()
+                case 1: pan = try json.string()
+                case 2, 7: try json.null()
+                case 3: cardholderName = try json.optionalString()
+                case 4: currency = try json.scalarText()?.text
+                case 5: device = try json.optionalString()
+                case 6: merchantToken = try json.optionalString()
+                case 8: (credentials, credentialsType) = try json.paymentCredentials()
+                case 9: type = try json.string()
+                default: amount = try json.scalarText()?.text
+                }
+            }
+            guard let pan, isAccountNumber(pan), let expiry, isExpirationDate(expiry),
+                let currency = currency.flatMap(currencyCode), let amount = amount.flatMap({ Int64($0) }), amount >= 0,
+                let type, let credentials, type == credentialsType
+            else { return nil }
+            return PaymentTokenPayload(
+                applicationPrimaryAccountNumber: pan, applicationExpirationDate: expiry, currencyCode: currency,
+                transactionAmount: amount, cardholderName: cardholderName, deviceManufacturerIdentifier: device ?? "",
+                credentials: credentials, merchantTokenIdentifier: merchantToken, merchantTokenMetadata: nil,
+                authenticationResponses: nil)
+        } ?? nil
+    }
+
     static func malformed(_ what: String) -> PaymentTokenError {
         PaymentTokenError(.malformedPayload, "the decrypted payload is not what Apple documents: \(what)")
     }
@@ -182,5 +267,32 @@ public struct PaymentTokenPayload: Sendable, Hashable, Encodable, CustomStringCo
         try container.encodeIfPresent(merchantTokenIdentifier, forKey: .merchantTokenIdentifier)
         try container.encodeIfPresent(merchantTokenMetadata, forKey: .merchantTokenMetadata)
         try container.encodeIfPresent(authenticationResponses, forKey: .authenticationResponses)
+    }
+}
+
+extension JSONFieldReader {
+    /// `paymentData` of a payload as ``PaymentTokenPayload/init(json:)`` reads it, with the `paymentDataType` it
+    /// fits: a non-empty cryptogram (3DSecure) or EMV data (EMV), not both; nil for anything else.
+    fileprivate mutating func paymentCredentials() throws -> (PaymentTokenPayload.Credentials?, String?) {
+        var cryptogram: String?
+        var eci: String?
+        var emv: String?
+        var pin: String?
+        try object(keys: ["emvData", "eciIndicator", "encryptedPINData", "onlinePaymentCryptogram"]) { key, json in
+            switch key {
+            case 0: emv = try json.string()
+            case 1: eci = try json.scalarText()?.text
+            case 2: pin = try json.string()
+            default: cryptogram = try json.string()
+            }
+        }
+        switch (cryptogram, emv) {
+        case (let cryptogram?, nil) where !cryptogram.isEmpty && pin == nil:
+            return (.threeDSecure(onlinePaymentCryptogram: cryptogram, eciIndicator: eci), "3DSecure")
+        case (nil, let emv?) where !emv.isEmpty && eci == nil:
+            return (.emv(emvData: emv, encryptedPINData: pin), "EMV")
+        default:
+            return (nil, nil)
+        }
     }
 }

@@ -265,12 +265,17 @@ enum HexCoding {
 }
 
 enum Base64 {
-    private static let table: [UInt8] = {
-        var table = [UInt8](repeating: 0xff, count: 256)
+    /// Each character's six bits already shifted to where they go in a group's 24 bits, one table per position in
+    /// the group of four; a character outside the alphabet has a top byte set, so one test over the four ORed
+    /// values checks the whole group.
+    private static let tables: [UInt32] = {
+        var tables = [UInt32](repeating: 0xff00_0000, count: 4 * 256)
         for (index, character) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() {
-            table[Int(character)] = UInt8(index)
+            for position in 0..<4 {
+                tables[position * 256 + Int(character)] = UInt32(index) << (18 - 6 * UInt32(position))
+            }
         }
-        return table
+        return tables
     }()
 
     /// Decodes standard base64 (padding optional; no whitespace or other characters).
@@ -288,47 +293,45 @@ enum Base64 {
         while length > 0, input[length - 1] == UInt8(ascii: "=") { length -= 1 }
         guard input.count - length <= 2, length % 4 != 1 else { return nil }
         let outputCount = length / 4 * 3 + max(0, length % 4 - 1)
-        return table.withUnsafeBufferPointer { table -> [UInt8]? in
+        guard let source = input.baseAddress, outputCount > 0 else { return [] }
+        return tables.withUnsafeBufferPointer { tables -> [UInt8]? in
+            guard let table = tables.baseAddress else { return nil }
             var valid = true
             let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+                guard let target = out.baseAddress else { return }
                 var read = 0
                 var written = 0
                 while read + 4 <= length {
-                    let a = table[Int(input[read])]
-                    let b = table[Int(input[read + 1])]
-                    let c = table[Int(input[read + 2])]
-                    let d = table[Int(input[read + 3])]
-                    if (a | b | c | d) & 0x80 != 0 {
+                    let value =
+                        table[Int(source[read])] | table[256 + Int(source[read + 1])]
+                        | table[512 + Int(source[read + 2])] | table[768 + Int(source[read + 3])]
+                    if value & 0xff00_0000 != 0 {
                         valid = false
                         break
                     }
-                    let value = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
-                    out[written] = UInt8(truncatingIfNeeded: value >> 16)
-                    out[written + 1] = UInt8(truncatingIfNeeded: value >> 8)
-                    out[written + 2] = UInt8(truncatingIfNeeded: value)
+                    target[written] = UInt8(truncatingIfNeeded: value >> 16)
+                    target[written + 1] = UInt8(truncatingIfNeeded: value >> 8)
+                    target[written + 2] = UInt8(truncatingIfNeeded: value)
                     read += 4
                     written += 3
                 }
                 let rest = length - read
                 if valid, rest >= 2 {
-                    let a = table[Int(input[read])]
-                    let b = table[Int(input[read + 1])]
-                    let c = rest == 3 ? table[Int(input[read + 2])] : 0
-                    if (a | b | c) & 0x80 != 0 {
+                    let value =
+                        table[Int(source[read])] | table[256 + Int(source[read + 1])]
+                        | (rest == 3 ? table[512 + Int(source[read + 2])] : 0)
+                    if value & 0xff00_0000 != 0 {
                         valid = false
                     } else {
-                        let value = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
-                        out[written] = UInt8(truncatingIfNeeded: value >> 16)
+                        target[written] = UInt8(truncatingIfNeeded: value >> 16)
                         written += 1
                         if rest == 3 {
-                            out[written] = UInt8(truncatingIfNeeded: value >> 8)
+                            target[written] = UInt8(truncatingIfNeeded: value >> 8)
                             written += 1
                         }
                     }
                 }
-                if !valid {
-                    for index in 0..<written { out[index] = 0 }
-                }
+                if !valid { target.initialize(repeating: 0, count: written) }
                 initialized = written
             }
             return valid ? output : nil

@@ -1,3 +1,4 @@
+import Foundation
 import JSONCoding
 
 /// Reads a token's JSON in one pass over the bytes without building a tree: JSONCoding's `JSONReader` checks the
@@ -125,11 +126,13 @@ struct TokenScanner {
 
     /// The kept field a member name is in this scope: its slot in `found` and the scope an object value opens.
     private static func match(_ key: UnsafeBufferPointer<UInt8>, in scope: Scope) -> (slot: Int, opens: Scope)? {
+        guard let keyBase = key.baseAddress else { return nil }
         for (position, candidate) in TokenScanner.scopeFields[scope.rawValue].enumerated() {
-            let matches = candidate.0.name.withUTF8Buffer { name in
-                name.count == key.count && name.elementsEqual(key)
+            // The length first, then one `memcmp`: most names differ in length from most fields.
+            let name = candidate.0.name
+            if name.utf8CodeUnitCount == key.count, memcmp(name.utf8Start, keyBase, key.count) == 0 {
+                return (TokenScanner.slotBase[scope.rawValue] + position, candidate.1)
             }
-            if matches { return (TokenScanner.slotBase[scope.rawValue] + position, candidate.1) }
         }
         return nil
     }

@@ -45,14 +45,11 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
     }
 
     public func charge(_ request: ChargeRequest) async throws(ProcessorError) -> ChargeOutcome {
-        let body = Self.body(for: request)
-        let encoded: HTTPClientRequest
-        do {
-            encoded = try .postJSON(url("/v1/charges"), encoding: body)
-        } catch {
-            throw ProcessorError(.invalidRequest, "the charge could not be encoded")
-        }
-        let charge = try await send(encoded, as: ChargeEnvelope.self, what: "charge").charge
+        let encoded = HTTPClientRequest.postJSON(url("/v1/charges"), body: Self.body(for: request).jsonData)
+        let charge = try await send(
+            encoded, as: ChargeEnvelope.self, what: "charge", reading: ChargeEnvelope.init(wireJSON:)
+        )
+        .charge
         return try Self.processorCharge(charge).outcome
     }
 
@@ -62,7 +59,10 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
             headers: [("Accept", "application/json")])
         do {
             return try Self.processorCharge(
-                try await send(request, as: ChargeEnvelope.self, what: "look-up by idempotency key").charge)
+                try await send(
+                    request, as: ChargeEnvelope.self, what: "look-up by idempotency key",
+                    reading: ChargeEnvelope.init(wireJSON:)
+                ).charge)
         } catch  where error.code == .chargeNotFound {
             return nil
         }
@@ -182,10 +182,11 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
-    /// Sends a request and decodes a 2xx answer; maps everything else to a ``ProcessorError``.
-    func send<T: Decodable>(_ request: HTTPClientRequest, as type: T.Type, what: String)
-        async throws(ProcessorError) -> T
-    {
+    /// Sends a request and decodes a 2xx answer (with `reading` when it knows the answer's shape, else with
+    /// `JSONDecoder`); maps everything else to a ``ProcessorError``.
+    func send<T: Decodable>(
+        _ request: HTTPClientRequest, as type: T.Type, what: String, reading: (Data) -> T? = { _ in nil }
+    ) async throws(ProcessorError) -> T {
         var request = request
         if let bearerToken { request.headers.append(("Authorization", "Bearer " + bearerToken)) }
         let response: HTTPClientResponse
@@ -195,6 +196,7 @@ public struct HTTPPaymentProcessor: PaymentProcessor {
         }
         switch response.status {
         case 200..<300:
+            if let answer = reading(response.body) { return answer }
             do {
                 return try JSONDecoder().decode(T.self, from: response.body)
             } catch {

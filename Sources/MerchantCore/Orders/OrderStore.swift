@@ -282,6 +282,12 @@ public struct OrderShippingMethod: Codable, Sendable, Equatable {
     public var label: String
     /// Minor units.
     public var amount: Int64
+
+    public init(identifier: String, label: String, amount: Int64) {
+        self.identifier = identifier
+        self.label = label
+        self.amount = amount
+    }
 }
 
 /// What the caller knows about an order before charging: input of ``OrderStore/beginPayment(_:)``.

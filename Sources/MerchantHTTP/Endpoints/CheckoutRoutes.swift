@@ -59,8 +59,9 @@ struct CheckoutRoutes: RouteCollection {
             throw HTTPError(error)
         }
         try await storing { () async throws(OrderStoreError) in try await store.insertCheckout(checkout) }
-        var response = HTTPResponse.encoding(
-            Answer(id: checkout.id, clientSecret: checkout.clientSecret, paymentRequest: paymentRequest), status: 201)
+        var response = PaymentRequestJSON.checkoutResponse(
+            Answer(id: checkout.id, clientSecret: checkout.clientSecret, paymentRequest: paymentRequest),
+            id: checkout.id, clientSecret: checkout.clientSecret, paymentRequest: paymentRequest, status: 201)
         response.logFields["checkoutId"] = checkout.id
         return response
     }
@@ -74,7 +75,10 @@ struct CheckoutRoutes: RouteCollection {
         }
         let checkout = try await loadCheckout(request, context)
         do {
-            return .encoding(Answer(id: checkout.id, paymentRequest: try pricing.paymentRequest(for: checkout)))
+            let paymentRequest = try pricing.paymentRequest(for: checkout)
+            return PaymentRequestJSON.checkoutResponse(
+                Answer(id: checkout.id, paymentRequest: paymentRequest), id: checkout.id, clientSecret: nil,
+                paymentRequest: paymentRequest, status: 200)
         } catch {
             throw HTTPError(error)
         }
