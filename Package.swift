@@ -209,7 +209,7 @@ let package = Package(
         .executableTarget(
             name: "FuzzPaymentToken", dependencies: ["PaymentToken", "Cryptography", "FuzzSupport", "Foundations"]),
         // The fuzz targets of issue 14 (payment request, store configuration, HTTP handling), built the same way by
-        // scripts/fuzz-merchant.sh; MerchantServerTests/FuzzCorporaTests replays their corpora.
+        // scripts/fuzz-merchant.sh; CommandLineTests/FuzzMerchantCorpusTests replays their corpora.
         .executableTarget(
             name: "FuzzMerchant",
             dependencies: [
@@ -246,64 +246,111 @@ let package = Package(
         // Tests.
         .target(name: "TestSupport", dependencies: ["Foundations"], path: "Tests/Support"),
         .testTarget(name: "FoundationsTests", dependencies: ["Foundations"]),
-        .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport"]),
-        .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding", "Foundations", "TestSupport"]),
+        .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "TestSupport", "Foundations"]),
+        .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding", "Foundations"]),
         .testTarget(
             name: "JSONLoggingTests",
-            dependencies: ["JSONLogging", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport"]),
+            dependencies: ["JSONLogging", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography", "TestSupport", "Foundations"]),
         .testTarget(
             name: "ProviderWebhooksTests",
+            dependencies: ["ProviderWebhooks", "MerchantCore", "ApplePay", "Foundations", "TestSupport"]),
+        .testTarget(
+            name: "PaymentTokenTests",
+            dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport", "Foundations"]),
+        .testTarget(
+            name: "SandboxTests",
+            dependencies: ["Sandbox", "PaymentToken", "TestSupport", "ApplePay", "Cryptography", "Foundations"],
+            exclude: ["python"]),
+        .testTarget(
+            name: "PaymentSheetTests",
             dependencies: [
-                "ProviderWebhooks", "MerchantCore", "ApplePay", "Cryptography", "Foundations", "TestSupport",
+                "PaymentSheet", "InProcessMerchant", "Sandbox", "TestSupport", "ApplePay", "Foundations",
+                "PaymentToken",
             ]),
-        .testTarget(
-            name: "PaymentTokenTests", dependencies: ["PaymentToken", "Cryptography", "ApplePay", "TestSupport"]),
-        .testTarget(
-            name: "SandboxTests", dependencies: ["Sandbox", "PaymentToken", "TestSupport"], exclude: ["python"]),
-        .testTarget(
-            name: "PaymentSheetTests", dependencies: ["PaymentSheet", "InProcessMerchant", "Sandbox", "TestSupport"]),
         .testTarget(
             name: "SandboxGatewayTests",
-            dependencies: [
-                "SandboxGateway", "Sandbox", "ApplePay", "Cryptography", "HTTPClient", "HTTPCore", "HTTPServer",
-                "TestSupport",
-            ]),
+            dependencies: ["SandboxGateway", "Sandbox", "ApplePay", "Cryptography", "HTTPClient", "TestSupport"]),
         .testTarget(name: "SQLCoreTests", dependencies: ["SQLCore", "SQLite", "Postgres", "TestSupport"]),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "SQLCore", "TestSupport"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"]),
         .testTarget(
             name: "ApplePayHummingbirdTests",
             dependencies: [
                 "ApplePayHummingbird", "MerchantHTTP", "MerchantCore", "MerchantIntegrations", "MerchantSandbox",
-                "MerchantStore", "HTTPCore", "PaymentToken", "Foundations",
+                "MerchantStore", "HTTPCore", "PaymentToken", "Foundations", "MerchantTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "HTTPServerTests",
-            dependencies: ["HTTPServer", "HTTPCore", "HTTPClient", "JSONCoding", "TestSupport"]),
-        .testTarget(
-            name: "MerchantServerTests",
+            dependencies: ["HTTPServer", "HTTPCore", "HTTPClient", "JSONCoding", "TestSupport", "Foundations"]),
+        // What the merchant-side tests share: store fixtures, the server harness, test processors, clocks.
+        .target(
+            name: "MerchantTestSupport",
             dependencies: [
-                "MerchantServer", "MerchantSandbox", "MerchantCore", "MerchantStore", "MerchantHTTP",
-                "MerchantIntegrations",
-                "MerchantWallet", "Processors", "JSONCoding", "Foundations", "Sandbox", "PaymentSheet", "PaymentToken",
-                "HTTPClient", "HTTPCore", "HTTPServer",
-                "TestSupport",
-                "ProcessorService", "ProcessorAPI", "WalletOrders", "SandboxGateway", "Cryptography", "Postgres",
-                "SQLite", "SQLCore", "ProviderWebhooks", "JSONLogging",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "MerchantServer", "MerchantCore", "MerchantStore", "MerchantHTTP", "MerchantSandbox", "Processors",
+                "ProcessorAPI", "ProcessorService", "SQLite", "SQLCore", "Postgres", "HTTPClient", "HTTPCore",
+                "JSONLogging", "Sandbox", "Cryptography", "ApplePay", "Foundations", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/MerchantTestSupport"),
+        // The merchant side's tests, one target per module under test; MerchantServerTests runs the assembled server.
+        .testTarget(
+            name: "MerchantCoreTests",
+            dependencies: [
+                "MerchantCore", "MerchantStore", "MerchantSandbox", "Processors", "ProcessorAPI", "ProcessorService",
+                "HTTPClient", "ApplePay", "Foundations", "MerchantTestSupport", "TestSupport",
+            ]),
+        .testTarget(
+            name: "MerchantStoreTests",
+            dependencies: [
+                "MerchantStore", "MerchantCore", "MerchantSandbox", "MerchantServer", "SQLite", "SQLCore", "Postgres",
+                "JSONCoding", "ApplePay", "Foundations", "MerchantTestSupport", "TestSupport",
+            ]),
+        .testTarget(
+            name: "ProcessorsTests",
+            dependencies: [
+                "Processors", "ProcessorAPI", "ProcessorService", "MerchantCore", "MerchantStore", "HTTPCore",
+                "HTTPServer", "ApplePay", "Foundations", "MerchantTestSupport", "TestSupport",
+            ]),
+        .testTarget(
+            name: "MerchantHTTPTests",
+            dependencies: [
+                "MerchantHTTP", "MerchantCore", "MerchantStore", "MerchantIntegrations", "MerchantSandbox",
+                "MerchantServer", "HTTPCore", "HTTPServer", "JSONCoding", "PaymentSheet", "PaymentToken", "Sandbox",
+                "ApplePay", "Foundations", "MerchantTestSupport", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ],
-            exclude: ["python"]),
+            ]),
+        .testTarget(
+            name: "MerchantIntegrationsTests",
+            dependencies: [
+                "MerchantIntegrations", "MerchantCore", "MerchantServer", "HTTPClient", "HTTPCore", "Sandbox",
+                "Cryptography", "Foundations", "MerchantTestSupport", "TestSupport",
+            ], exclude: ["python"]),
+        .testTarget(
+            name: "MerchantWalletTests",
+            dependencies: [
+                "MerchantWallet", "WalletOrders", "MerchantCore", "MerchantServer", "HTTPClient", "HTTPCore",
+                "HTTPServer", "Sandbox", "Cryptography", "ApplePay", "MerchantTestSupport", "TestSupport",
+            ], exclude: ["python"]),
+        .testTarget(
+            name: "MerchantServerTests",
+            dependencies: [
+                "MerchantServer", "MerchantCore", "MerchantStore", "MerchantHTTP", "MerchantIntegrations",
+                "MerchantSandbox", "MerchantWallet", "WalletOrders", "Processors", "ProcessorAPI", "ProcessorService",
+                "ProviderWebhooks", "SandboxGateway", "Sandbox", "SQLite", "HTTPClient", "HTTPCore", "HTTPServer",
+                "Cryptography", "ApplePay", "Foundations", "MerchantTestSupport", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         .testTarget(
             name: "ProcessorServiceTests",
-            dependencies: ["ProcessorService", "ProcessorAPI", "SQLite", "HTTPClient", "TestSupport"]),
+            dependencies: ["ProcessorService", "ProcessorAPI", "SQLite", "HTTPClient", "TestSupport", "Foundations"]),
         // The examples' tests: each pays a sandbox token through its framework's testing library.
         .testTarget(
             name: "HummingbirdShopTests",
@@ -312,7 +359,7 @@ let package = Package(
                 "PaymentToken", "Sandbox", "ApplePay", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/HummingbirdShop/Tests"),
         .testTarget(
@@ -320,11 +367,12 @@ let package = Package(
             dependencies: [
                 "VaporShop", "MerchantCore", "MerchantHTTP", "MerchantIntegrations", "MerchantSandbox", "PaymentToken",
                 "Sandbox", "ApplePay", .product(name: "Vapor", package: "vapor"),
-                .product(name: "VaporTesting", package: "vapor"),
+                .product(name: "VaporTesting", package: "vapor"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/VaporShop/Tests"),
         .testTarget(
-            name: "CommandLineTests", dependencies: ["applepay", "LibraryExamples", "FuzzMerchant", "TestSupport"],
+            name: "CommandLineTests",
+            dependencies: ["applepay", "LibraryExamples", "FuzzMerchant", "TestSupport", "Foundations"],
             exclude: ["python"]),
     ]
 )

@@ -9,6 +9,7 @@ import MerchantHTTP
 import MerchantIntegrations
 import MerchantSandbox
 import MerchantStore
+import MerchantTestSupport
 import NIOCore
 import PaymentToken
 import Testing
@@ -184,7 +185,7 @@ struct MerchantRoutesTests {
             validator: MerchantValidator(
                 merchantIdentifier: "merchant.test", displayName: "Test", domain: nil,
                 gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-            logger: Logger(label: "applepay.silent") { _ in SwiftLogNoOpLogHandler() })
+            logger: .silent)
         let router = Hummingbird.Router()
         router.addRoutes(
             MerchantRoutes(MerchantAPI(services: services, parts: .checkout), maximumBodySize: 1024).collection)

@@ -80,6 +80,28 @@ struct ArchitectureTests {
         }
     }
 
+    @Test("each test target's dependencies in Package.swift are the modules its files import")
+    func testDependenciesMatchImports() throws {
+        let declarations = try PackageTargets.declarations()
+        let known = Set(declarations.map(\.name)).union(declarations.flatMap(\.dependencies))
+        // A test may depend on an executable only to have it built (CommandLineTests runs `applepay`).
+        let executables = Set(declarations.filter { $0.kind == ".executableTarget(" }.map(\.name))
+        for target in declarations where target.isTest {
+            var imported = Set<String>()
+            for file in try swiftFiles(in: Repository.root.appendingPathComponent(target.folder)) {
+                imported.formUnion(try Self.imports(of: file))
+            }
+            let importedKnown = imported.intersection(known).subtracting([target.name])
+            let declared = Set(target.dependencies)
+            #expect(
+                declared.subtracting(importedKnown).subtracting(executables).sorted() == [],
+                "\(target.name) depends on modules it never imports")
+            #expect(
+                importedKnown.subtracting(declared).sorted() == [],
+                "\(target.name) imports modules Package.swift does not list as its dependencies")
+        }
+    }
+
     /// The modules a file imports (`import X`, `@testable import X`, `package import X`, `import struct X.Y`).
     static func imports(of file: URL) throws -> Set<String> {
         var names = Set<String>()
@@ -119,15 +141,37 @@ struct ArchitectureTests {
     }
 }
 
-/// The targets Package.swift declares (not tests, not `TestSupport`), each with its dependencies: the names of
-/// targets and of packages' products (`.product(name: "Logging", package: "swift-log")` as `Logging`).
+/// The targets Package.swift declares, each with its folder and its dependencies: the names of targets and of
+/// packages' products (`.product(name: "Logging", package: "swift-log")` as `Logging`).
 enum PackageTargets {
+    /// One `.target(`, `.executableTarget(`, `.systemLibrary(` or `.testTarget(` call.
+    struct Declaration {
+        var kind: String
+        var name: String
+        /// Its `path:`, or SwiftPM's default folder.
+        var folder: String
+        var dependencies: [String]
+
+        /// A test target, or a support target under `Tests/`.
+        var isTest: Bool { kind == ".testTarget(" || folder.hasPrefix("Tests/") }
+    }
+
+    /// The modules (not tests, nor the support targets under `Tests/`) and their dependencies.
     static func read() throws -> [String: [String]] {
-        let text = try String(contentsOf: Repository.root.appendingPathComponent("Package.swift"), encoding: .utf8)
         var targets: [String: [String]] = [:]
-        let kinds = [".target(", ".executableTarget(", ".systemLibrary("]
+        for target in try declarations() where !target.isTest { targets[target.name] = target.dependencies }
+        return targets
+    }
+
+    /// Every target Package.swift declares, in order.
+    static func declarations() throws -> [Declaration] {
+        let text = try String(contentsOf: Repository.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        var targets: [Declaration] = []
+        let kinds = [".target(", ".executableTarget(", ".systemLibrary(", ".testTarget("]
         var rest = Substring(text)
-        while let start = kinds.compactMap({ rest.range(of: $0) }).min(by: { $0.lowerBound < $1.lowerBound }) {
+        while let (kind, start) = kinds.compactMap({ kind in rest.range(of: kind).map { (kind, $0) } })
+            .min(by: { $0.1.lowerBound < $1.1.lowerBound })
+        {
             // The call's text, up to its closing parenthesis.
             var depth = 1
             var end = start.upperBound
@@ -138,7 +182,7 @@ enum PackageTargets {
             }
             let call = rest[start.upperBound..<end]
             rest = rest[end...]
-            guard let name = quoted(after: "name:", in: call), name != "TestSupport" else { continue }
+            guard let name = quoted(after: "name:", in: call) else { continue }
             var dependencies: [String] = []
             if let list = call.range(of: "dependencies:"),
                 let open = call[list.upperBound...].firstIndex(of: "["),
@@ -151,7 +195,8 @@ enum PackageTargets {
                 quoted.removeAll { parts[$0.index - 1].hasSuffix("package: ") }
                 dependencies = quoted.map(\.text)
             }
-            targets[name] = dependencies
+            let folder = quoted(after: "path:", in: call) ?? (kind == ".testTarget(" ? "Tests/" : "Sources/") + name
+            targets.append(Declaration(kind: kind, name: name, folder: folder, dependencies: dependencies))
         }
         return targets
     }

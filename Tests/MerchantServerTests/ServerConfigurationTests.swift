@@ -7,6 +7,7 @@ import MerchantHTTP
 import MerchantIntegrations
 import MerchantServer
 import MerchantStore
+import MerchantTestSupport
 import TestSupport
 import Testing
 import WalletOrders
@@ -150,7 +151,7 @@ struct ServerConfigurationTests {
     @Test("every rule the catalog breaks is reported, not only the first")
     func everyCatalogProblem() throws {
         var catalog = try #require(
-            try JSONSerialization.jsonObject(with: Data(ConfigurationTests.sample.utf8)) as? [String: Any])
+            try JSONSerialization.jsonObject(with: Data(sampleStoreConfiguration.utf8)) as? [String: Any])
         catalog["currencyCode"] = "XYZ"
         catalog["supportedNetworks"] = [String]()
         catalog["server"] = ["port": -1]
@@ -218,7 +219,7 @@ struct ServerConfigurationTests {
                 #expect(management.hasPrefix("\(base)/v1/subscriptions/"), "\(management)")
 
                 // Wallet: the web service and the order's management page.
-                let (details, orderID) = try await WalletOrdersTests.payForOrderDetails(server)
+                let (details, orderID) = try await server.payForOrderDetails()
                 #expect(details.webServiceURL == "\(base)/wallet")
                 let package = try await server.send(
                     "GET", "/wallet/v1/orders/\(details.orderTypeIdentifier)/\(orderID)",
@@ -237,7 +238,7 @@ struct ServerConfigurationTests {
     func defaultPublicURL() async throws {
         try await ServerHarness.with { server in
             #expect(server.application.publicURL.text == server.base)
-            let (details, _) = try await WalletOrdersTests.payForOrderDetails(server)
+            let (details, _) = try await server.payForOrderDetails()
             #expect(details.webServiceURL == "https://" + server.base.dropFirst("http://".count) + "/wallet")
             let plan = try await server.createCheckout([["sku": "BEANS-MONTHLY", "quantity": 1]])
             let shown = try await server.get("/v1/checkouts/\(plan.id)", checkoutSecret: plan.secret)

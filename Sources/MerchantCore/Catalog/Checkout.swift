@@ -223,6 +223,18 @@ public struct ShippingAddress: Codable, Sendable, Equatable {
     public var country: String?
     /// ISO 3166-1 alpha-2, the field zones match on.
     public var countryCode: String?
+
+    public init(
+        locality: String? = nil, subAdministrativeArea: String? = nil, administrativeArea: String? = nil,
+        postalCode: String? = nil, country: String? = nil, countryCode: String? = nil
+    ) {
+        self.locality = locality
+        self.subAdministrativeArea = subAdministrativeArea
+        self.administrativeArea = administrativeArea
+        self.postalCode = postalCode
+        self.country = country
+        self.countryCode = countryCode
+    }
 }
 
 extension ShippingAddress {
