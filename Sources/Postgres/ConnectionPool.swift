@@ -65,6 +65,9 @@ public final class ConnectionPool: Sendable {
     /// Lets the threads finish the work already queued, close their connections and end.
     public func close() { queue.stop() }
 
+    /// A connection's thread: each job runs inside ``CurrentThread/runKeeping(_:)``, so the task it resumes (the
+    /// caller, once its statement is done) goes on here until it next waits when its executor cooperates, as an HTTP
+    /// server's responders do: no hand-off to another thread first (SQLite's writer does the same).
     private static func serve(_ queue: JobQueue<Job>, uri: String, timeouts: PostgresTimeouts) {
         var connection: PostgresConnection?
         while let job = queue.next() {
@@ -73,11 +76,11 @@ public final class ConnectionPool: Sendable {
                 do {
                     connection = try PostgresConnection(uri, timeouts: timeouts)
                 } catch {
-                    job(.failure(error))
+                    CurrentThread.runKeeping { job(.failure(error)) }
                     continue
                 }
             }
-            if let connection { job(.success(connection)) }
+            if let connection { CurrentThread.runKeeping { job(.success(connection)) } }
         }
     }
 
