@@ -8,6 +8,8 @@ import WalletOrders
 /// Sends an update notice for an order to every device registered for it (APNs in production).
 public protocol OrderUpdatePushing: Sendable {
     /// Pushes to every registration; failures are logged, never thrown (the order change is already recorded).
+    /// The admin API awaits it before it answers: a pusher that retries should queue and return, as
+    /// `MerchantApplication`'s pushes service does.
     func orderDidChange(_ registrations: [DeviceRegistration]) async
 }
 

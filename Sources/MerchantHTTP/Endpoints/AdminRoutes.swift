@@ -209,8 +209,10 @@ struct AdminRoutes: RouteCollection {
         return response
     }
 
-    /// Starts pushes to every device registered for the order (in the background: retries do not hold the
-    /// answer) and returns how many devices there are.
+    /// Hands every device registered for the order to the pusher and returns how many devices there are. Under
+    /// `MerchantApplication` the pusher is its pushes service, which queues them and returns at once (retries do
+    /// not hold the answer), and which a graceful shutdown lets finish: a push queued by a request in flight is
+    /// sent, where a task of its own could be dropped.
     @discardableResult
     func notifyDevices(orderID: String) async -> Int {
         guard let walletOrders, let pusher = walletOrders.pusher else { return 0 }
@@ -222,7 +224,7 @@ struct AdminRoutes: RouteCollection {
             logger.error("could not read device registrations", metadata: ["orderId": "\(orderID)"])
             return 0
         }
-        if !registrations.isEmpty { Task { await pusher.orderDidChange(registrations) } }
+        if !registrations.isEmpty { await pusher.orderDidChange(registrations) }
         return registrations.count
     }
 
