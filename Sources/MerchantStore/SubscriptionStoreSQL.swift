@@ -274,6 +274,18 @@ extension SQLStore: SubscriptionStore {
         }
     }
 
+    public func chargesWithFailedGiveBacks(limit: Int) async throws(OrderStoreError) -> [SubscriptionCharge] {
+        try await read("list charges whose give-back failed") { connection throws(SQLError) -> [SubscriptionCharge] in
+            try self.loadCharges(
+                connection,
+                """
+                refunded_minor < amount_minor AND idempotency_key IN (
+                    SELECT charge_key FROM subscription_charge_refunds
+                    WHERE status = 'failed' AND refund_key IS NOT NULL)
+                """, limit: limit)
+        }
+    }
+
     /// The charges `condition` selects (on `subscription_charges`' columns), with their refunds.
     func loadCharges(_ connection: Connection, _ condition: SQLQuery, limit: Int) throws(SQLError)
         -> [SubscriptionCharge]

@@ -391,6 +391,9 @@ struct SubscriptionChargeAttemptTests {
             #expect(now.refunded == 400 && now.refundedAt != nil)
             #expect(byReference(now).map(\.status) == [.failed, .succeeded])
             #expect(byReference(now).first?.failureCode == "expired_card")
+            #expect(
+                try await store.chargesWithFailedGiveBacks(limit: 10).isEmpty,
+                "a refund made at the provider is the provider's to make again: not ours to list")
             // What is left is 599 again: a refund of it fits.
             #expect(try await refund("evt_d", .refundSucceeded, "re_d", 599) == .applied)
             #expect(try await charge().refunded == 999)
@@ -421,6 +424,7 @@ struct SubscriptionChargeAttemptTests {
             #expect(!charge.refundOwed && charge.refunded == 0 && charge.refundedAt == nil)
             #expect(charge.refundReference == "refund:" + (refund.reference ?? "?"))
             #expect(try await store.chargesOwingRefund(limit: 10).isEmpty, "taken: not sent again")
+            #expect(try await store.chargesWithFailedGiveBacks(limit: 10).isEmpty, "pending: not failed yet")
             // Its webhook names it by our key (Stripe's metadata[refund_key]) and its own reference.
             let events = try #require(fixture.store as? any ProviderEventStore)
             let decided = ProviderEvent(
@@ -431,6 +435,9 @@ struct SubscriptionChargeAttemptTests {
             charge = try #require(try await store.subscriptionCharges(subscriptionID: subscription.id).first)
             #expect(charge.refunds.map(\.status) == [succeeds ? .succeeded : .failed])
             #expect(charge.refunded == (succeeds ? 999 : 0) && (charge.refundedAt != nil) == succeeds)
+            // A failed give-back is sent by nothing again: it waits for a person (GET /admin/v1/attention).
+            #expect(
+                try await store.chargesWithFailedGiveBacks(limit: 10).map(\.idempotencyKey) == (succeeds ? [] : [key]))
             #expect(
                 try await fixture.subscriptionEventKinds(subscription) == [
                     "subscriptionChargeRefundPending",

@@ -225,6 +225,56 @@ struct SubscriptionSettlementTests {
         }
     }
 
+    @Test(
+        "a give-back refund the provider failed is on GET /admin/v1/attention (failedRefunds) until the charge is refunded"
+    )
+    func failedGiveBackNeedsAttention() async throws {
+        let processor = UndecidedProcessor(answer: .decided)
+        try await ServerHarness.with(processor: processor) { server in
+            let paid = try await SubscriptionTests.subscribe(server, sku: "BEANS-MONTHLY")
+            let id = try (paid["subscriptionId"] as? String).orThrow("id")
+            let service = try #require(server.application.api.subscriptions)
+            let due = try #require(try await service.store.subscription(id: id)?.nextChargeAt)
+            // Cycle 1's answer is lost and the customer cancels; the look-up finds it approved, and it is given back
+            // by a refund the provider decides later.
+            processor.answer(.lost)
+            processor.refundsOnlyDecidedLater(true)
+            #expect(await service.chargeDue(now: due).isEmpty)
+            _ = try await service.cancel(id: id, by: "customer")
+            processor.answer(.decided)
+            #expect(await service.chargeDue(now: due.addingTimeInterval(3600)).map(\.status) == ["approved"])
+            let charge = try #require(try await service.store.subscriptionCharges(subscriptionID: id).first)
+            let refund = try #require(charge.refunds.first)
+            func listed() async throws -> [[String: Any]] {
+                let attention = try await server.admin("GET", "/admin/v1/attention")
+                #expect(attention.status == 200, "\(attention.text)")
+                return try (attention.json["failedRefunds"] as? [[String: Any]]).orThrow("failedRefunds")
+            }
+            #expect(try await listed().isEmpty, "pending: the provider has not decided")
+            let events = try #require(server.application.store as? any ProviderEventStore)
+            let failed = ProviderEvent(
+                provider: "stripe", id: "evt_give_back_failed", kind: .refundFailed,
+                paymentReference: charge.processorReference, reference: refund.reference, refundKey: refund.refundKey,
+                amount: charge.amount, currencyCode: "USD", reason: "expired_or_canceled_card")
+            #expect(try await events.apply(failed).outcome == .applied)
+            let items = try await listed()
+            #expect(items.count == 1)
+            #expect(items.first?["subscriptionId"] as? String == id)
+            #expect(items.first?["idempotencyKey"] as? String == charge.idempotencyKey)
+            #expect(items.first?["refundKey"] as? String == charge.idempotencyKey + ":refund")
+            #expect((items.first?["amountMinor"] as? NSNumber)?.int64Value == charge.amount)
+            #expect(items.first?["currencyCode"] as? String == "USD")
+            #expect(items.first?["failureCode"] as? String == "expired_or_canceled_card")
+            // A person refunds it in the provider's dashboard: its webhook records that refund, and the item goes.
+            let byHand = ProviderEvent(
+                provider: "stripe", id: "evt_refunded_by_hand", kind: .refundSucceeded,
+                paymentReference: charge.processorReference, reference: "re_by_hand", amount: charge.amount,
+                currencyCode: "USD")
+            #expect(try await events.apply(byHand).outcome == .applied)
+            #expect(try await listed().isEmpty)
+        }
+    }
+
     @Test("charge-due takes the sandbox's now: the second charge a month on, once; a bad date is refused")
     func movableClock() async throws {
         let processor = SandboxProcessor()

@@ -364,6 +364,9 @@ public protocol SubscriptionStore: Sendable {
     ) async throws(OrderStoreError) -> Bool
     /// Approved charges recorded as owing a refund (``SubscriptionCharge/refundOwed``), oldest first.
     func chargesOwingRefund(limit: Int) async throws(OrderStoreError) -> [SubscriptionCharge]
+    /// Charges whose give-back refund (ours, sent with our key) the provider failed and that nothing else has
+    /// refunded in full since, oldest first: money a person must return (nothing sends that refund again).
+    func chargesWithFailedGiveBacks(limit: Int) async throws(OrderStoreError) -> [SubscriptionCharge]
 }
 
 extension SubscriptionStore {

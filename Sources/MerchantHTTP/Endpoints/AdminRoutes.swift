@@ -255,13 +255,17 @@ struct AdminRoutes: RouteCollection {
     /// `discrepancies`: payments the provider decided otherwise than we recorded, open until resolved with
     /// `POST /admin/v1/discrepancies/{id}/resolve`. `subscriptionCharges`: subscription charge attempts whose outcome
     /// is still unknown (or decided later) past the key lifetime, which the scheduler no longer asks about (the
-    /// subscription's cycle waits meanwhile): look the key up in the provider's dashboard. Answers `{"orders",
-    /// "discrepancies", "subscriptionCharges", "resolution", "keyLifetimeSeconds"}`.
+    /// subscription's cycle waits meanwhile): look the key up in the provider's dashboard. `failedRefunds`: our
+    /// give-backs of subscription charges (a charge approved after its subscription ended) that the provider
+    /// failed, the charge not refunded in full since: nothing sends them again, so a person must return the money.
+    /// Answers `{"orders", "discrepancies", "subscriptionCharges", "failedRefunds", "resolution",
+    /// "keyLifetimeSeconds"}`.
     func attention() async throws(HTTPError) -> HTTPResponse {
         struct Answer: Encodable {
             var orders: [Order]
             var discrepancies: [DiscrepancyRecord]
             var subscriptionCharges: [SubscriptionAttempt]
+            var failedRefunds: [FailedRefund]
             var resolution: String
             var keyLifetimeSeconds: Int64?
         }
@@ -273,7 +277,31 @@ struct AdminRoutes: RouteCollection {
             var since: String
             var processorReference: String?
         }
+        struct FailedRefund: Encodable {
+            var subscriptionId: String
+            var cycle: Int
+            var idempotencyKey: String
+            var refundKey: String?
+            var refundReference: String?
+            var amountMinor: Int64
+            var currencyCode: String
+            var failureCode: String?
+            var since: String
+        }
         let orders = try await storing { () async throws(OrderStoreError) in try await reconciler.needingAttention() }
+        let failedRefunds = try await storing { () async throws(OrderStoreError) -> [FailedRefund] in
+            let iso = ISO8601DateFormatter()
+            return try await (subscriptions?.store.chargesWithFailedGiveBacks(limit: 500) ?? []).flatMap { charge in
+                charge.refunds.filter { $0.status == .failed && $0.refundKey != nil }.map { refund in
+                    FailedRefund(
+                        subscriptionId: charge.subscriptionID, cycle: charge.cycle,
+                        idempotencyKey: charge.idempotencyKey, refundKey: refund.refundKey,
+                        refundReference: refund.reference, amountMinor: refund.amount,
+                        currencyCode: charge.currencyCode, failureCode: refund.failureCode,
+                        since: iso.string(from: refund.createdAt))
+                }
+            }
+        }
         let attempts = try await storing { () async throws(OrderStoreError) -> [SubscriptionAttempt] in
             let iso = ISO8601DateFormatter()
             return try await (subscriptions?.chargesNeedingAttention() ?? []).compactMap { subscription in
@@ -296,7 +324,8 @@ struct AdminRoutes: RouteCollection {
             }
         var response = HTTPResponse.encoding(
             Answer(
-                orders: orders, discrepancies: discrepancies, subscriptionCharges: attempts, resolution: kind,
+                orders: orders, discrepancies: discrepancies, subscriptionCharges: attempts,
+                failedRefunds: failedRefunds, resolution: kind,
                 keyLifetimeSeconds: resolution.keyLifetime?.components.seconds))
         response.headers["Cache-Control"] = "no-store"
         return response
