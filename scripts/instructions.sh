@@ -15,7 +15,10 @@
 # Usage: scripts/instructions.sh [REQUESTS] [PATH]   (defaults 2000, /v1/products)
 # Environment: APPLEPAY (the binary; default: build release into SCRATCH, default .build), KEEP (see above),
 # BODY (a JSON body: the requests are then POSTs of it, answered 200 or 201; e.g. BODY='{"items":[{"sku":
-# "COFFEE-250","quantity":2},{"sku":"MUG-01","quantity":1}]}' with PATH /v1/checkouts: the load test's checkout).
+# "COFFEE-250","quantity":2},{"sku":"MUG-01","quantity":1}]}' with PATH /v1/checkouts: the load test's checkout),
+# SCENARIO=payments|replays (PATH ignored: REQUESTS checkouts priced and their tokens minted by `applepay sandbox
+# mint --batch`, in both runs, then only in the second each paid once (the in-process sandbox processor's part
+# included), or one paid in both runs and replayed REQUESTS times in the second, each answer byte for byte the first).
 set -euo pipefail
 REQUESTS=${1:-2000}
 REQUEST_PATH=${2:-/v1/products}
@@ -62,9 +65,34 @@ count() { # REQUESTS -> the run's total instructions
             1) cat "$WORK/server.log" >&2; exit 1 ;;
             *) echo "instructions: the server did not start" >&2; exit 1 ;;
         esac
-    python3 - "$base" "$1" "$REQUEST_PATH" "${BODY:-}" <<'PY'
-import http.client, sys, urllib.parse
-url, count, path, body = urllib.parse.urlparse(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    python3 - "$base" "$1" "$REQUEST_PATH" "${BODY:-}" "${SCENARIO:-}" "$APPLEPAY" "$WORK" "$REQUESTS" <<'PY'
+import http.client, os, sys, urllib.parse
+url, count, path, body, scenario = urllib.parse.urlparse(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+applepay, work, prepared = sys.argv[6], sys.argv[7], int(sys.argv[8])
+if scenario:
+    # Both runs do the same untimed-in-spirit part (checkouts priced; tokens minted by another process), so that
+    # the difference is the payments (or the replays) alone.
+    sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "load"))
+    import client as load
+    shop = load.Client(sys.argv[1])
+    made = load.create_checkouts(shop, prepared if scenario == "payments" else 1)
+    folder = os.path.join(work, f"mint.{count}")
+    os.makedirs(folder, exist_ok=True)
+    bodies = load.mint(applepay, os.path.join(work, "sandbox"), folder, made)
+    posts = []
+    if scenario == "payments":
+        posts = [(checkout, secret) for checkout, _, _, _, secret in made][:count]
+    else:
+        checkout, secret = made[0][0], made[0][4]
+        first = shop.call("POST", f"/v1/checkouts/{checkout}/payment", bodies[checkout].encode(), secret=secret)
+        if first[0] != 200:
+            sys.exit(f"instructions: the payment to replay answered {first[0]}")
+        posts = [(checkout, secret)] * count
+    for checkout, secret in posts:
+        status, answer = shop.call("POST", f"/v1/checkouts/{checkout}/payment", bodies[checkout].encode(), secret=secret)
+        if status != 200 or (scenario == "replays" and answer != first[1]):
+            sys.exit(f"instructions: a {scenario[:-1]} answered {status}")
+    sys.exit(0)
 method = "POST" if body else "GET"
 headers = {"Content-Type": "application/json"} if body else {}
 connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
@@ -84,6 +112,7 @@ PY
 }
 idle=$(count 0)
 busy=$(count "$REQUESTS")
+[ -z "${SCENARIO:-}" ] || REQUEST_PATH="$SCENARIO"
 jq -cn --arg path "$REQUEST_PATH" --argjson requests "$REQUESTS" --argjson idle "$idle" --argjson busy "$busy" \
     '{path: $path, requests: $requests, instructionsIdle: $idle, instructions: $busy,
       instructionsPerRequest: (($busy - $idle) / $requests | round)}'
