@@ -53,11 +53,6 @@ struct PaymentRoutes: RouteCollection {
             var billingContact: Contact?
             var shippingContact: Contact?
 
-            init(billingContact: Contact?, shippingContact: Contact?) {
-                self.billingContact = billingContact
-                self.shippingContact = shippingContact
-            }
-
             /// The two contacts read over JSONCoding (the token skipped, not decoded into a tree); `nil` for a body
             /// of another shape, which `JSONDecoder` then reads and reports on.
             static func reading(_ body: Data) -> Contacts? {
