@@ -105,7 +105,7 @@ let package = Package(
         .target(
             name: "MerchantCore",
             dependencies: [
-                "ApplePay", "PaymentToken", "Cryptography", "Foundations",
+                "ApplePay", "PaymentToken", "Cryptography", "Foundations", "JSONCoding",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The order, subscription and Wallet stores on SQLite and PostgreSQL.

@@ -68,14 +68,7 @@ public struct JSONFieldReader {
     {
         guard keys.count <= 64, case .object(var object) = try value() else { throw Mismatch() }
         var seen: UInt64 = 0
-        while true {
-            let name: JSONString?
-            do {
-                name = try reader.nextMember(&object)
-            } catch {
-                throw Mismatch()
-            }
-            guard let name else { return }
+        while let name = try nextName(&object) {
             guard !name.hasEscapes else { throw Mismatch() }
             let text = reader.bytes(in: name.range)
             guard let index = keys.firstIndex(where: { Self.equal($0, text) }) else {
@@ -182,17 +175,20 @@ public struct JSONFieldReader {
     public mutating func stringMap() throws -> [String: String] {
         guard case .object(var object) = try value() else { throw Mismatch() }
         var map: [String: String] = [:]
-        while true {
-            let name: JSONString?
-            do {
-                name = try reader.nextMember(&object)
-            } catch {
-                throw Mismatch()
-            }
-            guard let name else { return map }
+        while let name = try nextName(&object) {
             let key = reader.text(name)
             guard map[key] == nil else { throw Mismatch() }
             map[key] = try string()
+        }
+        return map
+    }
+
+    /// The object's next member name, nil after its last member.
+    private mutating func nextName(_ object: inout JSONObjectCursor) throws -> JSONString? {
+        do {
+            return try reader.nextMember(&object)
+        } catch {
+            throw Mismatch()
         }
     }
 

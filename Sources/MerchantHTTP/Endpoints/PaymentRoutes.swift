@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Foundations
 import HTTPCore
+import JSONCoding
 import Logging
 import MerchantCore
 import MerchantWallet
@@ -52,8 +53,21 @@ struct PaymentRoutes: RouteCollection {
         struct Contacts: Decodable {
             var billingContact: Contact?
             var shippingContact: Contact?
+
+            /// The two contacts read over JSONCoding (the token skipped, not decoded into a tree); `nil` for a body
+            /// of another shape, which `JSONDecoder` then reads and reports on.
+            static func reading(_ body: Data) -> Contacts? {
+                JSONFieldReader.read(body) { json in
+                    var contacts = Contacts(billingContact: nil, shippingContact: nil)
+                    try json.object(keys: ["billingContact", "shippingContact"]) { key, json in
+                        let contact = try json.skipNull() ? nil : try json.contact()
+                        if key == 0 { contacts.billingContact = contact } else { contacts.shippingContact = contact }
+                    }
+                    return contacts
+                }
+            }
         }
-        let (contacts, members) = try JSONBody.decodeScanned(Contacts.self, from: request)
+        let (contacts, members) = try JSONBody.decodeScanned(Contacts.self, from: request, reading: Contacts.reading)
         guard let tokenRange = members["token"] else { throw .invalidRequest("Missing field token.") }
         guard request.body[request.body.startIndex + tokenRange.lowerBound] == UInt8(ascii: "{") else {
             throw .invalidRequest("Field token should be an object.")
