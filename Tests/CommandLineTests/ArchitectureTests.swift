@@ -60,41 +60,31 @@ struct ArchitectureTests {
 
     @Test("each module's dependencies in Package.swift are the modules its files import")
     func dependenciesMatchImports() throws {
-        let targets = try PackageTargets.read()
-        let sources = Repository.root.appendingPathComponent("Sources")
-        for module in try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted() {
-            guard let declared = targets[module] else { continue }
-            var imported = Set<String>()
-            for file in try swiftFiles(in: sources.appendingPathComponent(module)) {
-                imported.formUnion(try Self.imports(of: file))
-            }
-            // Only modules Package.swift can name: its own targets and the packages' products it depends on.
-            let known = Set(targets.keys).union(targets.values.joined())
-            let importedKnown = imported.intersection(known).subtracting([module])
-            #expect(
-                Set(declared).subtracting(importedKnown).sorted() == [],
-                "\(module) depends on modules it never imports")
-            #expect(
-                importedKnown.subtracting(declared).sorted() == [],
-                "\(module) imports modules Package.swift does not list as its dependencies")
-        }
+        try expectDependenciesMatchImports { !$0.isTest && $0.folder.hasPrefix("Sources/") }
     }
 
     @Test("each test target's dependencies in Package.swift are the modules its files import")
     func testDependenciesMatchImports() throws {
+        try expectDependenciesMatchImports { $0.isTest }
+    }
+
+    /// For each target `selected` picks: its dependencies are exactly the modules its files import, counting only
+    /// modules Package.swift can name (its own targets and the packages' products it depends on). A test may depend
+    /// on an executable only to have it built (CommandLineTests runs `applepay`).
+    private func expectDependenciesMatchImports(_ selected: (PackageTargets.Declaration) -> Bool) throws {
         let declarations = try PackageTargets.declarations()
         let known = Set(declarations.map(\.name)).union(declarations.flatMap(\.dependencies))
-        // A test may depend on an executable only to have it built (CommandLineTests runs `applepay`).
         let executables = Set(declarations.filter { $0.kind == ".executableTarget(" }.map(\.name))
-        for target in declarations where target.isTest {
+        for target in declarations where selected(target) {
             var imported = Set<String>()
             for file in try swiftFiles(in: Repository.root.appendingPathComponent(target.folder)) {
                 imported.formUnion(try Self.imports(of: file))
             }
             let importedKnown = imported.intersection(known).subtracting([target.name])
             let declared = Set(target.dependencies)
+            let builtOnly = target.isTest ? executables : []
             #expect(
-                declared.subtracting(importedKnown).subtracting(executables).sorted() == [],
+                declared.subtracting(importedKnown).subtracting(builtOnly).sorted() == [],
                 "\(target.name) depends on modules it never imports")
             #expect(
                 importedKnown.subtracting(declared).sorted() == [],

@@ -289,9 +289,9 @@ struct AdminRoutes: RouteCollection {
             var since: String
         }
         let orders = try await storing { () async throws(OrderStoreError) in try await reconciler.needingAttention() }
+        let iso = ISO8601DateFormatter()
         let failedRefunds = try await storing { () async throws(OrderStoreError) -> [FailedRefund] in
-            let iso = ISO8601DateFormatter()
-            return try await (subscriptions?.store.chargesWithFailedGiveBacks(limit: 500) ?? []).flatMap { charge in
+            try await (subscriptions?.store.chargesWithFailedGiveBacks(limit: 500) ?? []).flatMap { charge in
                 charge.refunds.filter { $0.status == .failed && $0.refundKey != nil }.map { refund in
                     FailedRefund(
                         subscriptionId: charge.subscriptionID, cycle: charge.cycle,
@@ -303,8 +303,7 @@ struct AdminRoutes: RouteCollection {
             }
         }
         let attempts = try await storing { () async throws(OrderStoreError) -> [SubscriptionAttempt] in
-            let iso = ISO8601DateFormatter()
-            return try await (subscriptions?.chargesNeedingAttention() ?? []).compactMap { subscription in
+            try await (subscriptions?.chargesNeedingAttention() ?? []).compactMap { subscription in
                 subscription.unresolvedCharge.map {
                     SubscriptionAttempt(
                         subscriptionId: subscription.id, status: subscription.status.rawValue,
