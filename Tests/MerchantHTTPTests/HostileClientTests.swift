@@ -113,7 +113,7 @@ struct HostileClientTests {
                 validator: MerchantValidator(
                     merchantIdentifier: "merchant.test", displayName: "Test", domain: nil,
                     gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-                logger: Logger(label: "applepay.silent") { _ in SwiftLogNoOpLogHandler() },
+                logger: .silent,
                 limits: MerchantServices.Limits(checkoutLifetime: .seconds(86_400))))
         let old = try Checkout.create(
             items: [CheckoutItem(sku: "MUG-01", quantity: 1)], configuration: StoreConfiguration.demo,

@@ -103,7 +103,7 @@ private struct SheetPlayer {
                 validator: MerchantValidator(
                     merchantIdentifier: configuration.merchantIdentifier, displayName: configuration.storeName,
                     domain: nil, gatewayBaseURL: "https://apple-pay-gateway.apple.com", identity: nil),
-                logger: Logger(label: "applepay.silent") { _ in SwiftLogNoOpLogHandler() }))
+                logger: .silent))
         struct Body: Encodable { var items: [ScenarioCartItem] }
         let created = try await send(api, .post, "/v1/checkouts", Body(items: cart), expecting: 201, file: file)
         let answer = try JSONDecoder().decode(Created.self, from: created.body)
