@@ -6,20 +6,26 @@ import MerchantCore
 import PaymentToken
 
 /// Opens tokens with the PaymentToken module: signature, Apple's marker extensions, the chain to the trusted root
-/// at the signing time, freshness (5 minutes), the merchant key by `publicKeyHash`, then decryption.
+/// at the signing time, freshness (the decryptor's maximum age), the merchant key by `publicKeyHash`, then
+/// decryption.
 package struct DecryptingTokenOpener: PaymentTokenOpening {
     package let decryptor: PaymentTokenDecryptor
-    /// The same keys and roots with no limit on the token's age: only to recognise a late retry of a payment.
-    package var lenient: PaymentTokenDecryptor? = nil
 
-    package init(decryptor: PaymentTokenDecryptor, lenient: PaymentTokenDecryptor? = nil) {
+    package init(decryptor: PaymentTokenDecryptor) {
         self.decryptor = decryptor
-        self.lenient = lenient
     }
 
-    package func transactionIDIgnoringAge(_ token: Data, expecting expectations: PaymentTokenExpectations) -> String? {
-        guard let lenient, let parsed = try? PaymentToken(jsonData: token) else { return nil }
-        return (try? lenient.decrypt(parsed, expecting: expectations))?.verification.transactionId
+    package func verify(_ token: Data, applicationData: PaymentTokenExpectations.ApplicationData)
+        throws(PaymentTokenError) -> VerifiedToken?
+    {
+        let parsed = try PaymentToken(jsonData: token)
+        let verified = try decryptor.verifyIgnoringAge(parsed, applicationData: applicationData)
+        let decryptor = decryptor
+        return VerifiedToken(transactionID: verified.verification.transactionId) {
+            expectations throws(PaymentTokenError) in
+            OpenedPaymentToken(
+                try decryptor.decrypt(verified, expecting: expectations), network: parsed.paymentMethod?.network)
+        }
     }
 
     package func open(_ token: Data, expecting expectations: PaymentTokenExpectations) throws(PaymentTokenError)

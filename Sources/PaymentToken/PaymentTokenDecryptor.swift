@@ -43,6 +43,20 @@ public struct DecryptedPaymentToken: Sendable, CustomStringConvertible {
     public var description: String { "DecryptedPaymentToken(\(verification.version.rawValue), \(payload))" }
 }
 
+/// A token whose signature, chain and merchant key are checked, and its application data when one was expected, but
+/// not yet its age: made by ``PaymentTokenDecryptor/verifyIgnoringAge(_:applicationData:)``, opened by
+/// ``PaymentTokenDecryptor/decrypt(_:expecting:)-(VerifiedPaymentToken,_)``.
+public struct VerifiedPaymentToken: Sendable, CustomStringConvertible {
+    /// The parsed token (its data still encrypted).
+    public let token: PaymentToken
+    /// What verification established.
+    public let verification: PaymentTokenVerification
+    /// The identity whose key the token names.
+    public let merchant: MerchantIdentity
+
+    public var description: String { "VerifiedPaymentToken(\(verification.version.rawValue))" }
+}
+
 /// Verifies and decrypts Apple Pay tokens (EC_v1 and RSA_v1) for one or more merchant identities.
 ///
 /// Configure once (keys and certificates are parsed and prepared here, the chain cache lives in `verifier`) and
@@ -90,28 +104,79 @@ public final class PaymentTokenDecryptor: Sendable {
     public func decrypt(_ token: PaymentToken, expecting expectations: PaymentTokenExpectations = .init())
         throws(PaymentTokenError) -> DecryptedPaymentToken
     {
-        let verification = try verifier.verify(token)
+        let verified = try authenticate(
+            token, try verifier.verify(token), applicationData: expectations.applicationData)
+        return try decryptAuthenticated(verified, expecting: expectations)
+    }
+
+    /// Every check that needs no decryption but the token's age: the signature, chain and markers, the merchant key
+    /// by `publicKeyHash`, and the application data when one is expected. Its transaction id is then bound to the
+    /// signed data if `applicationData` was given (see ``PaymentTokenVerification/transactionId``): a caller may
+    /// look it up to recognise a retry, even a late one, before it spends a decryption.
+    /// ``decrypt(_:expecting:)-(VerifiedPaymentToken,_)`` checks the age before it decrypts.
+    /// - Throws: `PaymentTokenError` with the code of the first check that failed.
+    public func verifyIgnoringAge(
+        _ token: PaymentToken, applicationData: PaymentTokenExpectations.ApplicationData?
+    ) throws(PaymentTokenError) -> VerifiedPaymentToken {
+        try authenticate(token, try verifier.verifyIgnoringAge(token), applicationData: applicationData)
+    }
+
+    /// Checks a token verified by ``verifyIgnoringAge(_:applicationData:)`` for its age, decrypts it, then checks the
+    /// expectations (the application data again, if given, then amount and currency).
+    /// - Throws: `PaymentTokenError` with the code of the first check that failed.
+    public func decrypt(_ verified: VerifiedPaymentToken, expecting expectations: PaymentTokenExpectations = .init())
+        throws(PaymentTokenError) -> DecryptedPaymentToken
+    {
+        try verifier.checkAge(of: verified.verification)
+        if let expected = expectations.applicationData {
+            try Self.check(verified.token, applicationData: expected)
+        }
+        return try decryptAuthenticated(verified, expecting: expectations)
+    }
+
+    /// The merchant whose key the token names, and the application data check.
+    private func authenticate(
+        _ token: PaymentToken, _ verification: PaymentTokenVerification,
+        applicationData: PaymentTokenExpectations.ApplicationData?
+    ) throws(PaymentTokenError) -> VerifiedPaymentToken {
         guard let merchant = identities.first(where: { $0.publicKeyHash == token.publicKeyHash })?.merchant else {
             throw PaymentTokenError(
                 .merchantKeyMismatch,
                 "the token is for the key with publicKeyHash \(verification.publicKeyHash.base64EncodedString()); no configured merchant key has it (check which Payment Processing certificate the payment request used)"
             )
         }
-        if let expected = expectations.applicationData {
-            let hashes: [[UInt8]]
-            switch expected {
-            case .bytes(let bytes): hashes = [Array(Digest.sha256(bytes))]
-            case .anyOfBytes(let candidates): hashes = candidates.map { Array(Digest.sha256($0)) }
-            case .sha256Hex(let text): hashes = HexCoding.decode(text).map { [$0] } ?? []
-            }
-            guard let actual = token.applicationData, hashes.contains(actual) else {
-                throw PaymentTokenError(
-                    .applicationDataMismatch,
-                    token.applicationData == nil
-                        ? "the token carries no applicationData, but the caller expected some"
-                        : "the token's applicationData hash differs from the expected one")
-            }
+        if let applicationData { try Self.check(token, applicationData: applicationData) }
+        return VerifiedPaymentToken(token: token, verification: verification, merchant: merchant)
+    }
+
+    /// Checks that the token's header carries the SHA-256 of the expected application data.
+    private static func check(_ token: PaymentToken, applicationData expected: PaymentTokenExpectations.ApplicationData)
+        throws(PaymentTokenError)
+    {
+        let hashes: [[UInt8]]
+        switch expected {
+        case .bytes(let bytes): hashes = [Array(Digest.sha256(bytes))]
+        case .anyOfBytes(let candidates): hashes = candidates.map { Array(Digest.sha256($0)) }
+        case .sha256Hex(let text): hashes = HexCoding.decode(text).map { [$0] } ?? []
         }
+        guard let actual = token.applicationData, hashes.contains(actual) else {
+            throw PaymentTokenError(
+                .applicationDataMismatch,
+                token.applicationData == nil
+                    ? "the token carries no applicationData, but the caller expected some"
+                    : "the token's applicationData hash differs from the expected one")
+        }
+    }
+
+    /// Decrypts a verified token (its application data already checked), then checks amount and currency.
+    private func decryptAuthenticated(
+        _ verified: VerifiedPaymentToken, expecting expectations: PaymentTokenExpectations
+    )
+        throws(PaymentTokenError) -> DecryptedPaymentToken
+    {
+        let token = verified.token
+        let verification = verified.verification
+        let merchant = verified.merchant
         var plaintext = try open(token, with: merchant)
         defer { plaintext.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         let payload: PaymentTokenPayload

@@ -79,6 +79,15 @@ public final class PaymentTokenVerifier: Sendable {
     /// Verifies a parsed token, in Apple's order: marker extensions, chain at the signing time, signature, freshness.
     /// - Throws: `PaymentTokenError` with the code of the first check that failed.
     public func verify(_ token: PaymentToken) throws(PaymentTokenError) -> PaymentTokenVerification {
+        let verification = try verifyIgnoringAge(token)
+        try checkAge(of: verification)
+        return verification
+    }
+
+    /// Every check of ``verify(_:)`` but the last: the signing time is not compared with "now". For a caller that
+    /// must recognise an old token (a late retry of a payment already made) and calls ``checkAge(of:)`` before
+    /// acting on a new one.
+    public func verifyIgnoringAge(_ token: PaymentToken) throws(PaymentTokenError) -> PaymentTokenVerification {
         let message: CMSSignedData
         do {
             message = try CMSSignedData(berEncoded: token.signature)
@@ -110,17 +119,23 @@ public final class PaymentTokenVerifier: Sendable {
                 "the signature does not match the token's key, data, transactionId and applicationData: \((error as? CryptographyError)?.message ?? "\(error)")"
             )
         }
+        return PaymentTokenVerification(
+            version: token.version, signingTime: signingTime, transactionId: token.transactionIdHex,
+            publicKeyHash: Data(token.publicKeyHash), applicationData: token.applicationData.map { Data($0) },
+            signer: signer.leaf, root: signer.chain.certificates.last ?? signer.leaf)
+    }
+
+    /// Checks that the verified token was signed within ``maximumAge`` of "now", either way.
+    /// - Throws: `PaymentTokenError.signingTimeOutOfRange` otherwise.
+    public func checkAge(of verification: PaymentTokenVerification) throws(PaymentTokenError) {
         let current = now()
+        let signingTime = verification.signingTime
         guard abs(current.timeIntervalSince(signingTime)) <= maximumAge else {
             throw PaymentTokenError(
                 .signingTimeOutOfRange,
                 "the token was signed at \(Self.format(signingTime)), more than \(maximumAge) s from now (\(Self.format(current))): a replay, or a wrong clock"
             )
         }
-        return PaymentTokenVerification(
-            version: token.version, signingTime: signingTime, transactionId: token.transactionIdHex,
-            publicKeyHash: Data(token.publicKeyHash), applicationData: token.applicationData.map { Data($0) },
-            signer: signer.leaf, root: signer.chain.certificates.last ?? signer.leaf)
     }
 
     /// The verified chain and leaf verifier for the message's certificates, from the cache or checked now.

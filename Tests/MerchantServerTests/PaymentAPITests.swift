@@ -85,6 +85,36 @@ struct PaymentAPITests {
         }
     }
 
+    @Test(
+        "a retry whose shipping address now prices the checkout differently still gets its first answer: it was charged"
+    )
+    func retryWithAnotherAddress() async throws {
+        try await ServerHarness.with { server in
+            let (checkout, body, paid) = try await server.paidCheckout()
+            #expect(paid.status == 200)
+            var payment = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+            var contact = try #require(payment["shippingContact"] as? [String: Any])
+            contact["administrativeArea"] = "NY"
+            contact["locality"] = "New York"
+            contact["postalCode"] = "10001"
+            payment["shippingContact"] = contact
+            let moved = try JSONSerialization.data(withJSONObject: payment)
+            // New York prices the same items differently: a new token for the Californian total would be refused.
+            let other = try await server.createCheckout()
+            let newYork = try await server.post(
+                "/v1/checkouts/\(other.id)/shipping-contact",
+                json: ["locality": "New York", "administrativeArea": "NY", "postalCode": "10001", "countryCode": "US"],
+                checkoutSecret: other.secret)
+            #expect(newYork.status == 200, "\(newYork.text)")
+            #expect((newYork.json["newTotal"] as? [String: Any])?["amount"] as? String != checkout.total)
+
+            let retry = try await server.pay(checkout, raw: moved)
+            #expect(retry.status == 200, "\(retry.text)")
+            #expect(retry.body == paid.body)
+            #expect(try server.statuses() == ["paid/approved"])
+        }
+    }
+
     @Test("an expired checkout takes no new payment (410 checkoutExpired); a payment recorded in time is replayed")
     func expiredCheckoutPayment() async throws {
         try await ServerHarness.withMovableClock { server, processor, clock in

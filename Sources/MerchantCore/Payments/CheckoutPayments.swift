@@ -7,11 +7,13 @@ import PaymentToken
 /// Pays a checkout with an authorized Apple Pay payment: the whole decision behind
 /// `POST /v1/checkouts/{id}/payment`, with no HTTP in it.
 ///
-/// 1. Load the checkout (for the holder of its client secret only: a wrong one is `checkoutNotFound`) and price it
-///    with the authorized shipping address (the sheet only saw a redacted one).
-/// 2. Open the token once: signature, chain, freshness, merchant key, decryption, and the checkout's amount,
-///    currency and application data as ``PaymentTokenExpectations``.
-/// 3. Charge once per token `transactionId` and record the order (``PaymentService``).
+/// 1. Load the checkout (for the holder of its client secret only: a wrong one is `checkoutNotFound`).
+/// 2. Verify the token once (signature, chain, merchant key, the checkout's application data): a retry of a
+///    payment already recorded for this checkout is answered with its order here, even when the token is too old
+///    to charge, and nothing is decrypted.
+/// 3. Otherwise price the checkout with the authorized shipping address (the sheet only saw a redacted one) and
+///    open the token: freshness, decryption, and the checkout's amount and currency as ``PaymentTokenExpectations``.
+/// 4. Charge once per token `transactionId` and record the order (``PaymentService``).
 public struct CheckoutPayments: Sendable {
     /// How a payment attempt ended.
     public enum Result: Sendable {
@@ -68,6 +70,27 @@ public struct CheckoutPayments: Sendable {
         else {
             return .refused(.checkoutNotFound(checkoutID))
         }
+        // Verified once, decrypted only if it is not a retry: a retry of a payment already recorded gets its first
+        // answer before the checkout is priced again (a total that moved since must not hide a charge).
+        let verification: Swift.Result<VerifiedToken?, PaymentTokenError>
+        do throws(PaymentTokenError) {
+            verification = .success(
+                try tokenOpener.verify(tokenJSON, applicationData: .anyOfBytes(checkout.applicationDataCandidates)))
+        } catch {
+            verification = .failure(error)
+        }
+        var earlier: Order? = nil
+        if case .success(let verified?) = verification,
+            let recorded = try await store.order(transactionID: verified.transactionID),
+            recorded.checkoutID == checkout.id
+        {
+            // A pending order is another attempt in flight, which the service waits for; a plan checkout's retry
+            // goes on to start the subscription its first attempt may not have started.
+            if recorded.status != .pending, pricing.planProduct(of: checkout) == nil {
+                return .processed(PaymentService.Result(order: recorded, disposition: .replayed))
+            }
+            earlier = recorded
+        }
         if let contact = shippingContact, contact.countryCode != nil || contact.postalCode != nil {
             checkout = checkout.selectingShippingContact(
                 ShippingAddress(redacting: contact), configuration: configuration)
@@ -81,18 +104,24 @@ public struct CheckoutPayments: Sendable {
         guard breakdown.isPayable else { return .refused(.notPayable(breakdown.errors)) }
 
         let opened: OpenedPaymentToken
-        let expectations = PaymentTokenExpectations(
-            applicationData: .anyOfBytes(checkout.applicationDataCandidates), amount: breakdown.total,
-            currencyCode: breakdown.currency.code)
         do throws(PaymentTokenError) {
-            opened = try tokenOpener.open(tokenJSON, expecting: expectations)
+            switch verification {
+            case .failure(let error): throw error
+            case .success(let verified?):
+                opened = try verified.open(
+                    expecting: PaymentTokenExpectations(
+                        amount: breakdown.total, currencyCode: breakdown.currency.code))
+            case .success(nil):
+                opened = try tokenOpener.open(
+                    tokenJSON,
+                    expecting: PaymentTokenExpectations(
+                        applicationData: .anyOfBytes(checkout.applicationDataCandidates), amount: breakdown.total,
+                        currencyCode: breakdown.currency.code))
+            }
         } catch {
             // A late retry of a payment that was charged gets its first answer, not "refused": the client would
             // otherwise believe nothing was charged. A stale token is never charged.
-            if error.code == .signingTimeOutOfRange,
-                let transactionID = tokenOpener.transactionIDIgnoringAge(tokenJSON, expecting: expectations),
-                let earlier = try await store.order(transactionID: transactionID)
-            {
+            if error.code == .signingTimeOutOfRange, let earlier {
                 return .processed(PaymentService.Result(order: earlier, disposition: .replayed))
             }
             return .refused(

@@ -37,6 +37,32 @@ public struct OpenedPaymentToken: Sendable {
     }
 }
 
+/// A token whose signature, chain, merchant key and application data are checked, but not yet its age, nor
+/// anything that needs decrypting it: what a payment looks up to recognise a retry before it spends a decryption.
+public struct VerifiedToken: Sendable {
+    /// The header's `transactionId` (hex): the idempotency key. Apple's signature binds it because the application
+    /// data, which the opener checked, is known to be present.
+    public let transactionID: String
+    private let opening: @Sendable (PaymentTokenExpectations) throws(PaymentTokenError) -> OpenedPaymentToken
+
+    /// - Parameters:
+    ///   - transactionID: the verified header's `transactionId` (hex).
+    ///   - opening: checks the age, decrypts and checks the expectations (amount, currency).
+    public init(
+        transactionID: String,
+        opening: @escaping @Sendable (PaymentTokenExpectations) throws(PaymentTokenError) -> OpenedPaymentToken
+    ) {
+        self.transactionID = transactionID
+        self.opening = opening
+    }
+
+    /// Checks the token's age, decrypts it and checks it against the expectations.
+    /// - Throws: `PaymentTokenError` with a stable code (never token material in its message).
+    public func open(expecting expectations: PaymentTokenExpectations) throws(PaymentTokenError) -> OpenedPaymentToken {
+        try opening(expectations)
+    }
+}
+
 /// Verifies and decrypts an Apple Pay token (`ApplePayPaymentToken` JSON: `paymentData`, `paymentMethod`,
 /// `transactionIdentifier`) and checks it against what the merchant expects (amount, currency, application
 /// data). Keys are loaded once by the implementation; this is called for every payment.
@@ -49,14 +75,22 @@ public protocol PaymentTokenOpening: Sendable {
     func open(_ token: Data, expecting expectations: PaymentTokenExpectations) throws(PaymentTokenError)
         -> OpenedPaymentToken
 
-    /// The transaction id of a token that passes every check but its freshness (signature, chain, merchant key,
-    /// decryption, expectations), or `nil` when it fails another one or the opener cannot tell. Used only to answer
-    /// a late retry of a payment that was already charged with its first answer: a stale token is never charged.
-    func transactionIDIgnoringAge(_ token: Data, expecting expectations: PaymentTokenExpectations) -> String?
+    /// The token verified but not decrypted, whatever its age, or `nil` when the opener cannot verify apart from
+    /// opening (the payment then calls ``open(_:expecting:)``). A payment looks its transaction id up: a retry of a
+    /// payment already recorded gets its first answer, even once the token is too old to be charged; any other
+    /// token is opened with ``VerifiedToken/open(expecting:)``, which checks its age, so that it is verified once.
+    /// - Parameters:
+    ///   - token: the token object's JSON bytes.
+    ///   - applicationData: the application data the token must carry.
+    /// - Throws: `PaymentTokenError` when a check fails.
+    func verify(_ token: Data, applicationData: PaymentTokenExpectations.ApplicationData)
+        throws(PaymentTokenError) -> VerifiedToken?
 }
 
 extension PaymentTokenOpening {
-    public func transactionIDIgnoringAge(_ token: Data, expecting expectations: PaymentTokenExpectations) -> String? {
+    public func verify(_ token: Data, applicationData: PaymentTokenExpectations.ApplicationData)
+        throws(PaymentTokenError) -> VerifiedToken?
+    {
         nil
     }
 }

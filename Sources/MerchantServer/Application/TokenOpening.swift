@@ -15,9 +15,7 @@ func makeTokenOpener(
         }
         let decryptor = try PaymentTokenDecryptor(
             merchants: identities, roots: trustedRoot.map { [$0] }, maximumAge: 300, now: clock)
-        let lenient = try PaymentTokenDecryptor(
-            merchants: identities, roots: trustedRoot.map { [$0] }, maximumAge: .infinity, now: clock)
-        return DecryptingTokenOpener(decryptor: decryptor, lenient: lenient)
+        return DecryptingTokenOpener(decryptor: decryptor)
     } catch {
         throw ServerStartError(
             .keyMismatch, "the Payment Processing certificates cannot decrypt tokens: \(error.message)")
