@@ -225,14 +225,7 @@ enum ASN1Time {
         let minute = number(index + 6, 2)
         let second = number(index + 8, 2)
         guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
-        // Days from civil (Howard Hinnant's algorithm), exact for the proleptic Gregorian calendar.
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        let days = era * 146097 + doe - 719468
+        let days = CivilDay(year: year, month: month, day: day).daysSinceEpoch
         let seconds = days * 86400 + hour * 3600 + minute * 60 + second
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }

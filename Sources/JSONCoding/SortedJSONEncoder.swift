@@ -140,25 +140,39 @@ extension SortedJSONEncoder {
 
 /// A JSON string literal: quotes, backslashes and control characters escaped as `JSONEncoder` escapes them.
 private func appendJSONString(_ text: String, to output: inout [UInt8]) {
+    var text = text
     output.append(UInt8(ascii: "\""))
-    for byte in text.utf8 {
-        switch byte {
-        case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-        case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-        case 0x08: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-        case 0x0C: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-        case UInt8(ascii: "\n"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-        case UInt8(ascii: "\r"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-        case UInt8(ascii: "\t"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-        case 0..<0x20:
-            let digits: [UInt8] = Array("0123456789abcdef".utf8)
-            output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-            output.append(digits[Int(byte >> 4)])
-            output.append(digits[Int(byte & 0xF)])
-        default: output.append(byte)
+    text.withUTF8 { bytes in
+        // The runs between escapes go in whole: most strings have no escape at all.
+        var start = 0
+        for index in bytes.indices {
+            let byte = bytes[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            appendEscape(of: byte, to: &output)
+            start = index + 1
         }
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
     }
     output.append(UInt8(ascii: "\""))
+}
+
+/// The escape of a quote, a backslash or a control character.
+private func appendEscape(of byte: UInt8, to output: inout [UInt8]) {
+    output.append(UInt8(ascii: "\\"))
+    switch byte {
+    case UInt8(ascii: "\""), UInt8(ascii: "\\"): output.append(byte)
+    case 0x08: output.append(UInt8(ascii: "b"))
+    case 0x0C: output.append(UInt8(ascii: "f"))
+    case UInt8(ascii: "\n"): output.append(UInt8(ascii: "n"))
+    case UInt8(ascii: "\r"): output.append(UInt8(ascii: "r"))
+    case UInt8(ascii: "\t"): output.append(UInt8(ascii: "t"))
+    default:
+        let digits = Array("0123456789abcdef".utf8)
+        output.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+        output.append(digits[Int(byte >> 4)])
+        output.append(digits[Int(byte & 0xF)])
+    }
 }
 
 /// The `Encoder` a value encodes itself into; its result is one node.

@@ -65,4 +65,19 @@ struct JSONFieldReaderTests {
         out.closeObject()
         #expect(out.string == String(decoding: try SortedJSONEncoder().encode(value), as: UTF8.self))
     }
+
+    @Test("strings escape byte for byte as JSONEncoder: every byte below 0x80 alone and inside text, and Unicode")
+    func stringEscapes() throws {
+        let foundation = JSONEncoder()
+        foundation.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var texts = (0..<0x80).map { String(UnicodeScalar(UInt8($0))) }
+        texts += (0..<0x80).map { "ab" + String(UnicodeScalar(UInt8($0))) + "cd" }
+        texts += [
+            "", "no escapes at all, a long run of plain text", "é 日本 🇫🇷", "\u{0}\u{1F}\"\\end\"",
+            String(repeating: "x\n", count: 40),
+        ]
+        for text in texts {
+            #expect(try SortedJSONEncoder().encode([text]) == foundation.encode([text]), "\(text.debugDescription)")
+        }
+    }
 }

@@ -367,10 +367,7 @@ public struct PriceBreakdown: Sendable, Equatable {
 extension DateComponentsRange.DateComponents {
     /// The UTC calendar day `days` after `date`.
     init(date: Date, addingDays days: Int) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        let day = calendar.date(byAdding: .day, value: days, to: date) ?? date
-        let parts = calendar.dateComponents([.year, .month, .day], from: day)
-        self.init(years: parts.year ?? 1970, months: parts.month ?? 1, days: parts.day ?? 1)
+        let day = CivilDay(date).adding(days: days)
+        self.init(years: day.year, months: day.month, days: day.day)
     }
 }
