@@ -75,6 +75,13 @@ extension Currency {
     ///   `AmountError.overflow` when the result does not fit in `Int64`, `AmountError.notADecimal` for NaN.
     public func minorUnits(of amount: Decimal) throws(AmountError) -> Int64 {
         guard !amount.isNaN else { throw AmountError(.notADecimal, "the amount is not a number") }
+        if let parts = DecimalParts.of(amount), let (units, isExact) = parts.rounded(timesPowerOfTen: minorUnits) {
+            guard isExact else {
+                throw AmountError(
+                    .tooManyDecimals, "\(amount) has more decimals than \(code) allows (\(minorUnits))")
+            }
+            return units
+        }
         var scaled = amount
         var power = Decimal(1)
         for _ in 0..<minorUnits { power *= 10 }
