@@ -66,9 +66,25 @@ public struct CheckoutPayments: Sendable {
     public func pay(
         checkoutID: String, clientSecret: String?, tokenJSON: Data, billingContact: Contact?, shippingContact: Contact?
     ) async throws(OrderStoreError) -> Result {
-        guard var checkout = try await store.checkout(id: checkoutID), checkout.acceptsClientSecret(clientSecret)
+        // Each step in a function of its own: an async function's frame keeps room for everything it may hold, for
+        // as long as it runs, and this one runs until the processor answers.
+        let step = try await prepare(
+            checkoutID: checkoutID, clientSecret: clientSecret, tokenJSON: tokenJSON, billingContact: billingContact,
+            shippingContact: shippingContact)
+        switch step {
+        case .answered(let result): return result
+        case .ready(let checkedOut): return try await charge(checkedOut, sealedTokenJSON: tokenJSON)
+        }
+    }
+
+    /// Loads the checkout, verifies the token, answers a retry of a recorded payment, then checks the payment out.
+    @inline(never)
+    private func prepare(
+        checkoutID: String, clientSecret: String?, tokenJSON: Data, billingContact: Contact?, shippingContact: Contact?
+    ) async throws(OrderStoreError) -> CheckOutStep {
+        guard let checkout = try await store.checkout(id: checkoutID), checkout.acceptsClientSecret(clientSecret)
         else {
-            return .refused(.checkoutNotFound(checkoutID))
+            return .answered(.refused(.checkoutNotFound(checkoutID)))
         }
         // Verified once, decrypted only if it is not a retry: a retry of a payment already recorded gets its first
         // answer before the checkout is priced again (a total that moved since must not hide a charge).
@@ -87,10 +103,83 @@ public struct CheckoutPayments: Sendable {
             // A pending order is another attempt in flight, which the service waits for; a plan checkout's retry
             // goes on to start the subscription its first attempt may not have started.
             if recorded.status != .pending, pricing.planProduct(of: checkout) == nil {
-                return .processed(PaymentService.Result(order: recorded, disposition: .replayed))
+                return .answered(.processed(PaymentService.Result(order: recorded, disposition: .replayed)))
             }
             earlier = recorded
         }
+        return checkOut(
+            checkout, verification: verification, earlier: earlier, tokenJSON: tokenJSON,
+            billingContact: billingContact, shippingContact: shippingContact)
+    }
+
+    /// Charges a checked-out payment, within the checkout's lifetime and the processor's share.
+    @inline(never)
+    private func charge(_ checkedOut: CheckedOut, sealedTokenJSON tokenJSON: Data) async throws(OrderStoreError)
+        -> Result
+    {
+        // Read from the checked-out payment where used: a local copy would take room in this frame, which stays
+        // while the processor is asked.
+        if let lifetime = checkoutLifetime,
+            checkedOut.checkout.createdAt.addingTimeInterval(Double(lifetime.components.seconds)) < pricing.clock()
+        {
+            // Expired, and about to be pruned: only a retry of a payment recorded in time gets an answer.
+            return try await replay(checkedOut.opened.transactionID)
+                ?? .refused(.checkoutExpired(checkedOut.checkout.id))
+        }
+
+        // The processor's share: past it a new payment is refused before anything is written or charged. A retry
+        // of a payment already recorded needs no processor, so it is answered from the store as always.
+        let admitted = await service.share.acquire()
+        defer { if admitted { service.share.release() } }
+        if !admitted { return try await replay(checkedOut.opened.transactionID) ?? .refused(.processorBusy) }
+
+        // Verified and decrypted above: only now may the sealed token go to a processor that decrypts it itself.
+        if pricing.planProduct(of: checkedOut.checkout) != nil {
+            return try await payPlan(checkedOut, sealed: tokenJSON)
+        }
+        return .processed(
+            try await service.pay(
+                checkedOut.order, token: checkedOut.opened.networkToken,
+                rootFingerprint: checkedOut.opened.rootFingerprint, sealedTokenJSON: tokenJSON))
+    }
+
+    /// The first answer to the payment recorded for this token, if there is one. Apart from its callers: an
+    /// order read in an async function takes room in its frame, which the payment keeps while it waits on its
+    /// processor.
+    @inline(never)
+    private func replay(_ transactionID: String) async throws(OrderStoreError) -> Result? {
+        guard let earlier = try await store.order(transactionID: transactionID) else { return nil }
+        return .processed(PaymentService.Result(order: earlier, disposition: .replayed))
+    }
+
+    /// What the synchronous part of a payment decided: an answer already, or the order to charge.
+    private enum CheckOutStep {
+        case answered(Result)
+        case ready(CheckedOut)
+    }
+
+    /// A checkout priced with the authorized address, its token opened, and the order to record.
+    private final class CheckedOut: Sendable {
+        let checkout: Checkout
+        let opened: OpenedPaymentToken
+        let order: NewOrder
+
+        init(checkout: Checkout, opened: OpenedPaymentToken, order: NewOrder) {
+            self.checkout = checkout
+            self.opened = opened
+            self.order = order
+        }
+    }
+
+    /// Prices the checkout with the authorized shipping address and opens the verified token against it. Kept
+    /// apart and synchronous, so that its values live on the thread's stack: the payment's own async frame stays
+    /// for as long as it waits on its processor, with room for everything an inlined step keeps.
+    @inline(never)
+    private func checkOut(
+        _ checkout: Checkout, verification: Swift.Result<VerifiedToken?, PaymentTokenError>, earlier: Order?,
+        tokenJSON: Data, billingContact: Contact?, shippingContact: Contact?
+    ) -> CheckOutStep {
+        var checkout = checkout
         if let contact = shippingContact, contact.countryCode != nil || contact.postalCode != nil {
             checkout = checkout.selectingShippingContact(
                 ShippingAddress(redacting: contact), configuration: configuration)
@@ -99,9 +188,9 @@ public struct CheckoutPayments: Sendable {
         do {
             breakdown = try pricing.price(checkout)
         } catch {
-            return .refused(.pricingFailed(error))
+            return .answered(.refused(.pricingFailed(error)))
         }
-        guard breakdown.isPayable else { return .refused(.notPayable(breakdown.errors)) }
+        guard breakdown.isPayable else { return .answered(.refused(.notPayable(breakdown.errors))) }
 
         let opened: OpenedPaymentToken
         do throws(PaymentTokenError) {
@@ -122,42 +211,32 @@ public struct CheckoutPayments: Sendable {
             // A late retry of a payment that was charged gets its first answer, not "refused": the client would
             // otherwise believe nothing was charged. A stale token is never charged.
             if error.code == .signingTimeOutOfRange, let earlier {
-                return .processed(PaymentService.Result(order: earlier, disposition: .replayed))
+                return .answered(.processed(PaymentService.Result(order: earlier, disposition: .replayed)))
             }
-            return .refused(
-                .tokenRefused(error, total: Money(minorUnits: breakdown.total, currency: breakdown.currency)))
+            return .answered(
+                .refused(
+                    .tokenRefused(error, total: Money(minorUnits: breakdown.total, currency: breakdown.currency))))
         }
 
-        if let lifetime = checkoutLifetime,
-            checkout.createdAt.addingTimeInterval(Double(lifetime.components.seconds)) < pricing.clock()
-        {
-            // Expired, and about to be pruned: only a retry of a payment recorded in time gets an answer.
-            if let earlier = try await store.order(transactionID: opened.transactionID) {
-                return .processed(PaymentService.Result(order: earlier, disposition: .replayed))
-            }
-            return .refused(.checkoutExpired(checkout.id))
-        }
+        return .ready(
+            CheckedOut(
+                checkout: checkout, opened: opened,
+                order: NewOrder(
+                    checkout: checkout, breakdown: breakdown, transactionID: opened.transactionID,
+                    token: opened.networkToken, shippingContact: shippingContact,
+                    billingContact: billingContact, configuration: configuration)))
+    }
 
-        // The processor's share: past it a new payment is refused before anything is written or charged. A retry
-        // of a payment already recorded needs no processor, so it is answered from the store as always.
-        let admitted = await service.share.acquire()
-        defer { if admitted { service.share.release() } }
-        if !admitted, try await store.order(transactionID: opened.transactionID) == nil {
-            return .refused(.processorBusy)
-        }
-
-        let order = NewOrder(
-            checkout: checkout, breakdown: breakdown, transactionID: opened.transactionID,
-            token: opened.networkToken, shippingContact: shippingContact,
-            billingContact: billingContact, configuration: configuration)
-        // Verified and decrypted above: only now may the sealed token go to a processor that decrypts it itself.
-        let sealed = tokenJSON
-        guard let (product, plan) = pricing.planProduct(of: checkout) else {
-            return .processed(
-                try await service.pay(
-                    order, token: opened.networkToken, rootFingerprint: opened.rootFingerprint, sealedTokenJSON: sealed)
-            )
-        }
+    /// The rest of a plan checkout's payment: kept out of ``pay(checkoutID:clientSecret:tokenJSON:billingContact:shippingContact:)``
+    /// so that an ordinary payment's task does not carry the plan path's frame (an async function's frame holds
+    /// what every path of it and of the calls inlined into it keep across a suspension, for as long as the
+    /// payment waits on its processor).
+    @inline(never)
+    private func payPlan(_ checkedOut: CheckedOut, sealed: Data) async throws(OrderStoreError) -> Result {
+        let checkout = checkedOut.checkout
+        let order = checkedOut.order
+        let opened = checkedOut.opened
+        guard let (product, plan) = pricing.planProduct(of: checkout) else { return .refused(.plansUnavailable) }
         guard let subscriptions, let plans else { return .refused(.plansUnavailable) }
         let method = PlanPaymentMethod(token: opened.networkToken)
         if case .deferred = plan {

@@ -29,13 +29,53 @@ public struct PaymentService: Sendable {
     }
 
     /// The order and how this call got it.
+    ///
+    /// A value held in one allocation: a result passes up through every async frame of a payment, and an async
+    /// frame keeps room for each value it may hold for as long as the payment waits on its processor (an order
+    /// inline is 800 bytes; a result with its attempt and subscription, 1,400).
     public struct Result: Sendable {
-        public var order: Order
-        public var disposition: Disposition
+        private final class Storage: Sendable {
+            let order: Order
+            let disposition: Disposition
+            let attempt: ChargeAttempt?
+            let subscription: Subscription?
+
+            init(order: Order, disposition: Disposition, attempt: ChargeAttempt?, subscription: Subscription?) {
+                self.order = order
+                self.disposition = disposition
+                self.attempt = attempt
+                self.subscription = subscription
+            }
+        }
+
+        private var storage: Storage
+
+        public init(
+            order: Order, disposition: Disposition, attempt: ChargeAttempt? = nil, subscription: Subscription? = nil
+        ) {
+            storage = Storage(order: order, disposition: disposition, attempt: attempt, subscription: subscription)
+        }
+
+        public var order: Order {
+            get { storage.order }
+            set {
+                self = Result(order: newValue, disposition: disposition, attempt: attempt, subscription: subscription)
+            }
+        }
+        public var disposition: Disposition {
+            get { storage.disposition }
+            set { self = Result(order: order, disposition: newValue, attempt: attempt, subscription: subscription) }
+        }
         /// What the processor answered this call (nil for replays and locked checkouts).
-        public var attempt: ChargeAttempt?
+        public var attempt: ChargeAttempt? {
+            get { storage.attempt }
+            set { self = Result(order: order, disposition: disposition, attempt: newValue, subscription: subscription) }
+        }
         /// The subscription a paid plan checkout started.
-        public var subscription: Subscription? = nil
+        public var subscription: Subscription? {
+            get { storage.subscription }
+            set { self = Result(order: order, disposition: disposition, attempt: attempt, subscription: newValue) }
+        }
     }
 
     public let store: any OrderStore
@@ -85,51 +125,94 @@ public struct PaymentService: Sendable {
         async throws(OrderStoreError)
         -> Result
     {
+        // Each step in a function of its own: an async function's frame keeps room for everything it may hold, for
+        // as long as it runs, and this one runs until the processor answers.
+        switch try await begin(order) {
+        case .answered(let result): return result
+        case .charging(let pending):
+            defer { completions.signal(pending.order.payment.transactionID) }
+            let attempt = await charge(
+                order, pending: pending, token: token, rootFingerprint: rootFingerprint,
+                storePaymentMethod: storePaymentMethod, sealedTokenJSON: sealedTokenJSON)
+            return await record(attempt, of: pending, transactionID: order.transactionID)
+        }
+    }
+
+    /// What ``begin(_:)`` found: an answer already, or a new pending order to charge.
+    private enum Beginning {
+        case answered(Result)
+        case charging(PendingOrder)
+    }
+
+    /// The pending order this call charges, in one allocation (see ``Result``).
+    private final class PendingOrder: Sendable {
+        let order: Order
+        init(_ order: Order) { self.order = order }
+    }
+
+    /// Writes the pending order and payment, or finds the first attempt's order.
+    @inline(never)
+    private func begin(_ order: NewOrder) async throws(OrderStoreError) -> Beginning {
         switch try await store.beginPayment(order) {
         case .checkoutLocked(let existing):
-            return Result(order: existing, disposition: .checkoutLocked)
+            return .answered(Result(order: existing, disposition: .checkoutLocked))
         case .existing(let existing):
-            return try await awaitCompletion(of: existing)
+            return .answered(try await awaitCompletion(of: existing))
         case .started(let pending):
-            defer { completions.signal(pending.payment.transactionID) }
-            let currency = Currency(code: order.currencyCode) ?? .usDollar
-            let amount = Money(minorUnits: order.totals.total, currency: currency)
-            let request = ChargeRequest(
-                token: token, amount: amount, idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint,
-                storePaymentMethod: storePaymentMethod, sealedTokenJSON: sealedTokenJSON)
-            let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
-            switch attempt {
-            case .unknown(let error):
-                logger.warning(
-                    "payment outcome unknown",
-                    metadata: [
-                        "orderId": "\(pending.id)", "transactionId": "\(order.transactionID)",
-                        "code": "\(error.code.rawValue)", "processor": "\(processor.name)",
-                        "processorReference": "\(error.processorReference ?? "")",
-                    ])
-            case .refused(let error):
-                // The connector's message says what to change (never card data): for the merchant, in the log.
-                logger.warning(
-                    "payment refused before it was sent to the processor: nothing charged",
-                    metadata: [
-                        "orderId": "\(pending.id)", "transactionId": "\(order.transactionID)",
-                        "code": "\(error.code.rawValue)", "processor": "\(processor.name)",
-                        "reason": "\(error.message)",
-                    ])
-            case .decided: break
-            }
-            do {
-                let final = try await store.completePayment(orderID: pending.id, outcome: attempt)
-                return Result(order: final, disposition: .processed, attempt: attempt)
-            } catch {
-                var fields: Logger.Metadata = [
-                    "orderId": "\(pending.id)", "transactionId": "\(order.transactionID)",
-                    "code": "\(error.code.rawValue)",
-                ]
-                if case .decided(.approved(let reference)) = attempt { fields["processorReference"] = "\(reference)" }
-                logger.error("processor answered but the store could not record it", metadata: fields)
-                return Result(order: pending, disposition: .unrecorded, attempt: attempt)
-            }
+            return .charging(PendingOrder(pending))
+        }
+    }
+
+    /// Asks the processor, within ``timeout``, and logs an outcome that is not a decision.
+    @inline(never)
+    private func charge(
+        _ order: NewOrder, pending: PendingOrder, token: NetworkToken, rootFingerprint: String?,
+        storePaymentMethod: Bool, sealedTokenJSON: Data?
+    ) async -> ChargeAttempt {
+        let currency = Currency(code: order.currencyCode) ?? .usDollar
+        let request = ChargeRequest(
+            token: token, amount: Money(minorUnits: order.totals.total, currency: currency),
+            idempotencyKey: order.transactionID, rootFingerprint: rootFingerprint,
+            storePaymentMethod: storePaymentMethod, sealedTokenJSON: sealedTokenJSON)
+        let attempt = await PaymentProcessing.charge(request, with: processor, timeout: timeout)
+        switch attempt {
+        case .unknown(let error):
+            logger.warning(
+                "payment outcome unknown",
+                metadata: [
+                    "orderId": "\(pending.order.id)", "transactionId": "\(order.transactionID)",
+                    "code": "\(error.code.rawValue)", "processor": "\(processor.name)",
+                    "processorReference": "\(error.processorReference ?? "")",
+                ])
+        case .refused(let error):
+            // The connector's message says what to change (never card data): for the merchant, in the log.
+            logger.warning(
+                "payment refused before it was sent to the processor: nothing charged",
+                metadata: [
+                    "orderId": "\(pending.order.id)", "transactionId": "\(order.transactionID)",
+                    "code": "\(error.code.rawValue)", "processor": "\(processor.name)",
+                    "reason": "\(error.message)",
+                ])
+        case .decided: break
+        }
+        return attempt
+    }
+
+    /// Records the processor's answer; a store that fails now leaves the order pending for the reconciler, and the
+    /// answer in the log.
+    @inline(never)
+    private func record(_ attempt: ChargeAttempt, of pending: PendingOrder, transactionID: String) async -> Result {
+        do {
+            let final = try await store.completePayment(orderID: pending.order.id, outcome: attempt)
+            return Result(order: final, disposition: .processed, attempt: attempt)
+        } catch {
+            var fields: Logger.Metadata = [
+                "orderId": "\(pending.order.id)", "transactionId": "\(transactionID)",
+                "code": "\(error.code.rawValue)",
+            ]
+            if case .decided(.approved(let reference)) = attempt { fields["processorReference"] = "\(reference)" }
+            logger.error("processor answered but the store could not record it", metadata: fields)
+            return Result(order: pending.order, disposition: .unrecorded, attempt: attempt)
         }
     }
 
