@@ -131,7 +131,7 @@ public struct CheckoutPayments: Sendable {
         // of a payment already recorded needs no processor, so it is answered from the store as always.
         let admitted = await service.share.acquire()
         defer { if admitted { service.share.release() } }
-        if !admitted { return try await replay(checkedOut.opened.transactionID) ?? .refused(.processorBusy) }
+        if !admitted, try await !isRecorded(checkedOut.opened.transactionID) { return .refused(.processorBusy) }
 
         // Verified and decrypted above: only now may the sealed token go to a processor that decrypts it itself.
         if pricing.planProduct(of: checkedOut.checkout) != nil {
@@ -150,6 +150,13 @@ public struct CheckoutPayments: Sendable {
     private func replay(_ transactionID: String) async throws(OrderStoreError) -> Result? {
         guard let earlier = try await store.order(transactionID: transactionID) else { return nil }
         return .processed(PaymentService.Result(order: earlier, disposition: .replayed))
+    }
+
+    /// Whether the store holds a payment for this token (its retry is answered by the service, which waits for a
+    /// first attempt still in flight). Apart from its caller for the same reason as ``replay(_:)``.
+    @inline(never)
+    private func isRecorded(_ transactionID: String) async throws(OrderStoreError) -> Bool {
+        try await store.order(transactionID: transactionID) != nil
     }
 
     /// What the synchronous part of a payment decided: an answer already, or the order to charge.
