@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Foundations
 import HTTPCore
+import JSONCoding
 import Logging
 import MerchantCore
 
@@ -42,14 +43,41 @@ struct CheckoutRoutes: RouteCollection {
     }
 
     func createCheckout(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
-        struct Body: Decodable { var items: [CheckoutItem] }
+        struct Body: Decodable {
+            var items: [CheckoutItem]
+
+            /// The items read over JSONCoding (`sku` and a whole `quantity` each, other members skipped); `nil` for
+            /// a body of another shape, which `JSONDecoder` then reads and reports on.
+            static func reading(_ body: Data) -> Body? {
+                JSONFieldReader.read(body) { json in
+                    var items: [CheckoutItem]?
+                    try json.object(keys: ["items"]) { _, json in
+                        var read: [CheckoutItem] = []
+                        try json.array { json in
+                            var sku: String?
+                            var quantity: Int64?
+                            try json.object(keys: ["sku", "quantity"]) { key, json in
+                                if key == 0 { sku = try json.string() } else { quantity = try json.integer() }
+                            }
+                            guard let sku, let quantity, let whole = Int(exactly: quantity) else {
+                                throw JSONFieldReader.Mismatch()
+                            }
+                            read.append(CheckoutItem(sku: sku, quantity: whole))
+                        }
+                        items = read
+                    }
+                    guard let items else { throw JSONFieldReader.Mismatch() }
+                    return Body(items: items)
+                }
+            }
+        }
         struct Answer: Encodable {
             var id: String
             /// The key to the checkout's routes (``secretHeader``), given here only.
             var clientSecret: String?
             var paymentRequest: PaymentRequest
         }
-        let body = try JSONBody.decode(Body.self, from: request)
+        let body = try JSONBody.decodeScanned(Body.self, from: request, reading: Body.reading).value
         let checkout: Checkout
         let paymentRequest: PaymentRequest
         do {
