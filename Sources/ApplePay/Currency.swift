@@ -75,30 +75,13 @@ extension Currency {
     ///   `AmountError.overflow` when the result does not fit in `Int64`, `AmountError.notADecimal` for NaN.
     public func minorUnits(of amount: Decimal) throws(AmountError) -> Int64 {
         guard !amount.isNaN else { throw AmountError(.notADecimal, "the amount is not a number") }
-        if let parts = DecimalParts.of(amount), let (units, isExact) = parts.rounded(timesPowerOfTen: minorUnits) {
-            guard isExact else {
-                throw AmountError(
-                    .tooManyDecimals, "\(amount) has more decimals than \(code) allows (\(minorUnits))")
-            }
-            return units
-        }
-        var scaled = amount
-        var power = Decimal(1)
-        for _ in 0..<minorUnits { power *= 10 }
-        var product = Decimal()
-        guard NSDecimalMultiply(&product, &scaled, &power, .plain) == .noError else {
+        guard let (units, isExact) = DecimalParts.scale(amount, byPowerOfTen: minorUnits) else {
             throw AmountError(.overflow, "\(amount) \(code) does not fit in 64-bit minor units")
         }
-        var rounded = Decimal()
-        NSDecimalRound(&rounded, &product, 0, .plain)
-        guard rounded == product else {
-            throw AmountError(
-                .tooManyDecimals, "\(amount) has more decimals than \(code) allows (\(minorUnits))")
+        guard isExact else {
+            throw AmountError(.tooManyDecimals, "\(amount) has more decimals than \(code) allows (\(minorUnits))")
         }
-        // Decimal's description is plain digits with no exponent; Int64(_:) refuses anything out of range.
-        guard let units = Int64(rounded.description) else {
-            throw AmountError(.overflow, "\(amount) \(code) does not fit in 64-bit minor units")
-        }
+        guard let units else { throw AmountError(.overflow, "\(amount) \(code) does not fit in 64-bit minor units") }
         return units
     }
 

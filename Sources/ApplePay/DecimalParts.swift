@@ -26,6 +26,32 @@ struct DecimalParts: Sendable {
         return parts
     }
 
+    /// `value` times 10^`shift`, rounded to a whole number half away from zero, and whether that was exact; the
+    /// value `nil` when it does not fit in `Int64`, and `nil` altogether for NaN or a product `Decimal` cannot hold.
+    /// The one place money is scaled: integer arithmetic for a 64-bit significand, `Decimal`'s own otherwise.
+    static func scale(_ value: Decimal, byPowerOfTen shift: Int) -> (value: Int64?, isExact: Bool)? {
+        if let parts = of(value) {
+            // A 64-bit significand that overflows was scaled up, not rounded: exact.
+            return parts.rounded(timesPowerOfTen: shift).map { ($0.value, $0.isExact) } ?? (nil, true)
+        }
+        guard value.isFinite, !value.isNaN else { return nil }
+        var scaled = value
+        var power = Decimal(sign: .plus, exponent: shift, significand: 1)
+        var product = Decimal()
+        guard NSDecimalMultiply(&product, &scaled, &power, .plain) == .noError else { return nil }
+        var rounded = Decimal()
+        NSDecimalRound(&rounded, &product, 0, .plain)
+        // Decimal's description is plain digits with no exponent; Int64(_:) refuses anything out of range.
+        return (Int64(rounded.description), rounded == product)
+    }
+
+    /// `units` times `factor`, rounded half away from zero; `nil` when it does not fit in `Int64`.
+    static func multiply(_ units: Int64, by factor: Decimal) -> Int64? {
+        if let parts = of(factor), let product = parts.multiplying(units) { return product }
+        // A factor wider than 64 bits, or a product that is: Decimal's own arithmetic says what fits.
+        return scale(Decimal(units) * factor, byPowerOfTen: 0)?.value
+    }
+
     /// This value times 10^`shift`, rounded half away from zero, and whether the rounding was exact; `nil` when it
     /// does not fit in `Int64`.
     func rounded(timesPowerOfTen shift: Int) -> (value: Int64, isExact: Bool)? {

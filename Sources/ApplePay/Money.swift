@@ -54,39 +54,12 @@ extension Money {
     /// The amount of a decimal value rounded to whole minor units **half-up** (half away from zero: 0.125 USD is
     /// 13 cents, -0.125 is -13); `nil` when it does not fit in `Int64`.
     public init?(rounding amount: Decimal, currency: Currency) {
-        let units: Int64?
-        if let parts = DecimalParts.of(amount) {
-            units = parts.rounded(timesPowerOfTen: currency.minorUnits)?.value
-        } else {
-            units = Self.roundedInt64(amount * Self.power(of: currency.minorUnits))
-        }
-        guard let units else { return nil }
+        guard let units = DecimalParts.scale(amount, byPowerOfTen: currency.minorUnits)?.value else { return nil }
         self.init(minorUnits: units, currency: currency)
     }
 
     /// This amount times a decimal factor (a tax rate, a percentage / 100), rounded half-up; `nil` on overflow.
     public func multiplied(by factor: Decimal) -> Money? {
-        let units: Int64?
-        if let parts = DecimalParts.of(factor), let product = parts.multiplying(minorUnits) {
-            units = product
-        } else {
-            // A factor wider than 64 bits, or a product that is: Decimal's own arithmetic says what fits.
-            units = Self.roundedInt64(Decimal(minorUnits) * factor)
-        }
-        return units.map { Money(minorUnits: $0, currency: currency) }
-    }
-
-    private static func power(of digits: Int) -> Decimal {
-        var result = Decimal(1)
-        for _ in 0..<max(digits, 0) { result *= 10 }
-        return result
-    }
-
-    private static func roundedInt64(_ value: Decimal) -> Int64? {
-        guard value.isFinite, !value.isNaN else { return nil }
-        var input = value
-        var output = Decimal()
-        NSDecimalRound(&output, &input, 0, .plain)
-        return Int64(output.description)
+        DecimalParts.multiply(minorUnits, by: factor).map { Money(minorUnits: $0, currency: currency) }
     }
 }
