@@ -78,11 +78,38 @@ extension Date {
     }
 }
 
-/// `count` random bytes from the system's generator, in lowercase hex: the random part of every identifier and
-/// secret the server makes.
+/// `count` random bytes from the system's generator, in lowercase hex: the random part of every secret the server
+/// makes.
 public func randomHex(bytes count: Int) -> String {
+    lowercaseHex(randomBytes(count))
+}
+
+/// `count` random bytes from the system's generator, taken eight at a time: each of the generator's words is one
+/// `getrandom` call, so a byte at a time cost a system call a byte.
+public func randomBytes(_ count: Int) -> [UInt8] {
     var generator = SystemRandomNumberGenerator()
-    // One buffer of bytes, hex-encoded at once (a String per byte and a join cost several allocations a byte; this
-    // names every checkout, order, payment and view secret).
-    return lowercaseHex((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(count + 7)
+    while bytes.count < count {
+        withUnsafeBytes(of: generator.next()) { bytes.append(contentsOf: $0) }
+    }
+    bytes.removeLast(bytes.count - count)
+    return bytes
+}
+
+/// 24 lowercase hex digits that sort by time: `milliseconds` since 1970 in 11 digits (until the year 2527), then 52
+/// random bits. Identifiers (checkouts, orders, payments, ...) are made of it, so that the rows a busy server inserts
+/// one after the other land on the last pages of each index instead of on a random page each: fewer pages written
+/// and synced per commit, and fewer read. The time it tells is the row's creation, which the row holds anyway; an
+/// identifier is not a secret (secrets are ``randomHex(bytes:)`` alone).
+public func timeOrderedHex(milliseconds: Int64) -> String {
+    let time = UInt64(clamping: max(0, milliseconds)) & 0xFFF_FFFF_FFFF
+    let random = randomBytes(8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } & 0xF_FFFF_FFFF_FFFF
+    let digits: StaticString = "0123456789abcdef"
+    var out = [UInt8](repeating: 0, count: 24)
+    digits.withUTF8Buffer { digits in
+        for index in 0..<11 { out[index] = digits[Int(time >> (4 * UInt64(10 - index)) & 0xF)] }
+        for index in 0..<13 { out[11 + index] = digits[Int(random >> (4 * UInt64(12 - index)) & 0xF)] }
+    }
+    return String(decoding: out, as: UTF8.self)
 }

@@ -180,7 +180,7 @@ extension SQLStore: OrderStore {
             return .checkoutLocked(live)
         }
         let now = clock().unixMilliseconds
-        let orderID = "ord_" + randomHex(bytes: 12)
+        let orderID = "ord_" + timeOrderedHex(milliseconds: now)
         let totals = order.totals
         try connection.run(
             """
@@ -199,7 +199,7 @@ extension SQLStore: OrderStore {
             """
             INSERT INTO payments (id, order_id, transaction_id, status, amount_minor, currency, created_at,
                 updated_at)
-            VALUES (\(bind: "pay_" + randomHex(bytes: 12)), \(bind: orderID), \(bind: order.transactionID), \
+            VALUES (\(bind: "pay_" + timeOrderedHex(milliseconds: now)), \(bind: orderID), \(bind: order.transactionID), \
             'pending', \(bind: totals.total), \(bind: order.currencyCode), \(bind: now), \(bind: now))
             """)
         try appendEvent(
@@ -263,7 +263,8 @@ extension SQLStore: OrderStore {
             guard amount > 0, amount <= left else { return .exceedsRemaining(left: left, order) }
             let now = self.clock().unixMilliseconds
             let refund = RefundRecord(
-                id: "rfd_" + randomHex(bytes: 12), orderID: orderID, idempotencyKey: idempotencyKey, amount: amount,
+                id: "rfd_" + timeOrderedHex(milliseconds: now), orderID: orderID, idempotencyKey: idempotencyKey,
+                amount: amount,
                 status: .pending)
             try connection.run(
                 """

@@ -92,7 +92,7 @@ extension SQLStore {
         let now = clock().unixMilliseconds
         var detail = extra
         detail["processorReference"] = reference
-        let id = "dsc_" + randomHex(bytes: 12)
+        let id = "dsc_" + timeOrderedHex(milliseconds: now)
         try connection.run(
             """
             INSERT INTO payment_discrepancies (id, order_id, checkout_id, recorded, provider, source, corrected,

@@ -97,7 +97,7 @@ extension SQLStore: ProviderEventStore {
             let inserted = try connection.run(
                 """
                 INSERT INTO disputes (id, order_id, provider, reference, amount_minor, currency, reason, opened_at)
-                VALUES (\(bind: "dsp_" + randomHex(bytes: 12)), \(bind: order.id), \(bind: event.provider), \
+                VALUES (\(bind: "dsp_" + timeOrderedHex(milliseconds: now)), \(bind: order.id), \(bind: event.provider), \
                 \(bind: reference), \(bind: event.amount), \(bind: event.currencyCode?.uppercased()), \
                 \(bind: event.reason), \(bind: now))
                 \(raw: connection.dialect.onConflictDoNothing("provider", "reference"))
@@ -128,7 +128,7 @@ extension SQLStore: ProviderEventStore {
             guard order.status == .paid || order.status == .partiallyRefunded else { return .mismatch }
             guard amount <= order.totals.total - (try reservedRefunds(order.id, connection)) else { return .mismatch }
             refund = RefundRecord(
-                id: "rfd_" + randomHex(bytes: 12), orderID: order.id,
+                id: "rfd_" + timeOrderedHex(milliseconds: now), orderID: order.id,
                 idempotencyKey: "\(event.provider):\(event.reference ?? event.id)", amount: amount, status: .pending)
             try connection.run(
                 """
@@ -329,7 +329,7 @@ extension SQLStore: ProviderEventStore {
                     """
                     INSERT INTO disputes (id, order_id, provider, reference, amount_minor, currency, reason, opened_at,
                         subscription_charge_key)
-                    VALUES (\(bind: "dsp_" + randomHex(bytes: 12)), \(bind: orderID), \(bind: event.provider), \
+                    VALUES (\(bind: "dsp_" + timeOrderedHex(milliseconds: now)), \(bind: orderID), \(bind: event.provider), \
                     \(bind: reference), \(bind: event.amount), \(bind: event.currencyCode?.uppercased()), \
                     \(bind: event.reason), \(bind: now), \(bind: key))
                     \(raw: connection.dialect.onConflictDoNothing("provider", "reference"))

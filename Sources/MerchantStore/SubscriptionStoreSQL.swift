@@ -231,7 +231,7 @@ extension SQLStore: SubscriptionStore {
             """
             INSERT INTO subscription_charge_refunds (id, charge_key, refund_key, processor_reference, amount_minor,
                 status, failure_code, created_at, updated_at)
-            VALUES (\(bind: "scr_" + randomHex(bytes: 12)), \(bind: refund.chargeKey), \(bind: refund.refundKey), \
+            VALUES (\(bind: "scr_" + timeOrderedHex(milliseconds: now)), \(bind: refund.chargeKey), \(bind: refund.refundKey), \
             \(bind: refund.reference), \(bind: refund.amount), \(bind: refund.status.rawValue), \
             \(bind: refund.failureCode), \(bind: now), \(bind: now))
             ON CONFLICT DO NOTHING

@@ -61,6 +61,10 @@ public final class Connection {
         sqlite3_busy_timeout(handle, Self.milliseconds(busyTimeout))
         // `deinit` closes the handle if any of these throw.
         try execute("PRAGMA foreign_keys = ON")
+        // Statement and savepoint journals (each write of a group commit has a savepoint) and temporary b-trees in
+        // memory: by default a savepoint journal past 64 KiB spills to a temporary file, a file created, written and
+        // unlinked within the commit.
+        try execute("PRAGMA temp_store = MEMORY")
         if !readOnly && path != ":memory:" && !path.isEmpty {
             let mode = try query("PRAGMA journal_mode = WAL").first?["journal_mode"]
             guard mode == .text("wal") else {

@@ -12,6 +12,32 @@ struct EncodingsTests {
         #expect(randomHex(bytes: 16) != randomHex(bytes: 16))
     }
 
+    @Test("random bytes: any count, and not the same twice")
+    func randomBytesCounts() {
+        for count in [0, 1, 7, 8, 9, 12, 16, 33] { #expect(randomBytes(count).count == count) }
+        #expect(randomBytes(16) != randomBytes(16))
+        // Every byte value turns up: the words are spread over the bytes, none left zero.
+        var seen = Set<UInt8>()
+        for _ in 0..<200 { seen.formUnion(randomBytes(12)) }
+        #expect(seen.count == 256)
+    }
+
+    @Test("time-ordered hex: 24 digits, the time first, so later identifiers sort after earlier ones")
+    func timeOrdered() throws {
+        let at = Date(timeIntervalSince1970: 1_796_083_200).unixMilliseconds  // 2026-12-01
+        let id = timeOrderedHex(milliseconds: at)
+        #expect(id.count == 24)
+        #expect(id.allSatisfy { "0123456789abcdef".contains($0) })
+        #expect(UInt64(id.prefix(11), radix: 16) == UInt64(at))
+        #expect(timeOrderedHex(milliseconds: at) != timeOrderedHex(milliseconds: at))
+        // Each millisecond sorts after the one before, whatever the random part.
+        let ids = (0..<500).map { timeOrderedHex(milliseconds: at + Int64($0)) }
+        #expect(ids == ids.sorted())
+        // The last millisecond its 11 digits hold (in the year 2527), and a time before 1970 taken as 1970.
+        #expect(timeOrderedHex(milliseconds: 0xFFF_FFFF_FFFF).hasPrefix("fffffffffff"))
+        #expect(timeOrderedHex(milliseconds: -5).hasPrefix("00000000000"))
+    }
+
     @Test("base64url has no padding and the URL alphabet, and reads padded or unpadded text")
     func base64URL() {
         let bytes = Data([0xfb, 0xff, 0xfe, 0x01])

@@ -112,7 +112,7 @@ public struct Checkout: Codable, Sendable, Equatable {
                 .planNotAlone,
                 "a product with a billing plan is bought alone, quantity 1: one plan per checkout, as Apple requires")
         }
-        let id = "chk_" + randomHex(bytes: 12)
+        let id = "chk_" + timeOrderedHex(milliseconds: now.unixMilliseconds)
         let applicationData = Data("checkout:\(id):\(randomHex(bytes: 16))".utf8).base64EncodedString()
         var checkout = Checkout(
             id: id, items: merged, currency: configuration.currency, applicationData: applicationData,

@@ -74,7 +74,8 @@ public struct SubscriptionService: Sendable {
         // `nextChargeAt` as the sandbox's `now`), and a cycle is due at most a second earlier.
         anchor = Date(timeIntervalSince1970: anchor.timeIntervalSince1970.rounded(.down))
         var subscription = Subscription(
-            id: "sub_" + randomHex(bytes: 12), secret: checkout.subscriptionSecret ?? randomHex(bytes: 16),
+            id: "sub_" + timeOrderedHex(milliseconds: now.unixMilliseconds),
+            secret: checkout.subscriptionSecret ?? randomHex(bytes: 16),
             checkoutID: checkout.id, orderID: orderID,
             sku: product.sku, productName: product.name, plan: plan, amount: amount, currencyCode: currency.code,
             merchantTokenIdentifier: method.merchantTokenIdentifier, paymentMethodReference: paymentMethodReference,
