@@ -444,16 +444,25 @@ final class ResponseSink {
 
     init(limit: Int) { self.limit = limit }
 
-    func header(_ line: String) {
-        // Trimmed with Character properties, not `trimmingCharacters(in:)` (a CharacterSet lookup per character
-        // through Foundation, once per header line of every answer).
-        let trimmed = line.trimming { $0.isWhitespace }
-        if trimmed.hasPrefix("HTTP/") {
-            headers = [:]  // a new response (after 100 Continue or a proxy's answer)
-        } else if let colon = trimmed.firstIndex(of: ":") {
-            let name = trimmed[..<colon].lowercased()
-            headers[name] = String(
-                trimmed[trimmed.index(after: colon)...].trimming { $0.isWhitespace && !$0.isNewline })
+    /// One header line as libcurl hands it over (its CRLF included), read as bytes: the status line of a new
+    /// response clears what came before (after `100 Continue` or a proxy's answer); `name: value` is kept under the
+    /// name in ASCII lowercase, the value without the whitespace around it. (Characters, and Foundation's trimming
+    /// before them, cost a grapheme break per byte of every header line of every answer.)
+    func header(_ line: UnsafeRawBufferPointer) {
+        let isSpace = { (byte: UInt8) in byte == 0x20 || (byte >= 0x09 && byte <= 0x0d) }
+        var start = line.startIndex
+        var end = line.endIndex
+        while start < end, isSpace(line[start]) { start += 1 }
+        while end > start, isSpace(line[end - 1]) { end -= 1 }
+        let text = UnsafeRawBufferPointer(rebasing: line[start..<end])
+        if text.starts(with: "HTTP/".utf8) {
+            headers = [:]
+        } else if let colon = text.firstIndex(of: UInt8(ascii: ":")) {
+            let name = String(
+                decoding: text[..<colon].lazy.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }, as: UTF8.self)
+            var valueStart = colon + 1
+            while valueStart < text.endIndex, isSpace(text[valueStart]) { valueStart += 1 }
+            headers[name] = String(decoding: text[valueStart...], as: UTF8.self)
         }
     }
 }
@@ -476,18 +485,8 @@ private let headerCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, I
     guard let data, let context else { return 0 }
     let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-    sink.header(line)
+    sink.header(UnsafeRawBufferPointer(start: data, count: length))
     return length
-}
-
-extension StringProtocol {
-    /// The characters between the first and the last one that `isTrimmed` does not match.
-    fileprivate func trimming(_ isTrimmed: (Character) -> Bool) -> SubSequence {
-        guard let first = firstIndex(where: { !isTrimmed($0) }), let last = lastIndex(where: { !isTrimmed($0) })
-        else { return self[endIndex...] }
-        return self[first...last]
-    }
 }
 
 /// A libcurl easy handle between requests: used by one thread at a time (the pool hands it out once).

@@ -10,7 +10,7 @@ import SQLCore
 /// transaction), looks again under the lock, checks for a live order and inserts. `completePayment`,
 /// `settlePayment`, refunds and voids lock the order row first and move it only from the states they expect. On the
 /// payment path the rows are decoded into orders after the commit, on the caller's thread, so the SQLite writer's
-/// thread only writes.
+/// thread only writes; a new order is answered from the values it inserted, without reading it back.
 extension SQLStore: OrderStore {
     // MARK: Checkouts
 
@@ -108,7 +108,8 @@ extension SQLStore: OrderStore {
     private enum BeginAnswer: Sendable {
         case existing(Row)
         case checkoutLocked(Row)
-        case started(Row)
+        /// The order as inserted: made from what was written, not read back.
+        case started(Order)
         case noCheckout
     }
 
@@ -146,7 +147,7 @@ extension SQLStore: OrderStore {
                 switch answer {
                 case .existing(let row): return .existing(try Self.order(from: row))
                 case .checkoutLocked(let row): return .checkoutLocked(try Self.order(from: row))
-                case .started(let row): return .started(try Self.order(from: row))
+                case .started(let order): return .started(order)
                 case .noCheckout: break
                 }
             } catch {
@@ -181,6 +182,8 @@ extension SQLStore: OrderStore {
         }
         let now = clock().unixMilliseconds
         let orderID = "ord_" + timeOrderedHex(milliseconds: now)
+        let paymentID = "pay_" + timeOrderedHex(milliseconds: now)
+        let viewSecret = randomHex(bytes: 16)
         let totals = order.totals
         try connection.run(
             """
@@ -192,23 +195,32 @@ extension SQLStore: OrderStore {
             \(bind: totals.subtotal), \(bind: totals.discount), \(bind: totals.shipping), \(bind: totals.tax), \
             \(bind: totals.fee), \(bind: totals.total), \(bind: encoded.lines), \(bind: encoded.shippingMethod), \
             \(bind: order.couponCode), \(bind: encoded.shippingContact), \(bind: encoded.billingContact), \
-            \(bind: order.paymentNetwork), \(bind: order.panLastFour), \(bind: randomHex(bytes: 16)), \(bind: now), \
+            \(bind: order.paymentNetwork), \(bind: order.panLastFour), \(bind: viewSecret), \(bind: now), \
             \(bind: now))
             """)
         try connection.run(
             """
             INSERT INTO payments (id, order_id, transaction_id, status, amount_minor, currency, created_at,
                 updated_at)
-            VALUES (\(bind: "pay_" + timeOrderedHex(milliseconds: now)), \(bind: orderID), \(bind: order.transactionID), \
+            VALUES (\(bind: paymentID), \(bind: orderID), \(bind: order.transactionID), \
             'pending', \(bind: totals.total), \(bind: order.currencyCode), \(bind: now), \(bind: now))
             """)
         try appendEvent(
             connection, "paymentStarted", checkoutID: order.checkoutID, orderID: orderID,
             ["amount": String(totals.total), "currencyCode": order.currencyCode], at: now)
-        guard let created = try orderRow(connection, where: "o.id = \(bind: orderID)") else {
-            throw SQLError(.other, "the order just written cannot be read back")
-        }
-        return .started(created)
+        // What was just written, as `order(from:)` would read it back (the stored JSON reads back as the values
+        // written: StoredJSONTests): reading it would cost a query and the JSON columns' decoding.
+        let created = Date(unixMilliseconds: now)
+        return .started(
+            Order(
+                id: orderID, checkoutID: order.checkoutID, status: .pending, currencyCode: order.currencyCode,
+                lines: order.lines, totals: totals, shippingMethod: order.shippingMethod, couponCode: order.couponCode,
+                shippingContact: order.shippingContact, billingContact: order.billingContact,
+                paymentNetwork: order.paymentNetwork, panLastFour: order.panLastFour,
+                payment: PaymentRecord(
+                    id: paymentID, transactionID: order.transactionID, status: .pending, amount: totals.total,
+                    currencyCode: order.currencyCode),
+                refunded: 0, viewSecret: viewSecret, createdAt: created, updatedAt: created))
     }
 
     /// Merges the charge call's end into the order (``PaymentStateMachine``): a webhook that settled the order

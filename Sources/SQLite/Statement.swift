@@ -16,6 +16,10 @@ public final class Statement {
     public var connection: Connection { runsOn }
     /// The SQL text.
     public let sql: String
+    /// The result's column names, read once: every row shares the one array (a row of an order's 29 columns made
+    /// 29 strings, some on the heap, each time). Read again if the column count changes (a `SELECT *` that SQLite
+    /// prepared again after a schema change).
+    private var columnNames: [String] = []
 
     /// Prepares exactly one SQL statement.
     /// - Parameters:
@@ -113,15 +117,13 @@ public final class Statement {
     /// The current row's values.
     public func row() -> Row {
         let count = sqlite3_column_count(handle)
-        var names: [String] = []
-        var values: [Value] = []
-        names.reserveCapacity(Int(count))
-        values.reserveCapacity(Int(count))
-        for column in 0..<count {
-            names.append(String(cString: sqlite3_column_name(handle, column)))
-            values.append(value(at: column))
+        if columnNames.count != Int(count) {
+            columnNames = (0..<count).map { String(cString: sqlite3_column_name(handle, $0)) }
         }
-        return Row(columns: names, values: values)
+        var values: [Value] = []
+        values.reserveCapacity(Int(count))
+        for column in 0..<count { values.append(value(at: column)) }
+        return Row(columns: columnNames, values: values)
     }
 
     private func value(at column: Int32) -> Value {

@@ -80,6 +80,8 @@ struct OrderStoreTests {
             #expect(pending.lines.first?.unitPrice == 1450)
             #expect(pending.shippingMethod?.identifier == "standard")
             #expect(try await fixture.counts()["orders"] == 1)
+            // The new order is answered from what was written, not read back: it must be what a read finds.
+            #expect(try await fixture.store.order(id: pending.id) == pending)
 
             let paid = try await fixture.store.completePayment(
                 orderID: pending.id, outcome: .decided(.approved(reference: "ref-1")))
