@@ -236,7 +236,11 @@ struct PaymentRoutes: RouteCollection {
     }
 
     private func answer(status: Int, code: String?, outcome: String, _ value: PaymentAnswer) -> HTTPResponse {
-        var response = HTTPResponse.encoding(value, status: status)
+        let body = value.json
+        #if DEBUG
+            assert(body == (try? SortedJSONEncoder().encode(value)), "PaymentAnswer.json differs from SortedJSONEncoder")
+        #endif
+        var response = HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
         response.logFields["payment"] = outcome
         if let code { response.logFields["code"] = code }
         return response
@@ -244,6 +248,51 @@ struct PaymentRoutes: RouteCollection {
 }
 
 extension PaymentRoutes.PaymentAnswer {
+    /// The answer's JSON without Codable: byte for byte what ``SortedJSONEncoder`` writes (members in the byte
+    /// order of their names, `nil` ones left out), which a debug build checks on every answer.
+    var json: Data {
+        var out = JSONTextWriter(capacity: 512)
+        out.openObject()
+        if let error {
+            out.key("error")
+            out.openObject()
+            out.member("code", error.code)
+            out.member("message", error.message)
+            out.closeObject()
+        }
+        if let errors {
+            out.key("errors")
+            out.byte(UInt8(ascii: "["))
+            for (index, error) in errors.enumerated() {
+                if index > 0 { out.byte(UInt8(ascii: ",")) }
+                out.openObject()
+                out.member("code", error.code.rawValue)
+                out.member("contactField", error.contactField?.rawValue)
+                out.member("message", error.message)
+                out.closeObject()
+            }
+            out.byte(UInt8(ascii: "]"))
+        }
+        out.member("managementURL", managementURL)
+        out.member("merchantToken", merchantToken)
+        if let orderDetails {
+            out.key("orderDetails")
+            out.openObject()
+            out.member("authenticationToken", orderDetails.authenticationToken)
+            out.member("orderIdentifier", orderDetails.orderIdentifier)
+            out.member("orderTypeIdentifier", orderDetails.orderTypeIdentifier)
+            out.member("webServiceURL", orderDetails.webServiceURL)
+            out.closeObject()
+        }
+        out.member("orderId", orderId)
+        out.member("orderSecret", orderSecret)
+        out.member("status", status)
+        out.member("subscriptionId", subscriptionId)
+        out.member("subscriptionSecret", subscriptionSecret)
+        out.closeObject()
+        return Data(out.bytes)
+    }
+
     /// The success answer of a plan checkout.
     init(status: String, subscription: Subscription, publicBaseURL: String) {
         self.init(
