@@ -238,7 +238,7 @@ struct PaymentRoutes: RouteCollection {
     private func answer(status: Int, code: String?, outcome: String, _ value: PaymentAnswer) -> HTTPResponse {
         let body = value.json
         #if DEBUG
-            assert(body == (try? SortedJSONEncoder().encode(value)), "PaymentAnswer.json differs from SortedJSONEncoder")
+            assert(body == (try? SortedJSONEncoder().encode(value)), "PaymentAnswer.json differs from the encoder")
         #endif
         var response = HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
         response.logFields["payment"] = outcome
