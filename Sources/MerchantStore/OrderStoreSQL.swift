@@ -14,9 +14,12 @@ import SQLCore
 extension SQLStore: OrderStore {
     // MARK: Checkouts
 
+    /// A new checkout is ``SQLCore/WriteDurability/written``, not synced: a power cut may lose the last few (never
+    /// a crash of the server), and a payment for a lost one finds no checkout and is refused, nothing charged; any
+    /// later synced write (its first sheet update, a payment) makes it durable.
     public func insertCheckout(_ checkout: Checkout) async throws(OrderStoreError) {
         let state = try Self.state(of: checkout, "insert checkout")
-        let inserted = try await write("insert checkout") { connection throws(SQLError) -> Bool in
+        let inserted = try await write("insert checkout", .written) { connection throws(SQLError) -> Bool in
             let now = self.clock().unixMilliseconds
             let changed = try connection.run(
                 """

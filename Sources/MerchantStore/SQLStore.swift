@@ -42,19 +42,21 @@ public final class SQLStore<Database: SQLDatabase>: Sendable {
     /// A read; errors become ``OrderStoreError`` (`corrupt` for an unreadable row, else `storage`).
     func read<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Connection) throws(SQLError) -> T)
         async throws(OrderStoreError) -> T
-    { try await run(what, writing: false, body) }
+    { try await run(what, writing: nil, body) }
 
     /// A write transaction; errors become ``OrderStoreError`` (`conflict` for a constraint or a row that left its
     /// expected state, `corrupt` for an unreadable row, else `storage`).
-    func write<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Connection) throws(SQLError) -> T)
-        async throws(OrderStoreError) -> T
-    { try await run(what, writing: true, body) }
+    func write<T: Sendable>(
+        _ what: String, _ durability: WriteDurability = .synced,
+        _ body: @escaping @Sendable (Connection) throws(SQLError) -> T
+    ) async throws(OrderStoreError) -> T { try await run(what, writing: durability, body) }
 
     private func run<T: Sendable>(
-        _ what: String, writing: Bool, _ body: @escaping @Sendable (Connection) throws(SQLError) -> T
+        _ what: String, writing: WriteDurability?, _ body: @escaping @Sendable (Connection) throws(SQLError) -> T
     ) async throws(OrderStoreError) -> T {
         do {
-            return writing ? try await database.write(body) : try await database.read(body)
+            if let writing { return try await database.write(writing, body) }
+            return try await database.read(body)
         } catch {
             throw Self.storeError(what, error)
         }

@@ -28,10 +28,17 @@ public final class PostgresDatabase: SQLDatabase {
         try await transaction(retryingLostConnections: true, body)
     }
 
-    public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> T)
-        async throws(SQLError) -> T
-    {
-        try await transaction(retryingLostConnections: false, body)
+    /// A ``WriteDurability/written`` write commits with `synchronous_commit` off for its transaction alone
+    /// (`SET LOCAL`): PostgreSQL answers before its WAL is flushed, and flushes it within a few hundred
+    /// milliseconds or with the next synchronous commit.
+    public func write<T: Sendable>(
+        _ durability: WriteDurability, _ body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> T
+    ) async throws(SQLError) -> T {
+        guard durability == .written else { return try await transaction(retryingLostConnections: false, body) }
+        return try await transaction(retryingLostConnections: false) { connection throws(SQLError) -> T in
+            try connection.execute(script: "SET LOCAL synchronous_commit TO OFF")
+            return try body(connection)
+        }
     }
 
     /// What one attempt at a transaction gave: its value, or its error and whether `BEGIN` had gone through.

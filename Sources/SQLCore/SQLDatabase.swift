@@ -70,6 +70,29 @@ public protocol SQLDatabase: Sendable {
     var dialect: SQLDialect { get }
     /// Runs `body` with a connection that reads committed data.
     func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws(SQLError) -> T) async throws(SQLError) -> T
-    /// Runs `body` in a write transaction and returns what it returned once the transaction committed.
-    func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws(SQLError) -> T) async throws(SQLError) -> T
+    /// Runs `body` in a write transaction and returns what it returned once the transaction committed, with
+    /// `durability`'s guarantee.
+    func write<T: Sendable>(
+        _ durability: WriteDurability, _ body: @escaping @Sendable (Connection) throws(SQLError) -> T
+    ) async throws(SQLError) -> T
+}
+
+extension SQLDatabase {
+    /// A write that is on disk when it returns (``WriteDurability/synced``).
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws(SQLError) -> T)
+        async throws(SQLError) -> T
+    {
+        try await write(.synced, body)
+    }
+}
+
+/// What a committed write survives when it returns.
+public enum WriteDurability: Sendable, Equatable {
+    /// On disk (synced): it survives the machine losing power. Every write of money is this.
+    case synced
+    /// Handed to the operating system, not yet synced: it survives the server's process crashing or being killed,
+    /// but the last of these may be lost if the machine itself stops (a power cut, a kernel crash). The next synced
+    /// write makes it durable too (the log is synced in order). For what losing costs nothing but a retry: a new
+    /// checkout, which a payment needs to find and price again, so that a lost one is refused, never charged.
+    case written
 }

@@ -5,6 +5,8 @@ import Synchronization
 /// to the waiting caller works in either order (committed first, or caller waiting first).
 final class GroupedWrite: @unchecked Sendable {  // `run` is only called on the writer's thread; `state` is locked
     let run: (Connection) -> SQLError?
+    /// Whether the write must be on disk before its caller is answered (``SQLCore/WriteDurability/synced``).
+    let synced: Bool
     private let state = Mutex<State>(.pending)
 
     private enum State {
@@ -13,7 +15,10 @@ final class GroupedWrite: @unchecked Sendable {  // `run` is only called on the 
         case finished(SQLError?)
     }
 
-    init(_ run: @escaping (Connection) -> SQLError?) { self.run = run }
+    init(synced: Bool, _ run: @escaping (Connection) -> SQLError?) {
+        self.synced = synced
+        self.run = run
+    }
 
     /// Hands over the caller's continuation; resumes it at once when the write was already committed.
     func wait(_ continuation: CheckedContinuation<SQLError?, Never>) {

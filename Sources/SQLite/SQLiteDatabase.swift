@@ -20,6 +20,9 @@ public actor SQLiteDatabase: SQLDatabase {
     private var flushScheduled = false
     private var committedGroups = 0
     private var committedWrites = 0
+    /// Whether commits sync the WAL now (`synchronous = FULL`, SQLite's default).
+    private var syncsCommits = true
+    private var unsyncedCommits = 0
     /// The database file (or `:memory:`).
     public nonisolated let path: String
     public nonisolated var dialect: SQLDialect { .sqlite }
@@ -32,6 +35,8 @@ public actor SQLiteDatabase: SQLDatabase {
     public init(path: String, migrator: Migrator? = nil) throws(SQLError) {
         do {
             let connection = try Connection(path: path)
+            // Said, not assumed from how SQLite was built: every commit syncs the WAL unless a group asks otherwise.
+            try connection.execute("PRAGMA synchronous = FULL")
             if let migrator {
                 try connection.writeTransaction { connection throws(SQLError) in _ = try migrator.migrate(connection) }
             }
@@ -86,11 +91,15 @@ public actor SQLiteDatabase: SQLDatabase {
     /// write in a savepoint of its own (a write that fails rolls back alone and fails alone), one `COMMIT`, one
     /// sync of the WAL (`synchronous = FULL`), and only then is every caller answered. Each acknowledged write is
     /// therefore durable, while a busy server pays one sync for many writes instead of one for each.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws(SQLError) -> T)
-        async throws(SQLError) -> T
-    {
+    ///
+    /// A group of ``WriteDurability/written`` writes alone commits without the sync (`synchronous = NORMAL` for
+    /// that commit): its frames are in the operating system's cache, safe from the process crashing, and the next
+    /// synced commit syncs them with its own. One synced write in a group syncs the whole group.
+    public func write<T: Sendable>(
+        _ durability: WriteDurability, _ body: @escaping @Sendable (Connection) throws(SQLError) -> T
+    ) async throws(SQLError) -> T {
         let result = GroupedResult<T>()
-        let write = GroupedWrite { connection in
+        let write = GroupedWrite(synced: durability == .synced) { connection in
             do throws(SQLError) {
                 result.value = try body(connection)
                 return nil
@@ -122,6 +131,7 @@ public actor SQLiteDatabase: SQLDatabase {
         flushScheduled = false
         var failures = [SQLError?](repeating: nil, count: batch.count)
         do {
+            try synchronize(batch.contains { $0.synced })
             try connection.transaction(.immediate) { connection throws(SQLiteError) in
                 for (index, write) in batch.enumerated() {
                     do {
@@ -141,6 +151,18 @@ public actor SQLiteDatabase: SQLDatabase {
         for (index, write) in batch.enumerated() { write.finish(failures[index]) }
     }
 
+    /// Sets whether the next commit syncs the WAL (`synchronous` FULL or NORMAL; in WAL mode NORMAL syncs only
+    /// at checkpoints), when it is not set so already.
+    private func synchronize(_ synced: Bool) throws(SQLiteError) {
+        guard synced != syncsCommits else { return }
+        try connection.execute(synced ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+        syncsCommits = synced
+        if !synced { unsyncedCommits += 1 }
+    }
+
     /// How many group commits and writes so far (the group size is their ratio).
     public var groupCommitCounts: (commits: Int, writes: Int) { (committedGroups, committedWrites) }
+
+    /// How many times a group of unsynced writes alone switched the commits to unsynced (for tests).
+    public var unsyncedGroupSwitches: Int { unsyncedCommits }
 }
