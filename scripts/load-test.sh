@@ -94,16 +94,22 @@ processor_cpu_ms() {
 }
 # Runs a scenario (`run_wrk ...` or `run_once ...`) and adds to its line the server's CPU time per request (user +
 # system, from /proc: a figure the machine's noise moves far less than the rate), the processor's with
-# PROCESSOR=service, and where the processor ran.
+# PROCESSOR=service, where the processor ran, and the KB the server wrote to its files per request (the store's
+# WAL and checkpoints).
 measured() {
-    local cpu_before processor_before line
+    local cpu_before processor_before written_before line
     cpu_before=$(cpu_ms)
     processor_before=$(processor_cpu_ms)
+    written_before=$(written_bytes)
     line=$("$@")
     jq -c --argjson b "$cpu_before" --argjson a "$(cpu_ms)" --argjson pb "$processor_before" \
         --argjson pa "$(processor_cpu_ms)" --arg processor "$PROCESSOR" \
+        --argjson wb "$written_before" --argjson wa "$(written_bytes)" \
         '. + {processor: $processor,
             serverCPUMillisecondsPerRequest: ((($a - $b) / ([.requests, 1] | max) * 1000 | round) / 1000)}
+         + (if $wb >= 0 and $wa >= 0
+            then {serverKBWrittenPerRequest: ((($wa - $wb) / 1024 / ([.requests, 1] | max) * 10 | round) / 10)}
+            else {} end)
          + (if $processor == "service"
             then {processorCPUMillisecondsPerRequest: ((($pa - $pb) / ([.requests, 1] | max) * 1000 | round) / 1000)}
             else {} end)' <<<"$line"

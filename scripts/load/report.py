@@ -89,6 +89,12 @@ def headline(lines, decrypt):
     cpu("replays")
     cpu("checkouts")
     cpu("products")
+    for scenario in ("payments", "checkouts"):
+        line = find(scenario)
+        written = line.get("serverKBWrittenPerRequest") if line else None
+        if isinstance(written, (int, float)):
+            out.append(f"| KB the server writes to its files per {scenario} request (the store's WAL and "
+                       f"checkpoints) | {written:.1f} KB | |")
     for scenario in ("payments", "replays", "checkouts", "products"):
         line = find(scenario)
         if line:

@@ -101,6 +101,10 @@ switches() { cat /proc/"$SERVER_PID"/task/*/status 2>/dev/null | awk '/^voluntar
     /^nonvoluntary_ctxt_switches/ { n += $2 } END { print v, n }'; }
 # The server's CPU time so far (user + system), in milliseconds: the fields after the command's closing parenthesis.
 cpu_ms() { sed 's/.*) //' "/proc/$SERVER_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13) * 1000 / hz }'; }
+# Bytes the server has written to its files so far (`write_bytes` of /proc/PID/io: counted as pages are dirtied, so
+# a WAL frame counts its pages; sockets are not in it); -1 where /proc does not show it.
+written_bytes() { awk '/^write_bytes/ { print $2; found = 1 } END { if (!found) print -1 }' "/proc/$SERVER_PID/io" \
+    2>/dev/null || echo -1; }
 FDS_BEFORE=$(descriptors)
 echo "$NAME: server $BASE (pid $SERVER_PID, $FDS_BEFORE descriptors, store $STORE); load average $(loadavg)," \
     "$CORES cores" >&2
