@@ -263,7 +263,7 @@ final class RunningServer: Sendable {
             let reader = Thread {
                 defer { readers.leave() }
                 while true {
-                    let bytes = pipe.fileHandleForReading.availableData
+                    let bytes = pipe.fileHandleForReading.availableDataRetryingInterrupts()
                     if bytes.isEmpty { break }
                     buffer.append(bytes)
                 }

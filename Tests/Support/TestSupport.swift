@@ -189,10 +189,13 @@ public enum PortPrintingScript {
         process.standardOutput = output
         try process.run()
         var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-            line.append(byte)
+        while !line.contains(UInt8(ascii: "\n")) {
+            let piece = output.fileHandleForReading.availableDataRetryingInterrupts()
+            if piece.isEmpty { break }
+            line.append(piece)
         }
-        guard let port = UInt16(String(decoding: line, as: UTF8.self)) else {
+        let first = line.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? Data()
+        guard let port = UInt16(String(decoding: first, as: UTF8.self)) else {
             process.terminate()
             return nil
         }
@@ -307,11 +310,11 @@ public enum Subprocess {
         let outData = Mutex(Data())
         let errData = Mutex(Data())
         onThread(finished) {
-            let data = output.fileHandleForReading.readDataToEndOfFile()
+            let data = output.fileHandleForReading.readToEndRetryingInterrupts()
             outData.withLock { $0 = data }
         }
         onThread(finished) {
-            let data = error.fileHandleForReading.readDataToEndOfFile()
+            let data = error.fileHandleForReading.readToEndRetryingInterrupts()
             errData.withLock { $0 = data }
         }
         if let input, let writer = standardInput?.fileHandleForWriting {
@@ -516,4 +519,29 @@ public final class TestThreads: TaskExecutor, Sendable {
 /// Runs `body`, and the tasks it starts, on ``TestThreads`` instead of the cooperative pool.
 public func onTestThreads<T: Sendable>(_ body: @Sendable () async throws -> T) async rethrows -> T {
     try await withTaskExecutorPreference(TestThreads.shared) { try await body() }
+}
+
+extension FileHandle {
+    /// What the descriptor has now, or at least one byte once it comes; empty at the end of the file or on an error.
+    /// A read that a signal interrupts (`EINTR`) is made again: Foundation's `availableData` and
+    /// `readDataToEndOfFile()` stop the whole test process with `fatalError` on it (seen once under a full suite on
+    /// a busy machine).
+    public func availableDataRetryingInterrupts() -> Data {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fileDescriptor, $0.baseAddress, $0.count) }
+            if count >= 0 { return Data(buffer[0..<count]) }
+            if errno != EINTR { return Data() }
+        }
+    }
+
+    /// Everything up to the end of the file, read as ``availableDataRetryingInterrupts()`` reads.
+    public func readToEndRetryingInterrupts() -> Data {
+        var data = Data()
+        while true {
+            let piece = availableDataRetryingInterrupts()
+            if piece.isEmpty { return data }
+            data.append(piece)
+        }
+    }
 }
