@@ -29,7 +29,7 @@ TIMEOUT = 90  # seconds for any one wait: generous, the machine is shared and bu
 
 try:
     from selenium import webdriver
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -88,8 +88,11 @@ class Page:
     def __init__(self, driver, base):
         self.driver = driver
         self.base = base
+        # A page that is navigating (a form posted, as Cancel does) can answer a look-up with a driver error of its
+        # own ("target frame detached" and the like): the condition is asked again until TIMEOUT, as for a stale
+        # element, and only the timeout fails the step.
         self.wait = WebDriverWait(driver, TIMEOUT, poll_frequency=0.1,
-                                  ignored_exceptions=(StaleElementReferenceException,))
+                                  ignored_exceptions=(StaleElementReferenceException, WebDriverException))
 
     def until(self, condition, message):
         try:
