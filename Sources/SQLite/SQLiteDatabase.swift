@@ -22,7 +22,7 @@ public actor SQLiteDatabase: SQLDatabase {
     private var committedWrites = 0
     /// Whether commits sync the WAL now (`synchronous = FULL`, SQLite's default).
     private var syncsCommits = true
-    private var unsyncedCommits = 0
+    private var unsyncedSwitches = 0
     /// The database file (or `:memory:`).
     public nonisolated let path: String
     public nonisolated var dialect: SQLDialect { .sqlite }
@@ -157,12 +157,12 @@ public actor SQLiteDatabase: SQLDatabase {
         guard synced != syncsCommits else { return }
         try connection.execute(synced ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
         syncsCommits = synced
-        if !synced { unsyncedCommits += 1 }
+        if !synced { unsyncedSwitches += 1 }
     }
 
     /// How many group commits and writes so far (the group size is their ratio).
     public var groupCommitCounts: (commits: Int, writes: Int) { (committedGroups, committedWrites) }
 
     /// How many times a group of unsynced writes alone switched the commits to unsynced (for tests).
-    public var unsyncedGroupSwitches: Int { unsyncedCommits }
+    public var unsyncedGroupSwitches: Int { unsyncedSwitches }
 }
