@@ -139,14 +139,20 @@ public final class HTTPClient: Sendable {
         /// The most connections `send(_:) async` opens to one host at once (`CURLMOPT_MAX_HOST_CONNECTIONS`);
         /// further transfers wait inside the loop for one to free up, their deadlines running. `nil`: no limit.
         public var maximumConnectionsPerHost: Int?
+        /// The most connections `send(_:) async` keeps open for reuse, in use or idle (`CURLMOPT_MAXCONNECTS`); past
+        /// it, the connection unused longest is closed as a transfer ends. libcurl's own bound is four times the
+        /// transfers in flight at that moment, so a quieter moment closed the connections a busy one had opened, and
+        /// the next burst connected again.
+        public var maximumKeptConnections: Int
 
         public init(
             timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
             clientIdentity: ClientIdentity? = nil,
             trustedRootsPEM: Data? = nil, maximumResponseSize: Int = 8 * 1024 * 1024, proxy: String? = nil,
             idleConnectionLifetime: Duration = HTTPClient.defaultIdleConnectionLifetime,
-            maximumConnectionsPerHost: Int? = nil
+            maximumConnectionsPerHost: Int? = nil, maximumKeptConnections: Int = 64
         ) {
+            self.maximumKeptConnections = maximumKeptConnections
             self.proxy = proxy
             self.idleConnectionLifetime = idleConnectionLifetime
             self.maximumConnectionsPerHost = maximumConnectionsPerHost

@@ -246,6 +246,7 @@ private final class MultiDriver {
         _ = CCurl_multi_setopt_timer_function(multi, timerCallback)
         _ = CCurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
         _ = CCurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        _ = CCurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(1, loop.configuration.maximumKeptConnections))
         if let limit = loop.configuration.maximumConnectionsPerHost, limit > 0 {
             _ = CCurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limit)
         }

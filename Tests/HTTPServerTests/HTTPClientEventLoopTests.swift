@@ -133,7 +133,7 @@ struct HTTPClientEventLoopTests {
         }
     }
 
-    @Test("connections opened by concurrent requests are kept and reused by the next ones")
+    @Test("connections opened by concurrent requests are kept, past a quieter moment, and reused by the next ones")
     func concurrentReuse() async throws {
         try await onTestThreads {
             let responder = Self.answering(after: .milliseconds(100))
@@ -154,6 +154,9 @@ struct HTTPClientEventLoopTests {
                 }
                 let first = try await batch()
                 #expect(first.filter { $0 }.count <= 1, "the first batch connects: \(first)")
+                // Requests one at a time between the batches: libcurl's own cache holds four times the transfers in
+                // flight, and closes the oldest connection each time one ends above that, six of the ten here.
+                for _ in 0..<6 { _ = try await client.send(HTTPClientRequest(url: url)) }
                 let second = try await batch()
                 // A server may close an idle kept-alive connection at any moment; nearly all must be reused.
                 #expect(
