@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "SQLite", dependencies: ["CSQLite", "SQLCore", "Foundations"]),
         // HTTP without a server: messages, responders, the router and its groups, middleware, static resources, client
         // addresses. No C: the merchant API and the framework adapters stand on it.
-        .target(name: "HTTPCore", dependencies: ["JSONCoding"]),
+        .target(name: "HTTPCore", dependencies: ["JSONCoding", "Foundations"]),
         // The libmicrohttpd server: serves any HTTPCore responder.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CGnuTLS", "HTTPCore", "Foundations"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "Foundations"]),

@@ -78,25 +78,6 @@ extension Date {
     }
 }
 
-/// `count` random bytes from the system's generator, in lowercase hex: the random part of every secret the server
-/// makes.
-public func randomHex(bytes count: Int) -> String {
-    lowercaseHex(randomBytes(count))
-}
-
-/// `count` random bytes from the system's generator, taken eight at a time: each of the generator's words is one
-/// `getrandom` call, so a byte at a time cost a system call a byte.
-public func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(count + 7)
-    while bytes.count < count {
-        withUnsafeBytes(of: generator.next()) { bytes.append(contentsOf: $0) }
-    }
-    bytes.removeLast(bytes.count - count)
-    return bytes
-}
-
 /// 24 lowercase hex digits that sort by time: `milliseconds` since 1970 in 11 digits (until the year 2527), then 52
 /// random bits. Identifiers (checkouts, orders, payments, ...) are made of it, so that the rows a busy server inserts
 /// one after the other land on the last pages of each index instead of on a random page each: fewer pages written
@@ -105,7 +86,8 @@ public func randomBytes(_ count: Int) -> [UInt8] {
 public func timeOrderedHex(milliseconds: Int64) -> String {
     // 44 bits of time and 52 of chance: 96 bits, twelve bytes, written big-endian so that the hex sorts as the time.
     let time = UInt64(clamping: max(0, milliseconds)) & 0xFFF_FFFF_FFFF
-    let random = randomBytes(8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } & 0xF_FFFF_FFFF_FFFF
+    var generator = SystemRandom()
+    let random = generator.next() & 0xF_FFFF_FFFF_FFFF
     let high = (time << 20 | random >> 32).bigEndian
     let low = UInt32(truncatingIfNeeded: random).bigEndian
     return withUnsafeBytes(of: high) { high in withUnsafeBytes(of: low) { low in lowercaseHex(Array(high) + low) } }

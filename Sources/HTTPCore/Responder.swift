@@ -1,3 +1,5 @@
+import Foundations
+
 /// Answers requests. The server calls it from its own threads, once per request, possibly for many requests
 /// at once; a responder can be tested in-process by calling `respond(to:)` directly.
 ///
@@ -47,11 +49,7 @@ public struct RequestContext: Sendable {
     }
 
     /// 16 random hexadecimal digits.
-    public static func newRequestID() -> String {
-        let value = UInt64.random(in: .min ... .max)
-        let hex = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
-    }
+    public static func newRequestID() -> String { randomHex(bytes: 8) }
 }
 
 /// An error that knows how it is answered: a status, a stable code and the response. Handlers throw these; the

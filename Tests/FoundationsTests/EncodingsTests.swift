@@ -12,16 +12,6 @@ struct EncodingsTests {
         #expect(randomHex(bytes: 16) != randomHex(bytes: 16))
     }
 
-    @Test("random bytes: any count, and not the same twice")
-    func randomBytesCounts() {
-        for count in [0, 1, 7, 8, 9, 12, 16, 33] { #expect(randomBytes(count).count == count) }
-        #expect(randomBytes(16) != randomBytes(16))
-        // Every byte value turns up: the words are spread over the bytes, none left zero.
-        var seen = Set<UInt8>()
-        for _ in 0..<200 { seen.formUnion(randomBytes(12)) }
-        #expect(seen.count == 256)
-    }
-
     @Test("time-ordered hex: 24 digits, the time first, so later identifiers sort after earlier ones")
     func timeOrdered() throws {
         let at = Date(timeIntervalSince1970: 1_796_083_200).unixMilliseconds  // 2026-12-01
