@@ -200,7 +200,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+            ],
+            // jemalloc (Debian's libjemalloc-dev) in place of glibc's malloc for the whole process: the server's
+            // tasks allocate on one thread and free on another, glibc's slow path (docs/PERFORMANCE.md).
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
 
         // What the fuzz targets share: libFuzzer's driver and the corpus replayer.
         .target(name: "FuzzSupport"),

@@ -12,6 +12,7 @@ DEBIAN_PACKAGES=(
     libnghttp2-dev              # the sandbox APNs: an HTTP/2 server (with OpenSSL for TLS and ALPN)
     chromium chromium-driver    # tests only: the browser test of the checkout page
     postgresql libpq-dev        # the shared order store (libpq) and the private cluster `make test` starts
+    libjemalloc-dev             # the allocator of the `applepay` binary
 )
 # Tests only: an independent implementation; the browser test; the Wallet Orders schema and the payment providers'
 # fakes, which validate against the providers' OpenAPI specs (module:PyPI name when they differ).

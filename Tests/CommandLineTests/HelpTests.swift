@@ -18,6 +18,14 @@ struct HelpTests {
         #expect(result.standardOutput.contains("SUBCOMMANDS:"))
     }
 
+    @Test("the binary allocates through jemalloc, not glibc's malloc (Package.swift links it)")
+    func allocator() async throws {
+        // jemalloc prints its statistics at exit when MALLOC_CONF asks; glibc ignores the variable.
+        let result = try await CommandLineTool.run(["--help"], environment: ["MALLOC_CONF": "stats_print:true"])
+        #expect(result.status == 0)
+        #expect(result.standardError.contains("Begin jemalloc statistics"))
+    }
+
     @Test("an unknown subcommand is a usage error: exit 64")
     func unknownSubcommand() async throws {
         try await expectUsageError(["no-such-command"])
