@@ -44,7 +44,9 @@ public final class Connection {
         }
         var pointer: OpaquePointer?
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-        let status = sqlite3_open_v2(path, &pointer, flags, nil)
+        // A file's writer gathers each commit's WAL frames into one write (``WALWriteGathering``).
+        let vfs = readOnly || path == ":memory:" || path.isEmpty ? nil : WALWriteGathering.registeredName
+        let status = sqlite3_open_v2(path, &pointer, flags, vfs)
         guard let pointer else {
             throw SQLiteError(resultCode: status == SQLITE_OK ? SQLITE_NOMEM : status, message: "cannot open \(path)")
         }
@@ -72,6 +74,16 @@ public final class Connection {
                     .error, "cannot switch \(path) to WAL journal mode (got \(mode?.description ?? "nothing"))")
             }
         }
+    }
+
+    /// How many writes this connection's WAL file received and how many went to the file (``WALWriteGathering``);
+    /// `nil` before the WAL is open, or when it is not gathered (for tests).
+    var walWriteCounts: (received: Int, written: Int)? {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file) == SQLITE_OK, let file else {
+            return nil
+        }
+        return WALWriteGathering.counts(of: file)
     }
 
     /// Creates the database file 0600 or takes group and other bits off an existing one and its companion files;
