@@ -42,8 +42,13 @@ public final class Connection {
         if !readOnly && path != ":memory:" && !path.isEmpty && !path.hasPrefix("file:") {
             try Self.makePrivate(path)
         }
+        _ = Self.libraryConfigured
         var pointer: OpaquePointer?
-        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        // No mutex of the connection's own (SQLite's "multi-thread" mode): a connection is used by one thread at a
+        // time (the writer's, or a reader's borrower), and each call into SQLite took and released it, about 1,200
+        // times a payment.
+        let access = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let flags = access | SQLITE_OPEN_NOMUTEX
         // A file's writer gathers each commit's WAL frames into one write (``WALWriteGathering``).
         let vfs = readOnly || path == ":memory:" || path.isEmpty ? nil : WALWriteGathering.registeredName
         let status = sqlite3_open_v2(path, &pointer, flags, vfs)
@@ -75,6 +80,10 @@ public final class Connection {
             }
         }
     }
+
+    /// SQLite's process-wide settings, made once before the first connection opens: no memory statistics (each of
+    /// SQLite's allocations counted itself under a process-wide mutex).
+    private static let libraryConfigured: Bool = CSQLite_disableMemoryStatus() == SQLITE_OK
 
     /// How many writes this connection's WAL file received and how many went to the file (``WALWriteGathering``);
     /// `nil` before the WAL is open, or when it is not gathered (for tests).
