@@ -507,12 +507,11 @@ public enum PaymentProcessing {
                 race.finish(with: .failure(error))
             }
         }
-        let timer = DispatchWorkItem {
+        let deadline = DeadlineTimer.shared.schedule(after: limit) {
             race.finish(with: .failure(ProcessorError(.timeout, "no answer within \(limit)")))
             task.cancel()
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + dispatchInterval(limit), execute: timer)
-        defer { timer.cancel() }
+        defer { DeadlineTimer.shared.cancel(deadline) }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ProcessorError>, Never>) in
                 race.wait(continuation)
@@ -521,13 +520,6 @@ public enum PaymentProcessing {
             race.finish(with: .failure(ProcessorError(.timeout, "the call was cancelled")))
             task.cancel()
         }
-    }
-
-    /// `duration` for a dispatch timer (at most about 292 years, the nanoseconds an `Int` holds).
-    private static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
-        let (seconds, attoseconds) = duration.components
-        guard seconds < Int64.max / 1_000_000_000 - 1 else { return .never }
-        return .nanoseconds(max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
     }
 }
 
