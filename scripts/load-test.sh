@@ -30,6 +30,9 @@
 # binary instead of building one), PERF_OUT=FILE (after the replays, PAYMENTS more payments on fresh checkouts as
 # `paymentsProfiled`, with the server recorded by `perf record -g`; writes `perf report --no-children --sort
 # dso,symbol` to FILE and keeps the recording as FILE.data; then their replays as `replaysProfiled`),
+# STRACE_OUT=FILE (the same for `strace -f -c`: after the replays, PAYMENTS more payments as `paymentsTraced`, the
+# server's system calls counted, and a line `paymentsSyscalls` with the calls per payment of each kind; FILE keeps
+# strace's table),
 # PG_FSYNC (the PostgreSQL cluster's fsync, default on: a payment is acknowledged once it is on disk, as on SQLite),
 # PROCESSOR=inProcess|service (default inProcess: the sandbox processor inside the server, its HTTP exchange and
 # ledger counted in the server's CPU; service: `applepay processor serve` in its own process, as a provider is, so
@@ -79,6 +82,12 @@ if [ -n "${PERF_OUT:-}" ]; then # as many again for the profiled run, so that pe
     python3 scripts/load/client.py prepare "$BASE" "$WORK/profile" "$PAYMENTS" 0 "$APPLEPAY" "$WORK/sandbox" \
         || fail "could not prepare $PAYMENTS payments for the profile"
     FOLDERS+=("$WORK/profile")
+fi
+if [ -n "${STRACE_OUT:-}" ]; then # and for the traced run
+    mkdir -p "$WORK/traced"
+    python3 scripts/load/client.py prepare "$BASE" "$WORK/traced" "$PAYMENTS" 0 "$APPLEPAY" "$WORK/sandbox" \
+        || fail "could not prepare $PAYMENTS payments for the system call count"
+    FOLDERS+=("$WORK/traced")
 fi
 echo '/v1/checkouts	{"items":[{"sku":"COFFEE-250","quantity":2},{"sku":"MUG-01","quantity":1}]}' >"$WORK/checkout.tsv"
 
@@ -141,6 +150,23 @@ if [ -n "${PERF_OUT:-}" ]; then # the same scenario again on fresh checkouts, re
     cp "$WORK/perf.data" "$PERF_OUT.data"
     echo "load-test: profile of the payments scenario in $PERF_OUT" >&2
     run_once replaysProfiled "$WORK/profile" replays # not recorded; the checks below want the replays
+fi
+if [ -n "${STRACE_OUT:-}" ]; then # the server's system calls per payment, each kind (strace slows it: no timings)
+    strace -f -c -o "$STRACE_OUT" -p "$SERVER_PID" 2>"$WORK/strace.log" &
+    PERF_PID=$!
+    sleep 1
+    run_once paymentsTraced "$WORK/traced" answers >/dev/null
+    kill -INT "$PERF_PID"
+    wait "$PERF_PID" || true
+    PERF_PID=""
+    awk -v n="$(wc -l <"$WORK/traced/checkouts.tsv")" '
+        $1 ~ /^[0-9.]+$/ && $4 ~ /^[0-9]+$/ { if ($NF == "total") total = $4; else calls[$NF] = $4 }
+        END {
+            printf "{\"scenario\":\"paymentsSyscalls\",\"payments\":%d,\"perPayment\":{\"total\":%.1f", n, total / n
+            for (name in calls) if (calls[name] / n >= 0.05) printf ",\"%s\":%.2f", name, calls[name] / n
+            print "}}"
+        }' "$STRACE_OUT"
+    run_once replaysTraced "$WORK/traced" replays >/dev/null
 fi
 
 # The checks: answers and orders over the API, then the store, descriptors, the log, SIGTERM.
