@@ -453,17 +453,16 @@ public struct ShippingZone: Codable, Sendable, Equatable {
 
     /// Whether the (possibly redacted) address lies in this zone.
     public func covers(_ address: ShippingAddress) -> Bool {
-        guard let country = address.countryCode?.uppercased(),
-            countries.contains(where: { $0.uppercased() == country })
+        guard let country = address.countryCode, countries.contains(where: { ZoneMatching.same(country, $0) })
         else { return false }
         if !administrativeAreas.isEmpty {
-            guard let area = address.administrativeArea?.trimmingCharacters(in: .whitespaces).uppercased(),
-                administrativeAreas.contains(where: { $0.uppercased() == area })
+            guard let area = address.administrativeArea,
+                administrativeAreas.contains(where: { ZoneMatching.sameArea(area, $0) })
             else { return false }
         }
         if !postalCodePrefixes.isEmpty {
-            guard let postal = address.postalCode?.uppercased().filter({ $0 != " " }),
-                postalCodePrefixes.contains(where: { postal.hasPrefix($0.uppercased().filter { $0 != " " }) })
+            guard let postal = address.postalCode,
+                postalCodePrefixes.contains(where: { ZoneMatching.postalCode(postal, hasPrefix: $0) })
             else { return false }
         }
         return true
