@@ -220,18 +220,72 @@ public final class HTTPClient: Sendable {
         }
     }
 
-    /// Refuses a URL libcurl should not be given: not absolute, a scheme other than http and https, no host.
+    /// Refuses a URL libcurl should not be given: not absolute, a scheme other than http and https, no host, or a
+    /// character no URL holds (RFC 3986: a space, a control, anything outside ASCII, `<>"{}|\^` and the backtick, a `%`
+    /// without two hex digits). A scan of the text: this runs before every request.
     static func validate(_ url: String) throws {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
+        let bytes = Array(url.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, isAlpha(bytes[0]),
+            bytes[1..<colon].allSatisfy(isSchemeCharacter), hasOnlyURLCharacters(bytes)
+        else {
             throw HTTPClientError(.invalidURL, "'\(url)' is not an absolute URL.")
         }
+        let scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
         guard scheme == "http" || scheme == "https" else {
             throw HTTPClientError(
                 .unsupportedProtocol, "Only http and https URLs are allowed, not '\(scheme)'.")
         }
-        guard components.host?.isEmpty == false else {
+        guard hasHost(bytes[(colon + 1)...]) else {
             throw HTTPClientError(.invalidURL, "'\(url)' has no host.")
         }
+    }
+
+    /// Whether what follows the scheme is `//`, then an authority whose host (without user information and port) is
+    /// not empty.
+    private static func hasHost(_ rest: ArraySlice<UInt8>) -> Bool {
+        let slash = UInt8(ascii: "/")
+        guard rest.count >= 2, rest[rest.startIndex] == slash, rest[rest.startIndex + 1] == slash else { return false }
+        let start = rest.startIndex + 2
+        let end = rest[start...].firstIndex { $0 == slash || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        var authority = rest[start..<(end ?? rest.endIndex)]
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
+        if authority.first == UInt8(ascii: "[") { return authority.count > 2 }  // an IPv6 literal
+        if let colon = authority.firstIndex(of: UInt8(ascii: ":")) { authority = authority[..<colon] }
+        return !authority.isEmpty
+    }
+
+    private static func isAlpha(_ byte: UInt8) -> Bool {
+        (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            || ((byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "f"))
+    }
+
+    private static func isSchemeCharacter(_ byte: UInt8) -> Bool {
+        isAlpha(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "+")
+            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+    }
+
+    private static func hasOnlyURLCharacters(_ bytes: [UInt8]) -> Bool {
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case ...0x20, 0x7F..., UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\""), UInt8(ascii: "{"),
+                UInt8(ascii: "}"), UInt8(ascii: "|"), UInt8(ascii: "\\"), UInt8(ascii: "^"), UInt8(ascii: "`"):
+                return false
+            case UInt8(ascii: "%"):
+                guard index + 2 < bytes.count, isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2]) else {
+                    return false
+                }
+                index += 2
+            default: break
+            }
+            index += 1
+        }
+        return true
     }
 
     /// Runs one transfer on the calling thread with `curl_easy_perform`.

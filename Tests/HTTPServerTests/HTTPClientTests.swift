@@ -21,6 +21,29 @@ struct HTTPClientTests {
         #expect(throws: HTTPClientError(.invalidURL, "")) { _ = try client.send(HTTPClientRequest(url: "not a url")) }
     }
 
+    @Test("refuses a URL without a host or with a character no URL holds, before connecting")
+    func malformedURLs() {
+        let client = HTTPClient()
+        let malformed = [
+            "http://", "http:///x", "https://user@:443/x", "http:", "http:x", "://x", "1http://x", "http://a b/",
+            "http://x/\u{7F}", "http://x/é", "http://x/a<b", "http://x/%zz", "http://x/%4", "http://x/{}", "http://[]/",
+        ]
+        for url in malformed {
+            #expect(throws: HTTPClientError(.invalidURL, ""), "\(url)") {
+                _ = try client.send(HTTPClientRequest(url: url))
+            }
+        }
+        #expect(throws: HTTPClientError(.unsupportedProtocol, "")) {
+            _ = try client.send(HTTPClientRequest(url: "HTTPX://127.0.0.1/"))
+        }
+        // Well-formed: refused only by the connection (nothing listens on port 1).
+        for url in ["HTTP://127.0.0.1:1/a%20b?c=d#e", "http://user:pass@127.0.0.1:1/", "http://[::1]:1/x"] {
+            #expect(throws: HTTPClientError(.connectionFailed, ""), "\(url)") {
+                _ = try client.send(HTTPClientRequest(url: url))
+            }
+        }
+    }
+
     @Test("keeps its connection between requests, opens a new one after a failed exchange, closes an idle one")
     func connectionReuse() async throws {
         try await onTestThreads {
