@@ -18,6 +18,14 @@ public final class Connection {
         case immediate = "IMMEDIATE"
         /// `BEGIN EXCLUSIVE`.
         case exclusive = "EXCLUSIVE"
+
+        var beginStatement: String {
+            switch self {
+            case .deferred: "BEGIN DEFERRED"
+            case .immediate: "BEGIN IMMEDIATE"
+            case .exclusive: "BEGIN EXCLUSIVE"
+            }
+        }
     }
 
     let handle: OpaquePointer
@@ -198,20 +206,20 @@ public final class Connection {
     ) throws -> T {
         if isInTransaction {
             savepointCounter += 1
-            let name = "sp\(savepointCounter)"
+            let names = Self.savepointNames(savepointCounter)
             defer { savepointCounter -= 1 }
-            try execute("SAVEPOINT \(name)")
+            try control(names.begin)
             do {
                 let result = try body(self)
-                try execute("RELEASE SAVEPOINT \(name)")
+                try control(names.release)
                 return result
             } catch {
-                try? execute("ROLLBACK TO SAVEPOINT \(name)")
-                try? execute("RELEASE SAVEPOINT \(name)")
+                try? execute("ROLLBACK TO SAVEPOINT \(names.name)")
+                try? control(names.release)
                 throw error
             }
         }
-        try execute("BEGIN \(kind.rawValue)")
+        try control(kind.beginStatement)
         let result: T
         do {
             result = try body(self)
@@ -220,12 +228,29 @@ public final class Connection {
             throw error
         }
         do {
-            try execute("COMMIT")
+            try control("COMMIT")
         } catch {
             rollbackQuietly()
             throw error
         }
         return result
+    }
+
+    /// Runs a transaction's BEGIN, COMMIT, SAVEPOINT or RELEASE as a cached statement: through `sqlite3_exec` each
+    /// was parsed and prepared again, four to six times a write.
+    private func control(_ sql: String) throws(SQLiteError) {
+        try cachedStatement(sql).run([])
+    }
+
+    /// The savepoint of nesting `depth` and its statements, the first few made once.
+    private static func savepointNames(_ depth: Int) -> (name: String, begin: String, release: String) {
+        depth < commonSavepoints.count ? commonSavepoints[depth] : savepoint(depth)
+    }
+
+    private static let commonSavepoints = (0..<8).map(savepoint)
+
+    private static func savepoint(_ depth: Int) -> (name: String, begin: String, release: String) {
+        ("sp\(depth)", "SAVEPOINT sp\(depth)", "RELEASE SAVEPOINT sp\(depth)")
     }
 
     private func rollbackQuietly() {
