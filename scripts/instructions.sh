@@ -18,7 +18,9 @@
 # "COFFEE-250","quantity":2},{"sku":"MUG-01","quantity":1}]}' with PATH /v1/checkouts: the load test's checkout),
 # SCENARIO=payments|replays (PATH ignored: REQUESTS checkouts priced and their tokens minted by `applepay sandbox
 # mint --batch`, in both runs, then only in the second each paid once (the in-process sandbox processor's part
-# included), or one paid in both runs and replayed REQUESTS times in the second, each answer byte for byte the first).
+# included), or one paid in both runs and replayed REQUESTS times in the second, each answer byte for byte the first),
+# PROCESSOR=service (the sandbox processor as `applepay processor serve` in a process of its own, not counted: the
+# server alone, as the load test's PROCESSOR=service).
 set -euo pipefail
 REQUESTS=${1:-2000}
 REQUEST_PATH=${2:-/v1/products}
@@ -34,8 +36,10 @@ fi
 case "$APPLEPAY" in /*) ;; *) APPLEPAY="$PWD/$APPLEPAY" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/applepay-instructions.XXXXXX")
 SERVER_PID=""
+PROCESSOR_PID=""
 cleanup() {
     if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then kill -TERM "$SERVER_PID" 2>/dev/null || true; fi
+    if [ -n "$PROCESSOR_PID" ]; then kill -TERM "$PROCESSOR_PID" 2>/dev/null || true; fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -52,13 +56,27 @@ C
 cc -O2 -shared -fPIC -o "$WORK/sigsuspend.so" "$WORK/sigsuspend.c"
 "$APPLEPAY" sandbox init "$WORK/sandbox" --merchant-id merchant.com.example.bench >/dev/null
 echo '{"server": {"perClientConnectionLimit": 0, "rateLimits": "off"}}' >"$WORK/server.json"
+SERVE_ARGS=()
+case "${PROCESSOR:-inProcess}" in
+    inProcess) ;;
+    service)
+        "$APPLEPAY" processor serve --ledger "sqlite:$WORK/ledger.sqlite" --sandbox "$WORK/sandbox" \
+            >"$WORK/processor.out" 2>"$WORK/processor.log" &
+        PROCESSOR_PID=$!
+        url=$(await_address "$WORK/processor.out" 's|^Processor listening on \(http://[^ ]*\).*|\1|p' \
+            "$PROCESSOR_PID" 300 0.1) || { echo "instructions: the processor did not start" >&2; exit 1; }
+        SERVE_ARGS=(--processor "$url")
+        ;;
+    *) echo "instructions: PROCESSOR is inProcess or service, not $PROCESSOR" >&2; exit 64 ;;
+esac
 
 count() { # REQUESTS -> the run's total instructions
     local out="$WORK/callgrind.$1" base=""
     : >"$WORK/server.out"
     (cd "$WORK" && LD_PRELOAD="$WORK/sigsuspend.so" exec valgrind --tool=callgrind --callgrind-out-file="$out" \
         "$APPLEPAY" serve --sandbox "$WORK/sandbox" --config "$WORK/server.json" \
-        --store "sqlite:$WORK/orders.$1.sqlite" --port 0 >"$WORK/server.out" 2>"$WORK/server.log") &
+        --store "sqlite:$WORK/orders.$1.sqlite" --port 0 ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} >"$WORK/server.out" \
+        2>"$WORK/server.log") &
     SERVER_PID=$!
     base=$(await_address "$WORK/server.out" 's|.*on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$SERVER_PID" 600 0.2) \
         || case $? in

@@ -65,6 +65,18 @@ struct ConnectionTests {
         expectSQLiteError(.range) { try insert.run([.text("only one value")]) }
     }
 
+    @Test("cached statements whose texts share their length and ending answer each for itself")
+    func statementCacheKeys() throws {
+        let db = try Connection.inMemory()
+        let ending = String(repeating: " ", count: 100) + "AS answer"
+        // Same length, same last hundred bytes (more than the cache's key hashes): only the start differs.
+        for _ in 0..<3 {
+            #expect(try db.query("SELECT 1 " + ending).first?.int64("answer") == 1)
+            #expect(try db.query("SELECT 2 " + ending).first?.int64("answer") == 2)
+        }
+        #expect(try db.query("SELECT 3 " + ending).first?.int64("answer") == 3)
+    }
+
     @Test("transaction commits on return and rolls back on throw", arguments: Storage.allCases)
     func transactions(storage: Storage) throws {
         let (db, folder) = try storage.open()
