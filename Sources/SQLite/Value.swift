@@ -56,7 +56,10 @@ public struct Row: Sendable, Hashable {
 
     /// The value of a column by name (`nil` if the row has no such column).
     public subscript(_ column: String) -> Value? {
-        columns.firstIndex(of: column).map { values[$0] }
+        // The lengths first: a row of thirty columns read by name compared most names in full (the names SQLite
+        // hands back and the program's literals never share storage, so no comparison took the identical fast path).
+        let length = column.utf8.count
+        return columns.firstIndex { $0.utf8.count == length && $0 == column }.map { values[$0] }
     }
 
     private func value(_ column: String) throws(SQLiteError) -> Value {
