@@ -24,7 +24,7 @@ public struct SQLQuery: Sendable, Hashable, ExpressibleByStringInterpolation {
     }
 
     public init(stringInterpolation: StringInterpolation) {
-        text = stringInterpolation.text
+        text = String(decoding: stringInterpolation.utf8, as: UTF8.self)
         binds = stringInterpolation.binds
         placeholders = stringInterpolation.placeholders
     }
@@ -57,24 +57,26 @@ public struct SQLQuery: Sendable, Hashable, ExpressibleByStringInterpolation {
         placeholders += other.placeholders.map { $0 + shift }
     }
 
-    /// Builds the query piece by piece as Swift reads the interpolation.
+    /// Builds the query piece by piece as Swift reads the interpolation, into bytes that become the text once at the
+    /// end: a payment builds some thirty queries of a few hundred bytes, and appending each piece to a `String`
+    /// took about 2 % of its instructions.
     public struct StringInterpolation: StringInterpolationProtocol {
-        var text = ""
+        var utf8: [UInt8] = []
         var binds: [SQLValue] = []
         var placeholders: [Int] = []
 
         public init(literalCapacity: Int, interpolationCount: Int) {
-            text.reserveCapacity(literalCapacity + interpolationCount * 2)
+            utf8.reserveCapacity(literalCapacity + interpolationCount * 2)
             binds.reserveCapacity(interpolationCount)
             placeholders.reserveCapacity(interpolationCount)
         }
 
-        public mutating func appendLiteral(_ literal: String) { text += literal }
+        public mutating func appendLiteral(_ literal: String) { append(literal) }
 
         /// A placeholder bound to `value`.
         public mutating func appendInterpolation(bind value: some SQLBindable) {
-            placeholders.append(text.utf8.count)
-            text += "?"
+            placeholders.append(utf8.count)
+            utf8.append(UInt8(ascii: "?"))
             binds.append(value.sqlValue)
         }
 
@@ -84,14 +86,19 @@ public struct SQLQuery: Sendable, Hashable, ExpressibleByStringInterpolation {
         }
 
         /// Trusted SQL text: identifiers, fixed fragments, a dialect's clauses. Never a value from input.
-        public mutating func appendInterpolation(raw sql: String) { text += sql }
+        public mutating func appendInterpolation(raw sql: String) { append(sql) }
 
         /// Another query, its values following this one's.
         public mutating func appendInterpolation(_ query: SQLQuery) {
-            let shift = text.utf8.count
-            text += query.text
+            let shift = utf8.count
+            append(query.text)
             binds += query.binds
             placeholders += query.placeholders.map { $0 + shift }
+        }
+
+        private mutating func append(_ text: String) {
+            let copied: Void? = text.utf8.withContiguousStorageIfAvailable { utf8.append(contentsOf: $0) }
+            if copied == nil { utf8.append(contentsOf: text.utf8) }
         }
     }
 }
