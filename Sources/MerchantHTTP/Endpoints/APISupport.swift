@@ -32,13 +32,15 @@ package enum JSONBody {
 
     /// ``decode(_:from:)``, also giving where the body's top-level members lie (``JSONScanner/members``).
     /// With `reading`, a body it reads (once the scan has checked the grammar and the limits) is not decoded again:
-    /// for a hot route's body of a known shape; `nil` from it leaves the body to `JSONDecoder` and its errors.
+    /// for a hot route's body of a known shape; `nil` from it leaves the body to `JSONDecoder` and its errors. It is
+    /// given the members too, so that it may read only those it needs.
     package static func decodeScanned<T: Decodable>(
-        _ type: T.Type, from request: HTTPRequest, reading: (Data) -> T? = { _ in nil }
+        _ type: T.Type, from request: HTTPRequest,
+        reading: (_ body: Data, _ members: [String: Range<Int>]) -> T? = { _, _ in nil }
     ) throws(HTTPError) -> (value: T, members: [String: Range<Int>]) {
         guard !request.body.isEmpty else { throw .invalidJSON("The request body is empty: send a JSON object.") }
         let scanner = try JSONScanner.scan(request.body)
-        if let value = reading(request.body) { return (value, scanner.members) }
+        if let value = reading(request.body, scanner.members) { return (value, scanner.members) }
         do {
             return (try JSONDecoder().decode(T.self, from: request.body), scanner.members)
         } catch let DecodingError.keyNotFound(key, context) {

@@ -77,7 +77,7 @@ struct CheckoutRoutes: RouteCollection {
             var clientSecret: String?
             var paymentRequest: PaymentRequest
         }
-        let body = try JSONBody.decodeScanned(Body.self, from: request, reading: Body.reading).value
+        let body = try JSONBody.decodeScanned(Body.self, from: request) { body, _ in Body.reading(body) }.value
         let checkout: Checkout
         let paymentRequest: PaymentRequest
         do {

@@ -54,17 +54,24 @@ struct PaymentRoutes: RouteCollection {
             var billingContact: Contact?
             var shippingContact: Contact?
 
-            /// The two contacts read over JSONCoding (the token skipped, not decoded into a tree); `nil` for a body
-            /// of another shape, which `JSONDecoder` then reads and reports on.
-            static func reading(_ body: Data) -> Contacts? {
-                JSONFieldReader.read(body) { json in
-                    var contacts = Contacts(billingContact: nil, shippingContact: nil)
-                    try json.object(keys: ["billingContact", "shippingContact"]) { key, json in
-                        let contact = try json.skipNull() ? nil : try json.contact()
-                        if key == 0 { contacts.billingContact = contact } else { contacts.shippingContact = contact }
-                    }
-                    return contacts
+            /// The two contacts read over JSONCoding from the members the scan found, so that the token (most of
+            /// the body) is not read a second time; `nil` for a contact of another shape, and the body then goes to
+            /// `JSONDecoder`, which reports on it.
+            static func reading(_ body: Data, members: [String: Range<Int>]) -> Contacts? {
+                var contacts = Contacts(billingContact: nil, shippingContact: nil)
+                for (name, field) in [
+                    ("billingContact", \Contacts.billingContact), ("shippingContact", \.shippingContact),
+                ] {
+                    guard let range = members[name] else { continue }
+                    let value = body[(body.startIndex + range.lowerBound)..<(body.startIndex + range.upperBound)]
+                    guard let read = JSONFieldReader.read(value, readContact) else { return nil }
+                    contacts[keyPath: field] = read
                 }
+                return contacts
+            }
+
+            private static func readContact(_ json: inout JSONFieldReader) throws -> Contact? {
+                try json.skipNull() ? nil : try json.contact()
             }
         }
         let (contacts, members) = try JSONBody.decodeScanned(Contacts.self, from: request, reading: Contacts.reading)
