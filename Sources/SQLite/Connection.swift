@@ -269,14 +269,29 @@ public final class Connection {
 @available(*, unavailable, message: "a Connection belongs to one actor or serial executor")
 extension Connection: Sendable {}
 
-/// A statement cache's key: the SQL text, hashed by its length and its last bytes only. A payment looks up some
-/// thirty statements of a few hundred bytes each, and hashing each whole text was about 1 % of its instructions;
-/// the texts are the program's own (no one can choose them to collide), the ones that share an ending differ in
-/// length or further up, and equality still compares the whole text.
+/// A statement cache's key: the SQL text's bytes (what SQLite compiles), hashed by their count and their last 64
+/// only. A payment looks up some thirty statements of a few hundred bytes each, and hashing each whole text was
+/// about 1 % of its instructions; the texts are the program's own (no one can choose them to collide), the ones that
+/// share an ending differ in length or further up, and equality compares every byte.
 struct StatementKey: Hashable {
     let sql: String
 
     init(_ sql: String) { self.sql = sql }
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        let left = lhs.sql.utf8
+        let right = rhs.sql.utf8
+        guard left.count == right.count else { return false }
+        let compared = left.withContiguousStorageIfAvailable { leftBytes in
+            right.withContiguousStorageIfAvailable { rightBytes in
+                guard let leftStart = leftBytes.baseAddress, let rightStart = rightBytes.baseAddress else {
+                    return true
+                }
+                return memcmp(leftStart, rightStart, leftBytes.count) == 0
+            }
+        }
+        return (compared ?? nil) ?? left.elementsEqual(right)
+    }
 
     static let hashedSuffix = 64
 

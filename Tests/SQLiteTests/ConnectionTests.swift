@@ -65,7 +65,7 @@ struct ConnectionTests {
         expectSQLiteError(.range) { try insert.run([.text("only one value")]) }
     }
 
-    @Test("cached statements whose texts share their length and ending answer each for itself")
+    @Test("cached statements answer each for its own text: one sharing length and ending, or equal as a Swift string")
     func statementCacheKeys() throws {
         let db = try Connection.inMemory()
         let ending = String(repeating: " ", count: 100) + "AS answer"
@@ -75,6 +75,15 @@ struct ConnectionTests {
             #expect(try db.query("SELECT 2 " + ending).first?.int64("answer") == 2)
         }
         #expect(try db.query("SELECT 3 " + ending).first?.int64("answer") == 3)
+        // Canonically equivalent texts (`==` as Swift strings) of different bytes are two statements, as SQLite
+        // compiles bytes: each answers its own.
+        let composed = "SELECT '\u{E9}' AS text"
+        let decomposed = "SELECT 'e\u{301}' AS text"
+        #expect(composed == decomposed)
+        for _ in 0..<2 {
+            #expect(try db.query(composed).first?.string("text").unicodeScalars.count == 1)
+            #expect(try db.query(decomposed).first?.string("text").unicodeScalars.count == 2)
+        }
     }
 
     @Test("transaction commits on return and rolls back on throw", arguments: Storage.allCases)
