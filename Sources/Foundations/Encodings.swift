@@ -19,18 +19,12 @@ public func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
 public func bytes(fromHex text: String) -> Data? {
     let utf8 = Array(text.utf8)
     guard utf8.count % 2 == 0 else { return nil }
-    func value(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
-    }
     var out = Data(capacity: utf8.count / 2)
     var index = 0
     while index < utf8.count {
-        guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
+        guard let high = ASCII.hexDigitValue(utf8[index]), let low = ASCII.hexDigitValue(utf8[index + 1]) else {
+            return nil
+        }
         out.append(high << 4 | low)
         index += 2
     }

@@ -258,11 +258,6 @@ public final class HTTPClient: Sendable {
         (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
     }
 
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-            || ((byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "f"))
-    }
-
     private static func isSchemeCharacter(_ byte: UInt8) -> Bool {
         isAlpha(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "+")
             || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
@@ -277,7 +272,9 @@ public final class HTTPClient: Sendable {
                 UInt8(ascii: "}"), UInt8(ascii: "|"), UInt8(ascii: "\\"), UInt8(ascii: "^"), UInt8(ascii: "`"):
                 return false
             case UInt8(ascii: "%"):
-                guard index + 2 < bytes.count, isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2]) else {
+                guard index + 2 < bytes.count, ASCII.hexDigitValue(bytes[index + 1]) != nil,
+                    ASCII.hexDigitValue(bytes[index + 2]) != nil
+                else {
                     return false
                 }
                 index += 2

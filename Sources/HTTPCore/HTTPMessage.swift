@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 import JSONCoding
 
 /// An HTTP method such as `GET` or `POST`; compared by its upper-case name.
@@ -51,21 +52,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Whether two field names are the same without regard to ASCII case (field names are ASCII tokens), compared
     /// byte by byte: no Foundation string comparison per lookup.
-    public static func sameName(_ lhs: String, _ rhs: String) -> Bool {
-        var left = lhs.utf8.makeIterator()
-        var right = rhs.utf8.makeIterator()
-        while true {
-            switch (left.next(), right.next()) {
-            case (nil, nil): return true
-            case (let a?, let b?):
-                if a == b { continue }
-                let lowerA = (a >= 0x41 && a <= 0x5A) ? a | 0x20 : a
-                let lowerB = (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
-                if lowerA != lowerB { return false }
-            default: return false
-            }
-        }
-    }
+    public static func sameName(_ lhs: String, _ rhs: String) -> Bool { ASCII.equalIgnoringCase(lhs.utf8, rhs.utf8) }
 }
 
 /// A request as the server received it: the whole body is in memory (within the server's limit).

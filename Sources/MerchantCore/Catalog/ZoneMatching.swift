@@ -1,4 +1,5 @@
 import Foundation
+import Foundations
 
 /// The comparisons a shipping zone's rules make (``ShippingZone/covers(_:)``): letters compared without case, an
 /// area with the blanks around it trimmed, a postal code without its spaces. Printable ASCII, which covers every
@@ -22,7 +23,7 @@ enum ZoneMatching {
         if isPrintableASCII(postalCode.utf8), isPrintableASCII(prefix.utf8) {
             var code = postalCode.utf8.lazy.filter { $0 != space }.makeIterator()
             for byte in prefix.utf8 where byte != space {
-                guard let next = code.next(), upper(next) == upper(byte) else { return false }
+                guard let next = code.next(), ASCII.uppercased(next) == ASCII.uppercased(byte) else { return false }
             }
             return true
         }
@@ -34,7 +35,7 @@ enum ZoneMatching {
     /// `nil` unless both are printable ASCII.
     private static func asciiSame(_ text: Substring, _ rule: String) -> Bool? {
         guard isPrintableASCII(text.utf8), isPrintableASCII(rule.utf8) else { return nil }
-        return text.utf8.elementsEqual(rule.utf8) { upper($0) == upper($1) }
+        return ASCII.equalIgnoringCase(text.utf8, rule.utf8)
     }
 
     /// The text without the spaces and tabs around it, or `nil` unless it is ASCII with no other control character
@@ -50,9 +51,5 @@ enum ZoneMatching {
 
     private static func isPrintableASCII(_ bytes: some Sequence<UInt8>) -> Bool {
         bytes.allSatisfy { (0x20...0x7E).contains($0) }
-    }
-
-    private static func upper(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) ? byte - 32 : byte
     }
 }
