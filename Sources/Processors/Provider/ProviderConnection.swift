@@ -164,14 +164,18 @@ public struct ProviderConnection: Sendable, CustomStringConvertible {
 }
 
 extension HTTPClient {
-    /// The client of a processor call: the call's time limit (connecting at most 5 s of it), answers up to 1 MB.
+    /// The client of a processor call: the call's time limit (connecting at most 5 s of it), answers up to 1 MB,
+    /// and as many connections kept for reuse as the processor's share lets payments be in flight
+    /// (`PaymentService.defaultShare`). With fewer, a provider slow enough to hold more calls than that at once had
+    /// every call past the bound connect again (over TLS, a handshake a payment) just when it was slow.
     static func processorClient(
         timeout: Duration, clientIdentity: ClientIdentity?, trustedRootsPEM: Data?, proxy: String?
     ) -> HTTPClient {
         HTTPClient(
             configuration: .init(
                 timeout: timeout, connectTimeout: min(timeout, .seconds(5)), clientIdentity: clientIdentity,
-                trustedRootsPEM: trustedRootsPEM, maximumResponseSize: 1024 * 1024, proxy: proxy))
+                trustedRootsPEM: trustedRootsPEM, maximumResponseSize: 1024 * 1024, proxy: proxy,
+                maximumKeptConnections: PaymentService.defaultShare.maximumInFlight))
     }
 }
 
