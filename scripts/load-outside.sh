@@ -3,8 +3,9 @@
 # printing one JSON line, then the payments' checks (every payment answered success with its own order, once):
 #   slowProcessor      paymentsSlowProcessor: the sandbox processor service runs apart (`applepay processor serve`)
 #                      and answers every charge after DELAY_MS (default 300) ms; PAYMENTS payments (default 6000)
-#                      posted once each over CONNECTIONS connections (default 1000), one wrk thread each. The line
-#                      adds the server's peak thread count and resident memory, sampled every 200 ms.
+#                      posted once each over CONNECTIONS connections (default 1000) from as many wrk threads as
+#                      cores. The line adds the server's CPU time per payment and the processor service's, and the
+#                      server's peak thread count and resident memory, sampled every 200 ms.
 #   notificationFlood  paymentsUnderNotificationFlood: Apple's merchant-token API is a black hole (a socket that
 #                      never accepts, so every pull waits for its deadline) while wrk floods the unauthenticated
 #                      notification URL from FLOOD_CONNECTIONS connections (default 200) with new event ids;
@@ -43,6 +44,7 @@ before_server() {
             --fault "delay:1000000000:$(awk -v m="$DELAY_MS" 'BEGIN { printf "%.3f", m / 1000 }')" \
             >"$WORK/processor.out" 2>"$WORK/processor.log" &
         EXTRA_PIDS+=("$!")
+        PROCESSOR_PID=$!
         local url=""
         for _ in $(seq 1 300); do
             url=$(sed -n 's|^Processor listening on \(http://[^ ]*\).*|\1|p' "$WORK/processor.out")
@@ -65,6 +67,10 @@ time.sleep(3600)' >"$WORK/hole.port" &
     fi
 }
 
+PROCESSOR_PID=""
+# The processor service's CPU time so far (user + system, ms).
+processor_cpu_ms() { sed 's/.*) //' "/proc/$PROCESSOR_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13) * 1000 / hz }'; }
+
 . scripts/load/server.sh
 . scripts/load/scenarios.sh
 
@@ -84,6 +90,7 @@ sample_server &
 SAMPLER_PID=$!
 EXTRA_PIDS+=("$SAMPLER_PID")
 
+cpu_before=$(cpu_ms)
 if [ "$SCENARIO" = notificationFlood ]; then
     wrk --threads 2 --connections "$FLOOD_CONNECTIONS" --duration 600s --timeout 10s \
         --script scripts/load/flood.lua "$BASE" >"$WORK/flood.wrk" &
@@ -97,14 +104,22 @@ if [ "$SCENARIO" = notificationFlood ]; then
     jq -e . >/dev/null <<<"$flood" || fail "the flood printed no summary: $(tail -3 "$WORK/flood.wrk")"
     line=$(jq -c --argjson flood "$flood" '. + {flood: $flood}' <<<"$line")
 else
+    processor_before=$(processor_cpu_ms)
     line=$(run_once paymentsSlowProcessor "$WORK/pay" answers)
+    line=$(jq -c --argjson b "$processor_before" --argjson a "$(processor_cpu_ms)" \
+        '. + {processorCPUMillisecondsPerRequest: ((($a - $b) / ([.requests, 1] | max) * 1000 | round) / 1000)}' \
+        <<<"$line")
 fi
 kill "$SAMPLER_PID" 2>/dev/null || true
 read -r threads rss < <(awk '$1 > t { t = $1 } $2 > r { r = $2 } END { print t + 0, r + 0 }' "$WORK/samples")
-jq -c --argjson threads "$threads" --argjson rss "$rss" \
-    '. + {serverThreadsMax: $threads, serverRSSMaxKB: $rss}' <<<"$line"
+# The server's CPU per payment: with the flood, the flood's requests are in it too, so only beside the slow processor.
+jq -c --argjson threads "$threads" --argjson rss "$rss" --argjson b "$cpu_before" --argjson a "$(cpu_ms)" \
+    --arg scenario "$SCENARIO" \
+    '(if $scenario == "slowProcessor"
+      then {serverCPUMillisecondsPerRequest: ((($a - $b) / ([.requests, 1] | max) * 1000 | round) / 1000)}
+      else {} end) as $cpu | . + $cpu + {serverThreadsMax: $threads, serverRSSMaxKB: $rss}' <<<"$line"
 
-python3 scripts/load/client.py check "$BASE" "$WORK/pay" "$CONNECTIONS" >/dev/null \
+python3 scripts/load/client.py check "$BASE" "$WORK/pay" >/dev/null \
     || fail "the payments' checks failed"
 charged=$(store_payments)
 expected=$(wc -l <"$WORK/pay/checkouts.tsv")

@@ -10,8 +10,9 @@
 #   payments      PAYMENTS checkouts, created and priced by one keep-alive Python client and their tokens minted
 #                 by one `applepay sandbox mint --batch` process (untimed), then posted once each by wrk
 #                 (each request to a checkout's route carries its Checkout-Secret, as the client kept it)
-#                 (scripts/load/bodies.lua: CONNECTIONS threads of one connection, each its own share of the bodies,
-#                 each stopping itself after its last answer)
+#                 (scripts/load/bodies.lua: CONNECTIONS connections on as many wrk threads as cores, each thread
+#                 its own share of the bodies handed to its connections one at a time, each stopping itself after
+#                 its last answer; the answers are matched to their checkouts by the orders they name)
 #   replays       the same bodies posted again
 # Each line carries requests/s, latency p50/p99/max in ms, errors, the client's CPU share (wrk's user+system CPU
 # time over wall time x cores, from /usr/bin/time), the load average after the scenario, where the processor runs
@@ -172,7 +173,7 @@ fi
 # The checks: answers and orders over the API, then the store, descriptors, the log, SIGTERM.
 expected=0
 for folder in "${FOLDERS[@]}"; do
-    python3 scripts/load/client.py check "$BASE" "$folder" "$CONNECTIONS" || fail "the payments' checks failed"
+    python3 scripts/load/client.py check "$BASE" "$folder" || fail "the payments' checks failed"
     expected=$((expected + $(wc -l <"$folder/checkouts.tsv")))
 done
 charged=$(store_payments)

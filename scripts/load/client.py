@@ -7,10 +7,11 @@
       --batch` process, and writes DIR/payments.tsv (`path<TAB>body<TAB>secret` for bodies.lua, the secret being
       the checkout's client secret, its Checkout-Secret header) and DIR/checkouts.tsv (`id<TAB>total`); also SHEETS
       more checkouts for the sheet-update scenario, DIR/sheet.tsv
-  client.py check BASE DIR THREADS
-      reads the answers bodies.lua wrote (DIR/answers.K, DIR/replays.K; thread K posted lines K, K+THREADS, ...)
-      and checks: every payment answered 200 success with its own order, every replay (when posted) byte for byte the first
-      answer, every order reads back `paid` with its checkout's total and id over GET /v1/orders/{id}?secret=...
+  client.py check BASE DIR
+      reads the answers bodies.lua wrote (DIR/answers.K, DIR/replays.K, each in the order its answers came) and
+      checks: every checkout answered exactly once, 200 success with an order of its own that reads back `paid`
+      with its total over GET /v1/orders/{id}?secret=...; every replay (when posted) byte for byte its order's first
+      answer, one per checkout.
       Prints one JSON line; exit 1 on any violation.
 """
 
@@ -136,49 +137,68 @@ def prepare(base, folder, count, sheets, applepay, sandbox):
             sheet.write(f"/v1/checkouts/{checkout}/shipping-contact\t{region}\t{secret}\n")
 
 
-def read_answers(folder, name, threads, count):
-    """The answers in the order of the lines of payments.tsv: [(status, body)]; None where none came."""
-    answers = [None] * count
-    for k in range(threads):
-        path = os.path.join(folder, f"{name}.{k}")
-        if not os.path.exists(path):
+def read_answers(folder, name):
+    """Every answer bodies.lua wrote to DIR/NAME.K, in no particular order: [(status, body)]."""
+    answers = []
+    for entry in sorted(os.listdir(folder)):
+        prefix, _, k = entry.rpartition(".")
+        if prefix != name or not k.isdigit():
             continue
-        with open(path, "rb") as lines:
-            for j, line in enumerate(lines):
+        with open(os.path.join(folder, entry), "rb") as lines:
+            for line in lines:
                 status, _, body = line.rstrip(b"\n").partition(b"\t")
-                index = k + j * threads
-                if index < count:
-                    answers[index] = (int(status), body)
+                answers.append((int(status), body))
     return answers
 
 
-def check(base, folder, threads):
+def check(base, folder):
     client = Client(base)
     with open(os.path.join(folder, "checkouts.tsv")) as listed:
         checkouts = [line.rstrip("\n").split("\t") for line in listed]
-    payments = read_answers(folder, "answers", threads, len(checkouts))
-    # The replays are checked when they were posted (load-test.sh; load-outside.sh posts none).
-    replayed = any(os.path.exists(os.path.join(folder, f"replays.{k}")) for k in range(threads))
-    replays = read_answers(folder, "replays", threads, len(checkouts))
+    totals = dict(checkouts)
     violations = []
-    orders = set()
-    for (checkout, total), first, replay in zip(checkouts, payments, replays):
-        if first is None:
-            violations.append(f"payment of {checkout}: no answer")
-            continue
-        status, body = first
+    # A thread's connections answer in any order: each answer is matched to its checkout by the order it names,
+    # read back over the API. Every checkout needs exactly one answer, a success whose order is its own and paid
+    # with its total.
+    firsts, orders = {}, {}
+    for status, body in read_answers(folder, "answers"):
         answer = json.loads(body) if body.startswith(b"{") else {}
         if status != 200 or answer.get("status") != "success":
-            violations.append(f"payment of {checkout}: {status} {body[:200]!r}")
+            violations.append(f"a payment answered {status} {body[:200]!r}")
             continue
-        if replayed and replay != first:
-            violations.append(f"replay of {checkout} answered {replay!r}, first {first!r}")
         order_id = answer["orderId"]
-        orders.add(order_id)
         order = client.json("GET", f"/v1/orders/{order_id}?secret={answer['orderSecret']}")
-        if (order["status"], order["totals"]["total"], order["checkoutId"]) != ("paid", total, checkout):
+        checkout = order["checkoutId"]
+        if checkout not in totals:
+            violations.append(f"order {order_id}: checkout {checkout} was not paid in this run")
+        elif checkout in firsts:
+            violations.append(f"checkout {checkout} answered twice: {firsts[checkout]!r} and {body!r}")
+        elif (order["status"], order["totals"]["total"]) != ("paid", totals[checkout]):
             violations.append(f"order {order_id} of {checkout}: {order['status']}, total {order['totals']['total']}"
-                              f", checkout {order['checkoutId']} (expected paid, {total})")
+                              f" (expected paid, {totals[checkout]})")
+        else:
+            firsts[checkout] = body
+            orders[order_id] = checkout
+    for checkout, _ in checkouts:
+        if checkout not in firsts:
+            violations.append(f"payment of {checkout}: no success answer")
+    # The replays are checked when they were posted (load-test.sh; load-outside.sh posts none): each names an order
+    # of this run and is byte for byte that order's first answer, one replay per checkout.
+    replays = read_answers(folder, "replays")
+    if replays:
+        replayed = set()
+        for status, body in replays:
+            answer = json.loads(body) if body.startswith(b"{") else {}
+            checkout = orders.get(answer.get("orderId"))
+            if checkout is None or body != firsts[checkout] or status != 200:
+                violations.append(f"a replay answered {status} {body[:200]!r}, not a first answer")
+            elif checkout in replayed:
+                violations.append(f"checkout {checkout} replayed twice")
+            else:
+                replayed.add(checkout)
+        for checkout, _ in checkouts:
+            if checkout in firsts and checkout not in replayed:
+                violations.append(f"replay of {checkout}: no answer")
     if len(orders) != len(checkouts) and not violations:
         violations.append(f"{len(checkouts)} checkouts paid with {len(orders)} distinct orders")
     print(json.dumps({"scenario": "answers", "payments": len(checkouts), "paidOnce": not violations,
@@ -194,8 +214,8 @@ def main():
         base, folder, count, sheets, applepay, sandbox = sys.argv[2:]
         prepare(base, folder, int(count), int(sheets), applepay, sandbox)
         return 0
-    if command == "check" and len(sys.argv) == 5:
-        return check(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    if command == "check" and len(sys.argv) == 4:
+        return check(sys.argv[2], sys.argv[3])
     print(__doc__, file=sys.stderr)
     return 64
 

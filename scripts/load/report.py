@@ -190,9 +190,9 @@ def main():
                 "paymentsSlowProcessor: the processor answers every charge after 300 ms. "
                 "paymentsUnderNotificationFlood: Apple's merchant-token API is a black hole while the notification "
                 "URL is flooded. Every payment was checked: answered success with its own order, charged once.", "",
-                "| scenario | connections | payments/s | p50 ms | p99 ms | errors | server threads (peak) | "
-                "resident memory (peak) | flood | target |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+                "| scenario | connections | payments/s | p50 ms | p99 ms | errors | server CPU ms/payment "
+                "(processor's) | client CPU share | server threads (peak) | resident memory (peak) | flood | target |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
         targets = {"paymentsSlowProcessor": "≥ 1,500/s, p99 ≤ 500 ms, ≤ 64 threads, ≤ 200 MB",
                    "paymentsUnderNotificationFlood": "every payment success, p99 ≤ 1 s"}
         for l in outside:
@@ -200,9 +200,15 @@ def main():
             flood_text = (f"{number(flood['requests'])} notifications ({number(flood['requestsPerSecond'])}/s), "
                           f"p99 {flood['latencyMs']['p99']:.0f} ms, {flood['non2xx']} non-2xx, "
                           f"{flood['timeouts']} timeouts" if flood else "—")
+            server = l.get("serverCPUMillisecondsPerRequest")
+            processor = l.get("processorCPUMillisecondsPerRequest")
+            cpu_text = (f"{server:.3f}" + (f" ({processor:.3f})" if isinstance(processor, (int, float)) else "")
+                        if isinstance(server, (int, float)) else "—")
+            share = l.get("clientCPUShare")
+            share_text = f"{share:.0%}" if isinstance(share, (int, float)) else "—"
             out.append(f"| {l['scenario']} | {l['connections']} | {number(l['requestsPerSecond'])} | "
                        f"{l['latencyMs']['p50']:.2f} | {l['latencyMs']['p99']:.2f} | {l['errors']} | "
-                       f"{l.get('serverThreadsMax', '—')} | {l.get('serverRSSMaxKB', 0) / 1024:.0f} MB | "
+                       f"{cpu_text} | {share_text} | {l.get('serverThreadsMax', '—')} | {l.get('serverRSSMaxKB', 0) / 1024:.0f} MB | "
                        f"{flood_text} | {targets[l['scenario']]} |")
     checks = [l for l in lines if l.get("scenario") == "checks"]
     if checks:
