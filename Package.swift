@@ -60,7 +60,9 @@ let package = Package(
         // Hex, base64url, constant-time comparison, Unix milliseconds: one home each.
         .target(name: "Foundations"),
         // swift-log's handler of the server: one sorted-key JSON object per line, written behind the caller.
-        .target(name: "JSONLogging", dependencies: ["JSONCoding", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "JSONLogging",
+            dependencies: ["JSONCoding", "Foundations", .product(name: "Logging", package: "swift-log")]),
 
         // Swift wrappers: the only modules that import C.
         .target(name: "Cryptography", dependencies: ["COpenSSL", "Foundations"]),
