@@ -72,7 +72,8 @@ end
 -- delay() reserves the thread's next line for the connection (no wait), or holds a connection when every line is
 -- taken (an hour: the thread stops first, after its last answer). request() hands out the reserved lines in order;
 -- the one call without a reservation is wrk's check of the script on thread 0 before the threads start, which
--- sends nothing.
+-- sends nothing. A request lost to a broken connection is not sent again (wrk counts the error): its thread never
+-- sees its last answer, wrk runs to --duration, and the checks name the checkout that got no answer.
 local reserved, handed = 0, 0
 if once then
   function delay()
