@@ -278,7 +278,7 @@ let package = Package(
             dependencies: ["SandboxGateway", "Sandbox", "ApplePay", "Cryptography", "HTTPClient", "TestSupport"]),
         .testTarget(name: "SQLCoreTests", dependencies: ["SQLCore", "SQLite", "Postgres", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "SQLCore", "TestSupport"]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "SQLCore", "TestSupport"]),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"]),
         .testTarget(
             name: "ApplePayHummingbirdTests",

@@ -15,6 +15,8 @@ public final class PostgresConnection {
     private let timeouts: PostgresTimeouts
     /// Set when an answer did not come in time: the connection is in an unknown state and is never used again.
     private var abandoned = false
+    /// Round trips to the server so far (commands sent and answered, or failed), for tests.
+    package private(set) var exchanges = 0
 
     /// Connects with a libpq connection string or URI (`postgresql://user@host:5432/db`,
     /// `postgresql:///db?host=/run/postgresql`).
@@ -98,13 +100,19 @@ public final class PostgresConnection {
     }
 
     /// Runs `body` in a transaction: commits when it returns, rolls back when it throws. Nested calls use savepoints.
+    /// With `synchronousCommit` false the transaction commits without waiting for its WAL to be flushed
+    /// (`SET LOCAL synchronous_commit TO OFF`, sent with `BEGIN` in one round trip; ignored by a nested call).
     /// - Throws: what `body` throws, or ``PostgresError`` from `BEGIN`/`COMMIT` (a `COMMIT` that fails leaves
     ///   nothing written).
     public func transaction<T>(
-        _ isolation: Isolation = .readCommitted, _ body: (PostgresConnection) throws -> T
+        _ isolation: Isolation = .readCommitted, synchronousCommit: Bool = true,
+        _ body: (PostgresConnection) throws -> T
     ) throws -> T {
         let depth = transactionDepth
-        try execute(depth == 0 ? "BEGIN ISOLATION LEVEL \(isolation.rawValue)" : "SAVEPOINT s\(depth)")
+        let begin =
+            "BEGIN ISOLATION LEVEL \(isolation.rawValue)"
+            + (synchronousCommit ? "" : "; SET LOCAL synchronous_commit TO OFF")
+        try execute(depth == 0 ? begin : "SAVEPOINT s\(depth)")
         transactionDepth += 1
         defer { transactionDepth = depth }
         let value: T
@@ -159,6 +167,7 @@ public final class PostgresConnection {
         guard !abandoned else {
             throw PostgresError(.connectionFailure, "the connection was abandoned after an answer came too late")
         }
+        exchanges += 1
         guard send() == 1 else { throw PostgresError(.connectionFailure, Self.message(handle)) }
         let deadline = ContinuousClock.now + timeouts.answer
         var kept: OpaquePointer?

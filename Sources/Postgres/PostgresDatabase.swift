@@ -6,7 +6,9 @@ import SQLCore
 /// A write is one transaction at READ COMMITTED. A lost race (serialization failure, deadlock) is run again, up to
 /// five attempts; so is a connection that failed before `BEGIN` went through (nothing of it reached the database).
 /// A connection lost inside a write is not retried: the server rolled the transaction back and the caller gets
-/// `connectionFailure`. A read is also retried on a new connection when its connection is lost midway.
+/// `connectionFailure`. A read runs its statements without `BEGIN` and `COMMIT`: at READ COMMITTED each statement
+/// sees what was committed when it began, inside a transaction or not, so the two round trips bought nothing. It is
+/// retried on a new connection when its connection is lost midway.
 public final class PostgresDatabase: SQLDatabase {
     /// The connections, each owned by a thread of the pool.
     public let pool: ConnectionPool
@@ -25,20 +27,22 @@ public final class PostgresDatabase: SQLDatabase {
     public func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> T)
         async throws(SQLError) -> T
     {
-        try await transaction(retryingLostConnections: true, body)
+        try await attempts(.read, body)
     }
 
     /// A ``WriteDurability/written`` write commits with `synchronous_commit` off for its transaction alone
-    /// (`SET LOCAL`): PostgreSQL answers before its WAL is flushed, and flushes it within a few hundred
-    /// milliseconds or with the next synchronous commit.
+    /// (`SET LOCAL`, sent with its `BEGIN`): PostgreSQL answers before its WAL is flushed, and flushes it within a
+    /// few hundred milliseconds or with the next synchronous commit.
     public func write<T: Sendable>(
         _ durability: WriteDurability, _ body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> T
     ) async throws(SQLError) -> T {
-        guard durability == .written else { return try await transaction(retryingLostConnections: false, body) }
-        return try await transaction(retryingLostConnections: false) { connection throws(SQLError) -> T in
-            try connection.execute(script: "SET LOCAL synchronous_commit TO OFF")
-            return try body(connection)
-        }
+        try await attempts(.write(synchronousCommit: durability != .written), body)
+    }
+
+    /// What runs the body: a read's statements on their own, or a write's in a transaction.
+    private enum Work {
+        case read
+        case write(synchronousCommit: Bool)
     }
 
     /// What one attempt at a transaction gave: its value, or its error and whether `BEGIN` had gone through.
@@ -47,10 +51,10 @@ public final class PostgresDatabase: SQLDatabase {
         case failure(SQLError, started: Bool)
     }
 
-    /// Runs `body` in a transaction on a pool connection, again after a lost race or a connection lost before the
-    /// transaction began; with `retryingLostConnections` (reads), also after one lost in the middle.
-    private func transaction<T: Sendable>(
-        retryingLostConnections: Bool, _ body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> T
+    /// Runs `body` on a pool connection (a write in a transaction), again after a lost race or a connection lost
+    /// before the transaction began; a read also after a connection lost in the middle.
+    private func attempts<T: Sendable>(
+        _ work: Work, _ body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> T
     ) async throws(SQLError) -> T {
         var attempt = 0
         while true {
@@ -60,11 +64,16 @@ public final class PostgresDatabase: SQLDatabase {
                 result = try await pool.withConnection { connection -> Attempt<T> in
                     var started = false
                     do {
-                        return .value(
-                            try connection.transaction { connection in
-                                started = true
-                                return try body(connection)
-                            })
+                        switch work {
+                        case .read:
+                            return .value(try body(connection))
+                        case .write(let synchronousCommit):
+                            return .value(
+                                try connection.transaction(synchronousCommit: synchronousCommit) { connection in
+                                    started = true
+                                    return try body(connection)
+                                })
+                        }
                     } catch {
                         return .failure(SQLError(any: error), started: started)
                     }
@@ -77,6 +86,7 @@ public final class PostgresDatabase: SQLDatabase {
             case .failure(let error, let started):
                 guard attempt < 5 else { throw error }
                 let lostRace = error.code == .serializationFailure
+                let retryingLostConnections = if case .read = work { true } else { false }
                 let lostConnection =
                     error.code == .connectionFailure && (!started || retryingLostConnections) && attempt < 3
                 guard lostRace || lostConnection else { throw error }

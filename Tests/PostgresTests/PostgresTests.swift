@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import SQLCore
 import TestSupport
 import Testing
 
@@ -122,6 +123,59 @@ struct PostgresTests {
             try $0.query("SELECT current_setting('application_name') AS n").first?.string("n")
         }
         #expect(name == "pgtest")
+    }
+}
+
+@Suite(
+    "PostgreSQL round trips of reads and writes",
+    .enabled(if: TestDatabase.isAvailable, "APPLEPAY_TEST_POSTGRES is not set"))
+struct PostgresRoundTripTests {
+    /// The round trips between the end of one call's body and the start of the next on the same connection: the
+    /// first call's `COMMIT` and the second's `BEGIN`, if any.
+    private func roundTripsBetween(
+        _ first: (PostgresDatabase, @escaping @Sendable (PostgresConnection) throws(SQLError) -> Int) async throws ->
+            Int,
+        _ second: (PostgresDatabase, @escaping @Sendable (PostgresConnection) throws(SQLError) -> Int) async throws ->
+            Int
+    ) async throws -> Int {
+        let database = PostgresDatabase(uri: try #require(TestDatabase.uri), poolSize: 1)
+        defer { database.close() }
+        let end = try await first(database) { connection throws(SQLError) in
+            _ = try connection.query("SELECT 1 AS one" as SQLQuery)
+            return connection.exchanges
+        }
+        let start = try await second(database) { connection throws(SQLError) in connection.exchanges }
+        return start - end
+    }
+
+    @Test("a read sends its statements alone (no BEGIN, no COMMIT); a write's SET LOCAL goes with its BEGIN")
+    func roundTrips() async throws {
+        let read = {
+            (database: PostgresDatabase, body: @escaping @Sendable (PostgresConnection) throws(SQLError) -> Int) in
+            try await database.read(body)
+        }
+        func write(_ durability: WriteDurability)
+            -> (PostgresDatabase, @escaping @Sendable (PostgresConnection) throws(SQLError) -> Int) async throws -> Int
+        {
+            { database, body in try await database.write(durability, body) }
+        }
+        #expect(try await roundTripsBetween(read, read) == 0)
+        #expect(try await roundTripsBetween(write(.synced), write(.synced)) == 2)
+        #expect(try await roundTripsBetween(write(.synced), write(.written)) == 2)
+        // The setting is the transaction's alone, and it holds inside it.
+        let database = PostgresDatabase(uri: try #require(TestDatabase.uri), poolSize: 1)
+        defer { database.close() }
+        func setting(_ durability: WriteDurability) async throws -> String? {
+            try await database.write(durability) { connection throws(SQLError) in
+                try connection.query("SHOW synchronous_commit" as SQLQuery).first?.optionalString("synchronous_commit")
+            }
+        }
+        #expect(try await setting(.written) == "off")
+        #expect(try await setting(.synced) == "on")
+        #expect(
+            try await database.read { connection throws(SQLError) in
+                try connection.query("SHOW synchronous_commit" as SQLQuery).first?.optionalString("synchronous_commit")
+            } == "on")
     }
 }
 
