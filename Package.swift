@@ -318,8 +318,8 @@ let package = Package(
         .testTarget(
             name: "ProcessorsTests",
             dependencies: [
-                "Processors", "ProcessorAPI", "ProcessorService", "MerchantCore", "MerchantStore", "HTTPCore",
-                "HTTPServer", "ApplePay", "Foundations", "MerchantTestSupport", "TestSupport",
+                "Processors", "ProcessorAPI", "ProcessorService", "MerchantCore", "MerchantStore", "HTTPClient",
+                "HTTPCore", "HTTPServer", "ApplePay", "Foundations", "MerchantTestSupport", "TestSupport",
             ]),
         .testTarget(
             name: "MerchantHTTPTests",
