@@ -68,8 +68,6 @@ time.sleep(3600)' >"$WORK/hole.port" &
 }
 
 PROCESSOR_PID=""
-# The processor service's CPU time so far (user + system, ms).
-processor_cpu_ms() { sed 's/.*) //' "/proc/$PROCESSOR_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13) * 1000 / hz }'; }
 
 . scripts/load/server.sh
 . scripts/load/scenarios.sh

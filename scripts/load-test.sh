@@ -94,14 +94,6 @@ echo '/v1/checkouts	{"items":[{"sku":"COFFEE-250","quantity":2},{"sku":"MUG-01",
 
 . scripts/load/scenarios.sh
 
-# The processor service's CPU time so far, in milliseconds (0 with the processor in process).
-processor_cpu_ms() {
-    if [ -n "$PROCESSOR_PID" ]; then
-        sed 's/.*) //' "/proc/$PROCESSOR_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13) * 1000 / hz }'
-    else
-        echo 0
-    fi
-}
 # Runs a scenario (`run_wrk ...` or `run_once ...`) and adds to its line the server's CPU time per request (user +
 # system, from /proc: a figure the machine's noise moves far less than the rate), the processor's with
 # PROCESSOR=service, where the processor ran, and the KB the server wrote to its files per request (the store's

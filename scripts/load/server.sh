@@ -99,8 +99,12 @@ rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$SERVER_PID/status"; }
 # that waits for another switches voluntarily, one the scheduler preempts (a busy machine) involuntarily.
 switches() { cat /proc/"$SERVER_PID"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { v += $2 }
     /^nonvoluntary_ctxt_switches/ { n += $2 } END { print v, n }'; }
-# The server's CPU time so far (user + system), in milliseconds: the fields after the command's closing parenthesis.
-cpu_ms() { sed 's/.*) //' "/proc/$SERVER_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13) * 1000 / hz }'; }
+# The server's CPU time so far (user + system), in milliseconds.
+cpu_ms() { process_cpu_ms "$SERVER_PID"; }
+# A process's CPU time so far (user + system), in milliseconds: the fields after the command's closing parenthesis.
+process_cpu_ms() { sed 's/.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($12 + $13) * 1000 / hz }'; }
+# The processor service's (PROCESSOR_PID, set by the calling script when it starts one), 0 without one.
+processor_cpu_ms() { if [ -n "${PROCESSOR_PID:-}" ]; then process_cpu_ms "$PROCESSOR_PID"; else echo 0; fi; }
 # Bytes the server has written to its files so far (`write_bytes` of /proc/PID/io: counted as pages are dirtied, so
 # a WAL frame counts its pages; sockets are not in it); -1 where /proc does not show it.
 written_bytes() { awk '/^write_bytes/ { print $2; found = 1 } END { if (!found) print -1 }' "/proc/$SERVER_PID/io" \
